@@ -1,0 +1,45 @@
+"""Exception classes raised by pcr_explore.
+
+Every message names the file (and, where it applies, the record, image and
+scan group) and says what was expected.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PCRError",
+    "JPEGError",
+    "ScanScriptError",
+    "SourceImageError",
+    "PCRFormatError",
+    "CorruptRecordError",
+    "DatasetError",
+]
+
+
+class PCRError(Exception):
+    """Base class of every error pcr_explore raises on bad input."""
+
+
+class JPEGError(PCRError, ValueError):
+    """A JPEG stream is malformed (bad marker, truncated segment, no scans)."""
+
+
+class ScanScriptError(JPEGError):
+    """A progressive JPEG does not follow the standard libjpeg scan script."""
+
+
+class SourceImageError(PCRError, ValueError):
+    """A source image cannot be read or converted."""
+
+
+class PCRFormatError(PCRError, ValueError):
+    """A record file is not a valid PCR file (magic, version, header)."""
+
+
+class CorruptRecordError(PCRFormatError):
+    """A record's checksum does not match or its data is truncated."""
+
+
+class DatasetError(PCRError, ValueError):
+    """A dataset directory or its manifest is missing or inconsistent."""
