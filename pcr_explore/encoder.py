@@ -1,0 +1,456 @@
+"""Encode a folder of images into a dataset of Progressive Compressed Records.
+
+A dataset is a directory of record files plus ``manifest.json``. The encoder:
+
+* finds the images (labels from class sub-folders, a ``file,label`` CSV, or
+  none) and shuffles them with a seed before sharding, as the paper does, so
+  every record holds a mix of classes;
+* transcodes them in parallel worker processes, keeping only a bounded
+  window of results in memory;
+* cuts a record when its payload reaches ``record_size`` bytes (the last,
+  partial record is kept) and writes it atomically;
+* journals each finished record, so an interrupted run resumes where it
+  stopped; the manifest is written last;
+* never writes to the source folder, and skips unreadable files with a
+  report in the manifest (``skipped``) unless ``strict``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .errors import DatasetError, PCRError
+from .format import RecordImage, write_record
+from .jpeg import GRAY_LEVELS_IN_COLOR
+from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, NUM_LEVELS, write_json_atomic
+from .transcode import IMAGE_SUFFIXES, Backend, transcode
+
+__all__ = [
+    "DEFAULT_RECORD_SIZE",
+    "SourceItem",
+    "EncodeSummary",
+    "find_sources",
+    "encode_dataset",
+]
+
+# 64 MiB: a level-1 prefix of such a record (~6% of it) is still a ~4 MiB
+# sequential read, enough to amortise one request to a remote store; the
+# reader holds one record at a time, so memory stays small; and a record holds
+# several hundred ImageNet-sized images to shuffle among.
+DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
+_JOURNAL = ".pcr-journal.jsonl"
+_PLAN = ".pcr-plan.json"
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    """One source image: its path relative to the source folder and its class."""
+
+    name: str
+    label: str | None
+
+
+@dataclass(frozen=True)
+class EncodeSummary:
+    """What an encode run produced."""
+
+    out: str
+    images: int
+    records: int
+    skipped: int
+    source_bytes: int
+    total_bytes: int
+    resumed_records: int
+
+    def __str__(self) -> str:
+        ratio = self.total_bytes / self.source_bytes if self.source_bytes else float("nan")
+        return (
+            f"{self.images} images in {self.records} records ({self.total_bytes} bytes, "
+            f"{ratio:.3f} x source), {self.skipped} skipped"
+            + (
+                f", {self.resumed_records} records kept from an earlier run"
+                if self.resumed_records
+                else ""
+            )
+        )
+
+
+def find_sources(
+    src: str | os.PathLike[str], labels: str | os.PathLike[str] | None = None
+) -> tuple[list[SourceItem], list[str]]:
+    """List the images under *src* (sorted) and their classes.
+
+    Parameters
+    ----------
+    src : path
+        A folder of images, searched recursively.
+    labels : path, optional
+        A CSV with a ``file,label`` header; ``file`` relative to *src*. Images
+        not in the CSV are unlabelled. Without it, the first sub-folder of an
+        image is its class when every image sits in a sub-folder.
+
+    Returns
+    -------
+    items : list of SourceItem
+    classes : list of str
+        Sorted class names; index = integer label.
+
+    Raises
+    ------
+    DatasetError
+        If *src* is not a folder, holds no images, or the CSV is malformed.
+    """
+    root = Path(src)
+    if not root.is_dir():
+        raise DatasetError(f"{root}: not a folder of images")
+    names = sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() and not p.name.startswith(".")
+    )
+    if not names:
+        raise DatasetError(f"{root}: no image files ({', '.join(sorted(IMAGE_SUFFIXES))})")
+    if labels is not None:
+        mapping = _read_label_csv(Path(labels))
+        items = [SourceItem(n, mapping.get(n)) for n in names]
+    elif all("/" in n for n in names):
+        items = [SourceItem(n, n.split("/", 1)[0]) for n in names]
+    else:
+        items = [SourceItem(n, None) for n in names]
+    classes = sorted({i.label for i in items if i.label is not None})
+    return items, classes
+
+
+def _read_label_csv(path: Path) -> dict[str, str]:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None or not {"file", "label"} <= set(reader.fieldnames):
+                raise DatasetError(f"{path}: label CSV needs a 'file,label' header line")
+            out: dict[str, str] = {}
+            for line, row in enumerate(reader, start=2):
+                if not row["file"] or row["label"] is None or row["label"] == "":
+                    raise DatasetError(f"{path}: line {line}: empty file or label")
+                out[Path(row["file"]).as_posix()] = row["label"]
+            return out
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read label CSV: {exc.strerror or exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A worker's answer for one source: the image, or why it was skipped."""
+
+    index: int
+    image: RecordImage | None
+    source_bytes: int
+    backend: str = ""
+    note: str = ""
+    error: str = ""
+
+
+def _transcode_task(
+    index: int, path: str, name: str, label: int, backend: Backend, quality: int
+) -> _Done:
+    try:
+        size = os.path.getsize(path)
+        r = transcode(path, backend=backend, quality=quality, name=name)
+    except (PCRError, OSError) as exc:
+        return _Done(index, None, 0, error=str(exc))
+    pj = r.jpeg
+    pieces = pj.pieces()
+    if pj.num_components == 1:
+        slots = [b""] * NUM_LEVELS
+        for level, piece in zip(GRAY_LEVELS_IN_COLOR, pieces):
+            slots[level - 1] = piece
+        pieces = slots
+    image = RecordImage(name, label, pj.width, pj.height, pj.num_components, pieces)
+    return _Done(index, image, size, r.backend, r.note)
+
+
+def _plan_digest(items: list[SourceItem], src: Path, options: dict[str, Any]) -> str:
+    h = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
+    for it in items:
+        st = (src / it.name).stat()
+        h.update(f"{it.name}\0{it.label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _load_journal(out: Path, digest: str) -> list[dict[str, Any]]:
+    """Records finished by an earlier run of the same plan, verified on disk."""
+    plan = out / _PLAN
+    if not plan.exists():
+        return []
+    try:
+        old = json.loads(plan.read_text())
+    except (OSError, ValueError):
+        return []
+    if old.get("digest") != digest:
+        raise DatasetError(
+            f"{out}: holds an interrupted encode of different sources or options; "
+            "remove the folder or pass overwrite=True (--overwrite)"
+        )
+    done: list[dict[str, Any]] = []
+    journal = out / _JOURNAL
+    if not journal.exists():
+        return done
+    for line in journal.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            break  # a torn last line: that record is redone
+        rec = out / entry["file"]
+        if not rec.exists() or rec.stat().st_size != entry["bytes_per_scan"][-1]:
+            break
+        if entry["start"] != (done[-1]["end"] if done else 0):
+            break
+        done.append(entry)
+    return done
+
+
+def _clear(out: Path) -> None:
+    for p in out.iterdir():
+        if p.is_file() and (
+            p.suffix == ".pcr" or p.name in (MANIFEST, _JOURNAL, _PLAN, "skipped.txt")
+        ):
+            p.unlink()
+
+
+def encode_dataset(
+    src: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    backend: Backend = "auto",
+    quality: int = 90,
+    record_size: int = DEFAULT_RECORD_SIZE,
+    workers: int | None = None,
+    labels: str | os.PathLike[str] | None = None,
+    shuffle: bool = True,
+    seed: int = 0,
+    strict: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+    on_record: Callable[[int], None] | None = None,
+) -> EncodeSummary:
+    """Encode the images under *src* into a PCR dataset in *out*.
+
+    Parameters
+    ----------
+    src : path
+        Folder of source images (see :func:`find_sources`).
+    out : path
+        Output folder; created if missing. Must not be inside *src*.
+    backend : {"auto", "jpegtran", "pillow"}
+        Transcoder (see :mod:`pcr_explore.transcode`).
+    quality : int
+        JPEG quality for sources that are not JPEG.
+    record_size : int
+        Target payload bytes per record; a record is closed once it reaches
+        this size, and the last one may be smaller.
+    workers : int, optional
+        Worker processes (default: all cores). 1 runs in this process.
+    labels : path, optional
+        ``file,label`` CSV.
+    shuffle : bool
+        Shuffle the images with *seed* before sharding.
+    seed : int
+        Shuffle seed.
+    strict : bool
+        Stop at the first unreadable source instead of skipping it.
+    overwrite : bool
+        Replace a dataset or an unrelated interrupted encode already in *out*.
+    progress : bool
+        Show a progress bar.
+    on_record : callable, optional
+        Called with the record index after each record is written.
+
+    Returns
+    -------
+    EncodeSummary
+
+    Raises
+    ------
+    DatasetError
+        Bad folders, an existing dataset in *out*, or (strict) a bad source.
+
+    Examples
+    --------
+    >>> encode_dataset("photos/", "photos.pcr", workers=2)  # doctest: +SKIP
+    """
+    src_p, out_p = Path(src).resolve(), Path(out).resolve()
+    if record_size < 1:
+        raise ValueError(f"record_size must be positive, got {record_size}")
+    if out_p == src_p or src_p in out_p.parents:
+        raise DatasetError(f"{out_p}: output folder must not be inside the source folder {src_p}")
+    items, classes = find_sources(src_p, labels)
+    order = np.arange(len(items))
+    if shuffle:
+        order = np.random.default_rng(seed).permutation(len(items))
+    options = {
+        "backend": backend,
+        "quality": quality,
+        "record_size": record_size,
+        "shuffle": shuffle,
+        "seed": seed,
+        "labels": str(labels) if labels else None,
+    }
+    digest = _plan_digest(items, src_p, options)
+    out_p.mkdir(parents=True, exist_ok=True)
+    if overwrite:
+        _clear(out_p)
+    if (out_p / MANIFEST).exists():
+        raise DatasetError(f"{out_p}: already holds a dataset (manifest.json); use overwrite")
+    done = _load_journal(out_p, digest)
+    if not done:
+        (out_p / _JOURNAL).unlink(missing_ok=True)
+        write_json_atomic(out_p / _PLAN, {"digest": digest, "options": options})
+    start = done[-1]["end"] if done else 0
+    class_index = {c: i for i, c in enumerate(classes)}
+    tasks = [
+        (
+            int(pos),
+            str(src_p / items[j].name),
+            items[j].name,
+            class_index.get(items[j].label, -1) if items[j].label is not None else -1,
+            backend,
+            quality,
+        )
+        for pos, j in enumerate(order)
+    ][start:]
+
+    records = list(done)
+    skipped = [s for r in done for s in r["skipped"]]
+    notes = [n for r in done for n in r["notes"]]
+    journal = (out_p / _JOURNAL).open("a", encoding="utf-8")
+    bar = tqdm(total=len(items), initial=start, unit="img", desc="encode", disable=not progress)
+    try:
+        batch: list[RecordImage] = []
+        batch_skipped: list[dict[str, str]] = []
+        batch_notes: list[dict[str, str]] = []
+        batch_bytes = 0
+        batch_source = 0
+        batch_start = start
+
+        def flush(end: int) -> None:
+            nonlocal batch, batch_skipped, batch_notes, batch_bytes, batch_source, batch_start
+            entry: dict[str, Any] = {
+                "start": batch_start,
+                "end": end,
+                "skipped": batch_skipped,
+                "notes": batch_notes,
+                "source_bytes": batch_source,
+                "images": len(batch),
+            }
+            if batch:
+                idx = sum(1 for r in records if r["images"])
+                fname = f"record-{idx:05d}.pcr"
+                header = write_record(out_p / fname, batch, NUM_LEVELS)
+                entry.update(
+                    file=fname,
+                    header_bytes=header.header_len,
+                    bytes_per_scan=header.cumulative_bytes(),
+                    checksum=f"{header.header_crc:08x}",
+                )
+                if on_record is not None:
+                    on_record(idx)
+            else:
+                entry.update(
+                    file=None, header_bytes=0, bytes_per_scan=[0] * NUM_LEVELS, checksum=None
+                )
+            journal.write(json.dumps(entry) + "\n")
+            journal.flush()
+            os.fsync(journal.fileno())
+            records.append(entry)
+            skipped.extend(batch_skipped)
+            notes.extend(batch_notes)
+            batch, batch_skipped, batch_notes = [], [], []
+            batch_bytes = batch_source = 0
+            batch_start = end
+
+        for res in _run_tasks(tasks, workers):
+            bar.update(1)
+            if res.image is None:
+                if strict:
+                    raise DatasetError(res.error)
+                batch_skipped.append({"file": items[order[res.index]].name, "issue": res.error})
+            else:
+                batch.append(res.image)
+                batch_bytes += sum(len(p) for p in res.image.pieces)
+                batch_source += res.source_bytes
+                if res.note:
+                    batch_notes.append({"file": res.image.name, "note": res.note})
+            if batch_bytes >= record_size:
+                flush(res.index + 1)
+        if batch or batch_skipped or batch_start < len(items):
+            flush(len(items))
+    finally:
+        bar.close()
+        journal.close()
+
+    kept = [r for r in records if r["images"]]
+    manifest = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "num_scans": NUM_LEVELS,
+        "images": sum(r["images"] for r in kept),
+        "classes": classes,
+        "source": str(src_p),
+        "source_bytes": sum(r["source_bytes"] for r in records),
+        "options": options,
+        "records": [
+            {k: r[k] for k in ("file", "images", "header_bytes", "bytes_per_scan", "checksum")}
+            for r in kept
+        ],
+        "skipped": skipped,
+        "conversions": notes,
+    }
+    write_json_atomic(out_p / MANIFEST, manifest)
+    (out_p / _JOURNAL).unlink(missing_ok=True)
+    (out_p / _PLAN).unlink(missing_ok=True)
+    return EncodeSummary(
+        out=str(out_p),
+        images=manifest["images"],
+        records=len(kept),
+        skipped=len(skipped),
+        source_bytes=manifest["source_bytes"],
+        total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
+        resumed_records=len([r for r in done if r["images"]]),
+    )
+
+
+def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_Done]:
+    """Run transcode tasks in order, with at most a few per worker in flight."""
+    workers = (os.cpu_count() or 1) if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers == 1 or len(tasks) <= 1:
+        for t in tasks:
+            yield _transcode_task(*t)
+        return
+    window = 4 * workers
+    ctx = get_context("forkserver" if os.name == "posix" else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        pending: list[Future[_Done]] = []
+        it = iter(tasks)
+        for t in it:
+            pending.append(pool.submit(_transcode_task, *t))
+            if len(pending) >= window:
+                break
+        while pending:
+            res = pending.pop(0).result()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append(pool.submit(_transcode_task, *nxt))
+            yield res

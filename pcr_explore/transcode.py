@@ -1,0 +1,276 @@
+"""Turn any source image into a progressive JPEG with the standard scan script.
+
+Two backends:
+
+``jpegtran``
+    libjpeg-turbo's ``jpegtran -copy none -optimize -progressive``. For JPEG
+    sources this is a *lossless* transcode: the DCT coefficients are kept, so
+    decoding all scans gives exactly the source's pixels.
+``pillow``
+    Always available. JPEG sources are re-encoded with their own quantisation
+    tables and chroma subsampling (``quality="keep"``); other formats are
+    encoded at the ``quality`` the caller sets.
+
+``auto`` picks ``jpegtran`` when the program is on ``PATH``. Sources that
+cannot go through ``jpegtran`` losslessly (CMYK, an EXIF rotation that is not
+block-aligned, non-JPEG formats) take the Pillow path; the result says which.
+Every result is checked against libjpeg's standard script (10 scans for
+colour, 6 for grayscale) before it is returned.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
+
+from .errors import JPEGError, SourceImageError
+from .jpeg import ProgressiveJPEG, check_scan_script, split_scans
+
+__all__ = ["Backend", "TranscodeResult", "transcode", "find_jpegtran", "IMAGE_SUFFIXES"]
+
+Backend = Literal["auto", "jpegtran", "pillow"]
+
+IMAGE_SUFFIXES = frozenset(
+    {".jpg", ".jpeg", ".jpe", ".jfif", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif"}
+)
+
+# EXIF orientation -> jpegtran transform.
+_JPEGTRAN_ORIENT = {
+    2: ["-flip", "horizontal"],
+    3: ["-rotate", "180"],
+    4: ["-flip", "vertical"],
+    5: ["-transpose"],
+    6: ["-rotate", "90"],
+    7: ["-transverse"],
+    8: ["-rotate", "270"],
+}
+
+# Decompression-bomb guard: refuse sources above this many pixels.
+MAX_PIXELS = 178_956_970
+
+
+@dataclass(frozen=True)
+class TranscodeResult:
+    """A source image turned into a standard progressive JPEG.
+
+    Attributes
+    ----------
+    jpeg : ProgressiveJPEG
+        The split result.
+    backend : str
+        ``"jpegtran"`` or ``"pillow"``: what produced the bytes.
+    lossless : bool
+        True when the DCT coefficients of a JPEG source were kept.
+    source_format : str
+        Pillow's name for the source format ("JPEG", "PNG", ...).
+    source_mode : str
+        The source's Pillow mode before conversion ("RGB", "CMYK", "I;16" ...).
+    note : str
+        Why a conversion happened, or "".
+    """
+
+    jpeg: ProgressiveJPEG
+    backend: str
+    lossless: bool
+    source_format: str
+    source_mode: str
+    note: str = ""
+
+
+def find_jpegtran() -> str | None:
+    """Path of libjpeg-turbo's ``jpegtran`` (``$PCR_JPEGTRAN`` overrides), or None."""
+    env = os.environ.get("PCR_JPEGTRAN")
+    if env:
+        return env if os.path.isfile(env) else None
+    return shutil.which("jpegtran")
+
+
+def _run_jpegtran(exe: str, data: bytes, extra: list[str], source: str) -> bytes:
+    cmd = [exe, "-copy", "none", "-optimize", "-progressive", *extra]
+    proc = subprocess.run(cmd, input=data, capture_output=True, check=False)
+    if proc.returncode != 0 or not proc.stdout:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise JPEGError(f"{source}: jpegtran failed: {msg[-1] if msg else proc.returncode}")
+    return proc.stdout
+
+
+def _to_8bit(im: Image.Image) -> Image.Image:
+    """Normalise any Pillow mode to L or RGB, alpha composited on white."""
+    mode = im.mode
+    if mode in ("L", "RGB"):
+        return im
+    if mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        arr = np.asarray(im)
+        if mode == "F":
+            lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
+            arr8 = (
+                np.zeros(arr.shape, np.uint8)
+                if hi <= lo
+                else (np.clip((arr - lo) / (hi - lo) * 255.0 + 0.5, 0, 255).astype(np.uint8))
+            )
+        else:
+            # 16-bit samples: keep the top 8 bits (a straight clip would saturate).
+            maxval = 65535 if mode.startswith("I;16") or int(arr.max(initial=0)) > 255 else 255
+            arr8 = (arr.astype(np.uint32) * 255 // maxval).astype(np.uint8)
+        return Image.fromarray(arr8, "L")
+    if mode == "1":
+        return im.convert("L")
+    if mode == "P":
+        im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+        mode = im.mode
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        out = Image.alpha_composite(white, rgba)
+        return out.convert("L" if mode in ("LA", "La") else "RGB")
+    return im.convert("RGB")  # CMYK, YCbCr, LAB, HSV, RGBX ...
+
+
+def _pillow_encode(im: Image.Image, quality: int, src_jpeg: Image.Image | None) -> bytes:
+    out = io.BytesIO()
+    kwargs: dict[str, object] = {"progressive": True, "optimize": True}
+    if src_jpeg is not None and src_jpeg.mode in ("L", "RGB"):
+        # Keep the source's quantisation and subsampling (Pillow's quality="keep"
+        # only works on the unmodified source object, so pass them explicitly).
+        kwargs["qtables"] = src_jpeg.quantization  # type: ignore[attr-defined]
+        if src_jpeg.mode == "RGB":
+            kwargs["subsampling"] = JpegImagePlugin.get_sampling(src_jpeg)
+    else:
+        kwargs["quality"] = quality
+    im.save(out, "JPEG", **kwargs)
+    return out.getvalue()
+
+
+def transcode(
+    source: str | os.PathLike[str] | bytes,
+    *,
+    backend: Backend = "auto",
+    quality: int = 90,
+    name: str | None = None,
+) -> TranscodeResult:
+    """Transcode one source image into a standard progressive JPEG.
+
+    Parameters
+    ----------
+    source : path or bytes
+        A JPEG, PNG, WebP, BMP, TIFF or GIF (first frame) file.
+    backend : {"auto", "jpegtran", "pillow"}
+        See the module docstring.
+    quality : int
+        JPEG quality (1-95) for sources that are not JPEG, or that must be
+        converted (CMYK).
+    name : str, optional
+        Name used in error messages (defaults to the path).
+
+    Returns
+    -------
+    TranscodeResult
+
+    Raises
+    ------
+    SourceImageError
+        If the source cannot be read or decoded.
+    ScanScriptError
+        If the result does not follow the standard scan script.
+    FileNotFoundError
+        If ``backend="jpegtran"`` and the program is not installed.
+
+    Examples
+    --------
+    >>> r = transcode("photo.jpg")  # doctest: +SKIP
+    >>> r.jpeg.num_scans, r.lossless  # doctest: +SKIP
+    (10, True)
+    """
+    if backend not in ("auto", "jpegtran", "pillow"):
+        raise ValueError(f"unknown backend {backend!r}; choose auto, jpegtran or pillow")
+    if not 1 <= int(quality) <= 100:
+        raise ValueError(f"quality must be in 1..100, got {quality}")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        label = name or "<bytes>"
+    else:
+        label = name or os.fspath(source)
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise SourceImageError(f"{label}: cannot read file: {exc.strerror or exc}") from exc
+    exe = find_jpegtran()
+    if backend == "jpegtran" and exe is None:
+        raise FileNotFoundError(
+            "jpegtran not found: install libjpeg-turbo (Debian: libjpeg-turbo-progs, "
+            "conda-forge: libjpeg-turbo) or use backend='pillow'"
+        )
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            fmt = im.format or "?"
+            mode = im.mode
+            if im.width * im.height > MAX_PIXELS:
+                raise SourceImageError(
+                    f"{label}: {im.width}x{im.height} pixels is more than the {MAX_PIXELS} allowed"
+                )
+            orientation = (
+                im.getexif().get(0x0112, 1) if fmt in ("JPEG", "MPO", "TIFF", "WEBP", "PNG") else 1
+            )
+            use_jpegtran = (
+                backend != "pillow"
+                and exe is not None
+                and fmt in ("JPEG", "MPO")
+                and mode in ("L", "RGB")
+            )
+            note = ""
+            if use_jpegtran and orientation in _JPEGTRAN_ORIENT:
+                try:
+                    out = _run_jpegtran(
+                        exe,
+                        data,
+                        [*_JPEGTRAN_ORIENT[orientation], "-perfect"],
+                        label,  # type: ignore[arg-type]
+                    )
+                except JPEGError:
+                    use_jpegtran = False
+                    note = "EXIF rotation not block-aligned: re-encoded with Pillow"
+                else:
+                    return _finish(
+                        out,
+                        "jpegtran",
+                        True,
+                        fmt,
+                        mode,
+                        "EXIF orientation applied losslessly",
+                        label,
+                    )
+            if use_jpegtran:
+                out = _run_jpegtran(exe, data, [], label)  # type: ignore[arg-type]
+                return _finish(out, "jpegtran", True, fmt, mode, note, label)
+            if fmt in ("JPEG", "MPO") and mode == "CMYK":
+                note = "CMYK converted to RGB (its 18-scan progression would not share levels)"
+            im.seek(0)
+            upright = ImageOps.exif_transpose(im) or im
+            src_jpeg = im if fmt in ("JPEG", "MPO") and mode in ("L", "RGB") else None
+            out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg)
+    except UnidentifiedImageError as exc:
+        head = data[:8].hex(" ")
+        raise SourceImageError(
+            f"{label}: not a recognised image format (first bytes: {head or 'none, empty file'})"
+        ) from exc
+    except (OSError, SyntaxError, Image.DecompressionBombError, EOFError, ValueError) as exc:
+        if isinstance(exc, (SourceImageError, JPEGError)):
+            raise
+        raise SourceImageError(f"{label}: cannot decode image: {exc}") from exc
+    return _finish(out, "pillow", False, fmt, mode, note, label)
+
+
+def _finish(
+    out: bytes, backend: str, lossless: bool, fmt: str, mode: str, note: str, label: str
+) -> TranscodeResult:
+    pj = split_scans(out, source=label)
+    check_scan_script(pj, source=label)
+    return TranscodeResult(pj, backend, lossless, fmt, mode, note)
