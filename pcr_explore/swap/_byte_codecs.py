@@ -29,10 +29,12 @@ def iid_sample(n: int, sparsity: float, dtype: np.dtype | str = "float32", seed:
 
 
 @functools.lru_cache(maxsize=4096)
-def _sampled_bytes_per_element(codec: Codec, sparsity: float, itemsize: int) -> float:
+def _sampled_cost(codec: Codec, sparsity: float, itemsize: int) -> tuple[float, float]:
+    """(fixed bytes, bytes per element) of ``codec`` on an i.i.d. sample."""
     dtype = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}[itemsize]
+    fixed = codec.encode(np.zeros(0, dtype=dtype)).nbytes
     enc = codec.encode(iid_sample(_SAMPLE, sparsity, dtype))
-    return enc.nbytes / _SAMPLE
+    return float(fixed), (enc.nbytes - fixed) / _SAMPLE
 
 
 class _ByteCodec(Codec):
@@ -46,7 +48,9 @@ class _ByteCodec(Codec):
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)
-        return self._encoded(arr, {"stream": self._compress(memoryview(arr.reshape(-1).view(np.uint8)))})
+        return self._encoded(
+            arr, {"stream": self._compress(memoryview(arr.reshape(-1).view(np.uint8)))}
+        )
 
     def decode(self, encoded: Encoded) -> np.ndarray:
         self._check_encoded(encoded)
@@ -68,9 +72,11 @@ class _ByteCodec(Codec):
         nnz = np.asarray(nnz, dtype=float)
         s = np.where(n > 0, 1.0 - nnz / np.where(n > 0, n, 1), 0.0)
         flat_s, flat_n = np.broadcast_arrays(s, n)
-        per = {v: _sampled_bytes_per_element(self, float(v), itemsize) for v in np.unique(np.round(flat_s, 3))}
-        out = np.array([per[v] for v in np.round(flat_s, 3).ravel()]).reshape(flat_s.shape)
-        return out * flat_n
+        keys = np.round(flat_s, 3)
+        cost = {v: _sampled_cost(self, float(v), itemsize) for v in np.unique(keys)}
+        fixed = np.array([cost[v][0] for v in keys.ravel()]).reshape(keys.shape)
+        per = np.array([cost[v][1] for v in keys.ravel()]).reshape(keys.shape)
+        return np.where(flat_n > 0, fixed + per * flat_n, fixed)
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,9 @@ class LZ4(_ByteCodec):
     def _compress(self, data: memoryview) -> bytes:
         import lz4.block
 
-        return lz4.block.compress(data, mode="fast", acceleration=self.acceleration, store_size=False)
+        return lz4.block.compress(
+            data, mode="fast", acceleration=self.acceleration, store_size=False
+        )
 
     def _decompress(self, data: bytes, size: int) -> bytes:
         import lz4.block

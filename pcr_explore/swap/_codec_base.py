@@ -11,7 +11,16 @@ import numpy as np
 
 from ..errors import PCRError
 
-__all__ = ["SwapError", "MissingExtraError", "Encoded", "CodecError", "Codec", "as_tensor", "bit_view", "nonzero_mask"]
+__all__ = [
+    "SwapError",
+    "MissingExtraError",
+    "Encoded",
+    "CodecError",
+    "Codec",
+    "as_tensor",
+    "bit_view",
+    "nonzero_mask",
+]
 
 SizeModel = Literal["exact", "expected", "sampled"]
 

@@ -28,9 +28,7 @@ def _zfpy():
     try:
         import zfpy
     except ImportError as exc:
-        raise MissingExtraError(
-            "the zfp codec needs zfpy: pip install 'pcr-explore[zfp]'"
-        ) from exc
+        raise MissingExtraError("the zfp codec needs zfpy: pip install 'pcr-explore[zfp]'") from exc
     return zfpy
 
 

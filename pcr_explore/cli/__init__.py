@@ -1,0 +1,63 @@
+"""The ``pcr-explore`` command.
+
+Each sub-command is a thin wrapper over a library function; errors print one
+line naming the file and the problem (``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import PCRError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="pcr-explore",
+        description="Progressive Compressed Records and compressed tensor swapping, measured.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from . import _dataset
+
+    _dataset.register(sub)
+    for modname in ("pcr_explore.cli._audit", "pcr_explore.swap.cli"):
+        try:
+            module = __import__(modname, fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != modname:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("pcr-explore: interrupted", file=sys.stderr)
+        return 130
+    except (PCRError, OSError, ValueError, ImportError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in msg:
+            msg = f"{exc.filename}: {msg}"
+        print(f"pcr-explore: error: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Sub-commands on PCR datasets: encode, inspect, read, sample."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from ..encoder import DEFAULT_RECORD_SIZE, encode_dataset
+from ..reader import open_dataset
+from ..sample import build_sample
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("encode", help="encode a folder of images into a PCR dataset")
+    p.add_argument("src", help="folder of images (class sub-folders give labels)")
+    p.add_argument("out", help="output dataset folder")
+    p.add_argument("--backend", choices=["auto", "jpegtran", "pillow"], default="auto")
+    p.add_argument("--quality", type=int, default=90, help="JPEG quality for non-JPEG sources")
+    p.add_argument(
+        "--record-size",
+        type=int,
+        default=DEFAULT_RECORD_SIZE,
+        metavar="BYTES",
+        help=f"target bytes per record (default {DEFAULT_RECORD_SIZE})",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: all cores)"
+    )
+    p.add_argument("--labels", metavar="CSV", help="CSV with a file,label header")
+    p.add_argument("--no-shuffle", action="store_true", help="keep sorted order")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed")
+    p.add_argument("--strict", action="store_true", help="stop at the first unreadable file")
+    p.add_argument("--overwrite", action="store_true", help="replace what OUT holds")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_encode)
+
+    p = sub.add_parser("inspect", help="bytes per scan level of a dataset")
+    p.add_argument("path", help="dataset folder or URL")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_inspect)
+
+    p = sub.add_parser("read", help="read and decode every image at one scan level")
+    p.add_argument("path", help="dataset folder or URL")
+    p.add_argument("--scan", type=int, required=True, help="scan level 1..num_scans")
+    p.add_argument("--size", type=int, default=None, help="longer side in pixels")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_read)
+
+    p = sub.add_parser("sample", help="build the bundled sample dataset from scikit-image photos")
+    p.add_argument("out", nargs="?", default="data/sample", help="folder (default data/sample)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_sample)
+
+
+def _encode(args: argparse.Namespace) -> int:
+    summary = encode_dataset(
+        args.src,
+        args.out,
+        backend=args.backend,
+        quality=args.quality,
+        record_size=args.record_size,
+        workers=args.workers,
+        labels=args.labels,
+        shuffle=not args.no_shuffle,
+        seed=args.seed,
+        strict=args.strict,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+    )
+    print(summary)
+    if summary.skipped:
+        print(f"skipped files are listed in {args.out}/manifest.json under 'skipped'")
+    return 0
+
+
+def inspect_summary(path: str) -> dict[str, Any]:
+    """What ``pcr-explore inspect --json`` prints for a dataset."""
+    ds = open_dataset(path)
+    cum = ds.bytes_per_scan()
+    return {
+        "path": path,
+        "images": len(ds),
+        "records": len(ds.records),
+        "scans": ds.num_scans,
+        "classes": ds.classes,
+        "bytes_per_scan": cum,
+        "fraction_per_scan": [c / cum[-1] for c in cum],
+        "total_bytes": cum[-1],
+        "source_bytes": ds.source_bytes,
+        "skipped": len(ds.manifest.get("skipped", [])),
+    }
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    info = inspect_summary(args.path)
+    if args.json:
+        json.dump(info, sys.stdout, indent=1)
+        print()
+        return 0
+    print(
+        f"{info['path']}: {info['images']} images, {info['records']} records, "
+        f"{len(info['classes'])} classes, {info['skipped']} skipped at encode"
+    )
+    src = info["source_bytes"]
+    print(f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}")
+    for k, (b, f) in enumerate(zip(info["bytes_per_scan"], info["fraction_per_scan"]), 1):
+        of_src = f"{b / src:10.3f}" if src else f"{'-':>10}"
+        print(f"{k:>4} {b:>14,} {f:8.3f} {of_src}")
+    return 0
+
+
+def _read(args: argparse.Namespace) -> int:
+    ds = open_dataset(args.path)
+    ds.stats.reset()
+    t0 = time.perf_counter()
+    n = sum(1 for _ in ds.iter(scan=args.scan, size=args.size))
+    dt = time.perf_counter() - t0
+    out = {
+        "scan": args.scan,
+        "size": args.size,
+        "images": n,
+        "bytes_read": ds.stats.bytes_read,
+        "requests": ds.stats.requests,
+        "seconds": dt,
+        "images_per_second": n / dt if dt > 0 else None,
+    }
+    if args.json:
+        json.dump(out, sys.stdout, indent=1)
+        print()
+    else:
+        print(
+            f"scan {args.scan}: {n} images, {out['bytes_read']:,} bytes in {out['requests']} "
+            f"reads, {dt:.3f} s ({n / dt:.1f} images/s)"
+        )
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    pcr = build_sample(args.out, progress=not args.quiet)
+    print(f"sample dataset: {pcr}")
+    return _inspect(argparse.Namespace(path=str(pcr), json=False))
