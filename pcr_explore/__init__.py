@@ -1,7 +1,15 @@
-"""pcr_explore: see and measure how many bytes of your training data you need."""
+"""pcr_explore: see and measure how many bytes of your training data you need.
+
+Progressive Compressed Records (PCRs) store each image as a progressive JPEG
+and lay records out scan group by scan group, so a prefix read of a record
+gives every image at a lower fidelity. This package encodes them, reads them
+at any level, measures quality per level and picks the level for a target;
+its ``swap`` subpackage simulates compressed activation swapping.
+"""
 
 from __future__ import annotations
 
+from .encoder import EncodeSummary, encode_dataset, find_sources
 from .errors import (
     CorruptRecordError,
     DatasetError,
@@ -11,16 +19,38 @@ from .errors import (
     ScanScriptError,
     SourceImageError,
 )
+from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
+from .reader import PCRDataset, ReadStats, open_dataset
+from .sample import build_sample
+from .sources import FolderSource, LevelSource, open_source
+from .transcode import TranscodeResult, find_jpegtran, transcode
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CorruptRecordError",
     "DatasetError",
+    "EncodeSummary",
+    "FolderSource",
     "JPEGError",
+    "LevelSource",
+    "PCRDataset",
     "PCRError",
     "PCRFormatError",
+    "ProgressiveJPEG",
+    "ReadStats",
     "ScanScriptError",
     "SourceImageError",
+    "TranscodeResult",
     "__version__",
+    "build_sample",
+    "check_scan_script",
+    "decode",
+    "encode_dataset",
+    "find_jpegtran",
+    "find_sources",
+    "open_dataset",
+    "open_source",
+    "split_scans",
+    "transcode",
 ]

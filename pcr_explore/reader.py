@@ -189,6 +189,11 @@ class PCRDataset:
         self._prefix = (r, prefix)
         return prefix
 
+    def level_bytes(self, i: int) -> np.ndarray:
+        """Bytes of image *i*'s JPEG at levels 1..num_scans (EOI included)."""
+        r, j = self.locate(i)
+        return np.cumsum(self.header(r).piece_lengths[j], dtype=np.int64) + 2
+
     def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
         """Image *i* at level *scan* as JPEG bytes, reading only its pieces.
 

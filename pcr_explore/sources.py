@@ -1,0 +1,199 @@
+"""One interface over the three things a user points the tool at.
+
+A PCR dataset, a folder of images, or a single image file all look like a
+:class:`LevelSource`: ``len()``, ``names``, ``labels``, ``classes``,
+``num_scans``, ``jpeg_bytes(i, scan)`` and ``level_bytes(i)``. Folders and
+files are transcoded in memory on first use (nothing is written), so quality,
+tuning, audits and widgets work the same on all three.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .encoder import find_sources
+from .jpeg import GRAY_LEVELS_IN_COLOR
+from .manifest import MANIFEST, NUM_LEVELS
+from .reader import PCRDataset, open_dataset
+from .transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
+
+__all__ = ["LevelSource", "FolderSource", "open_source", "gray_scans_at"]
+
+
+@runtime_checkable
+class LevelSource(Protocol):
+    """Anything with images available at every scan level."""
+
+    num_scans: int
+    classes: list[str]
+
+    def __len__(self) -> int: ...
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def labels(self) -> np.ndarray: ...
+
+    def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes: ...
+
+    def level_bytes(self, i: int) -> np.ndarray: ...
+
+
+def gray_scans_at(level: int) -> int:
+    """How many of a grayscale image's 6 scans a colour level *level* holds."""
+    return sum(1 for g in GRAY_LEVELS_IN_COLOR if g <= level)
+
+
+class FolderSource:
+    """A folder of images (or one image file), transcoded in memory on demand.
+
+    Parameters
+    ----------
+    path : path
+        A folder (searched recursively; class sub-folders give labels) or a
+        single image file.
+    backend, quality
+        As for :func:`pcr_explore.transcode.transcode`.
+    cache_size : int
+        Transcoded images kept in memory (least recently used dropped).
+    """
+
+    num_scans = NUM_LEVELS
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        backend: Backend = "auto",
+        quality: int = 90,
+        cache_size: int = 64,
+    ) -> None:
+        p = Path(path)
+        if p.is_file():
+            if p.suffix.lower() not in IMAGE_SUFFIXES:
+                raise ValueError(f"{p}: not an image file ({', '.join(sorted(IMAGE_SUFFIXES))})")
+            self.root = p.parent
+            self._names = [p.name]
+            self._labels = np.array([-1], np.int32)
+            self.classes: list[str] = []
+        else:
+            items, classes = find_sources(p)
+            self.root = p
+            self._names = [it.name for it in items]
+            index = {c: i for i, c in enumerate(classes)}
+            self._labels = np.array(
+                [index[it.label] if it.label is not None else -1 for it in items], np.int32
+            )
+            self.classes = classes
+        self.url = str(path)
+        self.backend: Backend = backend
+        self.quality = quality
+        self._cache: OrderedDict[int, TranscodeResult] = OrderedDict()
+        self._cache_size = max(1, cache_size)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __repr__(self) -> str:
+        return f"<FolderSource {self.url!r}: {len(self)} images>"
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self._labels.copy()
+
+    def path(self, i: int) -> Path:
+        """The source file of image *i*."""
+        return self.root / self._names[i]
+
+    def transcoded(self, i: int) -> TranscodeResult:
+        """Image *i* transcoded to a standard progressive JPEG (cached).
+
+        Raises
+        ------
+        SourceImageError, JPEGError
+            If the file cannot be read or transcoded; the message names it.
+        """
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"image index {i} out of range for {len(self)} images")
+        i %= len(self)
+        hit = self._cache.get(i)
+        if hit is not None:
+            self._cache.move_to_end(i)
+            return hit
+        res = transcode(
+            self.path(i), backend=self.backend, quality=self.quality, name=self._names[i]
+        )
+        self._cache[i] = res
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return res
+
+    def _scans_at(self, i: int, scan: int | None) -> int:
+        pj = self.transcoded(i).jpeg
+        if scan is None:
+            return pj.num_scans
+        if not 1 <= scan <= NUM_LEVELS:
+            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{NUM_LEVELS}")
+        return gray_scans_at(scan) if pj.num_components == 1 else scan
+
+    def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
+        """Image *i* at colour level *scan* (grayscale images mapped), as JPEG bytes."""
+        return self.transcoded(i).jpeg.level(self._scans_at(i, scan))
+
+    def level_bytes(self, i: int) -> np.ndarray:
+        """Bytes of image *i*'s JPEG at levels 1..num_scans (EOI included)."""
+        pj = self.transcoded(i).jpeg
+        ends = np.asarray(pj.scan_ends, dtype=np.int64) + 2
+        if pj.num_components == 1:
+            return ends[[gray_scans_at(k) - 1 for k in range(1, NUM_LEVELS + 1)]]
+        return ends
+
+
+def open_source(source: str | os.PathLike[str] | LevelSource, **kwargs: object) -> LevelSource:
+    """Open a PCR dataset, a folder of images or an image file as a LevelSource.
+
+    Parameters
+    ----------
+    source : path, URL or LevelSource
+        A folder with ``manifest.json`` or a URL opens as a
+        :class:`~pcr_explore.reader.PCRDataset`; another folder or an image
+        file as a :class:`FolderSource`; a LevelSource is returned as is.
+    **kwargs
+        Passed to :class:`FolderSource` (``backend``, ``quality``).
+
+    Raises
+    ------
+    DatasetError
+        If a folder holds no images.
+    FileNotFoundError
+        If the path does not exist.
+
+    Examples
+    --------
+    >>> src = open_source("photos/")  # doctest: +SKIP
+    >>> len(src.jpeg_bytes(0, scan=1)) < len(src.jpeg_bytes(0))  # doctest: +SKIP
+    True
+    """
+    if isinstance(source, (PCRDataset, FolderSource)):
+        return source
+    if not isinstance(source, (str, os.PathLike)) and isinstance(source, LevelSource):
+        return source
+    s = os.fspath(source)  # type: ignore[arg-type]
+    if "://" in s:
+        return open_dataset(s)
+    p = Path(s)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or folder")
+    if p.is_dir() and (p / MANIFEST).exists():
+        return open_dataset(s)
+    return FolderSource(p, **kwargs)  # type: ignore[arg-type]
