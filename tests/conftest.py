@@ -1,0 +1,60 @@
+"""Shared fixtures: small real photographs and folders built from them."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data
+
+from pcr_explore.transcode import find_jpegtran
+
+needs_jpegtran = pytest.mark.skipif(
+    find_jpegtran() is None, reason="jpegtran not installed (Debian: libjpeg-turbo-progs)"
+)
+
+
+def jpeg_bytes(arr: np.ndarray | Image.Image, **save_kw: object) -> bytes:
+    """Encode an array or image as a baseline JPEG (quality 90 by default)."""
+    im = arr if isinstance(arr, Image.Image) else Image.fromarray(arr)
+    save_kw.setdefault("quality", 90)
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", **save_kw)
+    return buf.getvalue()
+
+
+def photo(name: str, size: int | None = None) -> np.ndarray:
+    """A scikit-image photo, optionally shrunk so its longer side is *size*."""
+    arr = getattr(data, name)()
+    if size is not None:
+        im = Image.fromarray(arr)
+        im.thumbnail((size, size))
+        arr = np.asarray(im)
+    return arr
+
+
+@pytest.fixture(scope="session")
+def photo_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two class folders of small JPEG photos, colour and grayscale."""
+    root = tmp_path_factory.mktemp("photos")
+    layout = {
+        "animals": ["chelsea", "coffee", "astronaut"],
+        "things": ["rocket", "camera", "coins", "immunohistochemistry"],
+    }
+    for cls, names in layout.items():
+        (root / cls).mkdir()
+        for n in names:
+            (root / cls / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 160)))
+    return root
+
+
+@pytest.fixture
+def photo_copy(photo_folder: Path, tmp_path: Path) -> Path:
+    """A private, writable copy of ``photo_folder``."""
+    dst = tmp_path / "src"
+    shutil.copytree(photo_folder, dst)
+    return dst

@@ -1,0 +1,149 @@
+"""Transcoding every kind of source into the standard progressive script."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes, needs_jpegtran, photo
+from PIL import Image, ImageOps
+
+from pcr_explore.errors import SourceImageError
+from pcr_explore.jpeg import decode
+from pcr_explore.transcode import transcode
+
+
+def _save(im: Image.Image, fmt: str, **kw: object) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+@needs_jpegtran
+def test_jpegtran_is_lossless_and_smaller() -> None:
+    src = jpeg_bytes(photo("astronaut", 320), quality=90)
+    r = transcode(src, backend="jpegtran")
+    assert r.backend == "jpegtran" and r.lossless and r.jpeg.num_scans == 10
+    np.testing.assert_array_equal(decode(r.jpeg.level()), decode(src))
+    assert len(r.jpeg.data) < len(src)
+
+
+@needs_jpegtran
+def test_auto_prefers_jpegtran_for_jpeg_sources() -> None:
+    assert transcode(jpeg_bytes(photo("coffee", 96)), backend="auto").backend == "jpegtran"
+
+
+def test_pillow_backend_keeps_tables_and_subsampling() -> None:
+    src = jpeg_bytes(photo("coffee", 200), quality=75, subsampling="4:2:2")
+    r = transcode(src, backend="pillow")
+    out, ref = Image.open(io.BytesIO(r.jpeg.data)), Image.open(io.BytesIO(src))
+    assert out.quantization == ref.quantization  # type: ignore[attr-defined]
+    from PIL import JpegImagePlugin
+
+    assert JpegImagePlugin.get_sampling(out) == JpegImagePlugin.get_sampling(ref) == 1
+    assert not r.lossless
+    assert np.abs(decode(r.jpeg.level()).astype(int) - decode(src)).mean() < 1.5
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "WEBP", "BMP", "TIFF", "GIF"])
+def test_other_formats_encode_at_the_given_quality(fmt: str) -> None:
+    arr = photo("chelsea", 120)
+    kw = {"lossless": True} if fmt == "WEBP" else {}
+    r = transcode(_save(Image.fromarray(arr), fmt, **kw), quality=95)
+    assert r.source_format == fmt and r.backend == "pillow" and r.jpeg.num_scans == 10
+    err = np.abs(decode(r.jpeg.level()).astype(int) - np.asarray(Image.fromarray(arr).convert("RGB")))
+    assert err.mean() < (12 if fmt == "GIF" else 3)  # GIF is palettised first
+
+
+def test_rgba_is_composited_on_white() -> None:
+    arr = np.zeros((32, 32, 4), np.uint8)
+    arr[..., 0] = 255
+    arr[:, 16:, 3] = 255  # left half transparent, right half opaque red
+    out = decode(transcode(_save(Image.fromarray(arr, "RGBA"), "PNG")).jpeg.level())
+    assert np.abs(out[:, :12].astype(int) - 255).max() < 8
+    assert np.abs(out[:, 20:].astype(int) - [255, 0, 0]).max() < 12
+
+
+def test_palette_with_transparency_and_la() -> None:
+    p = Image.new("P", (24, 24), 0)
+    p.putpalette([0, 0, 0, 0, 0, 255] + [0] * 762)
+    p.paste(1, (0, 0, 12, 24))
+    p.info["transparency"] = 0
+    out = decode(transcode(_save(p, "PNG", transparency=0)).jpeg.level())
+    assert out[12, 2, 2] > 200 and out[12, 20].min() > 240  # blue left, white right
+    la = Image.merge("LA", [Image.new("L", (16, 16), 0), Image.new("L", (16, 16), 0)])
+    res = transcode(_save(la, "PNG"))
+    assert res.jpeg.num_scans == 6 and decode(res.jpeg.level()).min() > 245
+
+
+def test_sixteen_bit_png_keeps_the_top_bits() -> None:
+    ramp = np.tile(np.linspace(0, 65535, 64).astype(np.uint16), (16, 1))
+    r = transcode(_save(Image.fromarray(ramp), "PNG"), quality=100)
+    assert r.source_mode.startswith("I") and r.jpeg.num_components == 1
+    out = decode(r.jpeg.level()).astype(int)
+    np.testing.assert_allclose(out[8], ramp[8] / 257, atol=4)
+
+
+def test_cmyk_jpeg_is_converted_to_rgb() -> None:
+    cmyk = Image.fromarray(photo("coffee", 96)).convert("CMYK")
+    r = transcode(_save(cmyk, "JPEG", quality=95))
+    assert r.source_mode == "CMYK" and r.jpeg.num_components == 3 and r.jpeg.num_scans == 10
+    assert "CMYK" in r.note
+
+
+def _oriented(arr: np.ndarray, orientation: int) -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    return jpeg_bytes(arr, exif=exif.tobytes())
+
+
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+@pytest.mark.parametrize("backend", ["auto", "pillow"])
+def test_exif_orientation_is_honoured(orientation: int, backend: str) -> None:
+    arr = photo("rocket")[:96, :160]  # block-aligned: jpegtran rotates losslessly
+    src = _oriented(arr, orientation)
+    upright = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(src))))
+    r = transcode(src, backend=backend)  # type: ignore[arg-type]
+    out = decode(r.jpeg.level())
+    assert out.shape == upright.shape
+    assert np.abs(out.astype(int) - upright).mean() < 2.5
+
+
+@needs_jpegtran
+def test_unaligned_rotation_falls_back_to_pillow() -> None:
+    src = _oriented(photo("rocket")[:90, :150], 6)
+    r = transcode(src, backend="auto")
+    assert r.backend == "pillow" and "not block-aligned" in r.note
+    assert decode(r.jpeg.level()).shape == (150, 90, 3)
+
+
+def test_bad_sources_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.jpg"
+    bad.write_bytes(b"hello, not an image")
+    with pytest.raises(SourceImageError, match=r"broken\.jpg: not a recognised image format"):
+        transcode(bad)
+    trunc = tmp_path / "trunc.jpg"
+    trunc.write_bytes(jpeg_bytes(photo("coffee", 200))[:3000])
+    with pytest.raises((SourceImageError,), match=r"trunc\.jpg"):
+        transcode(trunc, backend="pillow")
+    with pytest.raises(SourceImageError, match="missing.png: cannot read file"):
+        transcode(tmp_path / "missing.png")
+
+
+@needs_jpegtran
+def test_truncated_jpeg_is_rejected_by_jpegtran_too(tmp_path: Path) -> None:
+    from pcr_explore.errors import JPEGError
+
+    trunc = tmp_path / "trunc.jpg"
+    trunc.write_bytes(jpeg_bytes(photo("coffee", 200))[:3000])
+    with pytest.raises((SourceImageError, JPEGError), match=r"trunc\.jpg"):
+        transcode(trunc, backend="jpegtran")
+
+
+def test_argument_errors() -> None:
+    with pytest.raises(ValueError, match="unknown backend"):
+        transcode(b"", backend="magic")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="quality"):
+        transcode(b"", quality=0)
