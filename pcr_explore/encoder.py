@@ -274,7 +274,7 @@ def encode_dataset(
     progress : bool
         Show a progress bar.
     on_record : callable, optional
-        Called with the record index after each record is written.
+        Called with the record index once each record is written and journaled.
 
     Returns
     -------
@@ -353,6 +353,7 @@ def encode_dataset(
                 "source_bytes": batch_source,
                 "images": len(batch),
             }
+            idx: int | None = None
             if batch:
                 idx = sum(1 for r in records if r["images"])
                 fname = f"record-{idx:05d}.pcr"
@@ -363,8 +364,6 @@ def encode_dataset(
                     bytes_per_scan=header.cumulative_bytes(),
                     checksum=f"{header.header_crc:08x}",
                 )
-                if on_record is not None:
-                    on_record(idx)
             else:
                 entry.update(
                     file=None, header_bytes=0, bytes_per_scan=[0] * NUM_LEVELS, checksum=None
@@ -372,6 +371,8 @@ def encode_dataset(
             journal.write(json.dumps(entry) + "\n")
             journal.flush()
             os.fsync(journal.fileno())
+            if on_record is not None and idx is not None:
+                on_record(idx)
             records.append(entry)
             skipped.extend(batch_skipped)
             notes.extend(batch_notes)

@@ -1,0 +1,166 @@
+"""Encoding folders into datasets: levels, labels, sharding, skipping, resuming."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes, needs_jpegtran, photo
+from PIL import Image
+
+from pcr_explore.encoder import encode_dataset, find_sources
+from pcr_explore.errors import DatasetError
+from pcr_explore.jpeg import decode
+from pcr_explore.reader import open_dataset
+from pcr_explore.sources import gray_scans_at
+from pcr_explore.transcode import transcode
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def encoded(photo_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("enc") / "ds"
+    encode_dataset(photo_folder, out, record_size=20_000, workers=1, progress=False)
+    return out
+
+
+def test_every_level_of_every_image_round_trips(photo_folder: Path, encoded: Path) -> None:
+    ds = open_dataset(str(encoded))
+    assert len(ds) == 7 and ds.num_scans == 10
+    for i, name in enumerate(ds.names):
+        pj = transcode(photo_folder / name).jpeg
+        for k in range(1, 11):
+            want = pj.level(gray_scans_at(k) if pj.num_components == 1 else k)
+            assert ds.jpeg_bytes(i, scan=k) == want, (name, k)
+
+
+@needs_jpegtran
+def test_full_level_is_the_source_pixels(photo_folder: Path, encoded: Path) -> None:
+    ds = open_dataset(str(encoded))
+    for i, name in enumerate(ds.names):
+        src = (photo_folder / name).read_bytes()
+        np.testing.assert_array_equal(ds.image(i), decode(src))
+    assert ds.total_bytes <= 0.97 * ds.source_bytes
+
+
+def test_labels_from_class_folders(encoded: Path) -> None:
+    ds = open_dataset(str(encoded))
+    assert ds.classes == ["animals", "things"]
+    for name, label in zip(ds.names, ds.labels.tolist()):
+        assert ds.classes[label] == name.split("/")[0]
+
+
+def test_labels_from_csv_and_none(photo_folder: Path, tmp_path: Path) -> None:
+    csv = tmp_path / "labels.csv"
+    csv.write_text("file,label\nanimals/chelsea.jpg,cat\nthings/rocket.jpg,vehicle\n")
+    items, classes = find_sources(photo_folder, csv)
+    assert classes == ["cat", "vehicle"]
+    assert {i.name: i.label for i in items}["things/coins.jpg"] is None
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "a.jpg").write_bytes(jpeg_bytes(photo("coffee", 64)))
+    encode_dataset(flat, tmp_path / "o", workers=1, progress=False)
+    ds = open_dataset(str(tmp_path / "o"))
+    assert ds.classes == [] and ds.labels.tolist() == [-1]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,class\n")
+    with pytest.raises(DatasetError, match="bad.csv: label CSV needs"):
+        find_sources(photo_folder, bad)
+
+
+def test_shuffle_is_seeded_and_sharding_keeps_the_last_record(
+    photo_folder: Path, tmp_path: Path, encoded: Path
+) -> None:
+    ds = open_dataset(str(encoded))
+    assert len(ds.records) >= 3
+    assert sum(r["images"] for r in ds.records) == 7
+    assert ds.names != sorted(ds.names)  # shuffled (seed 0)
+    encode_dataset(photo_folder, tmp_path / "b", shuffle=False, record_size=10**9, workers=1, progress=False)
+    plain = open_dataset(str(tmp_path / "b"))
+    assert plain.names == sorted(plain.names) and len(plain.records) == 1
+    encode_dataset(photo_folder, tmp_path / "c", seed=0, record_size=20_000, workers=1, progress=False)
+    assert open_dataset(str(tmp_path / "c")).names == ds.names
+
+
+def test_parallel_output_equals_serial(photo_folder: Path, tmp_path: Path, encoded: Path) -> None:
+    encode_dataset(photo_folder, tmp_path / "p", record_size=20_000, workers=2, progress=False)
+    for rec in open_dataset(str(encoded)).records:
+        assert (tmp_path / "p" / rec["file"]).read_bytes() == (encoded / rec["file"]).read_bytes()
+
+
+def test_bad_sources_are_skipped_and_reported(photo_copy: Path, tmp_path: Path) -> None:
+    (photo_copy / "things" / "empty.png").write_bytes(b"")
+    (photo_copy / "things" / "trunc.jpg").write_bytes(jpeg_bytes(photo("coffee", 200))[:2500])
+    before = _tree_digest(photo_copy)
+    summary = encode_dataset(photo_copy, tmp_path / "o", workers=2, progress=False)
+    assert summary.images == 7 and summary.skipped == 2
+    m = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert sorted(s["file"] for s in m["skipped"]) == ["things/empty.png", "things/trunc.jpg"]
+    assert all(s["issue"] for s in m["skipped"])
+    assert _tree_digest(photo_copy) == before  # sources untouched
+    with pytest.raises(DatasetError, match="empty.png"):
+        encode_dataset(photo_copy, tmp_path / "s", strict=True, workers=1, progress=False)
+
+
+def test_interrupted_encode_resumes(photo_folder: Path, tmp_path: Path, encoded: Path) -> None:
+    out = tmp_path / "r"
+
+    def stop_after_second(idx: int) -> None:
+        if idx == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        encode_dataset(
+            photo_folder, out, record_size=20_000, workers=1, progress=False,
+            on_record=stop_after_second,
+        )
+    assert not (out / "manifest.json").exists()
+    assert len(list(out.glob("*.pcr"))) == 2
+    written: list[int] = []
+    summary = encode_dataset(
+        photo_folder, out, record_size=20_000, workers=1, progress=False, on_record=written.append
+    )
+    assert summary.resumed_records == 2 and written[0] == 2
+    assert _tree_digest(out) == _tree_digest(encoded)
+
+
+def test_refuses_to_clobber_or_mix(photo_folder: Path, tmp_path: Path, encoded: Path) -> None:
+    with pytest.raises(DatasetError, match="already holds a dataset"):
+        encode_dataset(photo_folder, encoded, progress=False)
+    out = tmp_path / "o"
+    with pytest.raises(KeyboardInterrupt):
+        encode_dataset(photo_folder, out, record_size=20_000, workers=1, progress=False,
+                       on_record=lambda i: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(DatasetError, match="interrupted encode of different sources or options"):
+        encode_dataset(photo_folder, out, record_size=30_000, workers=1, progress=False)
+    encode_dataset(photo_folder, out, record_size=30_000, workers=1, progress=False, overwrite=True)
+    assert len(open_dataset(str(out))) == 7
+    with pytest.raises(DatasetError, match="must not be inside the source"):
+        encode_dataset(photo_folder, photo_folder / "out", progress=False)
+    with pytest.raises(DatasetError, match="no image files"):
+        encode_dataset(tmp_path / "o", tmp_path / "x", progress=False)
+
+
+def test_png_sources_and_grayscale_mapping(tmp_path: Path) -> None:
+    src = tmp_path / "png"
+    src.mkdir()
+    Image.fromarray(photo("camera", 128)).save(src / "gray.png")
+    Image.fromarray(photo("coffee", 128)).save(src / "colour.png")
+    encode_dataset(src, tmp_path / "o", quality=85, workers=1, progress=False)
+    ds = open_dataset(str(tmp_path / "o"))
+    g = ds.names.index("gray.png")
+    sizes = ds.level_bytes(g)
+    # a grayscale image adds nothing at the chroma-only levels 3, 4, 8, 9
+    assert sizes[1] == sizes[2] == sizes[3] and sizes[6] == sizes[7] == sizes[8]
+    assert sizes[4] > sizes[3] and sizes[9] > sizes[8]
+    assert ds.image(g, scan=3).ndim == 2
