@@ -172,6 +172,8 @@ class Codec(abc.ABC):
     #: (expectation when zeros are i.i.d.), or ``"sampled"`` (measured on an
     #: i.i.d. sample and scaled).
     size_model: ClassVar[SizeModel] = "exact"
+    #: ``True`` when the size depends on the shape, not only on ``n``.
+    shape_dependent: ClassVar[bool] = False
 
     @property
     @abc.abstractmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -64,6 +65,8 @@ class ZFP(Codec):
     def __post_init__(self) -> None:
         if not isinstance(self.rate, int) or not 4 <= self.rate <= 64:
             raise SwapError(f"zfp: rate must be an integer in [4, 64], got {self.rate!r}")
+
+    shape_dependent: ClassVar[bool] = True
 
     @property
     def name(self) -> str:

@@ -170,7 +170,7 @@ class Bitmap(Codec):
         bitmap = _part(encoded, "bitmap", "uint8")
         if bitmap.size != (n + 7) // 8:
             raise SwapError(f"bitmap: corrupt data: {bitmap.size} bitmap bytes for {n} elements")
-        idx = np.flatnonzero(np.unpackbits(bitmap, count=n, bitorder="little"))
+        idx = np.flatnonzero(np.unpackbits(bitmap, count=n, bitorder="little").view(bool))
         values = _values(encoded, idx.size)
         return _scatter(n, idx, values, np.dtype(encoded.dtype)).reshape(encoded.shape)
 
@@ -196,6 +196,8 @@ class CSR(Codec):
     pointers: ``bytes = (itemsize + 4) * nnz + 4 * (rows + 1)``. It pays only
     above 50% sparsity for float32.
     """
+
+    shape_dependent: ClassVar[bool] = True
 
     @property
     def name(self) -> str:
