@@ -85,10 +85,14 @@ def test_shuffle_is_seeded_and_sharding_keeps_the_last_record(
     assert len(ds.records) >= 3
     assert sum(r["images"] for r in ds.records) == 7
     assert ds.names != sorted(ds.names)  # shuffled (seed 0)
-    encode_dataset(photo_folder, tmp_path / "b", shuffle=False, record_size=10**9, workers=1, progress=False)
+    encode_dataset(
+        photo_folder, tmp_path / "b", shuffle=False, record_size=10**9, workers=1, progress=False
+    )
     plain = open_dataset(str(tmp_path / "b"))
     assert plain.names == sorted(plain.names) and len(plain.records) == 1
-    encode_dataset(photo_folder, tmp_path / "c", seed=0, record_size=20_000, workers=1, progress=False)
+    encode_dataset(
+        photo_folder, tmp_path / "c", seed=0, record_size=20_000, workers=1, progress=False
+    )
     assert open_dataset(str(tmp_path / "c")).names == ds.names
 
 
@@ -121,7 +125,11 @@ def test_interrupted_encode_resumes(photo_folder: Path, tmp_path: Path, encoded:
 
     with pytest.raises(KeyboardInterrupt):
         encode_dataset(
-            photo_folder, out, record_size=20_000, workers=1, progress=False,
+            photo_folder,
+            out,
+            record_size=20_000,
+            workers=1,
+            progress=False,
             on_record=stop_after_second,
         )
     assert not (out / "manifest.json").exists()
@@ -139,8 +147,14 @@ def test_refuses_to_clobber_or_mix(photo_folder: Path, tmp_path: Path, encoded: 
         encode_dataset(photo_folder, encoded, progress=False)
     out = tmp_path / "o"
     with pytest.raises(KeyboardInterrupt):
-        encode_dataset(photo_folder, out, record_size=20_000, workers=1, progress=False,
-                       on_record=lambda i: (_ for _ in ()).throw(KeyboardInterrupt))
+        encode_dataset(
+            photo_folder,
+            out,
+            record_size=20_000,
+            workers=1,
+            progress=False,
+            on_record=lambda i: (_ for _ in ()).throw(KeyboardInterrupt),
+        )
     with pytest.raises(DatasetError, match="interrupted encode of different sources or options"):
         encode_dataset(photo_folder, out, record_size=30_000, workers=1, progress=False)
     encode_dataset(photo_folder, out, record_size=30_000, workers=1, progress=False, overwrite=True)

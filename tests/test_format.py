@@ -145,7 +145,9 @@ def test_write_is_atomic_on_error(tmp_path: Path) -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.data())
 def test_fuzzed_headers_raise_only_format_errors(data: st.DataObject) -> None:
-    images = _images(np.random.default_rng(data.draw(st.integers(0, 5))), data.draw(st.integers(0, 4)))
+    images = _images(
+        np.random.default_rng(data.draw(st.integers(0, 5))), data.draw(st.integers(0, 4))
+    )
     buf = bytearray(b"".join(encode_record(images, S)))
     for _ in range(data.draw(st.integers(1, 6))):
         pos = data.draw(st.integers(0, len(buf) - 1))

@@ -73,7 +73,9 @@ def test_restart_markers_inside_scans_are_skipped(prog_color: bytes) -> None:
 
     out = subprocess.run(
         [find_jpegtran(), "-restart", "1", "-progressive"],
-        input=prog_color, capture_output=True, check=True,
+        input=prog_color,
+        capture_output=True,
+        check=True,
     ).stdout
     assert b"\xff\xdd" in out and b"\xff\xd0" in out
     pj = split_scans(out)

@@ -53,7 +53,9 @@ def test_other_formats_encode_at_the_given_quality(fmt: str) -> None:
     kw = {"lossless": True} if fmt == "WEBP" else {}
     r = transcode(_save(Image.fromarray(arr), fmt, **kw), quality=95)
     assert r.source_format == fmt and r.backend == "pillow" and r.jpeg.num_scans == 10
-    err = np.abs(decode(r.jpeg.level()).astype(int) - np.asarray(Image.fromarray(arr).convert("RGB")))
+    err = np.abs(
+        decode(r.jpeg.level()).astype(int) - np.asarray(Image.fromarray(arr).convert("RGB"))
+    )
     assert err.mean() < (12 if fmt == "GIF" else 3)  # GIF is palettised first
 
 

@@ -1,0 +1,87 @@
+"""The pcr-explore command: exit codes, one-line errors, JSON output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import jpeg_bytes, photo
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pcr_explore", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+@pytest.fixture(scope="module")
+def cli_dataset(photo_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("cli") / "ds"
+    r = run(
+        "encode", str(photo_folder), str(out), "--record-size", "20000", "--workers", "2", "--quiet"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "7 images in" in r.stdout
+    return out
+
+
+def test_inspect_json(cli_dataset: Path) -> None:
+    r = run("inspect", str(cli_dataset), "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["images"] == 7 and info["scans"] == 10 and info["records"] >= 3
+    assert info["classes"] == ["animals", "things"]
+    cum = info["bytes_per_scan"]
+    assert len(cum) == 10 and cum == sorted(cum) and cum[-1] == info["total_bytes"]
+    assert info["total_bytes"] == sum(p.stat().st_size for p in cli_dataset.glob("*.pcr"))
+    assert 0 < info["source_bytes"]
+    table = run("inspect", str(cli_dataset))
+    assert (
+        table.returncode == 0 and "of full" in table.stdout and len(table.stdout.splitlines()) == 12
+    )
+
+
+def test_read_json(cli_dataset: Path) -> None:
+    r = run("read", str(cli_dataset), "--scan", "3", "--size", "32", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    info = json.loads(run("inspect", str(cli_dataset), "--json").stdout)
+    assert out["scan"] == 3 and out["images"] == 7
+    assert out["bytes_read"] == info["bytes_per_scan"][2]
+    assert out["images_per_second"] > 0 and out["seconds"] > 0
+
+
+def test_errors_are_one_line_without_traceback(tmp_path: Path, cli_dataset: Path) -> None:
+    r = run("inspect", str(tmp_path / "missing"))
+    assert r.returncode == 1
+    assert (
+        r.stderr.strip().count("\n") == 0 and "missing" in r.stderr and "Traceback" not in r.stderr
+    )
+    r = run("read", str(cli_dataset), "--scan", "11")
+    assert r.returncode == 1 and "outside 1..10" in r.stderr
+    r = run("--debug", "read", str(cli_dataset), "--scan", "11")
+    assert r.returncode == 1 and "Traceback" in r.stderr
+    r = run("read", str(cli_dataset))
+    assert r.returncode == 2 and "--scan" in r.stderr
+
+
+def test_encode_strict_and_skip(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.jpg").write_bytes(jpeg_bytes(photo("coffee", 64)))
+    (src / "bad.jpg").write_bytes(b"\x89PNG renamed")
+    r = run("encode", str(src), str(tmp_path / "a"), "--quiet", "--workers", "1")
+    assert r.returncode == 0 and "1 skipped" in r.stdout
+    r = run("encode", str(src), str(tmp_path / "b"), "--quiet", "--strict", "--workers", "1")
+    assert r.returncode == 1 and "bad.jpg" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_sample_builds_and_prints_the_table(tmp_path: Path) -> None:
+    r = run("sample", str(tmp_path / "s"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert "16 images" in r.stdout and "of full" in r.stdout
+    assert (tmp_path / "s" / "pcr" / "manifest.json").exists()
+    assert len(list((tmp_path / "s" / "images").rglob("*.jpg"))) == 16

@@ -1,0 +1,214 @@
+"""Reading datasets: prefix reads, byte accounting, checksums, remote stores."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes, photo
+
+from pcr_explore.encoder import encode_dataset
+from pcr_explore.errors import CorruptRecordError, DatasetError
+from pcr_explore.reader import open_dataset
+from pcr_explore.sources import FolderSource, open_source
+
+
+@pytest.fixture(scope="module")
+def dataset_dir(photo_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("rd") / "ds"
+    encode_dataset(photo_folder, out, record_size=20_000, workers=1, progress=False)
+    return out
+
+
+def test_level_read_transfers_header_and_groups_only(dataset_dir: Path) -> None:
+    ds = open_dataset(str(dataset_dir))
+    cum = [r["bytes_per_scan"] for r in ds.records]
+    for k in (1, 4, 10):
+        ds.stats.reset()
+        out = list(ds.iter(scan=k))
+        assert len(out) == len(ds)
+        assert ds.stats.bytes_read == ds.bytes_at(k) == sum(c[k - 1] for c in cum)
+        assert ds.stats.requests == len(ds.records)
+    assert ds.bytes_at(1) < 0.2 * ds.bytes_at(None)
+    ds.stats.reset()
+    ds.read_record(1, 3)
+    assert ds.stats.bytes_read == cum[1][2]
+
+
+def test_iter_yields_labels_and_shuffles_deterministically(dataset_dir: Path) -> None:
+    ds = open_dataset(str(dataset_dir))
+    plain = [lab for _, lab in ds.iter(scan=1, size=32)]
+    assert plain == ds.labels.tolist()
+    a = [int(img.sum()) for img, _ in ds.iter(scan=2, size=32, shuffle=True, seed=5)]
+    b = [int(img.sum()) for img, _ in ds.iter(scan=2, size=32, shuffle=True, seed=5)]
+    c = [int(img.sum()) for img, _ in ds.iter(scan=2, size=32, shuffle=False)]
+    assert a == b and sorted(a) == sorted(c) and a != c
+
+
+def test_random_access_reads_only_the_image_pieces(dataset_dir: Path) -> None:
+    ds = open_dataset(str(dataset_dir))
+    ds.header(0)
+    ds.stats.reset()
+    data = ds.jpeg_bytes(1, scan=5)
+    assert ds.stats.bytes_read == len(data) - 2 == int(ds.level_bytes(1)[4]) - 2
+    assert (
+        ds.image(1, scan=5, size=40).shape[1] == 40 or ds.image(1, scan=5, size=40).shape[0] == 40
+    )
+    with pytest.raises(IndexError):
+        ds.jpeg_bytes(len(ds))
+    with pytest.raises(ValueError, match="outside 1..10"):
+        ds.jpeg_bytes(0, scan=0)
+
+
+def test_corrupt_group_fails_only_reads_that_reach_it(dataset_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(dataset_dir, bad)
+    ds = open_dataset(str(bad))
+    h = ds.header(0)
+    rec = bad / ds.records[0]["file"]
+    buf = bytearray(rec.read_bytes())
+    buf[int(h.group_offsets[5]) + 3] ^= 0x40
+    rec.write_bytes(bytes(buf))
+    ds = open_dataset(str(bad))
+    assert len(list(ds.iter(scan=5))) == len(ds)
+    with pytest.raises(CorruptRecordError, match=r"record-00000\.pcr: scan group 6 checksum"):
+        list(ds.iter(scan=6))
+    with pytest.raises(CorruptRecordError, match="scan group 6"):
+        ds.verify()
+
+
+def test_truncated_record_is_named(dataset_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    bad = tmp_path / "trunc"
+    shutil.copytree(dataset_dir, bad)
+    rec = bad / "record-00001.pcr"
+    rec.write_bytes(rec.read_bytes()[:-100])
+    ds = open_dataset(str(bad))
+    with pytest.raises(CorruptRecordError, match=r"record-00001\.pcr: truncated"):
+        ds.read_record(1)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda m: m.pop("records"), "malformed manifest"),
+        (lambda m: m.update(format="zip"), "not a PCR dataset manifest"),
+        (lambda m: m.update(format_version=7), "version 7"),
+        (lambda m: m["records"][0].update(file="../etc/passwd"), "unsafe file name"),
+        (lambda m: m["records"][0].update(bytes_per_scan=[1, 2]), "2 levels, expected 10"),
+    ],
+)
+def test_bad_manifests(dataset_dir: Path, tmp_path: Path, mutate, match: str) -> None:  # type: ignore[no-untyped-def]
+    m = json.loads((dataset_dir / "manifest.json").read_text())
+    mutate(m)
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DatasetError, match=match):
+        open_dataset(str(tmp_path))
+    with pytest.raises(DatasetError, match="no manifest.json"):
+        open_dataset(str(tmp_path / "nowhere"))
+
+
+def test_manifest_and_record_mismatch(dataset_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    bad = tmp_path / "swap"
+    shutil.copytree(dataset_dir, bad)
+    a, b = bad / "record-00000.pcr", bad / "record-00001.pcr"
+    tmp = a.read_bytes()
+    a.write_bytes(b.read_bytes())
+    b.write_bytes(tmp)
+    with pytest.raises((CorruptRecordError, DatasetError)):
+        open_dataset(str(bad)).header(0)
+
+
+# -- remote reads over a real HTTP server on loopback ------------------------
+
+
+class _RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with single byte-range support, counting bytes sent."""
+
+    sent: list[int]
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def send_head(self):  # type: ignore[no-untyped-def]
+        rng = self.headers.get("Range")
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return None
+        data = path.read_bytes()
+        if rng:
+            m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
+            if not m:
+                self.send_error(416)
+                return None
+            start = int(m.group(1))
+            end = min(int(m.group(2)) + 1 if m.group(2) else len(data), len(data))
+            body = data[start:end]
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        else:
+            body = data
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        self.sent.append(len(body))
+        import io
+
+        return io.BytesIO(body)
+
+
+@pytest.fixture
+def http_root(dataset_dir: Path) -> Iterator[tuple[str, list[int]]]:
+    pytest.importorskip("aiohttp")
+    sent: list[int] = []
+    handler = functools.partial(
+        type("H", (_RangeHandler,), {"sent": sent}), directory=str(dataset_dir)
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", sent
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_prefix_reads(http_root: tuple[str, list[int]], dataset_dir: Path) -> None:
+    url, sent = http_root
+    ds = open_dataset(url)
+    local = open_dataset(str(dataset_dir))
+    sent.clear()
+    ds.stats.reset()
+    imgs = [img for img, _ in ds.iter(scan=2)]
+    assert sum(sent) == ds.stats.bytes_read == local.bytes_at(2)
+    assert len(sent) == len(ds.records)
+    ref = [img for img, _ in local.iter(scan=2)]
+    assert all(np.array_equal(a, b) for a, b in zip(imgs, ref))
+    assert ds.jpeg_bytes(3, scan=7) == local.jpeg_bytes(3, scan=7)
+    assert isinstance(open_source(url), type(ds))
+
+
+def test_folder_source_matches_a_single_file(tmp_path: Path) -> None:
+    f = tmp_path / "one.jpg"
+    f.write_bytes(jpeg_bytes(photo("coffee", 100)))
+    src = open_source(f)
+    assert isinstance(src, FolderSource) and len(src) == 1 and src.names == ["one.jpg"]
+    sizes = src.level_bytes(0)
+    assert [len(src.jpeg_bytes(0, k)) for k in range(1, 11)] == sizes.tolist()
+    with pytest.raises(FileNotFoundError):
+        open_source(tmp_path / "nope")
