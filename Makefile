@@ -1,0 +1,53 @@
+# Two entry points for a fresh machine (see README):
+#   make lab    install, build the sample dataset, open JupyterLab on notebooks/
+#   make test   install system tools and test extras, run the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+SAMPLE ?= data/sample
+PORT   ?= 8888
+
+.PHONY: lab sample install install-test system-deps test test-fast bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[http,zfp]"
+
+install-test: $(BIN)/python system-deps
+	$(BIN)/python -m pip install --quiet -e ".[test,dev]"
+
+# jpegtran (lossless transcode) and chromium (browser test) from Debian.
+system-deps:
+	@if ! command -v jpegtran >/dev/null || ! command -v chromium >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  if command -v apt-get >/dev/null; then \
+	    $$SUDO apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	      libjpeg-turbo-progs chromium >/dev/null; \
+	  else echo "install jpegtran (libjpeg-turbo) and chromium with your package manager"; fi; \
+	fi
+
+sample: install
+	$(BIN)/pcr-explore sample $(SAMPLE)
+
+lab: sample
+	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) --no-browser
+
+test: install-test
+	$(BIN)/python -m pytest
+
+test-fast: install-test
+	$(BIN)/python -m pytest -m "not browser" -x
+
+bench: install
+	$(BIN)/python bench/bench_pcr.py
+
+lint:
+	$(BIN)/ruff check pcr_explore tests bench
+	$(BIN)/mypy pcr_explore
+
+clean:
+	rm -rf $(SAMPLE) test-artifacts bench/results .pytest_cache
