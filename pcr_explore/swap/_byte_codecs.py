@@ -48,9 +48,8 @@ class _ByteCodec(Codec):
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)
-        return self._encoded(
-            arr, {"stream": self._compress(memoryview(arr.reshape(-1).view(np.uint8)))}
-        )
+        data = memoryview(arr.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        return self._encoded(arr, {"stream": self._compress(data)})
 
     def decode(self, encoded: Encoded) -> np.ndarray:
         self._check_encoded(encoded)

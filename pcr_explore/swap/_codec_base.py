@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -205,7 +205,7 @@ class Codec(abc.ABC):
         """Decode an :class:`Encoded` back to an array of the original shape and dtype."""
 
     @abc.abstractmethod
-    def _size(self, n: np.ndarray, nnz: np.ndarray, itemsize: int, shape: tuple[int, ...] | None):
+    def _size(self, n: Any, nnz: Any, itemsize: int, shape: tuple[int, ...] | None) -> Any:
         """Analytic size for element counts ``n`` and non-zero counts ``nnz``."""
 
     def encoded_size(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -178,7 +178,7 @@ class Bitmap(Codec):
         return itemsize * nnz + (n + 7) // 8
 
 
-def _csr_dims(shape: tuple[int, ...] | None, n) -> tuple[object, object]:
+def _csr_dims(shape: tuple[int, ...] | None, n: Any) -> tuple[Any, Any]:
     if shape is None:
         return 1, n
     if len(shape) == 0:

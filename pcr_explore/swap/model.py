@@ -50,7 +50,9 @@ class KernelCost:
 
     def time(self, n: np.ndarray | float, nnz: np.ndarray | float) -> np.ndarray | float:
         """Predicted seconds for ``n`` elements with ``nnz`` non-zeros (never negative)."""
-        return np.maximum(self.alpha + self.beta * np.asarray(n) + self.gamma * np.asarray(nnz), 0.0)
+        return np.maximum(
+            self.alpha + self.beta * np.asarray(n) + self.gamma * np.asarray(nnz), 0.0
+        )
 
 
 @dataclass(frozen=True)
@@ -228,15 +230,24 @@ def _gpu_profile(name: str, link: float, tflops: float, hbm: float, notes: str) 
 PROFILES: Mapping[str, DeviceProfile] = MappingProxyType(
     {
         "v100-pcie3": _gpu_profile(
-            "v100-pcie3", 15.75, 15.7, 900.0,
+            "v100-pcie3",
+            15.75,
+            15.7,
+            900.0,
             "V100 SXM2: 15.7 TFLOP/s FP32, 900 GB/s HBM2; PCIe 3.0 x16 per direction",
         ),
         "a100-pcie4": _gpu_profile(
-            "a100-pcie4", 31.5, 19.5, 1555.0,
+            "a100-pcie4",
+            31.5,
+            19.5,
+            1555.0,
             "A100 40GB: 19.5 TFLOP/s FP32 (no TF32), 1555 GB/s HBM2; PCIe 4.0 x16",
         ),
         "h100-pcie5": _gpu_profile(
-            "h100-pcie5", 63.0, 51.0, 2000.0,
+            "h100-pcie5",
+            63.0,
+            51.0,
+            2000.0,
             "H100 PCIe: 51 TFLOP/s FP32, 2000 GB/s HBM2e; PCIe 5.0 x16",
         ),
     }
@@ -386,6 +397,11 @@ def calibrate(
     comp = fit_kernel_cost(n_a, nnz_a, ce)
     dec = fit_kernel_cost(n_a, nnz_a, de)
     return Calibration(
-        c.name, CodecCost(comp, dec), n_a, nnz_a, ce, de,
+        c.name,
+        CodecCost(comp, dec),
+        n_a,
+        nnz_a,
+        ce,
+        de,
         (_r2(comp, n_a, nnz_a, ce), _r2(dec, n_a, nnz_a, de)),
     )

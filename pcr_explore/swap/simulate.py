@@ -150,7 +150,7 @@ class _Setup:
         self.S = trace.sparsity
         self.nnz = np.rint(self.n * (1.0 - self.S)).astype(np.int64)
         self.options = [RAW, *profile.codecs]
-        O = len(self.options)
+        n_opt = len(self.options)
         self.lossy = np.array([o != RAW and _loses_values(o) for o in self.options])
 
         # compute times of ops; op index T is the tail, T + 1 is "nothing"
@@ -164,12 +164,12 @@ class _Setup:
 
         # scale from float32 coefficients to each tensor's width
         w = self.itemsize / 4.0
-        shape = (O, K, T)
+        shape = (n_opt, K, T)
         self.bytes_pred = np.empty(shape)
         self.bytes_act = np.empty(shape)
         self.tc_nom = np.zeros(shape)
         self.td_nom = np.zeros(shape)
-        self.applicable = np.ones((O, T), dtype=bool)
+        self.applicable = np.ones((n_opt, T), dtype=bool)
         for o, name in enumerate(self.options):
             if name == RAW:
                 self.bytes_pred[o] = self.raw
@@ -179,7 +179,10 @@ class _Setup:
             size = np.empty((K, T))
             for t, r in enumerate(recs):
                 size[:, t] = codec._size(
-                    self.n[t], self.nnz[:, t], r.itemsize, r.shape if codec.shape_dependent else None
+                    self.n[t],
+                    self.nnz[:, t],
+                    r.itemsize,
+                    r.shape if codec.shape_dependent else None,
                 )
             self.bytes_pred[o] = size
             corr = np.ones(T)
@@ -360,8 +363,9 @@ class SimResult:
         ov_out, ov_in = s[1 : T + 1], cb[2 : T + 2]
         names = [r.name for r in self.trace.tensors]
         codecs = np.asarray(self.options)[self.choice[k]]
-        cols: dict[str, list] = {c: [] for c in
-                                 ("tensor", "name", "phase", "stream", "kind", "codec", "start", "end")}
+        cols: dict[str, list] = {
+            c: [] for c in ("tensor", "name", "phase", "stream", "kind", "codec", "start", "end")
+        }
 
         def add(tensor, phase, stream, kind, start, end) -> None:
             keep = np.asarray(end) > np.asarray(start)
@@ -381,11 +385,25 @@ class SimResult:
         steps = np.concatenate(([tc[0]], block[:-1] + tc[1:]))
         a_i = s[0] + np.cumsum(steps)
         add(np.array([0]), "forward", "compute", "compute", np.array([0.0]), np.array([s[0]]))
-        add(np.array([0]), "forward", "compute", "compress", np.array([s[0]]), np.array([s[0] + tc[0]]))
+        add(
+            np.array([0]),
+            "forward",
+            "compute",
+            "compress",
+            np.array([s[0]]),
+            np.array([s[0] + tc[0]]),
+        )
         nxt = np.where(idx + 1 < T, idx + 1, -1)
         add(nxt, "forward", "compute", "compute", a_i, a_i + ov_out)
         add(idx, "forward", "compute", "stall", a_i + ov_out, a_i + block)
-        add(idx[1:], "forward", "compute", "compress", (a_i + block)[:-1], (a_i + block)[:-1] + tc[1:])
+        add(
+            idx[1:],
+            "forward",
+            "compute",
+            "compress",
+            (a_i + block)[:-1],
+            (a_i + block)[:-1] + tc[1:],
+        )
         add(idx, "forward", "copy", "copy", a_i, a_i + x)
         fwd_end = a_i[-1] + block[-1]
         # backward, tensors in descending order; b[i] = start of tensor i's prefetch
@@ -400,8 +418,14 @@ class SimResult:
         add(idx, "backward", "compute", "decompress", wait_end, wait_end + td)
         add(idx, "backward", "copy", "copy", b_i, b_i + x)
         end = b_i[0] + bblock[0]
-        add(np.array([1 if T > 1 else -1, 0]), "backward", "compute", "compute",
-            np.array([end, end + cb[1]]), np.array([end + cb[1], end + cb[1] + cb[0]]))
+        add(
+            np.array([1 if T > 1 else -1, 0]),
+            "backward",
+            "compute",
+            "compute",
+            np.array([end, end + cb[1]]),
+            np.array([end + cb[1], end + cb[1] + cb[0]]),
+        )
         return cols
 
     def _repr_html_(self) -> str:
@@ -433,8 +457,9 @@ class _Predictor:
             if o == 0:
                 continue
             t = np.flatnonzero(choice == o)
-            rows = np.column_stack([s.n[t] * w[t], s.nnz[k, t] * w[t], s.tc_act[o, k, t],
-                                    s.td_act[o, k, t]])
+            rows = np.column_stack(
+                [s.n[t] * w[t], s.nnz[k, t] * w[t], s.tc_act[o, k, t], s.td_act[o, k, t]]
+            )
             self.obs.setdefault(int(o), []).append(rows)
 
     def refit(self) -> None:
@@ -447,9 +472,9 @@ class _Predictor:
 
     def predict(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         s = self.setup
-        O, T = len(s.options), s.T
-        tc = np.full((O, T), np.inf)
-        td = np.full((O, T), np.inf)
+        n_opt, T = len(s.options), s.T
+        tc = np.full((n_opt, T), np.inf)
+        td = np.full((n_opt, T), np.inf)
         tc[0] = td[0] = 0.0
         w = s.itemsize / 4.0
         for o, (fc, fd) in self.fits.items():
@@ -460,7 +485,7 @@ class _Predictor:
 
 def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> SimResult:
     s = setup
-    O, K, T = len(s.options), s.K, s.T
+    n_opt, K, T = len(s.options), s.K, s.T
     cand = s.candidates(policy)
     allowed = s.applicable & cand[:, None]
     choice = np.zeros((K, T), dtype=np.int64)
@@ -483,7 +508,7 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
         choice[:] = _pick(cost)
     else:  # cswap
         pred = _Predictor(s)
-        codecs = [o for o in range(1, O) if cand[o]]
+        codecs = [o for o in range(1, n_opt) if cand[o]]
         for w in range(warmup):
             # exploration: each tensor tries one applicable codec, round-robin
             explore = np.zeros(T, dtype=np.int64)
@@ -495,9 +520,9 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
             pred.observe(0, explore)
         pred.refit()
         fitted_at = s.S[0]
-        pred_tc_all = np.empty((O, K, T))
-        pred_td_all = np.empty((O, K, T))
-        pred_stall_all = np.empty((O, K, T))
+        pred_tc_all = np.empty((n_opt, K, T))
+        pred_td_all = np.empty((n_opt, K, T))
+        pred_stall_all = np.empty((n_opt, K, T))
         for k in range(K):
             if k and float(np.mean(np.abs(s.S[k] - fitted_at))) > drift_threshold:
                 pred.refit()
@@ -523,9 +548,16 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
     }
     compute = float(s.cf[: T + 1].sum() + s.cb[: T + 1].sum())
     arrays = {
-        "tc": tc, "td": td, "x": x, "stall": stall, "bytes": nbytes,
-        "pred_tc": pred_tc, "pred_td": pred_td, "pred_stall": pred_stall,
-        "setup_cf": s.cf[None], "setup_cb": s.cb[None],
+        "tc": tc,
+        "td": td,
+        "x": x,
+        "stall": stall,
+        "bytes": nbytes,
+        "pred_tc": pred_tc,
+        "pred_td": pred_td,
+        "pred_stall": pred_stall,
+        "setup_cf": s.cf[None],
+        "setup_cb": s.cb[None],
     }
     reasons = _reasons(s, policy, choice, pred_stall_all, allowed)
     return SimResult(
@@ -570,8 +602,11 @@ def _reasons(s: _Setup, policy: Policy, choice, pred_stall, allowed):
                 if policy.kind == "vdnn":
                     out[k, t] = "vdnn swaps every tensor raw"
                 elif policy.kind == "always":
-                    out[k, t] = (f"always {name}" if o else
-                                 f"{policy.codec} not applicable to this tensor; sent raw")
+                    out[k, t] = (
+                        f"always {name}"
+                        if o
+                        else f"{policy.codec} not applicable to this tensor; sent raw"
+                    )
                 else:
                     basis = "predicted" if policy.kind == "cswap" else "true"
                     st = pred_stall[:, k, t] if policy.kind == "cswap" else s.stall_act[:, k, t]
@@ -580,15 +615,21 @@ def _reasons(s: _Setup, policy: Policy, choice, pred_stall, allowed):
                     if o == 0:
                         alt = np.argsort(st)[1] if np.isfinite(st).sum() > 1 else 0
                         if raw == 0:
-                            out[k, t] = "copy hidden under compute; a codec would only add kernel time"
+                            out[k, t] = (
+                                "copy hidden under compute; a codec would only add kernel time"
+                            )
                         elif alt:
-                            out[k, t] = (f"raw: {basis} stall {raw * 1e3:.3f} ms beats "
-                                         f"{s.options[alt]} {st[alt] * 1e3:.3f} ms")
+                            out[k, t] = (
+                                f"raw: {basis} stall {raw * 1e3:.3f} ms beats "
+                                f"{s.options[alt]} {st[alt] * 1e3:.3f} ms"
+                            )
                         else:
                             out[k, t] = "no codec applicable"
                     else:
-                        out[k, t] = (f"{name}: {basis} stall {st[o] * 1e3:.3f} ms vs raw "
-                                     f"{raw * 1e3:.3f} ms, ratio {s.raw[t] / s.bytes_pred[o, k, t]:.2f}x")
+                        out[k, t] = (
+                            f"{name}: {basis} stall {st[o] * 1e3:.3f} ms vs raw "
+                            f"{raw * 1e3:.3f} ms, ratio {s.raw[t] / s.bytes_pred[o, k, t]:.2f}x"
+                        )
         return out
 
     return _LazyReasons(build)
@@ -683,6 +724,16 @@ def simulate(
     >>> r.stall_seconds >= 0
     True
     """
-    return next(iter(simulate_many(trace, profile, [policy], noise=noise, seed=seed,
-                                   warmup=warmup, drift_threshold=drift_threshold).values()))
-
+    return next(
+        iter(
+            simulate_many(
+                trace,
+                profile,
+                [policy],
+                noise=noise,
+                seed=seed,
+                warmup=warmup,
+                drift_threshold=drift_threshold,
+            ).values()
+        )
+    )

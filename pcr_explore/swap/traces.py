@@ -97,7 +97,9 @@ class TensorRecord:
             if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise SwapError(f"tensor {self.name!r}: {attr} must be >= 0, got {value!r}")
         if self.kind not in _KINDS:
-            raise SwapError(f"tensor {self.name!r}: kind must be one of {_KINDS}, got {self.kind!r}")
+            raise SwapError(
+                f"tensor {self.name!r}: kind must be one of {_KINDS}, got {self.kind!r}"
+            )
 
     @property
     def n(self) -> int:
@@ -461,22 +463,52 @@ def vgg16_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec =
     (21, 31.0)
     """
     _check_model_args(batch, resolution, 32)
-    cfg = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+    cfg: list[int | str] = [
+        64,
+        64,
+        "M",
+        128,
+        128,
+        "M",
+        256,
+        256,
+        256,
+        "M",
+        512,
+        512,
+        512,
+        "M",
+        512,
+        512,
+        512,
+        "M",
+    ]
     b = _Builder(batch)
     n = batch
     c, h = 3, resolution
     b.add("input", (n, 3, h, h), flops=0, in_elems=0, kind="input")
     block, idx = 1, 1
     for i, v in enumerate(cfg):
-        if v == "M":
+        if not isinstance(v, int):
             h2 = h // 2
-            b.add(f"pool{block}", (n, c, h2, h2), flops=n * c * h2 * h2 * 3, in_elems=n * c * h * h,
-                  kind="pool")
+            b.add(
+                f"pool{block}",
+                (n, c, h2, h2),
+                flops=n * c * h2 * h2 * 3,
+                in_elems=n * c * h * h,
+                kind="pool",
+            )
             h, block, idx = h2, block + 1, 1
             continue
         feeds_pool = i + 1 < len(cfg) and cfg[i + 1] == "M"
-        b.add(f"conv{block}_{idx}", (n, v, h, h), flops=_conv(n, c, v, h, h, 3) + n * v * h * h,
-              in_elems=n * c * h * h, kind="relu", binarizable=feeds_pool)
+        b.add(
+            f"conv{block}_{idx}",
+            (n, v, h, h),
+            flops=_conv(n, c, v, h, h, 3) + n * v * h * h,
+            in_elems=n * c * h * h,
+            kind="relu",
+            binarizable=feeds_pool,
+        )
         c, idx = int(v), idx + 1
     flat = c * h * h
     b.add("fc6", (n, 4096), flops=2.0 * n * flat * 4096, in_elems=n * flat, kind="relu")
@@ -518,11 +550,22 @@ def resnet50_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpe
     h = resolution
     b.add("input", (n, 3, h, h), flops=0, in_elems=0, kind="input")
     h1 = (h + 2 * 3 - 7) // 2 + 1
-    b.add("stem.relu", (n, 64, h1, h1), flops=_conv(n, 3, 64, h1, h1, 7), in_elems=n * 3 * h * h,
-          kind="relu", bn=True)
+    b.add(
+        "stem.relu",
+        (n, 64, h1, h1),
+        flops=_conv(n, 3, 64, h1, h1, 7),
+        in_elems=n * 3 * h * h,
+        kind="relu",
+        bn=True,
+    )
     h2 = (h1 + 2 - 3) // 2 + 1
-    b.add("stem.pool", (n, 64, h2, h2), flops=n * 64 * h2 * h2 * 9, in_elems=n * 64 * h1 * h1,
-          kind="pool")
+    b.add(
+        "stem.pool",
+        (n, 64, h2, h2),
+        flops=n * 64 * h2 * h2 * 9,
+        in_elems=n * 64 * h1 * h1,
+        kind="pool",
+    )
     c, h = 64, h2
     for stage, (width, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3), strict=True)):
         for blk in range(blocks):
@@ -530,20 +573,39 @@ def resnet50_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpe
             ho = (h + 2 - 3) // stride + 1
             out = width * 4
             pre = f"layer{stage + 1}.{blk}"
-            b.add(f"{pre}.relu1", (n, width, h, h), flops=_conv(n, c, width, h, h, 1),
-                  in_elems=n * c * h * h, kind="relu", bn=True)
-            b.add(f"{pre}.relu2", (n, width, ho, ho), flops=_conv(n, width, width, ho, ho, 3),
-                  in_elems=n * width * h * h, kind="relu", bn=True)
+            b.add(
+                f"{pre}.relu1",
+                (n, width, h, h),
+                flops=_conv(n, c, width, h, h, 1),
+                in_elems=n * c * h * h,
+                kind="relu",
+                bn=True,
+            )
+            b.add(
+                f"{pre}.relu2",
+                (n, width, ho, ho),
+                flops=_conv(n, width, width, ho, ho, 3),
+                in_elems=n * width * h * h,
+                kind="relu",
+                bn=True,
+            )
             flops = _conv(n, width, out, ho, ho, 1) + n * out * ho * ho
             if blk == 0:
                 flops += _conv(n, c, out, ho, ho, 1)  # projection shortcut
-            b.add(f"{pre}.relu3", (n, out, ho, ho), flops=flops, in_elems=n * width * ho * ho,
-                  kind="relu", bn=True)
+            b.add(
+                f"{pre}.relu3",
+                (n, out, ho, ho),
+                flops=flops,
+                in_elems=n * width * ho * ho,
+                kind="relu",
+                bn=True,
+            )
             c, h = out, ho
     tail = n * c * h * h + 2.0 * n * c * 1000 + 5.0 * n * 1000
     meta = {"model": "resnet50", "batch": batch, "resolution": resolution}
-    return _finish(b, f"resnet50-b{batch}-r{resolution}", tail, _F32 * n * (c * h * h + c),
-                   sparsity, meta)
+    return _finish(
+        b, f"resnet50-b{batch}-r{resolution}", tail, _F32 * n * (c * h * h + c), sparsity, meta
+    )
 
 
 BUILTIN_MODELS = {"vgg16": vgg16_trace, "resnet50": resnet50_trace}
