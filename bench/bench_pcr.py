@@ -28,9 +28,7 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -225,7 +223,8 @@ def main() -> None:
     print()
     print(f"dataset bytes / source JPEG bytes     {total / source:.4f}   (target <= 0.97)")
     print(
-        f"header bytes / payload                {headers / (total - headers):.5f}  (target <= 0.005)"
+        f"header bytes / payload                {headers / (total - headers):.5f}"
+        "  (target <= 0.005)"
     )
     print(f"level-k reads exactly header+groups   {exact}")
     print(
