@@ -129,7 +129,8 @@ def as_tensor(array: object, *, what: str = "tensor") -> np.ndarray:
             f"{what}: dtype {arr.dtype} is not supported; expected a float or integer "
             "tensor (float16/32/64, int/uint 8-64)"
         )
-    return np.ascontiguousarray(arr)
+    # not np.ascontiguousarray: it turns a 0-d array into a 1-d one
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def bit_view(flat: np.ndarray) -> np.ndarray:
@@ -245,8 +246,7 @@ class Codec(abc.ABC):
         _check_sparsity(sparsity)
         n_arr = np.asarray(n, dtype=np.int64)
         nnz = np.rint(n_arr * (1.0 - np.asarray(sparsity, dtype=float))).astype(np.int64)
-        out = self._size(n_arr, nnz, int(itemsize), shape)
-        out = np.asarray(out)
+        out = np.broadcast_to(self._size(n_arr, nnz, int(itemsize), shape), nnz.shape)
         return out.item() if out.ndim == 0 else out
 
     def size_for_nnz(

@@ -405,7 +405,9 @@ def capture_saved_tensors(
     seen: set[tuple[Any, ...]] = set()
 
     def pack(t):
-        if isinstance(t, torch.nn.Parameter) and not include_parameters:
+        base = getattr(t, "_base", None)  # the transposed weight a Linear saves is a view
+        is_param = isinstance(t, torch.nn.Parameter) or isinstance(base, torch.nn.Parameter)
+        if is_param and not include_parameters:
             return t
         key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
         if key in seen:
@@ -419,15 +421,14 @@ def capture_saved_tensors(
         n = d.numel()
         op = type(t.grad_fn).__name__ if t.grad_fn is not None else "leaf"
         low = op.lower()
-        kind = (
-            "relu"
-            if "relu" in low
-            else "pool"
-            if "pool" in low
-            else "input"
-            if op == "leaf"
-            else "activation"
-        )
+        if "relu" in low:
+            kind = "relu"
+        elif "pool" in low:
+            kind = "pool"
+        elif op == "leaf" and d.is_floating_point():
+            kind = "input"
+        else:
+            kind = "activation"
         dtype = _TORCH_DTYPES.get(str(t.dtype), "float32")
         cap.records.append(
             {

@@ -1,0 +1,273 @@
+"""Codec round trips, exact sizes, analytic-vs-measured sizes and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from pcr_explore.errors import PCRError
+from pcr_explore.swap import (
+    ZVC,
+    CodecError,
+    Encoded,
+    SwapError,
+    codec_names,
+    get_codec,
+    measure,
+    measure_ratios,
+    ratio_curve,
+    synthetic_activations,
+    zfp_available,
+)
+
+LOSSLESS = ["zvc", "zvc:7", "zvc:64", "bitmap", "csr", "delta8", "rle", "lz4", "zstd", "zstd:1"]
+EXACT = ["zvc", "zvc:7", "zvc:64", "bitmap", "csr", "binarize"]
+
+# bit patterns that break value-based zero tests: -0.0, NaN payloads, inf, denormals
+SPECIAL = {
+    np.dtype("float32"): [0x80000000, 0x7FC00001, 0xFFBADBAD, 0x7F800000, 0x00000001, 0x807FFFFF],
+    np.dtype("float16"): [0x8000, 0x7E01, 0xFD55, 0x7C00, 0x0001, 0x83FF],
+    np.dtype("float64"): [0x8000000000000000, 0x7FF8000000000001, 0x0000000000000001],
+}
+
+
+@st.composite
+def tensors(draw):
+    dtype = draw(st.sampled_from(["float32", "float16", "float64", "int32", "uint8"]))
+    dt = np.dtype(dtype)
+    bits = 8 * dt.itemsize
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=9))
+    sparsity = draw(st.sampled_from([0.0, 0.3, 0.7, 0.95, 1.0]))
+    special = SPECIAL.get(dt, [])
+    elements = st.one_of(
+        st.integers(0, 2**bits - 1),
+        st.sampled_from(special) if special else st.integers(0, 2**bits - 1),
+    )
+    raw = draw(hnp.arrays(np.dtype(f"u{dt.itemsize}"), shape, elements=elements))
+    zero = draw(hnp.arrays(np.float64, shape, elements=st.floats(0, 1))) < sparsity
+    raw[zero] = 0
+    return raw.view(dt)
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    return x.view(f"u{x.dtype.itemsize}")
+
+
+def _nnz(x: np.ndarray) -> int:
+    return int(np.count_nonzero(_bits(np.ascontiguousarray(x)).reshape(-1)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(tensors())
+def test_lossless_round_trip_is_bit_exact(x):
+    for name in LOSSLESS:
+        codec = get_codec(name)
+        enc = codec.encode(x)
+        out = codec.decode(enc)
+        assert out.shape == x.shape and out.dtype == x.dtype, name
+        np.testing.assert_array_equal(_bits(out), _bits(x), err_msg=name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tensors())
+def test_exact_size_models_match_measured_bytes(x):
+    nnz = _nnz(x)
+    for name in EXACT:
+        codec = get_codec(name)
+        predicted = codec.size_for_nnz(x.size, nnz, itemsize=x.itemsize, shape=x.shape)
+        assert codec.encode(x).nbytes == predicted, name
+
+
+@pytest.mark.parametrize(
+    "n,nnz,threads",
+    [
+        (0, 0, 16384),
+        (1, 1, 16384),
+        (1, 0, 16384),
+        (16384 * 32, 1000, 16384),
+        (16384 * 32 + 1, 7, 16384),
+        (100_003, 60_000, 16384),
+        (1 << 22, 1 << 20, 16384),
+        (1000, 999, 7),
+        (33, 33, 1),
+    ],
+)
+def test_zvc_byte_formula_float32(n, nnz, threads):
+    rng = np.random.default_rng(n)
+    x = np.zeros(n, dtype=np.float32)
+    x[rng.permutation(n)[:nnz]] = rng.random(nnz, dtype=np.float32) + 1
+    enc = ZVC(threads).encode(x)
+    p = threads
+    expected = 4 * nnz + 4 * p * math.ceil(math.ceil(n / p) / 32) + 4 * p
+    assert enc.nbytes == expected
+    assert enc.parts["masks"].size == p * math.ceil(math.ceil(n / p) / 32)
+    assert enc.parts["offsets"].dtype == np.dtype("<u4") and enc.parts["offsets"].size == p
+    np.testing.assert_array_equal(ZVC(threads).decode(enc), x)
+
+
+def test_zvc_float16_uses_two_byte_values_and_32_bit_words():
+    x = synthetic_activations((4, 8, 33, 31), 0.6, dtype="float16")
+    enc = ZVC().encode(x)
+    nnz = _nnz(x)
+    p, n = 16384, x.size
+    assert enc.nbytes == 2 * nnz + 4 * p * math.ceil(math.ceil(n / p) / 32) + 4 * p
+
+
+def test_zvc_offsets_are_per_thread_starts():
+    x = np.zeros(64, dtype=np.float32)
+    x[[0, 1, 17, 40, 63]] = 1.0
+    enc = ZVC(4).encode(x)  # chunks of 16 elements
+    assert enc.parts["offsets"].tolist() == [0, 2, 3, 4]
+    assert enc.parts["masks"].tolist() == [0b11, 0b10, 1 << 8, 1 << 15]
+
+
+def test_zvc_large_tensor_ratio_tends_to_paper_values():
+    curve = ratio_curve(["zvc"], [0.5, 0.7, 0.9], n=1 << 26)["zvc"]
+    limit = 1 / (1 - np.array([0.5, 0.7, 0.9]) + 1 / 32)
+    np.testing.assert_allclose(curve, limit, rtol=3e-3)  # + 4P/n of offsets
+    np.testing.assert_allclose(curve, [1.88, 3.0, 7.6], rtol=0.01)
+
+
+def test_zvc_small_tensor_does_not_pay():
+    # the fixed 128 KiB of masks and offsets outweighs a 128 KiB tensor, even 90% sparse
+    assert ratio_curve(["zvc"], [0.9], n=1 << 15)["zvc"][0] < 1.0
+    assert ratio_curve(["bitmap"], [0.9], n=1 << 15)["bitmap"][0] > 5.0
+
+
+@pytest.mark.parametrize("name,rtol", [("delta8", 0.02), ("rle", 0.03), ("lz4", 0.1), ("zstd", 0.1)])
+def test_estimated_sizes_track_measured_on_iid_zeros(name, rtol):
+    rng = np.random.default_rng(3)
+    codec = get_codec(name)
+    for s in (0.0, 0.5, 0.9, 0.99):
+        x = np.abs(rng.standard_normal(1 << 18)).astype(np.float32) + np.float32(1e-30)
+        x[rng.random(x.size) < s] = 0
+        measured = codec.encode(x).nbytes
+        predicted = codec.size_for_nnz(x.size, _nnz(x))
+        assert predicted == pytest.approx(measured, rel=rtol), (name, s)
+
+
+def test_csr_pays_only_above_half_sparsity():
+    r = ratio_curve(["csr"], [0.4, 0.6], n=1 << 20, shape=(1 << 10, 1 << 10))["csr"]
+    assert r[0] < 1 < r[1]
+
+
+def test_blobby_activations_favour_rle_over_iid():
+    blob = measure_ratios(["rle"], 0.8, (4, 16, 32, 32), correlation=3.0)["rle"]
+    iid = measure_ratios(["rle"], 0.8, (4, 16, 32, 32), correlation=0.0)["rle"]
+    assert blob > 1.5 * iid
+
+
+def test_binarize_keeps_exactly_the_relu_mask():
+    x = synthetic_activations((2, 3, 9, 9), 0.5)
+    x.flat[0] = -0.0
+    codec = get_codec("binarize")
+    enc = codec.encode(x)
+    assert enc.nbytes == math.ceil(x.size / 8)
+    out = codec.decode(enc)
+    np.testing.assert_array_equal(out > 0, x > 0)
+    err = codec.error(x, out)
+    assert err.max_abs > 0 and 0 < err.rel_l2
+
+
+@pytest.mark.skipif(not zfp_available(), reason="zfpy not installed")
+@pytest.mark.parametrize("shape", [(1000,), (30, 17), (2, 3, 9, 10), (2, 3, 4, 5, 6)])
+def test_zfp_fixed_rate_size_and_error(shape):
+    x = synthetic_activations(shape, 0.5, correlation=1.0)
+    for rate in (8, 16, 32):
+        codec = get_codec(f"zfp:{rate}")
+        enc = codec.encode(x)
+        assert enc.nbytes == codec.size_for_nnz(x.size, _nnz(x), shape=x.shape)
+        out = codec.decode(enc)
+        assert out.shape == x.shape and out.dtype == x.dtype
+        err = codec.error(x, out)
+        assert err.rel_l2 < {8: 0.1, 16: 1e-3, 32: 1e-6}[rate]
+    assert get_codec("zfp:8").encode(x).nbytes < get_codec("zfp:16").encode(x).nbytes
+
+
+@pytest.mark.skipif(not zfp_available(), reason="zfpy not installed")
+def test_zfp_float16_empty_and_bad_values():
+    codec = get_codec("zfp")
+    x16 = synthetic_activations((3, 8, 8), 0.3, dtype="float16")
+    out = codec.decode(codec.encode(x16))
+    assert out.dtype == np.float16 and codec.error(x16, out).rel_l2 < 1e-3
+    empty = np.zeros((0, 4), dtype=np.float32)
+    assert codec.decode(codec.encode(empty)).shape == (0, 4)
+    with pytest.raises(SwapError, match="NaN"):
+        codec.encode(np.array([1.0, np.nan], dtype=np.float32))
+    with pytest.raises(SwapError, match="float"):
+        codec.encode(np.arange(8, dtype=np.int32))
+    with pytest.raises(SwapError, match="rate"):
+        get_codec("zfp:2")
+
+
+def test_lossless_error_is_zero_and_measure_checks_round_trip():
+    x = synthetic_activations((2, 4, 16, 16), 0.7)
+    m = measure("zvc", x, repeats=2)
+    assert m.error == CodecError(0.0, 0.0)
+    assert m.encoded_bytes == get_codec("zvc").size_for_nnz(x.size, _nnz(x))
+    assert m.ratio == pytest.approx(x.nbytes / m.encoded_bytes)
+    assert m.encode_gbps > 0 and m.decode_gbps > 0
+
+
+def test_names_round_trip_through_registry():
+    for name in codec_names():
+        assert get_codec(get_codec(name).name) == get_codec(name)
+    assert get_codec("ZSTD:9").name == "zstd:9"
+    assert get_codec("zvc:16384").name == "zvc"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [np.array(["a", "b"]), np.array([object(), 1], dtype=object), np.array([1 + 2j]), "text"],
+)
+def test_non_numeric_arrays_are_rejected(bad):
+    for name in ("zvc", "lz4", "binarize"):
+        with pytest.raises(SwapError, match="dtype|array"):
+            get_codec(name).encode(bad)
+
+
+def test_bad_specs_sizes_and_sparsities():
+    with pytest.raises(SwapError, match="unknown codec"):
+        get_codec("zip")
+    with pytest.raises(SwapError, match="integer"):
+        get_codec("zstd:high")
+    with pytest.raises(SwapError, match="no parameter"):
+        get_codec("bitmap:3")
+    with pytest.raises(SwapError, match="threads"):
+        ZVC(0)
+    with pytest.raises(SwapError, match="non-negative"):
+        get_codec("zvc").encoded_size(-5, 0.5)
+    with pytest.raises(SwapError, match=r"\[0, 1\]"):
+        get_codec("zvc").encoded_size(100, 1.5)
+    with pytest.raises(SwapError, match="exceeds"):
+        get_codec("bitmap").size_for_nnz(10, 11)
+    assert issubclass(SwapError, PCRError) and issubclass(SwapError, ValueError)
+
+
+def test_decode_rejects_foreign_or_corrupt_data():
+    x = synthetic_activations((2, 2, 8, 8), 0.5)
+    enc = get_codec("zvc").encode(x)
+    with pytest.raises(SwapError, match="cannot decode"):
+        get_codec("bitmap").decode(enc)
+    short = Encoded(enc.codec, enc.shape, enc.dtype, dict(enc.parts, values=enc.parts["values"][:-1]))
+    with pytest.raises(SwapError, match="corrupt"):
+        get_codec("zvc").decode(short)
+    bad_off = dict(enc.parts, offsets=enc.parts["offsets"] + np.uint32(1))
+    with pytest.raises(SwapError, match="offsets"):
+        get_codec("zvc").decode(Encoded(enc.codec, enc.shape, enc.dtype, bad_off))
+    z = get_codec("zstd").encode(x)
+    with pytest.raises(SwapError, match="corrupt"):
+        get_codec("zstd").decode(Encoded(z.codec, z.shape, z.dtype, {"stream": b"junk"}))
+
+
+def test_ratio_curve_is_vectorised_and_fast_enough_for_sliders():
+    s = np.linspace(0, 0.95, 20)
+    curves = ratio_curve(["zvc", "bitmap", "csr", "delta8", "rle", "binarize"], s)
+    assert all(v.shape == (20,) for v in curves.values())
+    assert np.all(np.diff(curves["zvc"]) > 0)
+    assert curves["binarize"] == pytest.approx(np.full(20, 32.0))
