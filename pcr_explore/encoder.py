@@ -323,7 +323,7 @@ def encode_dataset(
             int(pos),
             str(src_p / items[j].name),
             items[j].name,
-            class_index.get(items[j].label, -1) if items[j].label is not None else -1,
+            class_index.get(items[j].label or "", -1),
             backend,
             quality,
         )

@@ -120,7 +120,7 @@ class RecordHeader:
         k = self._check_scan(scan)
         return self._piece_offsets[i, :k].tolist(), self.piece_lengths[i, :k].tolist()
 
-    def assemble(self, i: int, pieces: Sequence[bytes], verify: bool = True) -> bytes:
+    def assemble(self, i: int, pieces: Sequence[bytes | memoryview], verify: bool = True) -> bytes:
         """Join image *i*'s pieces 1..len(pieces) into a JPEG file.
 
         Raises

@@ -368,16 +368,16 @@ def decode(data: bytes, size: Size | None = None, *, source: str = "<bytes>") ->
         If the bytes do not decode.
     """
     try:
-        im = Image.open(io.BytesIO(data))
+        src = Image.open(io.BytesIO(data))
         if size is not None:
-            tw, th = target_size(im.width, im.height, size)
-            if 2 * tw <= im.width and 2 * th <= im.height:
-                im.draft(im.mode, (tw, th))
-            im = im.convert("L" if im.mode == "L" else "RGB")
+            tw, th = target_size(src.width, src.height, size)
+            if 2 * tw <= src.width and 2 * th <= src.height:
+                src.draft(src.mode, (tw, th))
+            im = src.convert("L" if src.mode == "L" else "RGB")
             if im.size != (tw, th):
                 im = im.resize((tw, th), Image.Resampling.BILINEAR)
         else:
-            im = im.convert("L" if im.mode == "L" else "RGB")
+            im = src.convert("L" if src.mode == "L" else "RGB")
         return np.asarray(im)
     except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
         raise JPEGError(f"{source}: cannot decode JPEG: {exc}") from exc

@@ -208,7 +208,7 @@ class PCRDataset:
             prefix = self._prefix[1]
             offs, lens = prefix.header.piece_ranges(j, k)
             buf = prefix.buffer
-            return prefix.header.assemble(j, [buf[o : o + n] for o, n in zip(offs, lens)])
+            return prefix.header.assemble(j, [bytes(buf[o : o + n]) for o, n in zip(offs, lens)])
         h = self.header(r)
         offs, lens = h.piece_ranges(j, k)
         pieces = [self._read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]

@@ -219,36 +219,21 @@ def transcode(
             orientation = (
                 im.getexif().get(0x0112, 1) if fmt in ("JPEG", "MPO", "TIFF", "WEBP", "PNG") else 1
             )
-            use_jpegtran = (
-                backend != "pillow"
-                and exe is not None
-                and fmt in ("JPEG", "MPO")
-                and mode in ("L", "RGB")
-            )
+            lossless_ok = backend != "pillow" and fmt in ("JPEG", "MPO") and mode in ("L", "RGB")
+            jt = exe if lossless_ok else None
             note = ""
-            if use_jpegtran and orientation in _JPEGTRAN_ORIENT:
+            if jt is not None and orientation in _JPEGTRAN_ORIENT:
+                flags = [*_JPEGTRAN_ORIENT[orientation], "-perfect"]
                 try:
-                    out = _run_jpegtran(
-                        exe,
-                        data,
-                        [*_JPEGTRAN_ORIENT[orientation], "-perfect"],
-                        label,  # type: ignore[arg-type]
-                    )
+                    out = _run_jpegtran(jt, data, flags, label)
                 except JPEGError:
-                    use_jpegtran = False
+                    jt = None
                     note = "EXIF rotation not block-aligned: re-encoded with Pillow"
                 else:
-                    return _finish(
-                        out,
-                        "jpegtran",
-                        True,
-                        fmt,
-                        mode,
-                        "EXIF orientation applied losslessly",
-                        label,
-                    )
-            if use_jpegtran:
-                out = _run_jpegtran(exe, data, [], label)  # type: ignore[arg-type]
+                    note = "EXIF orientation applied losslessly"
+                    return _finish(out, "jpegtran", True, fmt, mode, note, label)
+            if jt is not None:
+                out = _run_jpegtran(jt, data, [], label)
                 return _finish(out, "jpegtran", True, fmt, mode, note, label)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
                 note = "CMYK converted to RGB (its 18-scan progression would not share levels)"
