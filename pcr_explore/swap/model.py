@@ -275,17 +275,25 @@ def get_profile(name: str | DeviceProfile) -> DeviceProfile:
         raise SwapError(f"unknown profile {name!r}; built-in: {', '.join(PROFILES)}") from None
 
 
-def fit_kernel_cost(n: np.ndarray, nnz: np.ndarray, seconds: np.ndarray) -> KernelCost:
+def fit_kernel_cost(
+    n: np.ndarray, nnz: np.ndarray, seconds: np.ndarray, *, nonnegative: bool = True
+) -> KernelCost:
     """Least-squares fit of ``seconds ~ alpha + beta * n + gamma * nnz``.
 
-    Columns are scaled before solving, and the minimum-norm solution is
-    taken, so collinear ``n`` and ``nnz`` (one sparsity only) still give
-    sensible predictions along the observed direction.
+    With ``nonnegative`` (the default) the coefficients are constrained to be
+    >= 0, solved exactly by trying every subset of the three terms. The
+    constraint is physical (no kernel gets faster with more data) and it is
+    what keeps the fit sane when ``n`` and ``nnz`` are nearly collinear (one
+    sparsity plus noise): an unconstrained fit then trades a huge positive
+    ``beta`` against a huge negative ``gamma`` and extrapolates wildly as
+    soon as sparsity drifts. Columns are scaled before solving.
 
     Parameters
     ----------
     n, nnz, seconds : array_like
         Observations (same length, at least 1).
+    nonnegative : bool
+        Constrain ``alpha, beta, gamma >= 0``.
 
     Returns
     -------
@@ -303,9 +311,22 @@ def fit_kernel_cost(n: np.ndarray, nnz: np.ndarray, seconds: np.ndarray) -> Kern
         raise SwapError("fit_kernel_cost needs equally long, non-empty n, nnz and seconds")
     scale = np.array([1.0, max(n.max(), 1.0), max(nnz.max(), 1.0)])
     a = np.column_stack([np.ones_like(n), n, nnz]) / scale
-    coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    if not nonnegative:
+        coef, *_ = np.linalg.lstsq(a, y, rcond=None)
+    else:
+        coef, best = np.zeros(3), float(y @ y)
+        for cols in _SUBSETS:
+            c, *_ = np.linalg.lstsq(a[:, cols], y, rcond=None)
+            if np.all(c >= 0):
+                r = y - a[:, cols] @ c
+                if float(r @ r) < best * (1 - 1e-12):
+                    best, coef = float(r @ r), np.zeros(3)
+                    coef[list(cols)] = c
     coef = coef / scale
     return KernelCost(float(coef[0]), float(coef[1]), float(coef[2]))
+
+
+_SUBSETS = [(0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,)]
 
 
 @dataclass(frozen=True)

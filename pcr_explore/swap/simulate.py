@@ -298,7 +298,9 @@ class SimResult:
     refits: int
     per_iteration: dict[str, np.ndarray] = field(repr=False)
     _arrays: dict[str, np.ndarray] = field(repr=False)
-    _reasons: np.ndarray = field(repr=False)
+    _reasons: Any = field(repr=False)
+    _cf: np.ndarray = field(repr=False)
+    _cb: np.ndarray = field(repr=False)
 
     @property
     def step_seconds(self) -> float:
@@ -356,8 +358,7 @@ class SimResult:
         """
         k = range(self.choice.shape[0])[iteration]
         a = {key: v[k] for key, v in self._arrays.items()}
-        s = self._arrays["setup_cf"][0]
-        cb = self._arrays["setup_cb"][0]
+        s, cb = self._cf, self._cb
         T = len(self.trace.tensors)
         tc, td, x = a["tc"], a["td"], a["x"]
         ov_out, ov_in = s[1 : T + 1], cb[2 : T + 2]
@@ -556,8 +557,6 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
         "pred_tc": pred_tc,
         "pred_td": pred_td,
         "pred_stall": pred_stall,
-        "setup_cf": s.cf[None],
-        "setup_cb": s.cb[None],
     }
     reasons = _reasons(s, policy, choice, pred_stall_all, allowed)
     return SimResult(
@@ -575,6 +574,8 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
         per_iteration=per_it,
         _arrays=arrays,
         _reasons=reasons,
+        _cf=s.cf,
+        _cb=s.cb,
     )
 
 

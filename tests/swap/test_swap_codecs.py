@@ -139,7 +139,9 @@ def test_zvc_small_tensor_does_not_pay():
     assert ratio_curve(["bitmap"], [0.9], n=1 << 15)["bitmap"][0] > 5.0
 
 
-@pytest.mark.parametrize("name,rtol", [("delta8", 0.02), ("rle", 0.03), ("lz4", 0.1), ("zstd", 0.1)])
+@pytest.mark.parametrize(
+    "name,rtol", [("delta8", 0.02), ("rle", 0.03), ("lz4", 0.1), ("zstd", 0.1)]
+)
 def test_estimated_sizes_track_measured_on_iid_zeros(name, rtol):
     rng = np.random.default_rng(3)
     codec = get_codec(name)
@@ -254,7 +256,9 @@ def test_decode_rejects_foreign_or_corrupt_data():
     enc = get_codec("zvc").encode(x)
     with pytest.raises(SwapError, match="cannot decode"):
         get_codec("bitmap").decode(enc)
-    short = Encoded(enc.codec, enc.shape, enc.dtype, dict(enc.parts, values=enc.parts["values"][:-1]))
+    short = Encoded(
+        enc.codec, enc.shape, enc.dtype, dict(enc.parts, values=enc.parts["values"][:-1])
+    )
     with pytest.raises(SwapError, match="corrupt"):
         get_codec("zvc").decode(short)
     bad_off = dict(enc.parts, offsets=enc.parts["offsets"] + np.uint32(1))
