@@ -92,7 +92,7 @@ def get_codec(spec: str | Codec) -> Codec:
     >>> get_codec("zstd:9").level
     9
     >>> get_codec("zvc").encoded_size(1 << 24, 0.7)
-    20264960
+    22295348
     """
     if isinstance(spec, Codec):
         return spec

@@ -48,7 +48,7 @@ def ratio_curve(
     Examples
     --------
     >>> ratio_curve(["zvc"], [0.5, 0.7, 0.9])["zvc"].round(2).tolist()
-    [1.88, 3.0, 7.53]
+    [1.88, 3.01, 7.56]
     """
     s = np.asarray(sparsities, dtype=float)
     if n < 0:
