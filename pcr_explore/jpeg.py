@@ -346,7 +346,9 @@ def target_size(width: int, height: int, size: Size) -> tuple[int, int]:
     return tw, th
 
 
-def decode(data: bytes, size: Size | None = None, *, source: str = "<bytes>") -> np.ndarray:
+def decode(
+    data: bytes, size: Size | None = None, *, mode: str | None = None, source: str = "<bytes>"
+) -> np.ndarray:
     """Decode JPEG bytes to a uint8 array (H, W) or (H, W, 3).
 
     When *size* is at most half the stored size, libjpeg's DCT-domain scaling
@@ -359,6 +361,8 @@ def decode(data: bytes, size: Size | None = None, *, source: str = "<bytes>") ->
         A JPEG file (any level of a progressive JPEG).
     size : int or (int, int), optional
         Longer side in pixels, or an exact (width, height).
+    mode : {"RGB", "L"}, optional
+        Force three channels or one; default: as stored (L or RGB).
     source : str
         Name used in error messages.
 
@@ -367,17 +371,19 @@ def decode(data: bytes, size: Size | None = None, *, source: str = "<bytes>") ->
     JPEGError
         If the bytes do not decode.
     """
+    if mode not in (None, "RGB", "L"):
+        raise ValueError(f"mode must be 'RGB', 'L' or None, got {mode!r}")
     try:
         src = Image.open(io.BytesIO(data))
         if size is not None:
             tw, th = target_size(src.width, src.height, size)
             if 2 * tw <= src.width and 2 * th <= src.height:
                 src.draft(src.mode, (tw, th))
-            im = src.convert("L" if src.mode == "L" else "RGB")
+            im = src.convert(mode or ("L" if src.mode == "L" else "RGB"))
             if im.size != (tw, th):
                 im = im.resize((tw, th), Image.Resampling.BILINEAR)
         else:
-            im = src.convert("L" if src.mode == "L" else "RGB")
-        return np.asarray(im)
+            im = src.convert(mode or ("L" if src.mode == "L" else "RGB"))
+        return np.array(im)  # writable: callers may edit or hand it to torch
     except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
         raise JPEGError(f"{source}: cannot decode JPEG: {exc}") from exc
