@@ -39,13 +39,15 @@ Details of MS-SSIM
 
 from __future__ import annotations
 
+import ctypes
 import io
 import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from multiprocessing import get_context
@@ -92,6 +94,58 @@ MetricFn = Callable[[list[np.ndarray], list[np.ndarray]], float]
 class FewerScalesWarning(UserWarning):
     """An image too small for 5-scale MS-SSIM (or the 11-pixel window) was measured
     with fewer scales (or a smaller window)."""
+
+
+# ---------------------------------------------------------------------------
+# One BLAS thread
+# ---------------------------------------------------------------------------
+# The window is applied with many small matrix products. A multi-threaded BLAS
+# gains little on them and, next to worker processes or other busy programs,
+# its spinning threads made a 10-level comparison up to 4x slower (measured on
+# 2 cores). So each comparison runs with one BLAS thread, restored after.
+@lru_cache(maxsize=1)
+def _openblas_thread_calls() -> tuple[tuple[Any, Any], ...]:
+    """(get, set) function pairs of every OpenBLAS this process has loaded."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
+    except OSError:
+        return ()
+    calls = []
+    for path in paths:
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for get, put in (
+            ("openblas_get_num_threads", "openblas_set_num_threads"),
+            ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+            ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+            ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+        ):
+            if hasattr(lib, get) and hasattr(lib, put):
+                calls.append((getattr(lib, get), getattr(lib, put)))
+                break
+    return tuple(calls)
+
+
+@contextmanager
+def _one_blas_thread() -> Iterator[None]:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        calls = _openblas_thread_calls()
+        before = [int(get()) for get, _ in calls]
+        for _, put in calls:
+            put(1)
+        try:
+            yield
+        finally:
+            for (_, put), n in zip(calls, before):
+                put(n)
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 # ---------------------------------------------------------------------------
@@ -347,9 +401,10 @@ def ssim(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
     1.0
     """
     pa, pb = _pair(a, b)
-    ref = _Reference(pa, data_range, 1)
-    _warn(ref.note)
-    return float(ref.compare(pb)[0].mean())
+    with _one_blas_thread():
+        ref = _Reference(pa, data_range, 1)
+        _warn(ref.note)
+        return float(ref.compare(pb)[0].mean())
 
 
 def ms_ssim(
@@ -395,10 +450,11 @@ def ms_ssim(
     if not 1 <= scales <= len(MSSSIM_WEIGHTS):
         raise ValueError(f"scales must be in 1..{len(MSSSIM_WEIGHTS)}, got {scales}")
     pa, pb = _pair(a, b)
-    ref = _Reference(pa, data_range, scales)
-    _warn(ref.note)
-    _, cs, last = ref.compare(pb)
-    return ref.ms_ssim(cs, last)
+    with _one_blas_thread():
+        ref = _Reference(pa, data_range, scales)
+        _warn(ref.note)
+        _, cs, last = ref.compare(pb)
+        return ref.ms_ssim(cs, last)
 
 
 def psnr(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
@@ -568,6 +624,13 @@ def level_quality(
             raise ValueError(f"unknown metric {m!r}; choose from {', '.join(METRICS)}")
     if not levels:
         raise ValueError("level_quality needs the bytes of at least one level")
+    with _one_blas_thread():
+        return _level_quality(levels, luminance, wanted, source)
+
+
+def _level_quality(
+    levels: Sequence[bytes], luminance: bool, wanted: tuple[str, ...], source: str
+) -> LevelQuality:
     s = len(levels)
     nbytes = np.array([len(b) for b in levels], np.int64)
     out = {m: np.full(s, np.nan) for m in METRICS}

@@ -1,0 +1,388 @@
+"""Pick the scan level for a quality target, from a sample, with an honest confidence.
+
+The recommended level is the smallest whose statistic (the mean, or the 5th
+percentile, of the per-image metric over the sample) reaches the target. A
+percentile bootstrap over images gives a confidence interval of the statistic
+at that level and at the level below; the decision is *clear* when the
+interval at the chosen level lies at or above the target and the one below
+lies under it. Otherwise more images are needed to tell the two levels apart,
+and ``sample="auto"`` keeps doubling the sample until the decision is clear
+or the budget is spent.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import DatasetError
+from .quality import METRICS, PSNR_CAP, MetricFn, QualityCurve, Sampler
+from .sources import LevelSource
+
+__all__ = ["STATISTICS", "TuneResult", "tune", "recommend"]
+
+STATISTICS: tuple[str, ...] = ("mean", "p5")
+Statistic = Literal["mean", "p5"]
+
+
+def _stat(values: np.ndarray, statistic: str, axis: int = 0) -> np.ndarray:
+    v = np.where(np.isfinite(values), values, PSNR_CAP)
+    if statistic == "mean":
+        return v.mean(axis=axis)  # type: ignore[no-any-return]
+    return np.percentile(v, 5, axis=axis)  # type: ignore[no-any-return]
+
+
+def _bootstrap(
+    column: np.ndarray, statistic: str, n_boot: int, confidence: float, seed: int
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of *statistic* over the images of one level."""
+    n = len(column)
+    if n < 2:
+        v = float(_stat(column, statistic)) if n else float("nan")
+        return v, v
+    rng = np.random.default_rng(seed)
+    stats = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // n)  # bound the resample matrix to ~16 MB
+    for start in range(0, n_boot, chunk):
+        m = min(chunk, n_boot - start)
+        idx = rng.integers(0, n, size=(m, n))
+        stats[start : start + m] = _stat(column[idx], statistic, axis=1)
+    alpha = (1.0 - confidence) / 2
+    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The recommended scan level for a quality target.
+
+    Attributes
+    ----------
+    scan : int
+        The smallest level whose statistic reaches the target (the last level
+        when none does; see ``met``).
+    target : float
+        The quality target.
+    metric : str
+        The metric's name.
+    statistic : str
+        "mean" or "p5" (5th percentile over images).
+    value : float
+        The statistic at ``scan``.
+    bytes_fraction : float
+        Bytes read at ``scan`` as a fraction of the full dataset's bytes.
+    bandwidth_saving : float
+        ``1 - bytes_fraction``.
+    ci : (float, float)
+        Bootstrap confidence interval of the statistic at ``scan``.
+    ci_below : (float, float) or None
+        The same at ``scan - 1`` (None when ``scan`` is 1).
+    value_below : float or None
+        The statistic at ``scan - 1``.
+    decided : bool
+        True when the sample separates the two levels: ``ci`` lies at or
+        above the target and ``ci_below`` under it (always True when every
+        image was measured).
+    met : bool
+        False when no level reaches the target.
+    sample_size : int
+        Images measured.
+    population : int
+        Images in the source.
+    confidence : float
+        Level of the intervals.
+    curve : QualityCurve
+        The measurements behind the decision.
+    """
+
+    scan: int
+    target: float
+    metric: str
+    statistic: str
+    value: float
+    bytes_fraction: float
+    bandwidth_saving: float
+    ci: tuple[float, float]
+    ci_below: tuple[float, float] | None
+    value_below: float | None
+    decided: bool
+    met: bool
+    sample_size: int
+    population: int
+    confidence: float
+    curve: QualityCurve
+
+    @property
+    def explanation(self) -> str:
+        """One sentence on how sure the recommendation is."""
+        pct = f"{self.confidence:.0%}"
+        if not self.met:
+            return (
+                f"no level reaches {self.statistic} {self.metric} >= {self.target:g}; "
+                f"the full level is recommended"
+            )
+        if self.sample_size >= self.population:
+            return "every image was measured: the statistic is exact for this dataset"
+        lo, hi = self.ci
+        if lo < self.target:
+            return (
+                f"not clear: the {pct} interval at scan {self.scan} ({lo:.4f}..{hi:.4f}) "
+                f"reaches below the target; measure more images"
+            )
+        if self.ci_below is not None and self.ci_below[1] >= self.target:
+            return (
+                f"not clear: the {pct} interval at scan {self.scan - 1} "
+                f"({self.ci_below[0]:.4f}..{self.ci_below[1]:.4f}) reaches the target too; "
+                "measure more images"
+            )
+        return f"clear at {pct}: scan {self.scan} is at or above the target and " + (
+            "it is the first level" if self.ci_below is None else f"scan {self.scan - 1} below"
+        )
+
+    def summary(self) -> str:
+        """A few lines for a terminal."""
+        return (
+            f"scan {self.scan} of {self.curve.num_scans}: {self.statistic} {self.metric} "
+            f"{self.value:.4f} (target {self.target:g}), {self.bytes_fraction:.1%} of the bytes "
+            f"({self.bandwidth_saving:.1%} saved); sample {self.sample_size} of "
+            f"{self.population}; {self.explanation}"
+        )
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (without the per-image table)."""
+        return {
+            "scan": self.scan,
+            "target": self.target,
+            "metric": self.metric,
+            "statistic": self.statistic,
+            "value": self.value,
+            "bytes_fraction": self.bytes_fraction,
+            "bandwidth_saving": self.bandwidth_saving,
+            "ci": list(self.ci),
+            "ci_below": list(self.ci_below) if self.ci_below is not None else None,
+            "value_below": self.value_below,
+            "decided": self.decided,
+            "met": self.met,
+            "sample_size": self.sample_size,
+            "population": self.population,
+            "confidence": self.confidence,
+            "explanation": self.explanation,
+        }
+
+    def _repr_html_(self) -> str:
+        lo, hi = self.ci
+        below = (
+            f"{self.value_below:.4f} [{self.ci_below[0]:.4f}, {self.ci_below[1]:.4f}]"
+            if self.ci_below is not None and self.value_below is not None
+            else "-"
+        )
+        colour = "#1a7f37" if self.decided else "#9a6700"
+        rows = [
+            ("recommended scan", f"<b>{self.scan}</b> of {self.curve.num_scans}"),
+            ("target", f"{self.statistic} {html.escape(self.metric)} &ge; {self.target:g}"),
+            ("at this scan", f"{self.value:.4f} [{lo:.4f}, {hi:.4f}]"),
+            ("scan below", below),
+            ("bytes", f"{self.bytes_fraction:.1%} ({self.bandwidth_saving:.1%} saved)"),
+            ("sample", f"{self.sample_size} of {self.population} images"),
+            (
+                "confidence",
+                f"<span style='color:{colour}'>{html.escape(self.explanation)}</span>",
+            ),
+        ]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in rows
+        )
+        return f"<table>{body}</table>"
+
+
+def recommend(
+    curve: QualityCurve,
+    target: float = 0.95,
+    statistic: Statistic = "mean",
+    *,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+    bytes_fraction: np.ndarray | None = None,
+) -> TuneResult:
+    """The recommended level for *target* from measurements already made.
+
+    Cheap (no decoding): a notebook slider on the target can call it freely.
+
+    Parameters
+    ----------
+    curve : QualityCurve
+        Per-image measurements (from :func:`~pcr_explore.quality.quality_curve`).
+    target : float
+        Quality the statistic must reach (e.g. 0.95 MS-SSIM, 35 dB PSNR).
+    statistic : {"mean", "p5"}
+        Mean over images, or the 5th percentile (nearly every image good enough).
+    confidence : float
+        Level of the bootstrap intervals.
+    n_boot : int
+        Bootstrap resamples.
+    seed : int
+        Bootstrap seed.
+    bytes_fraction : array, optional
+        Bytes per level as a fraction of the full bytes over the *whole*
+        dataset, when known (default: the sample's).
+
+    Returns
+    -------
+    TuneResult
+
+    Raises
+    ------
+    DatasetError
+        If the curve holds no measured image.
+    ValueError
+        If *statistic*, *confidence* or *target* is out of range.
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if curve.metric in ("mssim", "ssim") and not 0.0 < target <= 1.0:
+        raise ValueError(f"a {curve.metric} target must be in (0, 1], got {target}")
+    values = curve.per_image.values
+    n = len(values)
+    if n == 0:
+        raise DatasetError(
+            f"no image could be measured ({len(curve.failed)} failed"
+            + (f", first: {curve.failed[0][0]}: {curve.failed[0][1]}" if curve.failed else "")
+            + ")"
+        )
+    stats = _stat(values, statistic)
+    meets = np.flatnonzero(stats >= target)
+    met = bool(len(meets))
+    k = int(meets[0]) if met else len(stats) - 1
+    ci = _bootstrap(values[:, k], statistic, n_boot, confidence, seed)
+    ci_below = _bootstrap(values[:, k - 1], statistic, n_boot, confidence, seed) if k else None
+    exact = n >= curve.population
+    clear = ci[0] >= target and (ci_below is None or ci_below[1] < target)
+    frac = np.asarray(curve.bytes_fraction if bytes_fraction is None else bytes_fraction)
+    return TuneResult(
+        scan=k + 1,
+        target=float(target),
+        metric=curve.metric,
+        statistic=statistic,
+        value=float(stats[k]),
+        bytes_fraction=float(frac[k]),
+        bandwidth_saving=float(1.0 - frac[k]),
+        ci=ci,
+        ci_below=ci_below,
+        value_below=float(stats[k - 1]) if k else None,
+        decided=bool(met and (exact or clear)),
+        met=met,
+        sample_size=n,
+        population=curve.population,
+        confidence=confidence,
+        curve=curve,
+    )
+
+
+def tune(
+    source: LevelSource | str | os.PathLike[str],
+    target: float = 0.95,
+    metric: str | MetricFn = "mssim",
+    statistic: Statistic = "mean",
+    sample: int | Literal["auto"] | None = 64,
+    seed: int = 0,
+    *,
+    workers: int | None = None,
+    progress: bool = False,
+    luminance: bool = False,
+    confidence: float = 0.95,
+    n_boot: int = 2000,
+    start: int = 32,
+    budget: int = 512,
+    max_seconds: float | None = None,
+) -> TuneResult:
+    """Measure a sample of *source* and recommend the level for *target*.
+
+    Parameters
+    ----------
+    source : LevelSource or path
+        A PCR dataset, a folder of images or an image file.
+    target : float
+        Quality the statistic must reach.
+    metric : {"mssim", "ssim", "psnr"} or callable
+        A callable ``(full_images, level_images) -> float`` plugs in a
+        task-aware score (e.g. the cosine similarity of a model's gradients on
+        the two, which the PCR paper thresholds at 0.8); it is called per
+        image and level with one-element lists of decoded arrays.
+    statistic : {"mean", "p5"}
+        Mean over images or their 5th percentile.
+    sample : int, "auto" or None
+        Images to measure; None: all. ``"auto"`` starts with *start* images
+        and doubles the sample until the decision is clear, *budget* images
+        are measured or *max_seconds* have passed.
+    seed : int
+        Seed of the sample and of the bootstrap.
+    workers, progress, luminance
+        As for :func:`~pcr_explore.quality.quality_curve`.
+    confidence, n_boot
+        As for :func:`recommend`.
+    start, budget, max_seconds
+        The ``"auto"`` schedule.
+
+    Returns
+    -------
+    TuneResult
+
+    Raises
+    ------
+    DatasetError
+        If no image could be measured.
+    ValueError
+        If an argument is out of range.
+
+    Examples
+    --------
+    >>> r = tune("data/sample/pcr", target=0.95, sample="auto")  # doctest: +SKIP
+    >>> r.scan, r.decided  # doctest: +SKIP
+    (5, True)
+    """
+    if isinstance(metric, str) and metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose from {', '.join(METRICS)}")
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
+    sampler = Sampler(
+        source, seed=seed, metric=metric, luminance=luminance, workers=workers, progress=progress
+    )
+    pop = sampler.population
+
+    def decide() -> TuneResult:
+        return recommend(
+            sampler.curve(),
+            target,
+            statistic,
+            confidence=confidence,
+            n_boot=n_boot,
+            seed=seed,
+        )
+
+    if sample != "auto":
+        if sample is not None and (isinstance(sample, str) or int(sample) < 1):
+            raise ValueError(f"sample must be a positive int, 'auto' or None, got {sample!r}")
+        sampler.grow(pop if sample is None else int(sample))
+        return decide()
+    if start < 2 or budget < start:
+        raise ValueError(f"need 2 <= start <= budget, got start={start}, budget={budget}")
+    t0 = time.perf_counter()
+    n = min(start, pop)
+    while True:
+        sampler.grow(n)
+        result = decide()
+        out_of_time = max_seconds is not None and time.perf_counter() - t0 >= max_seconds
+        if result.decided or n >= budget or sampler.exhausted or out_of_time:
+            return result
+        n = min(2 * n, budget)
