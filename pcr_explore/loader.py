@@ -21,7 +21,7 @@ try:  # the dataset class must live at module level so DataLoader workers can pi
     from torch.utils.data import IterableDataset as _Base
     from torch.utils.data import get_worker_info
 except ImportError:  # pragma: no cover - depends on the environment
-    torch = None
+    torch = None  # type: ignore[assignment]
     _Base = object  # type: ignore[assignment, misc]
 
 __all__ = ["record_shard", "PCRIterableDataset", "torch_dataset"]
