@@ -298,7 +298,7 @@ def bytes_figure(
         y_axis_label="fraction of the full bytes",
         tools="save",
         toolbar_location="above",
-        y_range=Range1d(0, 1.12),
+        y_range=Range1d(start=0, end=1.12),
     )
     fig.yaxis.formatter = NumeralTickFormatter(format="0%")
     bars = fig.vbar(x="scan", top="bytes_fraction", width=0.8, source=src, fill_alpha=0.7)
