@@ -314,16 +314,54 @@ def fit_kernel_cost(
     if not nonnegative:
         coef, *_ = np.linalg.lstsq(a, y, rcond=None)
     else:
+        # 3 unknowns: solve the normal equations of every support subset in plain
+        # floats (microseconds each; the simulator refits often) and keep the best
+        # feasible one, which is the exact non-negative least-squares solution.
+        gram = (a.T @ a).tolist()
+        rhs = (a.T @ y).tolist()
         coef, best = np.zeros(3), float(y @ y)
         for cols in _SUBSETS:
-            c, *_ = np.linalg.lstsq(a[:, cols], y, rcond=None)
-            if np.all(c >= 0):
-                r = y - a[:, cols] @ c
-                if float(r @ r) < best * (1 - 1e-12):
-                    best, coef = float(r @ r), np.zeros(3)
-                    coef[list(cols)] = c
+            c = _solve_small([[gram[i][j] for j in cols] for i in cols], [rhs[i] for i in cols])
+            if c is None or min(c) < 0:
+                continue
+            # residual = y.y - 2 c.b + c.G.c = y.y - c.b at the subset's normal solution
+            r = float(y @ y) - sum(ci * rhs[i] for ci, i in zip(c, cols, strict=True))
+            if r < best - 1e-12 * abs(best):
+                best, coef = r, np.zeros(3)
+                coef[list(cols)] = c
     coef = coef / scale
     return KernelCost(float(coef[0]), float(coef[1]), float(coef[2]))
+
+
+def _solve_small(g: list[list[float]], b: list[float]) -> list[float] | None:
+    """Solve a 1x1, 2x2 or 3x3 symmetric system by Cramer's rule; None if near-singular."""
+    k = len(b)
+    diag = 1.0
+    for i in range(k):
+        diag *= g[i][i]
+    if k == 1:
+        return [b[0] / g[0][0]] if g[0][0] > 0 else None
+    if k == 2:
+        det = g[0][0] * g[1][1] - g[0][1] * g[1][0]
+        if not abs(det) > 1e-10 * abs(diag):
+            return None
+        return [(b[0] * g[1][1] - g[0][1] * b[1]) / det, (g[0][0] * b[1] - b[0] * g[1][0]) / det]
+
+    def det3(m: list[list[float]]) -> float:
+        return (
+            m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1])
+            - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0])
+            + m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0])
+        )
+
+    det = det3(g)
+    if not abs(det) > 1e-10 * abs(diag):
+        return None
+    out = []
+    for col in range(3):
+        m = [[b[r] if c == col else g[r][c] for c in range(3)] for r in range(3)]
+        out.append(det3(m) / det)
+    return out
 
 
 _SUBSETS = [(0, 1, 2), (0, 1), (0, 2), (1, 2), (0,), (1,), (2,)]
