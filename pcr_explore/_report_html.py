@@ -1,0 +1,298 @@
+"""Rendering of an :class:`~pcr_explore.audit.AuditReport`: a standalone HTML
+page (Bokeh inlined, thumbnails as ``data:`` URIs), a notebook fragment, and
+plain text for the terminal."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .audit import AuditReport
+
+_MAX_ROWS = 500
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto;
+       max-width: 1100px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
+.meta { color: #666; font-size: 0.9em; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0; }
+.clear { border-left: 5px solid #1a7f37; } .unclear { border-left: 5px solid #9a6700; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #eee; padding: 0.25em 0.7em; text-align: left; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.rec td { background: #fff3f3; font-weight: 600; }
+.strip { display: flex; flex-wrap: wrap; gap: 1em; }
+.strip figure { margin: 0; border: 1px solid #ddd; border-radius: 4px; padding: 0.4em; }
+.strip .pair { display: flex; gap: 0.3em; }
+.strip img { display: block; max-height: 160px; }
+.strip figcaption { font-size: 0.8em; max-width: 330px; word-break: break-all; }
+.cols { display: flex; flex-wrap: wrap; gap: 2em; }
+"""
+
+
+def _e(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return _e(v)
+
+
+def _table(
+    header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = ()
+) -> str:
+    head = "".join(
+        f"<th class='num'>{_e(h)}</th>" if i in numeric else f"<th>{_e(h)}</th>"
+        for i, h in enumerate(header)
+    )
+    body = []
+    for r in rows:
+        cells = "".join(
+            f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>"
+            for i, c in enumerate(r)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _counts_table(title: str, counts: dict[str, int]) -> str:
+    if not counts:
+        return ""
+    rows = [(_e(k), f"{v:,}") for k, v in list(counts.items())[:_MAX_ROWS]]
+    more = (
+        f"<p class='meta'>and {len(counts) - _MAX_ROWS} more</p>" if len(counts) > _MAX_ROWS else ""
+    )
+    return f"<div><h3>{_e(title)}</h3>{_table(('', 'images'), rows, (1,))}{more}</div>"
+
+
+def _header(r: AuditReport) -> str:
+    from . import __version__
+
+    return (
+        f"<h1>Dataset audit: {_e(r.path)}</h1>"
+        f"<p class='meta'>{_e(r.kind)}; {r.images:,} images, {r.readable:,} readable, "
+        f"{len(r.problems):,} problems; audited in {r.seconds:.1f} s by pcr-explore "
+        f"{_e(__version__)}</p>"
+    )
+
+
+def _recommendation(r: AuditReport) -> str:
+    t = r.tune
+    if t is None:
+        return "<div class='card unclear'>No image could be measured: no recommendation.</div>"
+    cls = "clear" if t.decided else "unclear"
+    lo, hi = t.ci
+    return (
+        f"<div class='card {cls}'><b>Recommended scan level: {t.scan} of "
+        f"{t.curve.num_scans}</b> &mdash; {t.statistic} {_e(t.metric)} {t.value:.4f} "
+        f"({t.confidence:.0%} interval {lo:.4f} to {hi:.4f}) for a target of {t.target:g}; "
+        f"reads {t.bytes_fraction:.1%} of the bytes, saving {t.bandwidth_saving:.1%}.<br>"
+        f"Sample: {t.sample_size:,} of {t.population:,} images. {_e(t.explanation)}.</div>"
+    )
+
+
+def _levels(r: AuditReport) -> str:
+    rec = r.recommended_scan
+    metric = r.options.get("metric", "")
+    rows = []
+    for d in r.levels():
+        rows.append(
+            (
+                str(d["scan"]),
+                f"{d['bytes']:,}",
+                f"{d['bytes_fraction']:.1%}",
+                _fmt(d["mean"]),
+                _fmt(d["p5"]),
+                _fmt(d["p50"]),
+                _fmt(d["p95"]),
+            )
+        )
+    table = _table(
+        ("scan", "bytes", "of full", f"{metric} mean", "p5", "median", "p95"),
+        rows,
+        (1, 2, 3, 4, 5, 6),
+    )
+    if rec is not None:  # highlight the recommended row
+        marker = f"<tr><td>{rec}</td>"
+        table = table.replace(marker, f"<tr class='rec'><td>{rec}</td>", 1)
+    return (
+        "<h2>Bytes and quality per scan level</h2><p class='meta'>Bytes: all readable images; "
+        "quality: the sample, each level against the same image in full.</p>" + table
+    )
+
+
+def _worst(r: AuditReport) -> str:
+    if not r.worst or r.tune is None:
+        return ""
+    k = r.tune.scan
+    figs = []
+    for w in r.worst:
+        pair = ""
+        if "thumb_full" in w and "thumb_level" in w:
+            pair = (
+                f"<div class='pair'><img src='{w['thumb_full']}' alt='full' title='full'>"
+                f"<img src='{w['thumb_level']}' alt='scan {k}' title='scan {k}'></div>"
+            )
+        figs.append(
+            f"<figure>{pair}<figcaption>{_e(w['file'])}<br>full | scan {k}: "
+            f"{_e(r.tune.metric)} {w['value']:.4f}, {w['bytes_fraction']:.1%} of its bytes"
+            "</figcaption></figure>"
+        )
+    return (
+        f"<h2>Worst images at scan {k}</h2><p class='meta'>The sampled images that lose the "
+        f"most at the recommended level: full version left, scan {k} right.</p>"
+        f"<div class='strip'>{''.join(figs)}</div>"
+    )
+
+
+def _overview(r: AuditReport) -> str:
+    sizes = r.sizes
+    size_rows = [
+        (name, _fmt(s.get("min"), d), _fmt(s.get("median"), d), _fmt(s.get("max"), d))
+        for name, s, d in (
+            ("width (px)", sizes.get("width", {}), 0),
+            ("height (px)", sizes.get("height", {}), 0),
+            ("megapixels", sizes.get("megapixels", {}), 3),
+        )
+    ]
+    size_table = (
+        "<div><h3>Sizes</h3>"
+        + _table(("", "min", "median", "max"), size_rows, (1, 2, 3))
+        + "</div>"
+    )
+    return (
+        "<h2>Contents</h2><div class='cols'>"
+        + _counts_table("Formats", r.formats)
+        + _counts_table("Colour modes", r.modes)
+        + _counts_table("JPEG coding of the sources", r.coding)
+        + size_table
+        + _counts_table("Shorter side (px)", r.sizes.get("shorter_side", {}))
+        + _counts_table("Classes", r.classes)
+        + "</div>"
+    )
+
+
+def _problems(r: AuditReport) -> str:
+    out = [f"<h2>Problems ({len(r.problems):,})</h2>"]
+    if not r.problems:
+        out.append("<p>None found.</p>")
+    else:
+        rows = [(_e(p["file"]), _e(p["issue"])) for p in r.problems[:_MAX_ROWS]]
+        out.append(_table(("file", "issue"), rows))
+        if len(r.problems) > _MAX_ROWS:
+            out.append(f"<p class='meta'>and {len(r.problems) - _MAX_ROWS:,} more (see JSON)</p>")
+    if r.duplicates:
+        out.append(f"<h3>Duplicate groups ({len(r.duplicates):,})</h3><ul>")
+        out.extend("<li>" + ", ".join(_e(n) for n in g) + "</li>" for g in r.duplicates[:_MAX_ROWS])
+        out.append("</ul>")
+    if r.conversions:
+        rows = [(_e(c["file"]), _e(c["note"])) for c in r.conversions[:_MAX_ROWS]]
+        out.append(
+            f"<h3>Not transcoded losslessly ({len(r.conversions):,})</h3>"
+            + _table(("file", "note"), rows)
+        )
+    return "".join(out)
+
+
+def _plots(r: AuditReport) -> tuple[str, str]:
+    """(script, div) of the Bokeh plots."""
+    from bokeh.embed import components
+    from bokeh.layouts import column
+
+    from .plots import bytes_figure, quality_figure
+
+    items = []
+    if r.tune is not None:
+        qf = quality_figure(
+            r.tune.curve,
+            target=r.tune.target,
+            recommended=r.tune.scan,
+            title=f"{r.tune.metric} per scan level ({r.tune.sample_size} sampled images)",
+            width=900,
+        )
+        # bytes on the x axis: the whole dataset's, like the recommendation
+        data = dict(qf.source.data)
+        data["bytes_fraction"] = r.bytes_fraction
+        qf.source.data = data
+        rec = dict(qf.recommended.data)
+        if rec["bytes_fraction"]:
+            rec["bytes_fraction"] = [float(r.bytes_fraction[r.tune.scan - 1])]
+            qf.recommended.data = rec
+        items.append(qf.figure)
+    items.append(bytes_figure(r.level_bytes, width=900).figure)
+    script, div = components(column(*items))
+    return script, div
+
+
+def render_page(r: AuditReport) -> str:
+    """The standalone HTML page: Bokeh's JS and CSS inlined, no external URL."""
+    from bokeh.resources import INLINE
+
+    script, div = _plots(r)
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>Audit: {_e(r.path)}</title><style>{_CSS}</style>"
+        f"{INLINE.render()}{script}</head><body>"
+        + _header(r)
+        + _recommendation(r)
+        + f"<h2>Quality against bytes</h2>{div}"
+        + _levels(r)
+        + _worst(r)
+        + _overview(r)
+        + _problems(r)
+        + "</body></html>\n"
+    )
+
+
+def render_fragment(r: AuditReport) -> str:
+    """A notebook fragment: the page without the plots (no JavaScript)."""
+    return (
+        f"<div><style>{_CSS}</style>"
+        + _header(r)
+        + _recommendation(r)
+        + _levels(r)
+        + _worst(r)
+        + _overview(r)
+        + _problems(r)
+        + "</div>"
+    )
+
+
+def render_text(r: AuditReport) -> str:
+    """A terminal summary."""
+    lines = [
+        f"{r.path}: {r.kind}, {r.images} images ({r.readable} readable), "
+        f"{len(r.classes)} classes, {len(r.problems)} problems, "
+        f"{len(r.duplicates)} duplicate groups ({r.seconds:.1f} s)",
+        "formats: " + ", ".join(f"{k} {v}" for k, v in r.formats.items()),
+        "modes: " + ", ".join(f"{k} {v}" for k, v in r.modes.items()),
+        "coding: " + ", ".join(f"{k} {v}" for k, v in r.coding.items()),
+    ]
+    metric = r.options.get("metric", "")
+    lines.append(
+        f"{'scan':>4} {'bytes':>14} {'of full':>8} {metric + ' mean':>12} {'p5':>8} "
+        f"{'p50':>8} {'p95':>8}"
+    )
+    for d in r.levels():
+        mark = "  <- recommended" if d["scan"] == r.recommended_scan else ""
+        q = "".join(
+            f" {d[s]:8.4f}" if d[s] is not None else f" {'-':>8}" for s in ("p5", "p50", "p95")
+        )
+        mean = f"{d['mean']:12.4f}" if d["mean"] is not None else f"{'-':>12}"
+        lines.append(f"{d['scan']:>4} {d['bytes']:>14,} {d['bytes_fraction']:8.3f} {mean}{q}{mark}")
+    if r.tune is not None:
+        lines.append(r.tune.summary())
+    else:
+        lines.append("no image could be measured: no recommendation")
+    for p in r.problems[:20]:
+        lines.append(f"problem: {p['file']}: {p['issue']}")
+    if len(r.problems) > 20:
+        lines.append(f"... and {len(r.problems) - 20} more problems (see --json)")
+    return "\n".join(lines)
