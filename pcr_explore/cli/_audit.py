@@ -1,0 +1,83 @@
+"""The ``audit`` sub-command: a dataset audit as a table, JSON and an HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..audit import audit
+from ..quality import METRICS
+from ..tuner import STATISTICS
+
+
+def _fraction(text: str) -> float:
+    v = float(text)
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return v
+
+
+def _positive(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return v
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "audit",
+        help="audit a folder of images or a PCR dataset: bytes and quality per scan level, "
+        "recommended level, problem files",
+    )
+    p.add_argument("path", help="folder of images, image file, or PCR dataset folder")
+    p.add_argument(
+        "--sample", type=_positive, default=64, help="images measured for quality (default 64)"
+    )
+    p.add_argument("--target", type=_fraction, default=0.95, help="quality target (default 0.95)")
+    p.add_argument("--metric", choices=METRICS, default="mssim", help="quality metric")
+    p.add_argument(
+        "--statistic",
+        choices=STATISTICS,
+        default="mean",
+        help="statistic over images that must reach the target",
+    )
+    p.add_argument("--json", metavar="OUT", help="write the report as JSON ('-': stdout)")
+    p.add_argument("--html", metavar="OUT", help="write a standalone HTML report")
+    p.add_argument("--workers", type=_positive, default=None, help="worker processes")
+    p.add_argument("--seed", type=int, default=0, help="seed of the quality sample")
+    p.add_argument(
+        "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
+    p.set_defaults(func=_audit)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    report = audit(
+        args.path,
+        sample=args.sample,
+        target=args.target,
+        metric=args.metric,
+        statistic=args.statistic,
+        workers=args.workers,
+        progress=not args.quiet,
+        seed=args.seed,
+        luminance=args.luminance,
+    )
+    to_stdout = args.json == "-"
+    if not args.quiet and not to_stdout:
+        print(report.summary())
+    if args.json:
+        if to_stdout:
+            sys.stdout.write(report.to_json())
+        else:
+            report.to_json(args.json)
+            if not args.quiet:
+                print(f"JSON report: {args.json}")
+    if args.html:
+        out = report.to_html(args.html)
+        if not args.quiet and not to_stdout:
+            print(f"HTML report: {out}")
+    return 0
