@@ -404,6 +404,8 @@ def ssim(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
     with _one_blas_thread():
         ref = _Reference(pa, data_range, 1)
         _warn(ref.note)
+        if np.array_equal(pa, pb):
+            return 1.0
         return float(ref.compare(pb)[0].mean())
 
 
@@ -453,6 +455,8 @@ def ms_ssim(
     with _one_blas_thread():
         ref = _Reference(pa, data_range, scales)
         _warn(ref.note)
+        if np.array_equal(pa, pb):
+            return 1.0
         _, cs, last = ref.compare(pb)
         return ref.ms_ssim(cs, last)
 
@@ -972,6 +976,61 @@ class QualityCurve:
         if name not in ("mean", "p5", "p50", "p95"):
             raise ValueError(f"unknown statistic {name!r}; choose mean, p5, p50 or p95")
         return getattr(self, name)  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_values(
+        cls,
+        values: np.ndarray,
+        level_bytes: np.ndarray,
+        *,
+        metric: str = "mssim",
+        names: Sequence[str] | None = None,
+        indices: np.ndarray | None = None,
+        population: int | None = None,
+        luminance: bool = False,
+    ) -> QualityCurve:
+        """A curve from measurements made elsewhere (an (n, S) matrix of values).
+
+        Parameters
+        ----------
+        values : (n, S) array
+            The metric of each image at each level.
+        level_bytes : (n, S) array
+            Bytes of each image at each level (cumulative).
+        metric : str
+            The metric's name.
+        names, indices : optional
+            Image names and indices (default ``image<i>`` and 0..n-1).
+        population : int, optional
+            Images in the dataset the sample came from (default n).
+        luminance : bool
+            Whether the values were measured on luminance.
+
+        Raises
+        ------
+        ValueError
+            If the shapes do not match.
+        """
+        v = np.asarray(values, np.float64)
+        b = np.asarray(level_bytes, np.int64)
+        if v.ndim != 2 or v.shape != b.shape:
+            raise ValueError(f"values {v.shape} and level_bytes {b.shape} must be equal (n, S)")
+        n = len(v)
+        idx = np.arange(n) if indices is None else np.asarray(indices, np.int64)
+        nm = [f"image{i}" for i in idx] if names is None else list(names)
+        return _summarise(
+            metric,
+            idx,
+            nm,
+            np.full(n, -1, np.int32),
+            b,
+            {metric: v},
+            n if population is None else int(population),
+            luminance,
+            (),
+            (),
+            0,
+        )
 
     def with_metric(self, metric: str) -> QualityCurve:
         """The same sample summarised for another computed metric (no recomputation).
