@@ -333,7 +333,8 @@ class _Reference:
                     ssim1 = s
                 if j == self.scales - 1:
                     ssim_last = s
-        return ssim1, cs_out, ssim_last
+        # float32 rounding can push a near-identical pair a few 1e-9 above 1
+        return np.minimum(ssim1, 1.0), np.minimum(cs_out, 1.0), np.minimum(ssim_last, 1.0)
 
     def ms_ssim(self, cs: np.ndarray, ssim_last: np.ndarray) -> float:
         w = np.asarray(MSSSIM_WEIGHTS[: self.scales], np.float64)
