@@ -230,6 +230,10 @@ class _LRU(Generic[_V]):
                 self._data.popitem(last=False)
         return value
 
+    def peek(self, key: Hashable) -> _V | None:
+        """The value cached under *key*, or None (not counted as a hit or miss)."""
+        return self._data.get(key)
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -313,6 +317,10 @@ class LevelCache:
             Computes the value.
         """
         return self._per_image.get((key, i), make)  # type: ignore[return-value]
+
+    def cached(self, key: Hashable, i: int) -> object | None:
+        """The per-image value for (*key*, *i*) if it is cached, else None."""
+        return self._per_image.peek((key, i))
 
     def clear(self) -> None:
         """Drop every cached entry."""

@@ -1,0 +1,13 @@
+"""Notebook widgets: ScanExplorer, TunerDashboard, SwapExplorer.
+
+Each is ipywidgets 8 plus Bokeh 3 (through ``jupyter_bokeh.BokehModel``),
+holds no logic of its own beyond wiring controls to library calls, and shows
+a static picture where widgets cannot run.
+"""
+
+from __future__ import annotations
+
+from .scan_explorer import ScanExplorer
+from .swap_explorer import SwapExplorer
+
+__all__ = ["ScanExplorer", "SwapExplorer"]

@@ -1,0 +1,384 @@
+"""SwapExplorer: change the sparsity of a step's activations; see which codecs pay."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+from jupyter_bokeh import BokehModel
+
+from ..swap import (
+    ZFP,
+    SimResult,
+    Trace,
+    builtin_trace,
+    codec_names,
+    get_codec,
+    get_profile,
+    measure_ratios,
+    profile_names,
+    ratio_curve,
+    simulate_many,
+)
+from ._explorer import Explorer, html_table
+from ._figures import TIMELINE_COLORS, policy_bars_figure, ratio_figure, timeline_figure
+from ._static import PALETTE, bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
+
+__all__ = ["SwapExplorer"]
+
+_CURVE = np.round(np.linspace(0.0, 0.99, 45), 4)  # sparsities of the analytic lines
+_MEASURED = (0.1, 0.3, 0.5, 0.7, 0.9)  # sparsities encoded for real
+_MEASURE_CAP = 1 << 18  # elements; larger tensors are measured at this size (speed)
+_SIZES = [1 << k for k in range(12, 27, 2)]  # tensor elements offered: 4 Ki .. 64 Mi
+
+
+def _size_label(n: int) -> str:
+    nbytes = 4 * n
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g} {unit}"
+    return f"{nbytes} B"
+
+
+def _measure_shape(n: int) -> tuple[int, int, int, int]:
+    """An NCHW shape of about *n* float32 elements (16 channels of 32x32)."""
+    return (max(1, n // (16 * 32 * 32)), 16, 32, 32)
+
+
+class SwapExplorer(Explorer):
+    """Compressed activation swapping for one training step, live.
+
+    Controls: the sparsity of the ReLU and pooling outputs (one value for
+    every layer, or a ramp from shallow to deep layers), the tensor size of
+    the ratio plot, the device profile, and the codecs in play. Views: each
+    codec's compression ratio against sparsity (analytic lines from
+    :func:`~pcr_explore.swap.ratio_curve`, triangles from real encodes by
+    :func:`~pcr_explore.swap.measure_ratios`), swap time and stall of the
+    step under every policy (:func:`~pcr_explore.swap.simulate_many`), and
+    the timeline of the step under one policy.
+
+    Parameters
+    ----------
+    trace_or_model : Trace or str
+        A trace, or a built-in model name (``"vgg16"``, ``"resnet50"``).
+    profile : str
+        Device profile name (see :func:`~pcr_explore.swap.profile_names`).
+    codecs : sequence of str, optional
+        Codecs ticked at the start (default: the profile's lossless codecs
+        and binarize; tick ``zfp`` to let the policies lose precision).
+    sparsity : float
+        Starting sparsity of ReLU and pooling outputs.
+    tensor_elements : int
+        Starting tensor size of the ratio plot, in float32 elements.
+    batch : int
+        Batch size of a built-in model's trace.
+    measured : bool
+        Draw measured ratios (real encodes, cached per size and codec set).
+    noise, seed
+        Passed to the simulator.
+
+    Attributes
+    ----------
+    sparsity, ramp, shape, tensor_size, profile, codec_boxes, timeline_policy
+        The controls.
+    readout : ipywidgets.HTML
+    ratio_plot, bars_plot, timeline_plot : jupyter_bokeh.BokehModel
+    sources : dict of str to ColumnDataSource
+        ``lines``, ``measured``, ``current``, ``bars``, ``events``.
+    results : dict of str to SimResult
+        The simulation shown.
+
+    Examples
+    --------
+    >>> from pcr_explore.widgets import SwapExplorer
+    >>> ex = SwapExplorer("resnet50")  # doctest: +SKIP
+    >>> ex.sparsity.value = 0.8  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        trace_or_model: Trace | str = "resnet50",
+        *,
+        profile: str = "v100-pcie3",
+        codecs: list[str] | None = None,
+        sparsity: float = 0.65,
+        tensor_elements: int = 1 << 20,
+        batch: int = 64,
+        measured: bool = True,
+        noise: float = 0.05,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        if isinstance(trace_or_model, Trace):
+            self.trace = trace_or_model
+        else:
+            self.trace = builtin_trace(str(trace_or_model), batch=batch)
+        self.noise, self.seed, self.measured = noise, seed, measured
+        prof = get_profile(profile)
+        all_codecs = codec_names()
+        # Lossy ZFP changes what training reads: ticked only on request.
+        lossless = [c for c in prof.codecs if not isinstance(get_codec(c), ZFP)]
+        ticked = set(lossless if codecs is None else codecs)
+
+        self.sparsity = w.FloatSlider(
+            value=sparsity,
+            min=0.0,
+            max=0.99,
+            step=0.01,
+            description="sparsity",
+            continuous_update=True,
+            layout=w.Layout(width="380px"),
+        )
+        self.ramp = w.FloatRangeSlider(
+            value=(max(0.0, sparsity - 0.25), min(0.99, sparsity + 0.25)),
+            min=0.0,
+            max=0.99,
+            step=0.01,
+            description="shallow-deep",
+            continuous_update=True,
+            disabled=True,
+            layout=w.Layout(width="380px"),
+            style={"description_width": "initial"},
+        )
+        self.shape = w.ToggleButtons(
+            options=[("one value", "constant"), ("ramp with depth", "ramp")],
+            value="constant",
+            style={"button_width": "120px"},
+        )
+        self.tensor_size = w.SelectionSlider(
+            options=[(_size_label(n), n) for n in _SIZES],
+            value=min(_SIZES, key=lambda n: abs(n - tensor_elements)),
+            description="tensor",
+            continuous_update=False,
+            layout=w.Layout(width="300px"),
+        )
+        self.profile = w.Dropdown(options=profile_names(), value=prof.name, description="device")
+        self.codec_boxes = {
+            c: w.Checkbox(
+                value=c in ticked, description=c, indent=False, layout=w.Layout(width="90px")
+            )
+            for c in all_codecs
+        }
+        self.timeline_policy = w.Dropdown(description="timeline of", options=["vdnn"])
+        self.readout = w.HTML()
+
+        self.ratio_fig, src, self.span = ratio_figure()
+        self.bars_fig, bars = policy_bars_figure(["vdnn"])
+        self.timeline_fig, events = timeline_figure()
+        self.sources = {**src, **bars, **events}
+        self.ratio_plot = BokehModel(self.ratio_fig)
+        self.bars_plot = BokehModel(self.bars_fig)
+        self.timeline_plot = BokehModel(self.timeline_fig)
+        self.results: dict[str, SimResult] = {}
+
+        self._simulate = functools.lru_cache(maxsize=128)(self._simulate_uncached)
+        self._curves = functools.lru_cache(maxsize=64)(self._curves_uncached)
+        self._measure = functools.lru_cache(maxsize=64)(self._measure_uncached)
+
+        self.view = w.VBox(
+            [
+                w.HBox([self.shape, self.sparsity, self.ramp]),
+                w.HBox([self.profile, self.tensor_size, self.timeline_policy]),
+                w.HBox(list(self.codec_boxes.values())),
+                w.HBox([self.ratio_plot, self.bars_plot]),
+                self.timeline_plot,
+                self.readout,
+                self.errors,
+            ]
+        )
+        on_step = self._guarded(self._update_step)
+        on_ratios = self._guarded(self._update_all)
+        self.sparsity.observe(on_step, names="value")
+        self.ramp.observe(on_step, names="value")
+        self.shape.observe(self._guarded(self._on_shape), names="value")
+        self.profile.observe(on_step, names="value")
+        self.tensor_size.observe(on_ratios, names="value")
+        for box in self.codec_boxes.values():
+            box.observe(on_ratios, names="value")
+        self.timeline_policy.observe(self._guarded(self._update_timeline), names="value")
+        self._update_all()
+
+    # -- what is simulated ---------------------------------------------------------
+
+    @property
+    def codecs(self) -> list[str]:
+        """The ticked codecs, in registry order."""
+        return [c for c, box in self.codec_boxes.items() if box.value]
+
+    def sparsity_spec(self) -> float | tuple[float, float]:
+        """The sparsity passed to :meth:`Trace.with_sparsity`: a value or a (shallow, deep) ramp."""
+        if self.shape.value == "ramp":
+            lo, hi = self.ramp.value
+            return (float(lo), float(hi))
+        return float(self.sparsity.value)
+
+    def policies(self) -> list[str]:
+        """vDNN, always-<codec> for each ticked codec the profile prices, CSWAP and oracle."""
+        prof = get_profile(self.profile.value)
+        usable = [c for c in self.codecs if c in prof.codecs]
+        if not usable:
+            return ["vdnn"]
+        listed = ",".join(usable)
+        return ["vdnn", *(f"always:{c}" for c in usable), f"cswap:{listed}", f"oracle:{listed}"]
+
+    def _simulate_uncached(
+        self, spec: float | tuple[float, float], profile: str, policies: tuple[str, ...]
+    ) -> dict[str, SimResult]:
+        trace = self.trace.with_sparsity(spec)
+        return simulate_many(trace, profile, policies, noise=self.noise, seed=self.seed)
+
+    def _curves_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
+        return ratio_curve(codecs, _CURVE, n)
+
+    def _measure_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
+        shape = _measure_shape(min(n, _MEASURE_CAP))
+        rows = [measure_ratios(codecs, s, shape=shape, seed=self.seed) for s in _MEASURED]
+        return {c: np.array([r[c] for r in rows]) for c in rows[0]} if rows else {}
+
+    # -- updates -------------------------------------------------------------------
+
+    def _color(self, codec: str) -> str:
+        return PALETTE[list(self.codec_boxes).index(codec) % len(PALETTE)]
+
+    def _on_shape(self, change: Any = None) -> None:
+        ramp = self.shape.value == "ramp"
+        self.ramp.disabled = not ramp
+        self.sparsity.disabled = ramp
+        self._update_step()
+
+    def _update_all(self, change: Any = None) -> None:
+        """Redraw the ratio lines and measured points, then the step."""
+        codecs, n = tuple(self.codecs), int(self.tensor_size.value)
+        curves = self._curves(codecs, n)
+        self.sources["lines"].data = {
+            "xs": [_CURVE] * len(curves),
+            "ys": [np.minimum(v, 1e4) for v in curves.values()],
+            "codec": list(curves),
+            "color": [self._color(c) for c in curves],
+        }
+        meas = self._measure(codecs, n) if self.measured and codecs else {}
+        xs = np.tile(_MEASURED, len(meas))
+        self.sources["measured"].data = {
+            "x": xs,
+            "y": np.concatenate(list(meas.values())) if meas else np.array([]),
+            "codec": [c for c in meas for _ in _MEASURED],
+            "color": [self._color(c) for c in meas for _ in _MEASURED],
+        }
+        m = min(n, _MEASURE_CAP)
+        self.ratio_fig.title.text = (
+            f"Compression ratio vs sparsity: {_size_label(n)} tensor (measured at {_size_label(m)})"
+        )
+        self._update_step()
+
+    def _update_step(self, change: Any = None) -> None:
+        """Re-simulate the step and redraw everything that depends on sparsity."""
+        spec = self.sparsity_spec()
+        policies = tuple(self.policies())
+        self.results = self._simulate(spec, self.profile.value, policies)
+        sim_trace = next(iter(self.results.values())).trace
+        s_mean = sim_trace.mean_sparsity if isinstance(spec, tuple) else spec
+        self.span.location = s_mean
+        codecs = tuple(self.codecs)
+        now = ratio_curve(codecs, [s_mean], int(self.tensor_size.value)) if codecs else {}
+        self.sources["current"].data = {
+            "x": [s_mean] * len(now),
+            "y": [float(min(v[0], 1e4)) for v in now.values()],
+            "codec": list(now),
+            "color": [self._color(c) for c in now],
+        }
+        names = list(self.results)
+        labels = [_short(p) for p in names]
+        if list(self.bars_fig.y_range.factors) != labels[::-1]:
+            self.bars_fig.y_range.factors = labels[::-1]
+        self.sources["bars"].data = {
+            "policy": labels,
+            "swap_ms": [r.swap_seconds * 1e3 for r in self.results.values()],
+            "stall_ms": [r.stall_seconds * 1e3 for r in self.results.values()],
+            "label": [_codec_mix(r) for r in self.results.values()],
+        }
+        options = list(zip(labels, names))
+        if list(self.timeline_policy.options) != options:
+            keep = self.timeline_policy.value
+            cswap = next((p for p in names if p.startswith("cswap")), names[-1])
+            with self.timeline_policy.hold_trait_notifications():
+                self.timeline_policy.options = options
+                self.timeline_policy.value = keep if keep in names else cswap
+        self._update_timeline()
+        self.readout.value = html_table(self.readout_rows())
+
+    def _update_timeline(self, change: Any = None) -> None:
+        result = self.results.get(self.timeline_policy.value)
+        if result is None:
+            return
+        tl = result.timeline()
+        self.sources["events"].data = {
+            **tl,
+            "start": np.asarray(tl["start"]) * 1e3,
+            "end": np.asarray(tl["end"]) * 1e3,
+            "lane": tl["stream"],
+            "color": [TIMELINE_COLORS.get(k, "#999999") for k in tl["kind"]],
+        }
+
+    def readout_rows(self) -> list[tuple[str, str]]:
+        """The readouts as (label, value) pairs."""
+        base = self.results.get("vdnn")
+        best = min(self.results.values(), key=lambda r: r.stall_seconds)
+        rows = [
+            (
+                "trace",
+                f"{self.trace.name}: {len(self.trace)} tensors, "
+                f"{self.trace.total_bytes / 2**20:,.0f} MiB per step",
+            ),
+            ("device", self.profile.value),
+            ("compute per step", f"{best.compute_seconds * 1e3:.2f} ms"),
+        ]
+        if base is not None:
+            rows.append(("vDNN stall", f"{base.stall_seconds * 1e3:.2f} ms"))
+            saved = 1 - best.stall_seconds / base.stall_seconds if base.stall_seconds else 0.0
+            rows.append(
+                (
+                    "least stall",
+                    f"{best.policy}: {best.stall_seconds * 1e3:.2f} ms "
+                    f"({saved:.0%} less than vDNN)",
+                )
+            )
+        return rows
+
+    # -- static picture --------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The ratio curves, the per-policy bars and the readouts, drawn with Pillow."""
+        lines = self.sources["lines"].data
+        series = [
+            (c, np.asarray(x), np.log10(np.maximum(np.asarray(y, float), 1e-3)))
+            for c, x, y in zip(lines["codec"], lines["xs"], lines["ys"])
+        ]
+        ratio = line_chart(
+            series,
+            title="log10 compression ratio vs sparsity",
+            xlabel="sparsity",
+            ylabel="log10 ratio",
+            legend_at="top_left",
+        )
+        bars = self.sources["bars"].data
+        policy = bar_chart(
+            [p.replace("always:", "") for p in bars["policy"]],
+            [("swap ms", np.asarray(bars["swap_ms"])), ("stall ms", np.asarray(bars["stall_ms"]))],
+            title="Swap time and stall per policy (ms)",
+            size=(620, 300),
+        )
+        text = text_panel([f"{k}: {v}" for k, v in self.readout_rows()], 1100)
+        return to_jpeg(vstack([hstack([ratio, policy]), text]))
+
+
+def _short(policy: str) -> str:
+    """``cswap:zvc,csr`` -> ``cswap``: the codec list is the ticked boxes, shown elsewhere."""
+    base = policy.partition(":")[0]
+    return base if base in ("cswap", "oracle") else policy
+
+
+def _codec_mix(result: SimResult) -> str:
+    counts = result.summary()["codec_counts"]
+    return ", ".join(f"{c} x{k}" for c, k in sorted(counts.items(), key=lambda kv: -kv[1]))

@@ -1,0 +1,294 @@
+"""Kernel-level widget tests: set controls as a user would, check what is shown.
+
+No browser: widgets built outside a kernel talk to a dummy comm, and every
+value the front end would receive (image bytes, readouts, Bokeh data
+sources) is checked on the Python side.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes, photo
+from PIL import Image
+
+from pcr_explore import encode_dataset, open_dataset
+from pcr_explore.compare import difference_map, encode_jpeg, jpeg_size, zoom_crop
+from pcr_explore.jpeg import decode
+from pcr_explore.quality import image_quality, quality_curve
+from pcr_explore.swap import builtin_trace, get_profile, ratio_curve, simulate_many
+from pcr_explore.widgets import ScanExplorer, SwapExplorer
+
+
+def _is_jpeg(data: bytes) -> bool:
+    return data[:2] == b"\xff\xd8" and data[-2:] == b"\xff\xd9"
+
+
+def _check_bundle(widget: object) -> None:
+    """The mime bundle carries the live view and a decodable static picture."""
+    bundle = widget._repr_mimebundle_()  # type: ignore[attr-defined]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    pic = base64.b64decode(bundle["image/jpeg"])
+    assert _is_jpeg(pic)
+    with Image.open(io.BytesIO(pic)) as im:
+        assert im.width >= 300 and im.height >= 200
+
+
+# -- ScanExplorer ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def photos_256(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Photos with a shorter side of at least 170 px: MS-SSIM uses all 5 scales."""
+    root = tmp_path_factory.mktemp("photos256")
+    for cls, names in {"a": ["astronaut", "chelsea"], "b": ["coffee", "camera"]}.items():
+        (root / cls).mkdir()
+        for n in names:
+            (root / cls / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 256)))
+    return root
+
+
+@pytest.fixture(scope="module")
+def dataset_path(photos_256: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("pcr256") / "ds"
+    encode_dataset(photos_256, out, record_size=64 * 1024, workers=1, progress=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def scan(dataset_path: Path) -> ScanExplorer:
+    return ScanExplorer(str(dataset_path), image=0, level=4, dataset_sample=3, workers=1)
+
+
+def test_scan_level_slider_shows_the_levels_own_bytes(scan: ScanExplorer) -> None:
+    src, i = scan.source, scan.index
+    nbytes = src.level_bytes(i)
+    q = image_quality(src, i)
+    for k in (3, 1, src.num_scans):
+        scan.level.value = k
+        assert scan.last_error is None
+        assert scan.image.value == src.jpeg_bytes(i, k)
+        cur = scan.sources["current"].data
+        assert cur["scan"] == [k] and cur["bytes"] == [int(nbytes[k - 1])]
+        assert cur["x"] == [pytest.approx(nbytes[k - 1] / nbytes[-1])]
+        assert cur["y"] == [pytest.approx(q.mssim[k - 1])]
+        rows = dict(scan.readout_rows())
+        assert rows["bytes at this level"] == f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"
+        assert rows["MS-SSIM vs full"] == f"{q.mssim[k - 1]:.4f}"
+        assert f"{int(nbytes[k - 1]):,}" in scan.readout.value
+    assert dict(scan.readout_rows())["PSNR vs full"] == "identical"
+    assert scan.reference.layout.display == "none"
+
+
+def test_scan_picker_and_buttons_change_image_and_curve(scan: ScanExplorer) -> None:
+    src = scan.source
+    scan.level.value = 2
+    scan.picker.value = 1
+    scan.next_button.click()
+    assert scan.index == 2
+    scan.prev_button.click()
+    scan.prev_button.click()
+    assert scan.index == 0
+    scan.prev_button.click()  # wraps round
+    assert scan.index == len(src) - 1
+    i = scan.index
+    assert scan.image.value == src.jpeg_bytes(i, 2)
+    nbytes = src.level_bytes(i)
+    img = scan.sources["image"].data
+    np.testing.assert_allclose(img["x"], nbytes / nbytes[-1])
+    np.testing.assert_allclose(img["y"], image_quality(src, i).mssim)
+    assert list(img["scan"]) == list(range(1, src.num_scans + 1))
+    assert dict(scan.readout_rows())["image"] == src.names[i]
+    assert scan.last_error is None
+
+
+def test_scan_side_by_side_difference_and_zoom(scan: ScanExplorer) -> None:
+    src = scan.source
+    scan.picker.value = 0
+    scan.level.value = 2
+    scan.mode.value = "side"
+    assert scan.reference.layout.display is None
+    assert scan.reference.value == src.jpeg_bytes(0)
+    assert scan.image.value == src.jpeg_bytes(0, 2)
+    scan.mode.value = "diff"
+    level, full = decode(src.jpeg_bytes(0, 2)), decode(src.jpeg_bytes(0))
+    assert scan.reference.value == encode_jpeg(difference_map(level, full, scan.gain))
+    assert "x 4" in scan.reference_caption.value
+    scan.mode.value = "level"
+    scan.zoom_x.value, scan.zoom_y.value = 0.25, 0.75
+    scan.zoom.value = 4.0
+    assert scan.image.value == encode_jpeg(zoom_crop(level, (0.25, 0.75), 4.0))
+    assert "zoom x4" in scan.image_caption.value
+    scan.zoom.value = 1.0
+    assert scan.image.value == src.jpeg_bytes(0, 2)
+    assert scan.last_error is None
+
+
+def test_scan_dataset_curve_is_the_samples(scan: ScanExplorer) -> None:
+    curve = quality_curve(scan.source, sample=3, seed=0, metric="mssim", workers=1)
+    ds = scan.sources["dataset"].data
+    np.testing.assert_allclose(ds["x"], curve.bytes_fraction)
+    np.testing.assert_allclose(ds["mean"], curve.mean)
+    np.testing.assert_allclose(ds["lo"], curve.p5)
+    np.testing.assert_allclose(ds["hi"], curve.p95)
+
+
+def test_scan_shrinks_large_images_before_sending(dataset_path: Path) -> None:
+    ex = ScanExplorer(str(dataset_path), level=5, dataset_sample=0, max_side=100, workers=1)
+    src = ex.source
+    assert ex.image.value != src.jpeg_bytes(0, 5)
+    assert max(jpeg_size(ex.image.value)) == 100
+    assert not ex.sources["dataset"].data["x"]
+
+
+def test_scan_works_on_a_folder_and_on_one_file(photos_256: Path) -> None:
+    ex = ScanExplorer(photos_256, dataset_sample=0, workers=1)
+    ex.level.value = 3
+    assert ex.image.value == ex.source.jpeg_bytes(ex.index, 3)
+    one = ScanExplorer(photos_256 / "a" / "chelsea.jpg", dataset_sample=0, level=1)
+    assert one.picker.options == (("chelsea.jpg", 0),)
+    assert one.image.value == one.source.jpeg_bytes(0, 1)
+    with pytest.raises(ValueError, match="metric"):
+        ScanExplorer(photos_256, metric="nope")
+
+
+def test_scan_callback_errors_show_in_the_output_pane(scan: ScanExplorer) -> None:
+    real = scan.cache.display
+    scan.cache.display = lambda i, k=None: (_ for _ in ()).throw(OSError("disk gone"))  # type: ignore[method-assign]
+    try:
+        scan.level.value = 7
+        assert isinstance(scan.last_error, OSError)
+        assert "OSError: disk gone" in scan.errors.outputs[0]["text"]
+    finally:
+        scan.cache.display = real  # type: ignore[method-assign]
+    scan.level.value = 6
+    assert scan.last_error is None and not scan.errors.outputs
+
+
+def test_scan_static_picture(scan: ScanExplorer) -> None:
+    _check_bundle(scan)
+
+
+def test_scan_reads_a_pcr_dataset_without_reading_it_all(dataset_path: Path) -> None:
+    ds = open_dataset(str(dataset_path))
+    ex = ScanExplorer(ds, level=1, dataset_sample=0, workers=1)
+    before = ds.stats.bytes_read
+    ex.level.value = 2
+    assert ex.image.value == ds.jpeg_bytes(0, 2)
+    assert ds.stats.bytes_read > before  # level 2 pieces fetched on demand
+
+
+# -- SwapExplorer ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def swap() -> SwapExplorer:
+    return SwapExplorer("vgg16", profile="v100-pcie3", sparsity=0.5, batch=8, noise=0.0)
+
+
+def test_swap_sparsity_slider_resimulates_the_step(swap: SwapExplorer) -> None:
+    swap.sparsity.value = 0.8
+    assert swap.last_error is None
+    policies = swap.policies()
+    expected = simulate_many(
+        builtin_trace("vgg16", batch=8).with_sparsity(0.8), "v100-pcie3", policies, noise=0.0
+    )
+    bars = swap.sources["bars"].data
+    assert bars["policy"][0] == "vdnn" and "cswap" in bars["policy"]
+    np.testing.assert_allclose(
+        bars["stall_ms"], [r.stall_seconds * 1e3 for r in expected.values()], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        bars["swap_ms"], [r.swap_seconds * 1e3 for r in expected.values()], rtol=1e-12
+    )
+    assert swap.span.location == pytest.approx(0.8)
+    # Each ticked codec's marker sits on its analytic ratio at the new sparsity.
+    cur = swap.sources["current"].data
+    want = ratio_curve(swap.codecs, [0.8], int(swap.tensor_size.value))
+    assert cur["codec"] == list(want)
+    np.testing.assert_allclose(cur["y"], [min(v[0], 1e4) for v in want.values()])
+    assert "less than vDNN" in swap.readout.value
+
+
+def test_swap_default_codecs_are_the_profiles_lossless_ones(swap: SwapExplorer) -> None:
+    assert set(swap.codecs) == set(get_profile("v100-pcie3").codecs) - {"zfp"}
+    assert swap.policies()[0] == "vdnn"
+    assert swap.policies()[-2].startswith("cswap:") and swap.policies()[-1].startswith("oracle:")
+
+
+def test_swap_stall_falls_as_sparsity_rises_under_cswap(swap: SwapExplorer) -> None:
+    stalls = []
+    for s in (0.2, 0.9):
+        swap.sparsity.value = s
+        bars = swap.sources["bars"].data
+        stalls.append(bars["stall_ms"][bars["policy"].index("cswap")])
+    assert stalls[1] < stalls[0]
+
+
+def test_swap_codec_boxes_change_lines_and_policies(swap: SwapExplorer) -> None:
+    swap.codec_boxes["csr"].value = False
+    try:
+        assert "csr" not in swap.sources["lines"].data["codec"]
+        assert "always:csr" not in swap.sources["bars"].data["policy"]
+        swap.codec_boxes["zstd"].value = True  # not priced by the profile: a line, no policy
+        lines = swap.sources["lines"].data
+        assert "zstd" in lines["codec"]
+        assert "always:zstd" not in swap.sources["bars"].data["policy"]
+        measured = swap.sources["measured"].data
+        assert set(measured["codec"]) == set(lines["codec"])
+        assert len(measured["x"]) == len(measured["y"]) == 5 * len(lines["codec"])
+    finally:
+        swap.codec_boxes["csr"].value = True
+        swap.codec_boxes["zstd"].value = False
+    assert swap.last_error is None
+
+
+def test_swap_tensor_size_moves_the_zvc_line(swap: SwapExplorer) -> None:
+    swap.tensor_size.value = 1 << 12
+    lines = swap.sources["lines"].data
+    small = lines["ys"][lines["codec"].index("zvc")]
+    swap.tensor_size.value = 1 << 24
+    lines = swap.sources["lines"].data
+    large = lines["ys"][lines["codec"].index("zvc")]
+    # ZVC's fixed 128 KiB of masks and offsets sinks small tensors.
+    assert np.all(np.asarray(small) < np.asarray(large))
+    np.testing.assert_allclose(large, ratio_curve(["zvc"], lines["xs"][0], 1 << 24)["zvc"])
+
+
+def test_swap_ramp_and_timeline(swap: SwapExplorer) -> None:
+    swap.shape.value = "ramp"
+    swap.ramp.value = (0.3, 0.9)
+    assert swap.sparsity.disabled and not swap.ramp.disabled
+    assert swap.sparsity_spec() == (0.3, 0.9)
+    trace = next(iter(swap.results.values())).trace
+    assert swap.span.location == pytest.approx(trace.mean_sparsity)
+    swap.timeline_policy.value = "vdnn"
+    ev = swap.sources["events"].data
+    assert set(ev["lane"]) == {"compute", "copy"}
+    assert "compress" not in ev["kind"]  # vDNN copies raw tensors
+    expected_ms = np.asarray(swap.results["vdnn"].timeline()["end"]) * 1e3
+    np.testing.assert_allclose(ev["end"], expected_ms)
+    swap.shape.value = "constant"
+    assert swap.last_error is None
+
+
+def test_swap_errors_show_in_the_output_pane(swap: SwapExplorer) -> None:
+    swap.profile.value = "a100-pcie4"
+    assert swap.last_error is None
+    swap.trace, good = None, swap.trace  # type: ignore[assignment]
+    try:
+        swap.sparsity.value = 0.41
+        assert swap.last_error is not None
+        assert swap.errors.outputs and "Error" in swap.errors.outputs[0]["text"]
+    finally:
+        swap.trace = good
+        swap.profile.value = "v100-pcie3"
+    assert swap.last_error is None and not swap.errors.outputs
+
+
+def test_swap_static_picture(swap: SwapExplorer) -> None:
+    _check_bundle(swap)
