@@ -1,0 +1,206 @@
+"""The tuner: the right level on constructed cases, bootstrap intervals, sample="auto"."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes
+
+from pcr_explore.errors import DatasetError
+from pcr_explore.jpeg import ProgressiveJPEG
+from pcr_explore.quality import QualityCurve
+from pcr_explore.transcode import transcode
+from pcr_explore.tuner import TuneResult, recommend, tune
+
+MEANS = np.array([0.6, 0.8, 0.85, 0.9, 0.94, 0.96, 0.97, 0.98, 0.99, 1.0])
+BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
+
+
+def _curve(values: np.ndarray, population: int | None = None) -> QualityCurve:
+    n = len(values)
+    return QualityCurve.from_values(values, np.tile(BYTES, (n, 1)), population=population)
+
+
+def _noisy(n: int, sd: float, seed: int = 0, means: np.ndarray = MEANS) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = np.clip(means + rng.normal(0, sd, (n, len(means))), 0, 1)
+    v[:, -1] = 1.0
+    return v
+
+
+def test_picks_smallest_level_meeting_the_target() -> None:
+    r = recommend(_curve(_noisy(300, 0.01), population=10_000), 0.95)
+    assert r.scan == 6  # 0.94 at scan 5 misses, 0.96 at scan 6 meets
+    assert r.met and r.decided
+    assert r.ci[0] <= r.value <= r.ci[1] and r.ci[0] >= 0.95
+    assert r.ci_below is not None and r.ci_below[1] < 0.95
+    assert r.value_below == pytest.approx(0.94, abs=0.003)
+    assert r.bytes_fraction == pytest.approx(0.60)
+    assert r.bandwidth_saving == pytest.approx(0.40)
+    assert r.sample_size == 300 and r.population == 10_000
+    for target, scan in [(0.5, 1), (0.79, 2), (0.88, 4), (0.975, 8), (0.995, 10)]:
+        assert recommend(r.curve, target).scan == scan
+
+
+def test_small_noisy_sample_cannot_separate_close_levels() -> None:
+    means = MEANS.copy()
+    means[4], means[5] = 0.947, 0.953
+    r = recommend(_curve(_noisy(6, 0.03, seed=2, means=means), population=1000), 0.95)
+    assert not r.decided
+    assert "not clear" in r.explanation
+    big = recommend(_curve(_noisy(4000, 0.03, seed=2, means=means), population=100_000), 0.95)
+    assert big.decided and big.scan == 6
+    # more images, narrower interval
+    assert big.ci[1] - big.ci[0] < (r.ci[1] - r.ci[0]) / 5
+
+
+def test_whole_dataset_measured_is_exact() -> None:
+    means = MEANS.copy()
+    means[5] = 0.9502
+    r = recommend(_curve(_noisy(20, 0.02, means=means), population=20), 0.95)
+    assert r.decided and "every image" in r.explanation
+
+
+def test_p5_statistic_guards_the_tail() -> None:
+    v = np.tile(MEANS, (100, 1))
+    v[:10, :-1] -= 0.06  # one image in ten degrades much more
+    c = _curve(v, population=1000)
+    assert recommend(c, 0.95, "mean").scan == 6  # mean 0.954
+    assert recommend(c, 0.95, "p5").scan == 10  # p5 is the bad tail: 0.90 ... 0.93
+    assert recommend(c, 0.915, "p5").scan == 8
+
+
+def test_bootstrap_interval_covers_the_true_mean_mostly() -> None:
+    hits = 0
+    for seed in range(40):
+        r = recommend(_curve(_noisy(40, 0.02, seed=seed), population=10**6), 0.95, seed=seed)
+        hits += r.ci[0] <= MEANS[r.scan - 1] <= r.ci[1]
+    assert hits >= 33  # nominal 95%: 38 of 40; allow for the bootstrap's small-sample bias
+
+
+def test_target_not_reached() -> None:
+    v = np.tile(np.linspace(0.1, 0.7, 10), (5, 1))
+    c = QualityCurve.from_values(v, np.tile(BYTES, (5, 1)), metric="task_score", population=50)
+    r = recommend(c, 0.9)
+    assert not r.met and not r.decided and r.scan == 10
+    assert "no level reaches" in r.explanation
+
+
+def test_bytes_fraction_override() -> None:
+    r = recommend(_curve(_noisy(50, 0.01)), 0.95, bytes_fraction=np.linspace(0.1, 1.0, 10))
+    assert r.bytes_fraction == pytest.approx(0.6)
+
+
+def test_bad_arguments() -> None:
+    c = _curve(_noisy(10, 0.01))
+    with pytest.raises(ValueError, match="statistic"):
+        recommend(c, 0.95, "median")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="target"):
+        recommend(c, 1.5)
+    with pytest.raises(ValueError, match="confidence"):
+        recommend(c, 0.9, confidence=1.0)
+    empty = QualityCurve.from_values(np.zeros((0, 10)), np.zeros((0, 10)))
+    with pytest.raises(DatasetError, match="no image"):
+        recommend(empty, 0.9)
+
+
+def test_result_renders() -> None:
+    r = recommend(_curve(_noisy(30, 0.01)), 0.95)
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["scan"] == r.scan and d["ci"] == list(r.ci)
+    assert f"<b>{r.scan}</b>" in r._repr_html_()
+    assert str(r).startswith(f"scan {r.scan} of 10")
+    assert isinstance(r, TuneResult)
+
+
+# -- on real images ----------------------------------------------------------
+class MemorySource:
+    """A LevelSource held in memory (exercises the generic LevelSource path)."""
+
+    num_scans = 10
+
+    def __init__(self, images: list[ProgressiveJPEG]) -> None:
+        self._pj = images
+        self.classes: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._pj)
+
+    @property
+    def names(self) -> list[str]:
+        return [f"mem{i}" for i in range(len(self._pj))]
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.full(len(self._pj), -1, np.int32)
+
+    def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
+        return self._pj[i].level(scan)
+
+    def level_bytes(self, i: int) -> np.ndarray:
+        return np.asarray(self._pj[i].scan_ends, np.int64) + 2
+
+
+@pytest.fixture(scope="module")
+def memory_source() -> MemorySource:
+    rng = np.random.default_rng(3)
+    images = []
+    for _ in range(24):
+        # smooth random colour fields: cheap, and every level differs
+        small = rng.integers(0, 256, (6, 6, 3), dtype=np.uint8)
+        big = np.kron(small, np.ones((8, 8, 1), np.uint8))
+        big = np.clip(big + rng.normal(0, 6, big.shape), 0, 255).astype(np.uint8)
+        images.append(transcode(jpeg_bytes(big, quality=92)).jpeg)
+    return MemorySource(images)
+
+
+def _neg_mae(full: list[np.ndarray], level: list[np.ndarray]) -> float:
+    return 1.0 - float(np.mean(np.abs(full[0].astype(float) - level[0]))) / 50
+
+
+def test_tune_with_a_custom_metric(memory_source: MemorySource) -> None:
+    r = tune(memory_source, target=0.9, metric=_neg_mae, sample=None)
+    assert r.metric == "_neg_mae" and r.sample_size == 24 and r.decided
+    stats = r.curve.mean
+    assert stats[r.scan - 1] >= 0.9 and (r.scan == 1 or stats[r.scan - 2] < 0.9)
+
+
+def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) -> None:
+    easy = tune(memory_source, target=0.3, metric=_neg_mae, sample="auto", start=4, budget=16)
+    assert easy.decided and easy.sample_size == 4  # clear at once: no more images
+    full = tune(memory_source, target=0.9, metric=_neg_mae, sample=None).curve
+    # a target just above the mean at one level: the hardest call to make
+    k = int(np.flatnonzero(full.mean < 0.999)[-1])
+    hard_target = float(full.mean[k]) + 1e-4
+    hard = tune(
+        memory_source, target=hard_target, metric=_neg_mae, sample="auto", start=4, budget=16
+    )
+    assert hard.sample_size in (4, 8, 16)
+    assert hard.decided or hard.sample_size == 16
+    timed = tune(
+        memory_source,
+        target=hard_target,
+        metric=_neg_mae,
+        sample="auto",
+        start=4,
+        budget=16,
+        max_seconds=0.0,
+    )
+    assert timed.sample_size == 4
+
+
+def test_tune_builtin_metric_on_photos(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from conftest import photo
+
+    for n in ("astronaut", "coffee", "chelsea"):
+        (tmp_path / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 192)))
+    r = tune(tmp_path, target=0.95, sample=None, workers=1)
+    c = r.curve
+    assert c.mean[r.scan - 1] >= 0.95 and (r.scan == 1 or c.mean[r.scan - 2] < 0.95)
+    assert r.decided and r.population == 3
+    with pytest.raises(ValueError, match="statistic"):
+        tune(tmp_path, statistic="max")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sample"):
+        tune(tmp_path, sample="many")  # type: ignore[arg-type]
