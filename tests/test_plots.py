@@ -1,0 +1,108 @@
+"""Bokeh figure builders: columns, one-assignment updates, standalone rendering."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from bokeh.embed import file_html
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource
+from bokeh.resources import INLINE
+
+from pcr_explore.plots import (
+    bytes_data,
+    bytes_figure,
+    curve_data,
+    images_data,
+    quality_figure,
+    recommended_data,
+)
+from pcr_explore.quality import QualityCurve
+
+BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
+
+
+@pytest.fixture
+def curve() -> QualityCurve:
+    rng = np.random.default_rng(0)
+    base = np.array([0.6, 0.8, 0.85, 0.9, 0.94, 0.96, 0.97, 0.98, 0.99, 1.0])
+    v = np.clip(base + rng.normal(0, 0.01, (20, 10)), 0, 1)
+    v[:, -1] = 1
+    return QualityCurve.from_values(v, np.tile(BYTES, (20, 1)) * rng.integers(1, 4, (20, 1)))
+
+
+def test_curve_figure_columns(curve: QualityCurve) -> None:
+    cf = quality_figure(curve, target=0.95, recommended=6)
+    fig, src, imgs, rec, span = cf
+    d = src.data
+    assert set(d) == {"scan", "label", "bytes_fraction", "mean", "p5", "p50", "p95"}
+    np.testing.assert_array_equal(d["scan"], np.arange(1, 11))
+    np.testing.assert_allclose(d["mean"], curve.mean)
+    np.testing.assert_allclose(d["p5"], curve.p5)
+    np.testing.assert_allclose(d["p95"], curve.p95)
+    assert d["label"] == [str(k) for k in range(1, 11)]
+    assert len(imgs.data["xs"]) == 20 and imgs.data["xs"][0][-1] == 1.0
+    assert rec.data["scan"] == [6]
+    assert rec.data["bytes_fraction"] == [pytest.approx(curve.bytes_fraction[5])]
+    assert span.location == 0.95 and span.visible
+    # every glyph draws from one of the returned sources
+    sources = {id(src), id(imgs), id(rec)}
+    for r in fig.renderers:
+        assert id(r.data_source) in sources
+
+
+def test_update_replaces_each_source_once(curve: QualityCurve) -> None:
+    cf = quality_figure()
+    assert len(cf.source.data["scan"]) == 0 and not cf.target.visible
+    seen: list[str] = []
+    for name in ("source", "images", "recommended"):
+        src: ColumnDataSource = getattr(cf, name)
+        src.on_change("data", lambda attr, old, new, name=name: seen.append(name))
+    cf.update(curve, target=0.9, recommended=4)
+    assert sorted(seen) == ["images", "recommended", "source"]  # one assignment each
+    np.testing.assert_allclose(cf.source.data["mean"], curve.mean)
+    assert cf.target.location == 0.9 and cf.target.visible
+    cf.update(None)
+    assert len(cf.source.data["mean"]) == 0 and not cf.target.visible
+
+
+def test_psnr_identical_levels_not_drawn() -> None:
+    v = np.tile(np.linspace(20, 40, 10), (3, 1))
+    v[:, -1] = np.inf
+    c = QualityCurve.from_values(v, np.tile(BYTES, (3, 1)), metric="psnr")
+    d = curve_data(c)
+    assert np.isnan(d["mean"][-1]) and d["mean"][0] == pytest.approx(20)
+    assert np.isnan(images_data(c)["ys"][0][-1])
+    cf = quality_figure(c)
+    assert cf.figure.yaxis[0].axis_label == "PSNR (dB)"
+
+
+def test_helpers_edge_cases(curve: QualityCurve) -> None:
+    assert recommended_data(curve, None)["scan"] == []
+    assert recommended_data(curve, 11)["scan"] == []
+    assert images_data(curve, 5)["name"] == list(curve.per_image.names[:5])
+    b = bytes_data([10, 20, 40])
+    np.testing.assert_allclose(b["bytes_fraction"], [0.25, 0.5, 1.0])
+    assert b["label"] == ["25%", "50%", "100%"]
+
+
+def test_bytes_figure_update() -> None:
+    bf = bytes_figure(BYTES)
+    np.testing.assert_allclose(bf.source.data["bytes_fraction"], BYTES / 100)
+    bf.update([1, 2, 4])
+    np.testing.assert_allclose(bf.source.data["bytes_fraction"], [0.25, 0.5, 1.0])
+
+
+def test_standalone_render_without_warnings(curve: QualityCurve) -> None:
+    # pytest turns warnings into errors: Bokeh validation must stay quiet
+    page = file_html(
+        column(
+            quality_figure(curve, target=0.95, recommended=6).figure,
+            quality_figure().figure,
+            bytes_figure(BYTES).figure,
+        ),
+        INLINE,
+        "plots",
+    )
+    assert "Quality per scan level" in page and "Bytes read per scan level" in page
+    assert "<script src=" not in page.replace('<script src="data:', "")
