@@ -38,6 +38,7 @@ import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -119,7 +120,7 @@ def _best(fn, repeat: int) -> tuple[float, object]:  # type: ignore[no-untyped-d
 
 def bench_per_image(folder: Path, n_images: int, repeat: int) -> dict[str, object]:
     files = sorted(folder.rglob("*.jpg"))[:n_images]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for f in files:
         pj = transcode(f).jpeg
         levels = [pj.level(k) for k in range(1, pj.num_scans + 1)]
@@ -128,8 +129,8 @@ def bench_per_image(folder: Path, n_images: int, repeat: int) -> dict[str, objec
         t_ssim, q_ssim = _best(lambda: level_quality(levels, metrics=("ssim",)), repeat)  # noqa: B023
         t_all, q_all = _best(lambda: level_quality(levels), repeat)  # noqa: B023
         t_lum, _ = _best(lambda: level_quality(levels, luminance=True), repeat)  # noqa: B023
-        diff = float(np.max(np.abs(np.asarray(base) - q_ssim.ssim)))  # type: ignore[union-attr]
-        diff_all = float(np.max(np.abs(np.asarray(base) - q_all.ssim)))  # type: ignore[union-attr]
+        diff = float(np.max(np.abs(np.asarray(base) - q_ssim.ssim)))  # type: ignore[attr-defined]
+        diff_all = float(np.max(np.abs(np.asarray(base) - q_all.ssim)))  # type: ignore[attr-defined]
         rows.append(
             {
                 "file": f.name,
