@@ -7,8 +7,6 @@ line naming the file and the problem (``--debug`` shows the traceback).
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 import traceback
 from collections.abc import Sequence
@@ -29,11 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from ..swap.cli import add_swap_sim_parser
-    from . import _dataset
+    from . import _audit, _dataset
 
     _dataset.register(sub)
-    if importlib.util.find_spec("pcr_explore.cli._audit") is not None:
-        importlib.import_module("pcr_explore.cli._audit").register(sub)
+    _audit.register(sub)
     add_swap_sim_parser(sub)
     return parser
 
