@@ -9,6 +9,7 @@ its ``swap`` subpackage simulates compressed activation swapping.
 
 from __future__ import annotations
 
+from .audit import AuditReport, audit
 from .encoder import EncodeSummary, encode_dataset, find_sources
 from .errors import (
     CorruptRecordError,
@@ -20,14 +21,42 @@ from .errors import (
     SourceImageError,
 )
 from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
+from .quality import (
+    METRICS,
+    FewerScalesWarning,
+    LevelQuality,
+    QualityCurve,
+    image_quality,
+    level_quality,
+    ms_ssim,
+    psnr,
+    quality_curve,
+    ssim,
+)
 from .reader import PCRDataset, ReadStats, open_dataset
 from .sample import build_sample
 from .sources import FolderSource, LevelSource, open_source
 from .transcode import TranscodeResult, find_jpegtran, transcode
+from .tuner import TuneResult, recommend, tune
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "METRICS",
+    "AuditReport",
+    "FewerScalesWarning",
+    "LevelQuality",
+    "QualityCurve",
+    "TuneResult",
+    "audit",
+    "image_quality",
+    "level_quality",
+    "ms_ssim",
+    "psnr",
+    "quality_curve",
+    "recommend",
+    "ssim",
+    "tune",
     "CorruptRecordError",
     "DatasetError",
     "EncodeSummary",

@@ -40,7 +40,6 @@ Details of MS-SSIM
 
 from __future__ import annotations
 
-import ctypes
 import io
 import math
 import os
@@ -56,6 +55,7 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
+from threadpoolctl import threadpool_limits
 
 from .errors import JPEGError, PCRError
 from .jpeg import split_scans
@@ -104,47 +104,8 @@ class FewerScalesWarning(UserWarning):
 # gains little on them and, next to worker processes or other busy programs,
 # its spinning threads made a 10-level comparison up to 4x slower (measured on
 # 2 cores). So each comparison runs with one BLAS thread, restored after.
-@lru_cache(maxsize=1)
-def _openblas_thread_calls() -> tuple[tuple[Any, Any], ...]:
-    """(get, set) function pairs of every OpenBLAS this process has loaded."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            paths = sorted({line.split()[-1] for line in f if "openblas" in line.lower()})
-    except OSError:
-        return ()
-    calls = []
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for get, put in (
-            ("openblas_get_num_threads", "openblas_set_num_threads"),
-            ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
-            ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-            ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-        ):
-            if hasattr(lib, get) and hasattr(lib, put):
-                calls.append((getattr(lib, get), getattr(lib, put)))
-                break
-    return tuple(calls)
-
-
 @contextmanager
 def _one_blas_thread() -> Iterator[None]:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        calls = _openblas_thread_calls()
-        before = [int(get()) for get, _ in calls]
-        for _, put in calls:
-            put(1)
-        try:
-            yield
-        finally:
-            for (_, put), n in zip(calls, before):
-                put(n)
-        return
     with threadpool_limits(limits=1, user_api="blas"):
         yield
 
