@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import ipywidgets as w
+from bokeh.models import LayoutDOM
+from jupyter_bokeh import BokehModel
 
 __all__ = ["Explorer", "html_table"]
 
@@ -28,8 +30,16 @@ class Explorer:
     view: w.Box
 
     def __init__(self) -> None:
+        _load_bokehjs()
         self.errors = w.Output(layout=w.Layout(max_height="12em", overflow="auto"))
         self.last_error: BaseException | None = None
+        self._plots: list[tuple[BokehModel, LayoutDOM]] = []
+
+    def _plot(self, figure: LayoutDOM) -> BokehModel:
+        """Wrap a Bokeh figure as a widget, refreshed each time the view is displayed."""
+        model = BokehModel(figure)
+        self._plots.append((model, figure))
+        return model
 
     def _guarded(self, fn: _F) -> _F:
         """Wrap a callback so that an exception shows in :attr:`errors`.
@@ -59,12 +69,43 @@ class Explorer:
         raise NotImplementedError
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # jupyter_bokeh applies data changes only to views that exist; a view
+        # created now renders from the bundle, so bring the bundle up to date.
+        for model, figure in self._plots:
+            model.update_from_model(figure)
         data = dict(self.view._repr_mimebundle_())
         try:
             data["image/jpeg"] = base64.b64encode(self.snapshot()).decode("ascii")
         except Exception as exc:  # the live view must still show if the picture fails
             data["text/plain"] = f"{data.get('text/plain', '')} (no static picture: {exc})"
         return data
+
+
+_bokehjs_loaded = False
+
+
+def _load_bokehjs() -> None:
+    """Put BokehJS into the notebook page, once per kernel.
+
+    ``jupyter_bokeh`` renders with the page's ``window.Bokeh`` and does not
+    load it; without this every plot shows a JavaScript error. Inline
+    resources (the core bundle only, ~1.3 MB) keep it working offline.
+    """
+    global _bokehjs_loaded
+    if _bokehjs_loaded:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - ipywidgets depends on IPython
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):
+        return  # plain Python or a terminal IPython: no page to load into
+    from bokeh.io import output_notebook
+    from bokeh.resources import Resources
+
+    output_notebook(Resources(mode="inline", components=["bokeh"]), hide_banner=True)
+    _bokehjs_loaded = True
 
 
 def html_table(rows: list[tuple[str, str]]) -> str:

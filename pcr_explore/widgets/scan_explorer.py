@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 import ipywidgets as w
 import numpy as np
-from jupyter_bokeh import BokehModel
 from PIL import Image
 
 from ..compare import LevelCache, difference_map, encode_jpeg, zoom_crop
@@ -175,7 +174,7 @@ class ScanExplorer(Explorer):
         self.reference_caption = w.HTML()
         self.readout = w.HTML()
         self.figure, self.sources = scan_curve_figure(_METRIC_LABELS[metric])
-        self.plot = BokehModel(self.figure)
+        self.plot = self._plot(self.figure)
 
         self._dataset_curve: QualityCurve | None = None
         if dataset_sample > 0:

@@ -7,7 +7,6 @@ from typing import Any
 
 import ipywidgets as w
 import numpy as np
-from jupyter_bokeh import BokehModel
 
 from ..swap import (
     ZFP,
@@ -168,9 +167,9 @@ class SwapExplorer(Explorer):
         self.bars_fig, bars = policy_bars_figure(["vdnn"])
         self.timeline_fig, events = timeline_figure()
         self.sources = {**src, **bars, **events}
-        self.ratio_plot = BokehModel(self.ratio_fig)
-        self.bars_plot = BokehModel(self.bars_fig)
-        self.timeline_plot = BokehModel(self.timeline_fig)
+        self.ratio_plot = self._plot(self.ratio_fig)
+        self.bars_plot = self._plot(self.bars_fig)
+        self.timeline_plot = self._plot(self.timeline_fig)
         self.results: dict[str, SimResult] = {}
 
         self._simulate = functools.lru_cache(maxsize=128)(self._simulate_uncached)
