@@ -18,7 +18,6 @@ import io
 import json
 import math
 import os
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from ._atomic import atomic_write
 from .encoder import find_sources
 from .errors import JPEGError, PCRError, ScanScriptError
 from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
@@ -387,7 +387,8 @@ class AuditReport:
         """The report as JSON text; also written (atomically) to *path* if given."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False) + "\n"
         if path is not None:
-            _write_atomic(Path(path), text)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, text)
         return text
 
     def to_html(self, path: str | os.PathLike[str]) -> Path:
@@ -404,7 +405,8 @@ class AuditReport:
         from ._report_html import render_page
 
         p = Path(path)
-        _write_atomic(p, render_page(self))
+        p.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(p, render_page(self))
         return p
 
     def summary(self) -> str:
@@ -420,20 +422,6 @@ class AuditReport:
         from ._report_html import render_fragment
 
         return render_fragment(self)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _shorter_side_buckets(widths: np.ndarray, heights: np.ndarray) -> dict[str, int]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ._atomic import atomic_write
 from .errors import CorruptRecordError, PCRFormatError
 from .jpeg import EOI
 
@@ -228,17 +228,7 @@ def write_record(
     """
     path = Path(path)
     chunks = encode_record(images, num_scans)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for c in chunks:
-                f.write(c)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, chunks)
     return parse_header(chunks[0], str(path), file_size=sum(len(c) for c in chunks))
 
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
+from ._atomic import atomic_write
 from .errors import DatasetError
 
 __all__ = [
@@ -33,18 +32,7 @@ NUM_LEVELS = 10  # every dataset uses the colour script's levels; see jpeg.GRAY_
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
     """Write JSON to *path* through a temporary file, fsync and a rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, json.dumps(obj, indent=1) + "\n")
 
 
 def check_manifest(m: Any, path: str) -> None:

@@ -168,3 +168,17 @@ def test_fuzzed_headers_raise_only_format_errors(data: st.DataObject) -> None:
 def test_random_bytes_are_rejected(blob: bytes) -> None:
     with pytest.raises(PCRError):
         parse_header(blob, "random.pcr")
+
+
+def test_written_files_get_ordinary_permissions(tmp_path: Path) -> None:
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        from pcr_explore import _atomic
+
+        expected = 0o666 & ~_atomic._umask()
+        write_record(tmp_path / "p.pcr", _images(np.random.default_rng(0), 2), S)
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "p.pcr").stat().st_mode & 0o777 == expected == 0o644

@@ -1,0 +1,43 @@
+"""Atomic file writes: a temporary file in the same folder, fsync, rename.
+
+A reader sees either the old file or the complete new one, never a torn
+write, and a crash leaves no partial file under the final name.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_MODE = 0o666 & ~_umask()  # what open() would give a new file
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str | Iterable[bytes]) -> None:
+    """Write *data* (bytes, text as UTF-8, or byte chunks) to *path* atomically."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _MODE)  # mkstemp creates 0600
+            if isinstance(data, str):
+                f.write(data.encode("utf-8"))
+            elif isinstance(data, (bytes, bytearray, memoryview)):
+                f.write(data)
+            else:
+                for chunk in data:
+                    f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
