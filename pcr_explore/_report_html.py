@@ -94,7 +94,7 @@ def _recommendation(r: AuditReport) -> str:
         f"{t.curve.num_scans}</b> &mdash; {t.statistic} {_e(t.metric)} {t.value:.4f} "
         f"({t.confidence:.0%} interval {lo:.4f} to {hi:.4f}) for a target of {t.target:g}; "
         f"reads {t.bytes_fraction:.1%} of the bytes, saving {t.bandwidth_saving:.1%}.<br>"
-        f"Sample: {t.sample_size:,} of {t.population:,} images. {_e(t.explanation)}.</div>"
+        f"Sample: {t.sample_size:,} of {t.population:,} images; {_e(t.explanation)}.</div>"
     )
 
 
