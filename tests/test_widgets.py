@@ -17,11 +17,12 @@ from conftest import jpeg_bytes, photo
 from PIL import Image
 
 from pcr_explore import encode_dataset, open_dataset
-from pcr_explore.compare import difference_map, encode_jpeg, jpeg_size, zoom_crop
+from pcr_explore.compare import difference_map, display_jpeg, encode_jpeg, jpeg_size, zoom_crop
 from pcr_explore.jpeg import decode
 from pcr_explore.quality import image_quality, quality_curve
 from pcr_explore.swap import builtin_trace, get_profile, ratio_curve, simulate_many
-from pcr_explore.widgets import ScanExplorer, SwapExplorer
+from pcr_explore.tuner import recommend
+from pcr_explore.widgets import ScanExplorer, SwapExplorer, TunerDashboard
 
 
 def _is_jpeg(data: bytes) -> bool:
@@ -180,6 +181,74 @@ def test_scan_reads_a_pcr_dataset_without_reading_it_all(dataset_path: Path) -> 
     ex.level.value = 2
     assert ex.image.value == ds.jpeg_bytes(0, 2)
     assert ds.stats.bytes_read > before  # level 2 pieces fetched on demand
+
+
+# -- TunerDashboard ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tuner(dataset_path: Path) -> TunerDashboard:
+    return TunerDashboard(str(dataset_path), sample=2, worst=2, thumb_side=120, workers=1)
+
+
+def test_tuner_target_slider_recommends_from_the_measured_sample(tuner: TunerDashboard) -> None:
+    curve = quality_curve(tuner.source, sample=2, seed=0, workers=1)
+    for target in (0.9, 0.99, 0.95):
+        tuner.target.value = target
+        assert tuner.last_error is None
+        want = recommend(curve, target, "mean", seed=0)
+        r = tuner.result
+        assert (r.scan, r.value, r.ci) == (want.scan, want.value, want.ci)
+        assert r.bandwidth_saving == pytest.approx(want.bandwidth_saving)
+        assert f"<b>{want.scan}</b>" in tuner.readout.value
+        assert tuner.curve_figure.recommended.data["scan"] == [want.scan]
+        assert tuner.curve_figure.target.location == pytest.approx(target)
+        np.testing.assert_allclose(tuner.curve_figure.source.data["mean"], curve.mean)
+        np.testing.assert_allclose(tuner.curve_figure.source.data["p95"], curve.p95)
+
+
+def test_tuner_gallery_shows_the_worst_images_at_the_level(tuner: TunerDashboard) -> None:
+    tuner.target.value = 0.97
+    r = tuner.result
+    rows = r.curve.per_image.worst(r.scan, 2)
+    assert [row["index"] for row in tuner.worst_images()] == [row["index"] for row in rows]
+    assert rows[0]["value"] <= rows[1]["value"]
+    src = tuner.source
+    for slot, row in enumerate(rows):
+        level = tuner.gallery_level[slot].value
+        assert level == display_jpeg(src.jpeg_bytes(row["index"], r.scan), 120)
+        assert max(jpeg_size(level)) == 120
+        assert tuner.gallery_full[slot].value == display_jpeg(src.jpeg_bytes(row["index"]), 120)
+        assert row["name"] in tuner.gallery_captions[slot].value
+    assert f"scan {r.scan}" in tuner.gallery_title.value
+
+
+def test_tuner_metric_statistic_and_sample(tuner: TunerDashboard) -> None:
+    tuner.metric.value = "psnr"
+    assert (tuner.target.min, tuner.target.max, tuner.target.value) == (20.0, 50.0, 35.0)
+    assert tuner.result.metric == "psnr" and tuner.result.target == 35.0
+    tuner.statistic.value = "p5"
+    p5 = tuner.result
+    tuner.statistic.value = "mean"
+    assert p5.statistic == "p5" and p5.scan >= tuner.result.scan
+    tuner.metric.value = "mssim"
+    assert tuner.target.value == 0.95 and tuner.target.max == 0.999
+    assert tuner.sample.options == (2, 4)
+    tuner.sample.value = 4
+    assert tuner.result.sample_size == 4 and tuner.result.decided  # all images: exact
+    tuner.sample.value = 2
+    assert tuner.last_error is None
+
+
+def test_tuner_rejects_bad_arguments(dataset_path: Path) -> None:
+    with pytest.raises(ValueError, match="metric"):
+        TunerDashboard(str(dataset_path), metric="lpips")
+    with pytest.raises(ValueError, match="statistic"):
+        TunerDashboard(str(dataset_path), statistic="max")
+
+
+def test_tuner_static_picture(tuner: TunerDashboard) -> None:
+    _check_bundle(tuner)
 
 
 # -- SwapExplorer ---------------------------------------------------------------------

@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from .scan_explorer import ScanExplorer
 from .swap_explorer import SwapExplorer
+from .tuner_dashboard import TunerDashboard
 
-__all__ = ["ScanExplorer", "SwapExplorer"]
+__all__ = ["ScanExplorer", "SwapExplorer", "TunerDashboard"]

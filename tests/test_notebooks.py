@@ -1,0 +1,76 @@
+"""Every notebook runs top to bottom in a real kernel, with CI's small parameters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+PATHS = sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+WIDGET_NOTEBOOKS = {"01_progressive_scans", "02_tune_and_audit", "03_swap_simulation"}
+
+
+@pytest.fixture(scope="module")
+def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One sample dataset for all notebooks, built by the first that runs."""
+    return tmp_path_factory.mktemp("nb") / "sample"
+
+
+def test_notebooks_are_found() -> None:
+    names = [p.stem for p in PATHS]
+    assert names == [
+        "01_progressive_scans",
+        "02_tune_and_audit",
+        "03_swap_simulation",
+        "04_read_pcr_for_training",
+    ]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_notebook_is_committed_stripped_and_thin(path: Path) -> None:
+    book = json.loads(path.read_text())
+    cells = book["cells"]
+    assert cells[0]["cell_type"] == "markdown"
+    assert all(
+        not c.get("outputs") and c.get("execution_count") is None
+        for c in cells
+        if c["cell_type"] == "code"
+    )
+    headings = [
+        line
+        for c in cells
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+        if line.startswith("## ")
+    ]
+    assert headings[-1] == "## Try it on your own data"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel inherits this process's environment.
+    monkeypatch.setenv("PCR_QUICK", "1")
+    monkeypatch.setenv("PCR_SAMPLE_DIR", str(sample_dir))
+    for var in ("PCR_OWN_DATA", "PCR_TRACE"):
+        monkeypatch.delenv(var, raising=False)
+    book = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        book,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    client.execute()  # raises CellExecutionError, naming the cell, on any error
+    outputs = [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    # Every widget displayed carries a static picture for renderers without widgets.
+    widget_views = [
+        o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
+    assert all("image/jpeg" in o["data"] for o in widget_views)
+    if path.stem in WIDGET_NOTEBOOKS:
+        assert widget_views, f"{path.name} displayed no widget"
