@@ -138,7 +138,9 @@ def ratio_figure(
         x_axis_label="sparsity (fraction of zeros)",
         y_axis_label="raw bytes / encoded bytes",
     )
-    lines = fig.multi_line("xs", "ys", source=src["lines"], line_color="color", line_width=2)
+    lines = fig.multi_line(
+        "xs", "ys", source=src["lines"], line_color="color", line_width=2, legend_field="codec"
+    )
     fig.scatter(
         "x",
         "y",
@@ -157,6 +159,10 @@ def ratio_figure(
     span = Span(location=0.0, dimension="height", line_color="#444444", line_dash="dotted")
     fig.add_layout(span)
     fig.legend.location = "top_left"
+    fig.legend.ncols = 3
+    fig.legend.label_text_font_size = "8pt"
+    fig.legend.padding = 2
+    fig.legend.spacing = 0
     fig.toolbar.logo = None
     return fig, src, span
 
@@ -205,7 +211,8 @@ def policy_bars_figure(
         )
     )
     fig.x_range.start = 0
-    fig.legend.location = "bottom_right"
+    fig.add_layout(fig.legend[0], "below")
+    fig.legend.orientation = "horizontal"
     fig.toolbar.logo = None
     return fig, src
 
@@ -239,6 +246,7 @@ def timeline_figure(
         x_axis_label="milliseconds from the start of the step",
     )
     fig.hbar(
+        legend_field="kind",
         y="lane",
         left="start",
         right="end",
@@ -256,5 +264,6 @@ def timeline_figure(
             ]
         )
     )
+    fig.add_layout(fig.legend[0], "right")
     fig.toolbar.logo = None
     return fig, src

@@ -144,7 +144,8 @@ class SwapExplorer(Explorer):
         self.shape = w.ToggleButtons(
             options=[("one value", "constant"), ("ramp with depth", "ramp")],
             value="constant",
-            style={"button_width": "120px"},
+            style={"button_width": "130px"},
+            layout=w.Layout(width="auto", flex="0 0 auto"),
         )
         self.tensor_size = w.SelectionSlider(
             options=[(_size_label(n), n) for n in _SIZES],
@@ -160,7 +161,7 @@ class SwapExplorer(Explorer):
             )
             for c in all_codecs
         }
-        self.timeline_policy = w.Dropdown(description="timeline of", options=["vdnn"])
+        self.timeline_policy = w.Dropdown(description="timeline of", options=[], value=None)
         self.readout = w.HTML()
 
         self.ratio_fig, src, self.span = ratio_figure()
@@ -301,9 +302,8 @@ class SwapExplorer(Explorer):
         if list(self.timeline_policy.options) != options:
             keep = self.timeline_policy.value
             cswap = next((p for p in names if p.startswith("cswap")), names[-1])
-            with self.timeline_policy.hold_trait_notifications():
-                self.timeline_policy.options = options
-                self.timeline_policy.value = keep if keep in names else cswap
+            self.timeline_policy.options = options
+            self.timeline_policy.value = keep if keep in names else cswap
         self._update_timeline()
         self.readout.value = html_table(self.readout_rows())
 
@@ -339,7 +339,7 @@ class SwapExplorer(Explorer):
             rows.append(
                 (
                     "least stall",
-                    f"{best.policy}: {best.stall_seconds * 1e3:.2f} ms "
+                    f"{_short(best.policy)}: {best.stall_seconds * 1e3:.2f} ms "
                     f"({saved:.0%} less than vDNN)",
                 )
             )

@@ -129,7 +129,7 @@ class TunerDashboard(Explorer):
         self.statistic = w.ToggleButtons(
             options=[("mean of images", "mean"), ("5th percentile", "p5")],
             value=statistic,
-            style={"button_width": "120px"},
+            style={"button_width": "140px"},
         )
         self.sample = w.SelectionSlider(
             options=sizes,
