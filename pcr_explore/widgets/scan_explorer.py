@@ -176,6 +176,7 @@ class ScanExplorer(Explorer):
         self.figure, self.sources = scan_curve_figure(_METRIC_LABELS[metric])
         self.plot = self._plot(self.figure)
 
+        self._shown: tuple[int, LevelQuality] | None = None  # image index, its quality
         self._dataset_curve: QualityCurve | None = None
         if dataset_sample > 0:
             self._dataset_curve = quality_curve(
@@ -239,6 +240,7 @@ class ScanExplorer(Explorer):
         self._render()
         i = self.index
         q = self.quality(i)
+        self._shown = (i, q)
         nbytes = self.cache.level_bytes(i)
         self.sources["image"].data = {
             "x": nbytes / nbytes[-1],
@@ -249,6 +251,9 @@ class ScanExplorer(Explorer):
         self._render()
 
     def _known_quality(self, i: int) -> LevelQuality | None:
+        """Image *i*'s quality if measured (shown now, or cached), else None."""
+        if self._shown is not None and self._shown[0] == i:
+            return self._shown[1]
         q = self.cache.cached("quality", i)
         return q if isinstance(q, LevelQuality) else None
 
