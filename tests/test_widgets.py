@@ -146,6 +146,15 @@ def test_scan_shrinks_large_images_before_sending(dataset_path: Path) -> None:
     assert not ex.sources["dataset"].data["x"]
 
 
+def test_scan_without_caches_still_shows_quality(dataset_path: Path) -> None:
+    ex = ScanExplorer(str(dataset_path), level=3, dataset_sample=0, cache_size=0, workers=1)
+    q = image_quality(ex.source, 0)
+    ex.level.value = 2
+    assert dict(ex.readout_rows())["MS-SSIM vs full"] == f"{q.mssim[1]:.4f}"
+    assert ex.sources["current"].data["y"] == [pytest.approx(q.mssim[1])]
+    assert len(ex.cache._jpeg) == 0
+
+
 def test_scan_works_on_a_folder_and_on_one_file(photos_256: Path) -> None:
     ex = ScanExplorer(photos_256, dataset_sample=0, workers=1)
     ex.level.value = 3

@@ -7,7 +7,8 @@ change crosses the comm as a single patch.
 
 from __future__ import annotations
 
-from bokeh.models import ColumnDataSource, FactorRange, HoverTool, Range1d, Span
+from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, HoverTool, Range1d
+from bokeh.models.annotations import Span
 from bokeh.plotting import figure
 
 from ._static import PALETTE
@@ -46,7 +47,7 @@ def scan_curve_figure(
         width=width,
         height=height,
         tools=_TOOLS,
-        x_range=Range1d(0, 1.02),
+        x_range=Range1d(start=0, end=1.02),
         title=f"Bytes vs {metric_label}",
         x_axis_label="fraction of the full image's bytes",
         y_axis_label=metric_label,
@@ -133,7 +134,7 @@ def ratio_figure(
         height=height,
         tools=_TOOLS,
         y_axis_type="log",
-        x_range=Range1d(0, 1),
+        x_range=Range1d(start=0, end=1),
         title="Compression ratio vs sparsity",
         x_axis_label="sparsity (fraction of zeros)",
         y_axis_label="raw bytes / encoded bytes",
@@ -161,7 +162,6 @@ def ratio_figure(
     fig.legend.location = "top_left"
     fig.legend.ncols = 3
     fig.legend.label_text_font_size = "8pt"
-    fig.legend.padding = 2
     fig.legend.spacing = 0
     fig.toolbar.logo = None
     return fig, src, span
@@ -181,6 +181,7 @@ def policy_bars_figure(
         height=height,
         tools="save,reset",
         y_range=FactorRange(factors=list(reversed(policies))),
+        x_range=DataRange1d(start=0),
         title="One training step: swap time and stall per policy",
         x_axis_label="milliseconds per step",
     )
@@ -210,7 +211,6 @@ def policy_bars_figure(
             ]
         )
     )
-    fig.x_range.start = 0
     fig.add_layout(fig.legend[0], "below")
     fig.legend.orientation = "horizontal"
     fig.toolbar.logo = None

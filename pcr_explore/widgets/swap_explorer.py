@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import ipywidgets as w
 import numpy as np
+from bokeh.models import FactorRange
+from bokeh.models.annotations import Title
 
 from ..swap import (
     ZFP,
@@ -166,6 +168,7 @@ class SwapExplorer(Explorer):
 
         self.ratio_fig, src, self.span = ratio_figure()
         self.bars_fig, bars = policy_bars_figure(["vdnn"])
+        self._policy_range = cast(FactorRange, self.bars_fig.y_range)
         self.timeline_fig, events = timeline_figure()
         self.sources = {**src, **bars, **events}
         self.ratio_plot = self._plot(self.ratio_fig)
@@ -267,7 +270,9 @@ class SwapExplorer(Explorer):
             "color": [self._color(c) for c in meas for _ in _MEASURED],
         }
         m = min(n, _MEASURE_CAP)
-        self.ratio_fig.title.text = (
+        cast(
+            Title, self.ratio_fig.title
+        ).text = (
             f"Compression ratio vs sparsity: {_size_label(n)} tensor (measured at {_size_label(m)})"
         )
         self._update_step()
@@ -290,8 +295,8 @@ class SwapExplorer(Explorer):
         }
         names = list(self.results)
         labels = [_short(p) for p in names]
-        if list(self.bars_fig.y_range.factors) != labels[::-1]:
-            self.bars_fig.y_range.factors = labels[::-1]
+        if list(self._policy_range.factors) != labels[::-1]:
+            self._policy_range.factors = labels[::-1]
         self.sources["bars"].data = {
             "policy": labels,
             "swap_ms": [r.swap_seconds * 1e3 for r in self.results.values()],
