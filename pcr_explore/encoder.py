@@ -21,10 +21,12 @@ import csv
 import hashlib
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +178,8 @@ def _transcode_task(
         for level, piece in zip(GRAY_LEVELS_IN_COLOR, pieces):
             slots[level - 1] = piece
         pieces = slots
-    image = RecordImage(name, label, pj.width, pj.height, pj.num_components, pieces)
+    crcs = [zlib.crc32(p) for p in pieces]  # here, in parallel, not in the writing process
+    image = RecordImage(name, label, pj.width, pj.height, pj.num_components, pieces, crcs)
     return _Done(index, image, size, r.backend, r.note)
 
 
@@ -440,8 +443,14 @@ def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_D
         for t in tasks:
             yield _transcode_task(*t)
         return
-    window = 4 * workers
-    ctx = get_context("forkserver" if os.name == "posix" else "spawn")
+    window = 8 * workers  # a few MB of results: lets workers run on while a record is written
+    ctx: BaseContext
+    if os.name == "posix":
+        ctx = get_context("forkserver")
+        # workers fork from a server that has imported the transcoder once
+        ctx.set_forkserver_preload(["pcr_explore.encoder"])
+    else:  # pragma: no cover - Windows
+        ctx = get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         pending: list[Future[_Done]] = []
         it = iter(tasks)

@@ -65,6 +65,8 @@ class RecordImage:
 
     ``pieces`` has one entry per scan level; an empty piece is allowed (a
     grayscale image has nothing to add at the chroma-only colour levels).
+    ``crcs`` may carry the pieces' CRC-32s when they were computed already
+    (in an encoder worker, say); they are computed here otherwise.
     """
 
     name: str
@@ -73,6 +75,13 @@ class RecordImage:
     height: int
     components: int
     pieces: Sequence[bytes]
+    crcs: Sequence[int] | None = None
+
+    def piece_crcs(self) -> list[int]:
+        """CRC-32 of each piece."""
+        if self.crcs is not None:
+            return list(self.crcs)
+        return [zlib.crc32(p) for p in self.pieces]
 
 
 @dataclass(frozen=True)
@@ -158,8 +167,9 @@ def _group_table(offsets: np.ndarray, lengths: np.ndarray, crcs: Sequence[int]) 
 def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
     """Lay out a record: the header, then scan group 1..num_scans.
 
-    Returns the chunks to write in order (header first), so a caller can
-    stream them without joining them into one buffer.
+    Returns the chunks to write in order: the header, then every piece of
+    group 1, of group 2, and so on, so a caller streams them without joining
+    them into one buffer.
 
     Raises
     ------
@@ -176,7 +186,7 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
         if len(im.pieces) != num_scans:
             raise ValueError(f"{im.name}: {len(im.pieces)} pieces, expected {num_scans}")
         lengths[i] = [len(p) for p in im.pieces]
-        crcs[i] = [zlib.crc32(p) for p in im.pieces]
+        crcs[i] = im.piece_crcs()
     if lengths.size and lengths.max() > 0xFFFFFFFF:
         raise ValueError("a scan piece is larger than 4 GiB")
     names = [im.name.encode("utf-8") for im in images]
@@ -184,8 +194,13 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
     np.cumsum([len(b) for b in names], out=name_offsets[1:])
     if name_offsets[-1] > 0xFFFFFFFF:
         raise ValueError("source names add up to more than 4 GiB")
-    groups = [b"".join(im.pieces[k] for im in images) for k in range(num_scans)]
-    group_lengths = np.array([len(g) for g in groups], dtype=np.uint64)
+    group_lengths = lengths.sum(axis=0, dtype=np.uint64)
+    group_crcs = []
+    for k in range(num_scans):
+        crc = 0
+        for im in images:
+            crc = zlib.crc32(im.pieces[k], crc)
+        group_crcs.append(crc)
     header_len = (
         _PREAMBLE.size
         + _GROUP.itemsize * num_scans
@@ -199,7 +214,7 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
     head = b"".join(
         [
             _PREAMBLE.pack(MAGIC, VERSION, num_scans, n, header_len),
-            _group_table(offsets, group_lengths, [zlib.crc32(g) for g in groups]),
+            _group_table(offsets, group_lengths, group_crcs),
             np.array([im.label for im in images], dtype="<i4").tobytes(),
             np.array([im.width for im in images], dtype="<u2").tobytes(),
             np.array([im.height for im in images], dtype="<u2").tobytes(),
@@ -213,7 +228,7 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
     head += struct.pack("<I", zlib.crc32(head))
     if len(head) != header_len:  # pragma: no cover - layout bug guard
         raise RuntimeError("record header length mismatch")
-    return [head, *groups]
+    return [head, *(im.pieces[k] for k in range(num_scans) for im in images)]
 
 
 def write_record(

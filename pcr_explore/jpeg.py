@@ -375,15 +375,15 @@ def decode(
         raise ValueError(f"mode must be 'RGB', 'L' or None, got {mode!r}")
     try:
         src = Image.open(io.BytesIO(data))
+        want = mode or ("L" if src.mode == "L" else "RGB")
+        target = None
         if size is not None:
-            tw, th = target_size(src.width, src.height, size)
-            if 2 * tw <= src.width and 2 * th <= src.height:
-                src.draft(src.mode, (tw, th))
-            im = src.convert(mode or ("L" if src.mode == "L" else "RGB"))
-            if im.size != (tw, th):
-                im = im.resize((tw, th), Image.Resampling.BILINEAR)
-        else:
-            im = src.convert(mode or ("L" if src.mode == "L" else "RGB"))
+            target = target_size(src.width, src.height, size)
+            if 2 * target[0] <= src.width and 2 * target[1] <= src.height:
+                src.draft(want, target)  # libjpeg scales (and converts) while decoding
+        im = src if src.mode == want else src.convert(want)
+        if target is not None and im.size != target:
+            im = im.resize(target, Image.Resampling.BILINEAR)
         return np.array(im)  # writable: callers may edit or hand it to torch
     except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
         raise JPEGError(f"{source}: cannot decode JPEG: {exc}") from exc
