@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -434,8 +435,17 @@ def encode_dataset(
     )
 
 
+def _transcode_batch(batch: list[tuple[Any, ...]]) -> list[_Done]:
+    return [_transcode_task(*t) for t in batch]
+
+
+# Tasks go to workers a few at a time: one round trip through the pool per
+# image cost the writing process more CPU than the record writing itself.
+_BATCH = 4
+
+
 def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_Done]:
-    """Run transcode tasks in order, with at most a few per worker in flight."""
+    """Run transcode tasks in order, with a bounded number in flight."""
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
@@ -443,7 +453,7 @@ def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_D
         for t in tasks:
             yield _transcode_task(*t)
         return
-    window = 8 * workers  # a few MB of results: lets workers run on while a record is written
+    window = 4 * workers  # batches in flight: a few MB, lets workers run on during writes
     ctx: BaseContext
     if os.name == "posix":
         ctx = get_context("forkserver")
@@ -451,16 +461,16 @@ def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_D
         ctx.set_forkserver_preload(["pcr_explore.encoder"])
     else:  # pragma: no cover - Windows
         ctx = get_context("spawn")
+    batches = (tasks[i : i + _BATCH] for i in range(0, len(tasks), _BATCH))
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        pending: list[Future[_Done]] = []
-        it = iter(tasks)
-        for t in it:
-            pending.append(pool.submit(_transcode_task, *t))
+        pending: deque[Future[list[_Done]]] = deque()
+        for b in batches:
+            pending.append(pool.submit(_transcode_batch, b))
             if len(pending) >= window:
                 break
         while pending:
-            res = pending.pop(0).result()
-            nxt = next(it, None)
+            done = pending.popleft().result()
+            nxt = next(batches, None)
             if nxt is not None:
-                pending.append(pool.submit(_transcode_task, *nxt))
-            yield res
+                pending.append(pool.submit(_transcode_batch, nxt))
+            yield from done
