@@ -44,6 +44,9 @@ test-fast: install-test
 
 bench: install
 	$(BIN)/python bench/bench_pcr.py
+	$(BIN)/python bench/bench_quality.py
+	$(BIN)/python bench/bench_swap.py
+	$(BIN)/python bench/bench_widgets.py
 
 lint:
 	$(BIN)/ruff check pcr_explore tests bench
