@@ -147,7 +147,7 @@ class TunerDashboard(Explorer):
         self.gallery_title = w.HTML()
         cards = [
             w.VBox(
-                [cap, w.HBox([lvl, full])],
+                [cap, w.HBox([full, lvl])],  # full left, as in the audit report
                 layout=w.Layout(margin="0 12px 8px 0"),
             )
             for cap, lvl, full in zip(self.gallery_captions, self.gallery_level, self.gallery_full)
@@ -210,7 +210,7 @@ class TunerDashboard(Explorer):
         self.curve_figure.update(r.curve, target=r.target, recommended=r.scan)
         self.gallery_title.value = (
             f"<b>The images that suffer most at scan {r.scan}</b> "
-            f"(left: scan {r.scan}, right: full)"
+            f"(left: full, right: scan {r.scan})"
         )
         rows = r.curve.per_image.worst(r.scan, len(self.gallery_level))
         for slot, card in enumerate(self._cards):
@@ -251,8 +251,8 @@ class TunerDashboard(Explorer):
         pairs = []
         for slot, _ in enumerate(self.worst_images()):
             pics = [
-                Image.open(io.BytesIO(self.gallery_level[slot].value)),
                 Image.open(io.BytesIO(self.gallery_full[slot].value)),
+                Image.open(io.BytesIO(self.gallery_level[slot].value)),
             ]
             pairs.append(hstack(pics, gap=2))
         parts = [hstack([chart, text])]
