@@ -100,7 +100,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     log.flush()
                     pytest.fail(f"JupyterLab did not start:\n{(tmp / 'lab.log').read_text()}")
                 time.sleep(0.5)
-        yield f"{base}/lab/tree/{NOTEBOOK}?token={token}"
+        # one workspace per page, reset: a page never restores another's open tabs
+        yield f"{base}/lab/workspaces/{{workspace}}/tree/{{notebook}}?token={token}&reset"
     finally:
         proc.terminate()
         try:
@@ -146,7 +147,7 @@ def test_notebook_01_in_chromium(lab: str) -> None:
         try:
             page.on("console", lambda m: console.append(f"[{m.type}] {m.text}"))
             page.on("pageerror", lambda e: console.append(f"[pageerror] {e}"))
-            page.goto(lab, wait_until="domcontentloaded")
+            page.goto(lab.format(workspace="w01", notebook=NOTEBOOK), wait_until="domcontentloaded")
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
             page.wait_for_function(_KERNEL_IDLE, timeout=90_000)
             page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
@@ -194,6 +195,52 @@ def test_notebook_01_in_chromium(lab: str) -> None:
             assert drawn > 1000, "the Bokeh canvas is blank"
         except BaseException:
             page.screenshot(path=str(ARTIFACTS / "01_failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+            print("--- browser console ---\n" + "\n".join(console))
+
+
+_CANVAS_INK = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }"""
+
+
+@pytest.mark.parametrize("name", ["02_tune_and_audit", "03_swap_simulation"])
+def test_other_notebooks_draw_in_chromium(lab: str, name: str) -> None:
+    """Notebooks 02 and 03 run in the browser without page errors and draw their plots."""
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    console: list[str] = []
+    errors: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1400})
+        try:
+            page.on("console", lambda m: console.append(f"[{m.type}] {m.text}"))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            url = lab.format(workspace=f"w{name[:2]}", notebook=f"notebooks/{name}.ipynb")
+            page.goto(url, wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_function(_KERNEL_IDLE, timeout=90_000)
+            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.wait_for_function(_ALL_CELLS_RAN, timeout=180_000, polling=500)
+            page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
+            canvases = page.locator(".bk-Canvas canvas")
+            canvases.first.wait_for(state="attached", timeout=30_000)
+            page.wait_for_timeout(1000)
+            first = page.locator(".jp-OutputArea-output", has=canvases.first).first
+            first.scroll_into_view_if_needed()
+            first.screenshot(path=str(ARTIFACTS / f"{name}_widget.png"))
+            ink = [canvases.nth(i).evaluate(_CANVAS_INK) for i in range(min(canvases.count(), 4))]
+            assert max(ink) > 1000, f"every Bokeh canvas is blank: {ink}"
+            assert not page.locator(".jp-OutputArea-output[data-mime-type*='error']").count()
+            assert not errors, errors
+        except BaseException:
+            page.screenshot(path=str(ARTIFACTS / f"{name}_failure.png"), full_page=True)
             raise
         finally:
             browser.close()
