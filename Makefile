@@ -33,8 +33,10 @@ system-deps:
 sample: install
 	$(BIN)/pcr-explore sample $(SAMPLE)
 
+# --allow-root only where we run as root (containers, CI machines)
 lab: sample
-	$(BIN)/jupyter lab --notebook-dir=notebooks --port=$(PORT) --no-browser
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) --no-browser \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 test: install-test
 	$(BIN)/python -m pytest
