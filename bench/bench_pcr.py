@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -104,13 +105,18 @@ def jpegtran_loop(files: list[Path], out: Path) -> None:
         )
 
 
-def decode_folder(files: list[Path]) -> int:
-    n = 0
-    for f in files:
-        with Image.open(f) as im:
-            np.asarray(im.convert("RGB"))
-        n += 1
-    return n
+def _decode_file(f: Path) -> None:
+    with Image.open(f) as im:
+        np.asarray(im.convert("RGB"))
+
+
+def decode_folder(files: list[Path], threads: int = 1) -> None:
+    if threads == 1:
+        for f in files:
+            _decode_file(f)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(_decode_file, files))
 
 
 PEAK_SCRIPT = """
@@ -179,17 +185,22 @@ def main() -> None:
         # -- reading ------------------------------------------------------------
         prog_files = sorted((work / "loop").glob("*.jpg"))
 
-        def read(scan: int | None, size: int | None) -> None:
-            for _ in ds.iter(scan=scan, size=size):
+        def read(scan: int | None, size: int | None, workers: int = 1) -> None:
+            for _ in ds.iter(scan=scan, size=size, workers=workers):
                 pass
 
         folder_t, full_t, l1_t, l1s_t = [], [], [], []
+        folder2_t, full2_t, l1s2_t = [], [], []
         for _ in range(args.repeat):
             folder_t.append(best_of(1, lambda: decode_folder(prog_files)))
             full_t.append(best_of(1, lambda: read(None, None)))
             l1_t.append(best_of(1, lambda: read(1, None)))
             l1s_t.append(best_of(1, lambda: read(1, 768 // 8)))
+            folder2_t.append(best_of(1, lambda: decode_folder(prog_files, 2)))
+            full2_t.append(best_of(1, lambda: read(None, None, 2)))
+            l1s2_t.append(best_of(1, lambda: read(1, 768 // 8, 2)))
         t_folder, t_full, t_l1_full, t_l1 = min(folder_t), min(full_t), min(l1_t), min(l1s_t)
+        t_folder2, t_full2, t_l12 = min(folder2_t), min(full2_t), min(l1s2_t)
         per_level = []
         for k in range(1, ds.num_scans + 1):
             ds.stats.reset()
@@ -225,6 +236,9 @@ def main() -> None:
         ("read: PCR full level", n / t_full, "img/s", t_folder / t_full),
         ("read: PCR level 1, full size", n / t_l1_full, "img/s", t_folder / t_l1_full),
         ("read: PCR level 1, 1/8 size (draft)", n / t_l1, "img/s", t_folder / t_l1),
+        ("read, 2 threads: folder (Pillow)", n / t_folder2, "img/s", 1.0),
+        ("read, 2 threads: PCR full level", n / t_full2, "img/s", t_folder2 / t_full2),
+        ("read, 2 threads: PCR level 1, 1/8 size", n / t_l12, "img/s", t_folder2 / t_l12),
     ]
     print(f"\n{n} images from {src}; {os.cpu_count()} CPUs; best of {args.repeat}\n")
     print(f"{'measurement':<46} {'value':>10} {'unit':<6} {'x baseline':>10}")

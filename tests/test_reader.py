@@ -212,3 +212,15 @@ def test_folder_source_matches_a_single_file(tmp_path: Path) -> None:
     assert [len(src.jpeg_bytes(0, k)) for k in range(1, 11)] == sizes.tolist()
     with pytest.raises(FileNotFoundError):
         open_source(tmp_path / "nope")
+
+
+def test_threaded_decoding_keeps_order_and_pixels(dataset_dir: Path) -> None:
+    ds = open_dataset(str(dataset_dir))
+    serial = list(ds.iter(scan=4, size=48))
+    threaded = list(ds.iter(scan=4, size=48, workers=3))
+    assert [lab for _, lab in threaded] == [lab for _, lab in serial]
+    assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(serial, threaded))
+    rgb = [img for img, _ in ds.iter(scan=1, size=16, mode="RGB", workers=2)]
+    assert all(img.ndim == 3 and img.shape[2] == 3 for img in rgb)
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        next(ds.iter(workers=0))

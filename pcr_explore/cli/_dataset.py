@@ -46,6 +46,7 @@ def register(sub: Any) -> None:
     p.add_argument("path", help="dataset folder or URL")
     p.add_argument("--scan", type=int, required=True, help="scan level 1..num_scans")
     p.add_argument("--size", type=int, default=None, help="longer side in pixels")
+    p.add_argument("--workers", type=int, default=1, help="decoding threads (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_read)
 
@@ -116,11 +117,12 @@ def _read(args: argparse.Namespace) -> int:
     ds = open_dataset(args.path)
     ds.stats.reset()
     t0 = time.perf_counter()
-    n = sum(1 for _ in ds.iter(scan=args.scan, size=args.size))
+    n = sum(1 for _ in ds.iter(scan=args.scan, size=args.size, workers=args.workers))
     dt = time.perf_counter() - t0
     out = {
         "scan": args.scan,
         "size": args.size,
+        "workers": args.workers,
         "images": n,
         "bytes_read": ds.stats.bytes_read,
         "requests": ds.stats.requests,
