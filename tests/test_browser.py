@@ -71,13 +71,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = tmp / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    # Serve a copy: JupyterLab autosaves run notebooks, which must not write
+    # outputs into the repository's (stripped) notebooks.
+    served = tmp / "root"
+    shutil.copytree(ROOT / "notebooks", served / "notebooks")
     log = (tmp / "lab.log").open("w")
     # Nothing reaches outside the loopback: no extension manager, no update check.
     args = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.root_dir={ROOT}", "--LabApp.expose_app_in_browser=True",
+        f"--ServerApp.root_dir={served}", "--LabApp.expose_app_in_browser=True",
         f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
         "--LabApp.extension_manager=readonly",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
@@ -86,7 +90,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         args.append("--allow-root")
     proc = subprocess.Popen(
         args,
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
