@@ -81,6 +81,9 @@ def test_scan_level_slider_shows_the_levels_own_bytes(scan: ScanExplorer) -> Non
         assert rows["bytes at this level"] == f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"
         assert rows["MS-SSIM vs full"] == f"{q.mssim[k - 1]:.4f}"
         assert f"{int(nbytes[k - 1]):,}" in scan.readout.value
+        # the byte counter above the picture climbs with the level
+        assert f"scan {k} of" in scan.image_caption.value
+        assert f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,} bytes" in scan.image_caption.value
     assert dict(scan.readout_rows())["PSNR vs full"] == "identical"
     assert scan.reference.layout.display == "none"
 

@@ -293,7 +293,11 @@ class ScanExplorer(Explorer):
             "bytes": [int(nbytes[k - 1])],
         }
         zoom = f", zoom x{self.zoom.value:g}" if self.zoom.value > 1 else ""
-        self.image_caption.value = f"<b>scan {k} of {len(nbytes)}</b>{zoom}"
+        # the byte counter sits right above the picture, in view while sliding
+        self.image_caption.value = (
+            f"<b>scan {k} of {len(nbytes)}</b> &middot; {int(nbytes[k - 1]):,} of "
+            f"{int(nbytes[-1]):,} bytes ({nbytes[k - 1] / nbytes[-1]:.1%}){zoom}"
+        )
         self.reference_caption.value = (
             ""
             if right is None
