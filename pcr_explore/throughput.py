@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .jpeg import Size
 from .reader import PCRDataset
 
-__all__ = ["LevelReading", "ReadingReport", "measure_reading"]
+__all__ = ["LevelReading", "ReadingReport", "read_pass", "measure_reading"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,41 @@ class ReadingReport:
         return f"<table><caption>{cap}</caption><tr>{head}</tr>{body}</table>"
 
 
+def read_pass(
+    dataset: PCRDataset,
+    scan: int | None,
+    size: Size | None = None,
+    *,
+    workers: int = 1,
+    limit: int | None = None,
+) -> LevelReading:
+    """Iterate *dataset* once at level *scan*, timing it and counting bytes read.
+
+    Parameters
+    ----------
+    dataset : PCRDataset
+        An open PCR dataset.
+    scan : int or None
+        Level to read (None: full quality).
+    size : int, (int, int) or None
+        Decode size, as for :meth:`PCRDataset.iter`.
+    workers : int
+        Decoding threads.
+    limit : int, optional
+        Stop after this many images.
+    """
+    level = dataset._check_scan(scan)
+    before = dataset.stats.bytes_read
+    n = 0
+    t0 = time.perf_counter()
+    for _ in dataset.iter(level, size, workers=workers):
+        n += 1
+        if limit is not None and n >= limit:
+            break
+    seconds = time.perf_counter() - t0
+    return LevelReading(level, n, dataset.stats.bytes_read - before, seconds)
+
+
 def measure_reading(
     dataset: PCRDataset,
     scans: Sequence[int] = (1, 2, 5),
@@ -125,6 +160,7 @@ def measure_reading(
     size: Size | None = 224,
     bandwidth: float = 100e6,
     limit: int | None = None,
+    workers: int = 1,
 ) -> ReadingReport:
     """Iterate *dataset* once per level and once in full; bytes and speed of each.
 
@@ -141,6 +177,8 @@ def measure_reading(
         for a busy network file system.
     limit : int, optional
         Stop each pass after this many images.
+    workers : int
+        Decoding threads per pass.
 
     Returns
     -------
@@ -165,15 +203,5 @@ def measure_reading(
     for s in levels:
         if not 1 <= s <= full:
             raise ValueError(f"{dataset.url}: scan level {s} is outside 1..{full}")
-    out = []
-    for scan in [*levels, full]:
-        before = dataset.stats.bytes_read
-        n = 0
-        t0 = time.perf_counter()
-        for _ in dataset.iter(scan, size):
-            n += 1
-            if limit is not None and n >= limit:
-                break
-        seconds = time.perf_counter() - t0
-        out.append(LevelReading(scan, n, dataset.stats.bytes_read - before, seconds))
+    out = [read_pass(dataset, s, size, workers=workers, limit=limit) for s in [*levels, full]]
     return ReadingReport(tuple(out), float(bandwidth), size)

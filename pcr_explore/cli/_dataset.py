@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from ..encoder import DEFAULT_RECORD_SIZE, encode_dataset
 from ..reader import open_dataset
 from ..sample import build_sample
+from ..throughput import read_pass
 
 
 def register(sub: Any) -> None:
@@ -115,27 +115,24 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _read(args: argparse.Namespace) -> int:
     ds = open_dataset(args.path)
-    ds.stats.reset()
-    t0 = time.perf_counter()
-    n = sum(1 for _ in ds.iter(scan=args.scan, size=args.size, workers=args.workers))
-    dt = time.perf_counter() - t0
+    r = read_pass(ds, args.scan, args.size, workers=args.workers)
     out = {
-        "scan": args.scan,
+        "scan": r.scan,
         "size": args.size,
         "workers": args.workers,
-        "images": n,
-        "bytes_read": ds.stats.bytes_read,
+        "images": r.images,
+        "bytes_read": r.bytes_read,
         "requests": ds.stats.requests,
-        "seconds": dt,
-        "images_per_second": n / dt if dt > 0 else None,
+        "seconds": r.seconds,
+        "images_per_second": r.images_per_s if r.seconds > 0 else None,
     }
     if args.json:
         json.dump(out, sys.stdout, indent=1)
         print()
     else:
         print(
-            f"scan {args.scan}: {n} images, {out['bytes_read']:,} bytes in {out['requests']} "
-            f"reads, {dt:.3f} s ({n / dt:.1f} images/s)"
+            f"scan {r.scan}: {r.images} images, {r.bytes_read:,} bytes in {ds.stats.requests} "
+            f"reads, {r.seconds:.3f} s ({r.images_per_s:.1f} images/s)"
         )
     return 0
 
