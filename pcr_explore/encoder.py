@@ -24,16 +24,15 @@ import os
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
-from multiprocessing import get_context
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from ._pool import main_is_importable, worker_pool
 from .errors import DatasetError, PCRError
 from .format import RecordImage, write_record
 from .jpeg import GRAY_LEVELS_IN_COLOR
@@ -449,20 +448,13 @@ def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_D
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    if workers == 1 or len(tasks) <= 1:
+    if workers == 1 or len(tasks) <= 1 or not main_is_importable():
         for t in tasks:
             yield _transcode_task(*t)
         return
     window = 4 * workers  # batches in flight: a few MB, lets workers run on during writes
-    ctx: BaseContext
-    if os.name == "posix":
-        ctx = get_context("forkserver")
-        # workers fork from a server that has imported the transcoder once
-        ctx.set_forkserver_preload(["pcr_explore.encoder"])
-    else:  # pragma: no cover - Windows
-        ctx = get_context("spawn")
     batches = (tasks[i : i + _BATCH] for i in range(0, len(tasks), _BATCH))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with worker_pool(workers, preload=["pcr_explore.encoder"]) as pool:
         pending: deque[Future[list[_Done]]] = deque()
         for b in batches:
             pending.append(pool.submit(_transcode_batch, b))

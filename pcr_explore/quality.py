@@ -46,17 +46,17 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from multiprocessing import get_context
 from typing import Any
 
 import numpy as np
 from PIL import Image
 from threadpoolctl import threadpool_limits
 
+from ._pool import main_is_importable, worker_pool
 from .errors import JPEGError, PCRError
 from .jpeg import split_scans
 from .sources import FolderSource, LevelSource, gray_scans_at, open_source
@@ -795,13 +795,12 @@ def run_jobs(
     )
     out: list[Any] = []
     try:
-        if w == 1:
+        if w == 1 or not main_is_importable():
             for job in jobs:
                 out.append(task(job, *extra))
                 bar.update(1)
             return out
-        ctx = get_context("forkserver" if os.name == "posix" else "spawn")
-        with ProcessPoolExecutor(max_workers=w, mp_context=ctx) as pool:
+        with worker_pool(w, preload=["pcr_explore.quality"]) as pool:
             pending: list[Future[Any]] = []
             window = 4 * w
             it = iter(jobs)
