@@ -9,6 +9,7 @@ its ``swap`` subpackage simulates compressed activation swapping.
 
 from __future__ import annotations
 
+from ._pool import WorkerError
 from .audit import AuditReport, audit
 from .encoder import EncodeSummary, encode_dataset, find_sources
 from .errors import (
@@ -48,6 +49,7 @@ __all__ = [
     "LevelQuality",
     "QualityCurve",
     "TuneResult",
+    "WorkerError",
     "audit",
     "image_quality",
     "level_quality",
