@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, photo
 
 from pcr_explore.encoder import encode_dataset
 from pcr_explore.errors import CorruptRecordError, DatasetError
 from pcr_explore.reader import open_dataset
-from pcr_explore.sources import FolderSource, open_source
+from pcr_explore.sources import open_source
 
 
 @pytest.fixture(scope="module")
@@ -201,17 +200,6 @@ def test_http_prefix_reads(http_root: tuple[str, list[int]], dataset_dir: Path) 
     assert all(np.array_equal(a, b) for a, b in zip(imgs, ref))
     assert ds.jpeg_bytes(3, scan=7) == local.jpeg_bytes(3, scan=7)
     assert isinstance(open_source(url), type(ds))
-
-
-def test_folder_source_matches_a_single_file(tmp_path: Path) -> None:
-    f = tmp_path / "one.jpg"
-    f.write_bytes(jpeg_bytes(photo("coffee", 100)))
-    src = open_source(f)
-    assert isinstance(src, FolderSource) and len(src) == 1 and src.names == ["one.jpg"]
-    sizes = src.level_bytes(0)
-    assert [len(src.jpeg_bytes(0, k)) for k in range(1, 11)] == sizes.tolist()
-    with pytest.raises(FileNotFoundError):
-        open_source(tmp_path / "nope")
 
 
 def test_threaded_decoding_keeps_order_and_pixels(dataset_dir: Path) -> None:

@@ -1,0 +1,45 @@
+"""One interface over datasets, folders and single files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes, photo
+
+from pcr_explore.encoder import encode_dataset
+from pcr_explore.reader import PCRDataset
+from pcr_explore.sources import FolderSource, gray_scans_at, open_source
+
+
+def test_gray_levels_map_onto_colour_levels() -> None:
+    assert [gray_scans_at(k) for k in range(1, 11)] == [1, 2, 2, 2, 3, 4, 5, 5, 5, 6]
+
+
+def test_folder_and_dataset_agree_level_by_level(photo_folder: Path, tmp_path: Path) -> None:
+    encode_dataset(photo_folder, tmp_path / "ds", workers=1, progress=False, shuffle=False)
+    folder, ds = open_source(photo_folder), open_source(tmp_path / "ds")
+    assert isinstance(folder, FolderSource) and isinstance(ds, PCRDataset)
+    assert folder.names == ds.names and folder.classes == ds.classes
+    np.testing.assert_array_equal(folder.labels, ds.labels)
+    for i in range(len(folder)):
+        np.testing.assert_array_equal(folder.level_bytes(i), ds.level_bytes(i))
+        for k in (1, 3, 10):
+            assert folder.jpeg_bytes(i, k) == ds.jpeg_bytes(i, k)
+
+
+def test_single_file_source(tmp_path: Path) -> None:
+    f = tmp_path / "one.jpg"
+    f.write_bytes(jpeg_bytes(photo("coffee", 100)))
+    src = open_source(f)
+    assert isinstance(src, FolderSource) and len(src) == 1 and src.names == ["one.jpg"]
+    sizes = src.level_bytes(0)
+    assert [len(src.jpeg_bytes(0, k)) for k in range(1, 11)] == sizes.tolist()
+    with pytest.raises(ValueError, match="outside 1..10"):
+        src.jpeg_bytes(0, 11)
+    with pytest.raises(FileNotFoundError):
+        open_source(tmp_path / "nope")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(ValueError, match="not an image file"):
+        open_source(tmp_path / "notes.txt")
