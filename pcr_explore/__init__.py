@@ -9,22 +9,24 @@ its ``swap`` subpackage simulates compressed activation swapping.
 
 from __future__ import annotations
 
-from ._pool import WorkerError
+from importlib.metadata import PackageNotFoundError, version
+
 from .audit import AuditReport, audit
 from .encoder import EncodeSummary, encode_dataset, find_sources
 from .errors import (
     CorruptRecordError,
     DatasetError,
+    FewerScalesWarning,
     JPEGError,
     PCRError,
     PCRFormatError,
     ScanScriptError,
     SourceImageError,
+    WorkerError,
 )
 from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
 from .quality import (
     METRICS,
-    FewerScalesWarning,
     LevelQuality,
     QualityCurve,
     image_quality,
@@ -40,7 +42,10 @@ from .sources import FolderSource, LevelSource, open_source
 from .transcode import TranscodeResult, find_jpegtran, transcode
 from .tuner import TuneResult, recommend, tune
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("pcr-explore")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0+unknown"
 
 __all__ = [
     "METRICS",

@@ -18,13 +18,9 @@ from contextlib import contextmanager
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext
 
-from .errors import PCRError
+from .errors import WorkerError
 
-__all__ = ["WorkerError", "main_is_importable", "worker_pool"]
-
-
-class WorkerError(PCRError, RuntimeError):
-    """A worker process died or could not start."""
+__all__ = ["main_is_importable", "worker_pool"]
 
 
 def main_is_importable() -> bool:

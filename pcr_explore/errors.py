@@ -14,6 +14,10 @@ __all__ = [
     "PCRFormatError",
     "CorruptRecordError",
     "DatasetError",
+    "WorkerError",
+    "SwapError",
+    "MissingExtraError",
+    "FewerScalesWarning",
 ]
 
 
@@ -43,3 +47,20 @@ class CorruptRecordError(PCRFormatError):
 
 class DatasetError(PCRError, ValueError):
     """A dataset directory or its manifest is missing or inconsistent."""
+
+
+class WorkerError(PCRError, RuntimeError):
+    """A worker process died or could not start."""
+
+
+class SwapError(PCRError, ValueError):
+    """Bad input to the swap simulation: a tensor, codec, trace, profile or policy."""
+
+
+class MissingExtraError(PCRError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+
+class FewerScalesWarning(UserWarning):
+    """An image too small for 5-scale MS-SSIM (or the 11-pixel window) was measured
+    with fewer scales (or a smaller window)."""

@@ -57,7 +57,7 @@ from PIL import Image
 from threadpoolctl import threadpool_limits
 
 from ._pool import main_is_importable, worker_pool
-from .errors import JPEGError, PCRError
+from .errors import FewerScalesWarning, JPEGError, PCRError
 from .jpeg import split_scans
 from .sources import FolderSource, LevelSource, gray_scans_at, open_source
 from .transcode import transcode
@@ -90,11 +90,6 @@ K2 = 0.03
 PSNR_CAP = 100.0
 
 MetricFn = Callable[[list[np.ndarray], list[np.ndarray]], float]
-
-
-class FewerScalesWarning(UserWarning):
-    """An image too small for 5-scale MS-SSIM (or the 11-pixel window) was measured
-    with fewer scales (or a smaller window)."""
 
 
 # ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ step under vDNN, always-compress, CSWAP-style and oracle policies
 
 from __future__ import annotations
 
-from ._codec_base import MissingExtraError, SwapError
+from ..errors import MissingExtraError, SwapError
 from .codecs import (
     CSR,
     LZ4,

@@ -8,7 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ._codec_base import Codec, Encoded, SizeModel, SwapError, as_tensor
+from ..errors import SwapError
+from ._codec_base import Codec, Encoded, SizeModel, as_tensor
 
 __all__ = ["LZ4", "Zstd", "iid_sample"]
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ..errors import PCRError
+from ..errors import MissingExtraError, SwapError
 
 __all__ = [
     "SwapError",
@@ -25,14 +25,6 @@ __all__ = [
 SizeModel = Literal["exact", "expected", "sampled"]
 
 _ALLOWED_KINDS = "fiu"
-
-
-class SwapError(PCRError, ValueError):
-    """Bad input to the swap simulation: a tensor, codec, trace, profile or policy."""
-
-
-class MissingExtraError(PCRError, ImportError):
-    """An optional dependency is missing; the message names the extra to install."""
 
 
 @dataclass(frozen=True)

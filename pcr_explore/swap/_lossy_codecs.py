@@ -8,7 +8,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ._codec_base import Codec, Encoded, MissingExtraError, SwapError, as_tensor
+from ..errors import MissingExtraError, SwapError
+from ._codec_base import Codec, Encoded, as_tensor
 
 __all__ = ["ZFP", "Binarize", "zfp_available"]
 

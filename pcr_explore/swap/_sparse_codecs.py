@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ._codec_base import Codec, Encoded, SizeModel, SwapError, as_tensor, bit_view, nonzero_mask
+from ..errors import SwapError
+from ._codec_base import Codec, Encoded, SizeModel, as_tensor, bit_view, nonzero_mask
 
 __all__ = ["ZVC", "Bitmap", "CSR", "Delta8", "ZeroRLE"]
 

@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from ._codec_base import SwapError
+from ..errors import SwapError
 from .model import get_profile, profile_names
 from .simulate import default_policies, simulate_many
 from .traces import BUILTIN_MODELS, Trace, builtin_trace

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import MissingExtraError, SwapError
 from ._byte_codecs import LZ4, Zstd
-from ._codec_base import Codec, CodecError, Encoded, MissingExtraError, SwapError, as_tensor
+from ._codec_base import Codec, CodecError, Encoded, as_tensor
 from ._lossy_codecs import ZFP, Binarize, zfp_available
 from ._sparse_codecs import CSR, ZVC, Bitmap, Delta8, ZeroRLE
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SwapError
 from ._byte_codecs import iid_sample
-from ._codec_base import Codec, SwapError
+from ._codec_base import Codec
 from .codecs import get_codec
 
 __all__ = [

@@ -6,7 +6,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ._codec_base import Codec, SwapError
+from ..errors import SwapError
+from ._codec_base import Codec
 from .codecs import get_codec
 from .tensors import synthetic_activations
 

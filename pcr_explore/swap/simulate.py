@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._codec_base import SwapError
+from ..errors import SwapError
 from ._lossy_codecs import ZFP
 from .codecs import get_codec
 from .model import DeviceProfile, KernelCost, fit_kernel_cost, get_profile

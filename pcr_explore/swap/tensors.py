@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ._codec_base import MissingExtraError, SwapError, nonzero_mask
+from ..errors import MissingExtraError, SwapError
+from ._codec_base import nonzero_mask
 from .codecs import get_codec
 from .traces import TensorRecord, Trace
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ._codec_base import SwapError
+from ..errors import SwapError
 
 __all__ = [
     "TensorRecord",
