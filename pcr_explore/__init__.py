@@ -12,7 +12,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .audit import AuditReport, audit
-from .encoder import EncodeSummary, encode_dataset, find_sources
+from .discover import find_sources
+from .encoder import EncodeSummary, encode_dataset
 from .errors import (
     CorruptRecordError,
     DatasetError,

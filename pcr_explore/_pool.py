@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext
+from typing import TypeVar
 
 from .errors import WorkerError
 
-__all__ = ["main_is_importable", "worker_pool"]
+__all__ = ["ordered_map", "main_is_importable", "worker_pool"]
 
 
 def main_is_importable() -> bool:
@@ -52,3 +54,63 @@ def worker_pool(workers: int, preload: Sequence[str] = ()) -> Iterator[ProcessPo
             "that starts workers must keep its code under `if __name__ == '__main__':`, "
             "because each worker imports the main module); workers=1 runs in this process"
         ) from exc
+
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def ordered_map(
+    fn: Callable[[_T], _R], items: Iterable[_T], executor: Executor, window: int
+) -> Iterator[_R]:
+    """Yield ``fn(item)`` for every item, in input order, computed on *executor*.
+
+    At most *window* calls are in flight, so a long input streams through in
+    bounded memory while the executor's workers stay busy. Results are taken
+    from the front of a deque; an exception raised by ``fn`` is raised here,
+    at that item's place in the order.
+
+    Parameters
+    ----------
+    fn : callable
+        Function of one item; must be picklable for a process executor.
+    items : iterable
+        The inputs, consumed lazily.
+    executor : concurrent.futures.Executor
+        A thread or process pool.
+    window : int
+        Most calls submitted and not yet yielded (at least 1).
+
+    Yields
+    ------
+    object
+        ``fn(item)``, in the order of *items*.
+
+    Examples
+    --------
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(2) as ex:
+    ...     list(ordered_map(abs, [-3, 1, -2], ex, window=2))
+    [3, 1, 2]
+    """
+    if window < 1:
+        raise ValueError(f"window must be at least 1, got {window}")
+    it = iter(items)
+    pending: deque[Future[_R]] = deque()
+    for item in it:
+        pending.append(executor.submit(fn, item))
+        if len(pending) >= window:
+            break
+    try:
+        while pending:
+            result = pending.popleft().result()
+            nxt = next(it, _END)
+            if nxt is not _END:
+                pending.append(executor.submit(fn, nxt))  # type: ignore[arg-type]
+            yield result
+    finally:
+        for f in pending:  # a consumer that stops early leaves nothing running
+            f.cancel()
+
+
+_END = object()

@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ._atomic import atomic_write
-from .encoder import find_sources
+from .discover import find_sources
 from .errors import JPEGError, PCRError, ScanScriptError
 from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
 from .manifest import MANIFEST, NUM_LEVELS

@@ -17,7 +17,6 @@ A dataset is a directory of record files plus ``manifest.json``. The encoder:
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -33,17 +32,16 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ._pool import main_is_importable, worker_pool
+from .discover import SourceItem, find_sources
 from .errors import DatasetError, PCRError
 from .format import RecordImage, write_record
 from .jpeg import GRAY_LEVELS_IN_COLOR
 from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, NUM_LEVELS, write_json_atomic
-from .transcode import IMAGE_SUFFIXES, Backend, transcode
+from .transcode import Backend, transcode
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
-    "SourceItem",
     "EncodeSummary",
-    "find_sources",
     "encode_dataset",
 ]
 
@@ -54,14 +52,6 @@ __all__ = [
 DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
 _JOURNAL = ".pcr-journal.jsonl"
 _PLAN = ".pcr-plan.json"
-
-
-@dataclass(frozen=True)
-class SourceItem:
-    """One source image: its path relative to the source folder and its class."""
-
-    name: str
-    label: str | None
 
 
 @dataclass(frozen=True)
@@ -87,68 +77,6 @@ class EncodeSummary:
                 else ""
             )
         )
-
-
-def find_sources(
-    src: str | os.PathLike[str], labels: str | os.PathLike[str] | None = None
-) -> tuple[list[SourceItem], list[str]]:
-    """List the images under *src* (sorted) and their classes.
-
-    Parameters
-    ----------
-    src : path
-        A folder of images, searched recursively.
-    labels : path, optional
-        A CSV with a ``file,label`` header; ``file`` relative to *src*. Images
-        not in the CSV are unlabelled. Without it, the first sub-folder of an
-        image is its class when every image sits in a sub-folder.
-
-    Returns
-    -------
-    items : list of SourceItem
-    classes : list of str
-        Sorted class names; index = integer label.
-
-    Raises
-    ------
-    DatasetError
-        If *src* is not a folder, holds no images, or the CSV is malformed.
-    """
-    root = Path(src)
-    if not root.is_dir():
-        raise DatasetError(f"{root}: not a folder of images")
-    names = sorted(
-        p.relative_to(root).as_posix()
-        for p in root.rglob("*")
-        if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() and not p.name.startswith(".")
-    )
-    if not names:
-        raise DatasetError(f"{root}: no image files ({', '.join(sorted(IMAGE_SUFFIXES))})")
-    if labels is not None:
-        mapping = _read_label_csv(Path(labels))
-        items = [SourceItem(n, mapping.get(n)) for n in names]
-    elif all("/" in n for n in names):
-        items = [SourceItem(n, n.split("/", 1)[0]) for n in names]
-    else:
-        items = [SourceItem(n, None) for n in names]
-    classes = sorted({i.label for i in items if i.label is not None})
-    return items, classes
-
-
-def _read_label_csv(path: Path) -> dict[str, str]:
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames is None or not {"file", "label"} <= set(reader.fieldnames):
-                raise DatasetError(f"{path}: label CSV needs a 'file,label' header line")
-            out: dict[str, str] = {}
-            for line, row in enumerate(reader, start=2):
-                if not row["file"] or row["label"] is None or row["label"] == "":
-                    raise DatasetError(f"{path}: line {line}: empty file or label")
-                out[Path(row["file"]).as_posix()] = row["label"]
-            return out
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read label CSV: {exc.strerror or exc}") from exc
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .encoder import find_sources
+from .discover import find_sources
 from .jpeg import GRAY_LEVELS_IN_COLOR
 from .manifest import MANIFEST, NUM_LEVELS
 from .reader import PCRDataset, open_dataset

@@ -11,7 +11,8 @@ import pytest
 from conftest import jpeg_bytes, needs_jpegtran, photo
 from PIL import Image
 
-from pcr_explore.encoder import encode_dataset, find_sources
+from pcr_explore.discover import find_sources
+from pcr_explore.encoder import encode_dataset
 from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import decode
 from pcr_explore.reader import open_dataset

@@ -1,0 +1,61 @@
+"""The package's one convention for JSON output.
+
+Every ``--json`` output, report and saved result goes through
+:func:`to_json`: numpy scalars and arrays become plain numbers and lists, and
+a non-finite float (NaN, infinity) becomes ``null``, because strict JSON has
+no spelling for them and ``"inf"`` strings break numeric columns in the
+tools that read the file. The field's documentation says what ``null`` means
+there (for PSNR: identical images).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["json_safe", "to_json"]
+
+
+def json_safe(obj: Any) -> Any:
+    """Return *obj* with non-finite floats as ``None`` and numpy values as Python ones.
+
+    Parameters
+    ----------
+    obj : object
+        Nested dicts, lists, tuples, numpy arrays and scalars, numbers, strings.
+
+    Returns
+    -------
+    object
+        The same structure, made of types :func:`json.dumps` accepts strictly.
+
+    Examples
+    --------
+    >>> json_safe({"a": np.float64("inf"), "b": np.arange(2)})
+    {'a': None, 'b': [0, 1]}
+    """
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        return json_safe(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def to_json(obj: Any, *, indent: int | None = 1) -> str:
+    """Serialise *obj* as strict JSON after :func:`json_safe` (no trailing newline).
+
+    Examples
+    --------
+    >>> to_json({"psnr": float("inf")}, indent=None)
+    '{"psnr": null}'
+    """
+    return json.dumps(json_safe(obj), indent=indent, allow_nan=False)
