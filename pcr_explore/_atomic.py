@@ -12,13 +12,23 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """Return the process umask now (read per write: a program may change it).
+
+    Linux reports it in ``/proc/self/status`` without touching it; elsewhere
+    it is set and restored, which is not safe against other threads creating
+    files at that instant, hence the preference.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-_MODE = 0o666 & ~_umask()  # what open() would give a new file
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str | Iterable[bytes]) -> None:
@@ -27,7 +37,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str | Iterable[byte
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), _MODE)  # mkstemp creates 0600
+            os.fchmod(f.fileno(), 0o666 & ~current_umask())  # mkstemp creates 0600
             if isinstance(data, str):
                 f.write(data.encode("utf-8"))
             elif isinstance(data, (bytes, bytearray, memoryview)):

@@ -17,13 +17,9 @@ A dataset is a directory of record files plus ``manifest.json``. The encoder:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import zlib
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +27,9 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._pool import main_is_importable, worker_pool
-from .discover import SourceItem, find_sources
+from ._journal import JOURNAL, PLAN, Journal, plan_digest
+from ._pool import main_is_importable, ordered_map, worker_pool
+from .discover import find_sources
 from .errors import DatasetError, PCRError
 from .format import RecordImage, write_record
 from .jpeg import GRAY_LEVELS_IN_COLOR
@@ -50,8 +47,6 @@ __all__ = [
 # reader holds one record at a time, so memory stays small; and a record holds
 # several hundred ImageNet-sized images to shuffle among.
 DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
-_JOURNAL = ".pcr-journal.jsonl"
-_PLAN = ".pcr-plan.json"
 
 
 @dataclass(frozen=True)
@@ -111,50 +106,10 @@ def _transcode_task(
     return _Done(index, image, size, r.backend, r.note)
 
 
-def _plan_digest(items: list[SourceItem], src: Path, options: dict[str, Any]) -> str:
-    h = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
-    for it in items:
-        st = (src / it.name).stat()
-        h.update(f"{it.name}\0{it.label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
-def _load_journal(out: Path, digest: str) -> list[dict[str, Any]]:
-    """Records finished by an earlier run of the same plan, verified on disk."""
-    plan = out / _PLAN
-    if not plan.exists():
-        return []
-    try:
-        old = json.loads(plan.read_text())
-    except (OSError, ValueError):
-        return []
-    if old.get("digest") != digest:
-        raise DatasetError(
-            f"{out}: holds an interrupted encode of different sources or options; "
-            "remove the folder or pass overwrite=True (--overwrite)"
-        )
-    done: list[dict[str, Any]] = []
-    journal = out / _JOURNAL
-    if not journal.exists():
-        return done
-    for line in journal.read_text().splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            break  # a torn last line: that record is redone
-        rec = out / entry["file"]
-        if not rec.exists() or rec.stat().st_size != entry["bytes_per_scan"][-1]:
-            break
-        if entry["start"] != (done[-1]["end"] if done else 0):
-            break
-        done.append(entry)
-    return done
-
-
 def _clear(out: Path) -> None:
     for p in out.iterdir():
         if p.is_file() and (
-            p.suffix == ".pcr" or p.name in (MANIFEST, _JOURNAL, _PLAN, "skipped.txt")
+            p.suffix == ".pcr" or p.name in (MANIFEST, JOURNAL, PLAN, "skipped.txt")
         ):
             p.unlink()
 
@@ -237,16 +192,14 @@ def encode_dataset(
         "seed": seed,
         "labels": str(labels) if labels else None,
     }
-    digest = _plan_digest(items, src_p, options)
     out_p.mkdir(parents=True, exist_ok=True)
     if overwrite:
         _clear(out_p)
     if (out_p / MANIFEST).exists():
         raise DatasetError(f"{out_p}: already holds a dataset (manifest.json); use overwrite")
-    done = _load_journal(out_p, digest)
-    if not done:
-        (out_p / _JOURNAL).unlink(missing_ok=True)
-        write_json_atomic(out_p / _PLAN, {"digest": digest, "options": options})
+    journal = Journal(out_p, plan_digest(items, src_p, options))
+    done = journal.load()
+    journal.start(options, done)
     start = done[-1]["end"] if done else 0
     class_index = {c: i for i, c in enumerate(classes)}
     tasks = [
@@ -261,105 +214,138 @@ def encode_dataset(
         for pos, j in enumerate(order)
     ][start:]
 
-    records = list(done)
-    skipped = [s for r in done for s in r["skipped"]]
-    notes = [n for r in done for n in r["notes"]]
-    journal = (out_p / _JOURNAL).open("a", encoding="utf-8")
+    writer = _RecordWriter(out_p, journal, done, start, on_record)
     bar = tqdm(total=len(items), initial=start, unit="img", desc="encode", disable=not progress)
     try:
-        batch: list[RecordImage] = []
-        batch_skipped: list[dict[str, str]] = []
-        batch_notes: list[dict[str, str]] = []
-        batch_bytes = 0
-        batch_source = 0
-        batch_start = start
-
-        def flush(end: int) -> None:
-            nonlocal batch, batch_skipped, batch_notes, batch_bytes, batch_source, batch_start
-            entry: dict[str, Any] = {
-                "start": batch_start,
-                "end": end,
-                "skipped": batch_skipped,
-                "notes": batch_notes,
-                "source_bytes": batch_source,
-                "images": len(batch),
-            }
-            idx: int | None = None
-            if batch:
-                idx = sum(1 for r in records if r["images"])
-                fname = f"record-{idx:05d}.pcr"
-                header = write_record(out_p / fname, batch, NUM_LEVELS)
-                entry.update(
-                    file=fname,
-                    header_bytes=header.header_len,
-                    bytes_per_scan=header.cumulative_bytes(),
-                    checksum=f"{header.header_crc:08x}",
-                )
-            else:
-                entry.update(
-                    file=None, header_bytes=0, bytes_per_scan=[0] * NUM_LEVELS, checksum=None
-                )
-            journal.write(json.dumps(entry) + "\n")
-            journal.flush()
-            os.fsync(journal.fileno())
-            if on_record is not None and idx is not None:
-                on_record(idx)
-            records.append(entry)
-            skipped.extend(batch_skipped)
-            notes.extend(batch_notes)
-            batch, batch_skipped, batch_notes = [], [], []
-            batch_bytes = batch_source = 0
-            batch_start = end
-
         for res in _run_tasks(tasks, workers):
             bar.update(1)
-            if res.image is None:
-                if strict:
-                    raise DatasetError(res.error)
-                batch_skipped.append({"file": items[order[res.index]].name, "issue": res.error})
-            else:
-                batch.append(res.image)
-                batch_bytes += sum(len(p) for p in res.image.pieces)
-                batch_source += res.source_bytes
-                if res.note:
-                    batch_notes.append({"file": res.image.name, "note": res.note})
-            if batch_bytes >= record_size:
-                flush(res.index + 1)
-        if batch or batch_skipped or batch_start < len(items):
-            flush(len(items))
+            if res.image is None and strict:
+                raise DatasetError(res.error)
+            writer.add(res, items[order[res.index]].name)
+            if writer.pending_bytes >= record_size:
+                writer.flush(res.index + 1)
+        writer.finish(len(items))
     finally:
         bar.close()
         journal.close()
 
-    kept = [r for r in records if r["images"]]
-    manifest = {
+    manifest = _manifest(writer.entries, classes, src_p, options)
+    write_json_atomic(out_p / MANIFEST, manifest)
+    journal.remove()
+    kept = [r for r in writer.entries if r["images"]]
+    return EncodeSummary(
+        out=str(out_p),
+        images=manifest["images"],
+        records=len(kept),
+        skipped=len(manifest["skipped"]),
+        source_bytes=manifest["source_bytes"],
+        total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
+        resumed_records=len([r for r in done if r["images"]]),
+    )
+
+
+class _RecordWriter:
+    """Collects transcoded images and writes them out one record at a time.
+
+    Each flush writes the record file atomically, then journals it; the
+    journal entry (start/end positions in the shuffled source order, the
+    sources skipped or converted on the way) is what the manifest is built
+    from, for records of this run and of an earlier, interrupted one alike.
+    """
+
+    def __init__(
+        self,
+        out: Path,
+        journal: Journal,
+        resumed: list[dict[str, Any]],
+        start: int,
+        on_record: Callable[[int], None] | None,
+    ) -> None:
+        self.out = out
+        self.journal = journal
+        self.entries = list(resumed)
+        self.on_record = on_record
+        self._records = sum(1 for r in resumed if r["images"])
+        self._start = start
+        self._reset()
+
+    def _reset(self) -> None:
+        self.images: list[RecordImage] = []
+        self.skipped: list[dict[str, str]] = []
+        self.notes: list[dict[str, str]] = []
+        self.pending_bytes = 0
+        self.source_bytes = 0
+
+    def add(self, res: _Done, name: str) -> None:
+        """Add one worker result: an image to store, or a source skipped."""
+        if res.image is None:
+            self.skipped.append({"file": name, "issue": res.error})
+            return
+        self.images.append(res.image)
+        self.pending_bytes += sum(len(p) for p in res.image.pieces)
+        self.source_bytes += res.source_bytes
+        if res.note:
+            self.notes.append({"file": res.image.name, "note": res.note})
+
+    def flush(self, end: int) -> None:
+        """Write what was added as one record covering sources up to *end*."""
+        entry: dict[str, Any] = {
+            "start": self._start,
+            "end": end,
+            "skipped": self.skipped,
+            "notes": self.notes,
+            "source_bytes": self.source_bytes,
+            "images": len(self.images),
+            "file": None,
+            "header_bytes": 0,
+            "bytes_per_scan": [0] * NUM_LEVELS,
+            "checksum": None,
+        }
+        idx: int | None = None
+        if self.images:
+            idx = self._records
+            fname = f"record-{idx:05d}.pcr"
+            header = write_record(self.out / fname, self.images, NUM_LEVELS)
+            entry.update(
+                file=fname,
+                header_bytes=header.header_len,
+                bytes_per_scan=header.cumulative_bytes(),
+                checksum=f"{header.header_crc:08x}",
+            )
+            self._records += 1
+        self.journal.append(entry)
+        if self.on_record is not None and idx is not None:
+            self.on_record(idx)
+        self.entries.append(entry)
+        self._start = end
+        self._reset()
+
+    def finish(self, total: int) -> None:
+        """Flush the last, partial record (kept, never dropped)."""
+        if self.images or self.skipped or self._start < total:
+            self.flush(total)
+
+
+def _manifest(
+    entries: list[dict[str, Any]], classes: list[str], src: Path, options: dict[str, Any]
+) -> dict[str, Any]:
+    kept = [r for r in entries if r["images"]]
+    return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "num_scans": NUM_LEVELS,
         "images": sum(r["images"] for r in kept),
         "classes": classes,
-        "source": str(src_p),
-        "source_bytes": sum(r["source_bytes"] for r in records),
+        "source": str(src),
+        "source_bytes": sum(r["source_bytes"] for r in entries),
         "options": options,
         "records": [
             {k: r[k] for k in ("file", "images", "header_bytes", "bytes_per_scan", "checksum")}
             for r in kept
         ],
-        "skipped": skipped,
-        "conversions": notes,
+        "skipped": [s for r in entries for s in r["skipped"]],
+        "conversions": [n for r in entries for n in r["notes"]],
     }
-    write_json_atomic(out_p / MANIFEST, manifest)
-    (out_p / _JOURNAL).unlink(missing_ok=True)
-    (out_p / _PLAN).unlink(missing_ok=True)
-    return EncodeSummary(
-        out=str(out_p),
-        images=manifest["images"],
-        records=len(kept),
-        skipped=len(skipped),
-        source_bytes=manifest["source_bytes"],
-        total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
-        resumed_records=len([r for r in done if r["images"]]),
-    )
 
 
 def _transcode_batch(batch: list[tuple[Any, ...]]) -> list[_Done]:
@@ -383,14 +369,5 @@ def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_D
     window = 4 * workers  # batches in flight: a few MB, lets workers run on during writes
     batches = (tasks[i : i + _BATCH] for i in range(0, len(tasks), _BATCH))
     with worker_pool(workers, preload=["pcr_explore.encoder"]) as pool:
-        pending: deque[Future[list[_Done]]] = deque()
-        for b in batches:
-            pending.append(pool.submit(_transcode_batch, b))
-            if len(pending) >= window:
-                break
-        while pending:
-            done = pending.popleft().result()
-            nxt = next(batches, None)
-            if nxt is not None:
-                pending.append(pool.submit(_transcode_batch, nxt))
+        for done in ordered_map(_transcode_batch, batches, pool, window):
             yield from done

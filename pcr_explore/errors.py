@@ -62,5 +62,8 @@ class MissingExtraError(PCRError, ImportError):
 
 
 class FewerScalesWarning(UserWarning):
-    """An image too small for 5-scale MS-SSIM (or the 11-pixel window) was measured
-    with fewer scales (or a smaller window)."""
+    """An image too small for 5-scale MS-SSIM was measured with fewer scales.
+
+    Also raised when an image is smaller than the 11-pixel window, which then
+    shrinks to fit.
+    """

@@ -107,10 +107,12 @@ class RecordHeader:
 
     @property
     def num_images(self) -> int:
+        """Images in the record."""
         return len(self.labels)
 
     @property
     def file_size(self) -> int:
+        """Bytes of the whole record file (header and every scan group)."""
         return int(self.header_len + self.group_lengths.sum())
 
     def prefix_length(self, scan: int | None) -> int:

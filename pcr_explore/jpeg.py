@@ -53,6 +53,7 @@ class ScanHeader:
     al: int
 
     def describe(self) -> str:
+        """A short label such as ``"Y AC 1-5 first (Ah=0, Al=1)"``."""
         names = ("Y", "Cb", "Cr", "K")
         comps = ",".join(names[c] if c < len(names) else str(c) for c in self.components)
         kind = "DC" if self.ss == 0 else f"AC {self.ss}-{self.se}"
@@ -133,10 +134,12 @@ class ProgressiveJPEG:
 
     @property
     def num_scans(self) -> int:
+        """Scans in the image."""
         return len(self.scans)
 
     @property
     def progressive(self) -> bool:
+        """Whether the frame is progressive (SOF2, SOF6, SOF10 or SOF14)."""
         return self.sof in (0xC2, 0xC6, 0xCA, 0xCE)
 
     def piece_lengths(self) -> list[int]:

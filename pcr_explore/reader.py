@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._pool import ordered_map
 from .errors import CorruptRecordError, DatasetError
 from .format import RecordHeader, RecordPrefix, parse_header, parse_prefix
 from .jpeg import Size, decode
@@ -36,6 +36,7 @@ class ReadStats:
     metadata_bytes: int = 0
 
     def reset(self) -> None:
+        """Set every counter back to zero."""
         self.bytes_read = self.requests = self.metadata_bytes = 0
 
 
@@ -300,13 +301,7 @@ class PCRDataset:
             yield from map(work, items)
             return
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            pending: deque[Future[tuple[np.ndarray, int]]] = deque()
-            for item in items:
-                pending.append(pool.submit(work, item))
-                if len(pending) >= 2 * workers:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
+            yield from ordered_map(work, items, pool, window=2 * workers)
 
     def verify(self) -> int:
         """Read every record in full and check every checksum; returns images checked."""

@@ -35,14 +35,22 @@ class LevelSource(Protocol):
     def __len__(self) -> int: ...
 
     @property
-    def names(self) -> list[str]: ...
+    def names(self) -> list[str]:
+        """Image names (paths relative to the source), in index order."""
+        ...
 
     @property
-    def labels(self) -> np.ndarray: ...
+    def labels(self) -> np.ndarray:
+        """Integer class label per image (-1: none)."""
+        ...
 
-    def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes: ...
+    def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
+        """Image *i* as a JPEG file at level *scan* (``None``: full)."""
+        ...
 
-    def level_bytes(self, i: int) -> np.ndarray: ...
+    def level_bytes(self, i: int) -> np.ndarray:
+        """Cumulative bytes of image *i* at levels 1..num_scans."""
+        ...
 
 
 def gray_scans_at(level: int) -> int:
@@ -105,10 +113,12 @@ class FolderSource:
 
     @property
     def names(self) -> list[str]:
+        """Image names (paths relative to the folder), sorted."""
         return list(self._names)
 
     @property
     def labels(self) -> np.ndarray:
+        """Integer class label per image (-1: none)."""
         return self._labels.copy()
 
     def path(self, i: int) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -179,3 +180,64 @@ def test_png_sources_and_grayscale_mapping(tmp_path: Path) -> None:
     assert sizes[1] == sizes[2] == sizes[3] and sizes[6] == sizes[7] == sizes[8]
     assert sizes[4] > sizes[3] and sizes[9] > sizes[8]
     assert ds.image(g, scan=3).ndim == 2
+
+
+def _interrupt_after(idx_stop: int):  # type: ignore[no-untyped-def]
+    def stop(idx: int) -> None:
+        if idx == idx_stop:
+            raise KeyboardInterrupt
+
+    return stop
+
+
+def test_resume_after_a_run_of_skipped_sources(
+    photo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Unreadable files sorted last, unshuffled: the run ends with a journal
+    # entry that has no record file ("file": null). Killed before the
+    # manifest is written, a resume must accept that entry.
+    for i in range(3):
+        (photo_copy / "things" / f"zz-broken-{i}.jpg").write_bytes(b"not a jpeg")
+    out = tmp_path / "o"
+    kw: dict[str, Any] = dict(record_size=1, workers=1, progress=False, shuffle=False)
+    ref = encode_dataset(photo_copy, tmp_path / "ref", **kw)
+    assert ref.skipped == 3
+
+    def killed(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr("pcr_explore.encoder.write_json_atomic", killed)
+        with pytest.raises(KeyboardInterrupt):
+            encode_dataset(photo_copy, out, **kw)
+    last = json.loads((out / ".pcr-journal.jsonl").read_text().splitlines()[-1])
+    assert last["file"] is None and len(last["skipped"]) == 3
+    written: list[int] = []
+    summary = encode_dataset(photo_copy, out, on_record=written.append, **kw)
+    assert written == [] and summary.resumed_records == ref.records == 7
+    assert summary.images == ref.images and summary.skipped == 3
+    assert not (out / ".pcr-journal.jsonl").exists() and not (out / ".pcr-plan.json").exists()
+    m = json.loads((out / "manifest.json").read_text())
+    assert [s["file"] for s in m["skipped"]] == [f"things/zz-broken-{i}.jpg" for i in range(3)]
+
+
+@pytest.mark.parametrize("bad_line", ["{}", "[]", '{"start": 0, "end": "x"}', "null"])
+def test_a_damaged_journal_line_redoes_from_there(
+    photo_folder: Path, tmp_path: Path, encoded: Path, bad_line: str
+) -> None:
+    out = tmp_path / "d"
+    with pytest.raises(KeyboardInterrupt):
+        encode_dataset(
+            photo_folder,
+            out,
+            record_size=20_000,
+            workers=1,
+            progress=False,
+            on_record=_interrupt_after(2),
+        )
+    lines = (out / ".pcr-journal.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    (out / ".pcr-journal.jsonl").write_text("\n".join([lines[0], bad_line, lines[2]]) + "\n")
+    summary = encode_dataset(photo_folder, out, record_size=20_000, workers=1, progress=False)
+    assert summary.resumed_records == 1  # only the lines before the damage are trusted
+    assert _tree_digest(out) == _tree_digest(encoded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import tracemalloc
 import zlib
@@ -170,15 +171,12 @@ def test_random_bytes_are_rejected(blob: bytes) -> None:
         parse_header(blob, "random.pcr")
 
 
-def test_written_files_get_ordinary_permissions(tmp_path: Path) -> None:
-    import os
-
-    mask = os.umask(0o022)
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_written_files_get_ordinary_permissions(tmp_path: Path, umask: int, mode: int) -> None:
+    # The umask is set after the package was imported: it must be read per write.
+    old = os.umask(umask)
     try:
-        from pcr_explore import _atomic
-
-        expected = 0o666 & ~_atomic._umask()
         write_record(tmp_path / "p.pcr", _images(np.random.default_rng(0), 2), S)
     finally:
-        os.umask(mask)
-    assert (tmp_path / "p.pcr").stat().st_mode & 0o777 == expected == 0o644
+        os.umask(old)
+    assert (tmp_path / "p.pcr").stat().st_mode & 0o777 == mode
