@@ -23,6 +23,7 @@ from .errors import CorruptRecordError, DatasetError
 from .format import RecordHeader, RecordPrefix, parse_header, parse_prefix
 from .jpeg import Size, decode
 from .manifest import MANIFEST, check_manifest
+from .summary import DatasetSummary
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
 
@@ -100,6 +101,30 @@ class PCRDataset:
         """Bytes a full read at level *scan* transfers (record headers included)."""
         k = self._check_scan(scan)
         return int(self._cum[:, k - 1].sum())
+
+    def summary(self) -> DatasetSummary:
+        """Images, records, classes and bytes per scan level, from the manifest.
+
+        Returns
+        -------
+        DatasetSummary
+            Prints as a table; ``.to_dict()`` is ``pcr-explore inspect --json``.
+
+        Examples
+        --------
+        >>> open_dataset("data/sample/pcr").summary().scans  # doctest: +SKIP
+        10
+        """
+        return DatasetSummary(
+            path=self.url,
+            images=len(self),
+            records=len(self.records),
+            scans=self.num_scans,
+            classes=list(self.classes),
+            bytes_per_scan=self.bytes_per_scan(),
+            source_bytes=self.source_bytes,
+            skipped=len(self.manifest.get("skipped", [])),
+        )
 
     def bytes_per_scan(self) -> list[int]:
         """``bytes_at(k)`` for k = 1..num_scans."""

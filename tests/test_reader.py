@@ -41,6 +41,21 @@ def test_level_read_transfers_header_and_groups_only(dataset_dir: Path) -> None:
     assert ds.stats.bytes_read == cum[1][2]
 
 
+def test_summary_is_the_manifest_in_numbers(dataset_dir: Path) -> None:
+    ds = open_dataset(str(dataset_dir))
+    s = ds.summary()
+    assert (s.images, s.scans, s.classes) == (7, 10, ["animals", "things"])
+    assert s.records == len(list(dataset_dir.glob("*.pcr")))
+    assert s.total_bytes == sum(p.stat().st_size for p in dataset_dir.glob("*.pcr"))
+    assert s.bytes_per_scan == [ds.bytes_at(k) for k in range(1, 11)]
+    assert s.fraction_per_scan[-1] == 1.0 and s.fraction_per_scan[0] < 0.2
+    d = s.to_dict()
+    assert d["total_bytes"] == s.total_bytes and d["fraction_per_scan"] == s.fraction_per_scan
+    lines = str(s).splitlines()
+    assert len(lines) == 12 and lines[-1].split()[:3] == ["10", f"{s.total_bytes:,}", "1.000"]
+    assert s._repr_html_().count("<tr>") == 11
+
+
 def test_iter_yields_labels_and_shuffles_deterministically(dataset_dir: Path) -> None:
     ds = open_dataset(str(dataset_dir))
     plain = [lab for _, lab in ds.iter(scan=1, size=32)]

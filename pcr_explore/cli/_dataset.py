@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
+from .._json import to_json
 from ..encoder import DEFAULT_RECORD_SIZE, encode_dataset
 from ..reader import open_dataset
 from ..sample import build_sample
@@ -14,6 +13,7 @@ from ..throughput import read_pass
 
 
 def register(sub: Any) -> None:
+    """Add the encode, inspect, read and sample sub-commands to *sub*."""
     p = sub.add_parser("encode", help="encode a folder of images into a PCR dataset")
     p.add_argument("src", help="folder of images (class sub-folders give labels)")
     p.add_argument("out", help="output dataset folder")
@@ -77,39 +77,12 @@ def _encode(args: argparse.Namespace) -> int:
     return 0
 
 
-def inspect_summary(path: str) -> dict[str, Any]:
-    """What ``pcr-explore inspect --json`` prints for a dataset."""
-    ds = open_dataset(path)
-    cum = ds.bytes_per_scan()
-    return {
-        "path": path,
-        "images": len(ds),
-        "records": len(ds.records),
-        "scans": ds.num_scans,
-        "classes": ds.classes,
-        "bytes_per_scan": cum,
-        "fraction_per_scan": [c / cum[-1] for c in cum],
-        "total_bytes": cum[-1],
-        "source_bytes": ds.source_bytes,
-        "skipped": len(ds.manifest.get("skipped", [])),
-    }
-
-
 def _inspect(args: argparse.Namespace) -> int:
-    info = inspect_summary(args.path)
+    info = open_dataset(args.path).summary()
     if args.json:
-        json.dump(info, sys.stdout, indent=1)
-        print()
-        return 0
-    print(
-        f"{info['path']}: {info['images']} images, {info['records']} records, "
-        f"{len(info['classes'])} classes, {info['skipped']} skipped at encode"
-    )
-    src = info["source_bytes"]
-    print(f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}")
-    for k, (b, f) in enumerate(zip(info["bytes_per_scan"], info["fraction_per_scan"]), 1):
-        of_src = f"{b / src:10.3f}" if src else f"{'-':>10}"
-        print(f"{k:>4} {b:>14,} {f:8.3f} {of_src}")
+        print(to_json(info.to_dict()))
+    else:
+        print(info)
     return 0
 
 
@@ -127,8 +100,7 @@ def _read(args: argparse.Namespace) -> int:
         "images_per_second": r.images_per_s if r.seconds > 0 else None,
     }
     if args.json:
-        json.dump(out, sys.stdout, indent=1)
-        print()
+        print(to_json(out))
     else:
         print(
             f"scan {r.scan}: {r.images} images, {r.bytes_read:,} bytes in {ds.stats.requests} "
