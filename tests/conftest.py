@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,12 @@ from pcr_explore.transcode import find_jpegtran
 needs_jpegtran = pytest.mark.skipif(
     find_jpegtran() is None, reason="jpegtran not installed (Debian: libjpeg-turbo-progs)"
 )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip tests marked ``jpegtran`` where the command is missing."""
+    if item.get_closest_marker("jpegtran") and find_jpegtran() is None:
+        pytest.skip("jpegtran not installed (Debian: libjpeg-turbo-progs)")
 
 
 def jpeg_bytes(arr: np.ndarray | Image.Image, **save_kw: object) -> bytes:
@@ -35,6 +42,18 @@ def photo(name: str, size: int | None = None) -> np.ndarray:
         im.thumbnail((size, size))
         arr = np.asarray(im)
     return arr
+
+
+@pytest.fixture(scope="session")
+def encode_jpeg() -> Callable[..., bytes]:
+    """``encode_jpeg(array_or_image, **save_kw)``: a baseline JPEG (quality 90 by default)."""
+    return jpeg_bytes
+
+
+@pytest.fixture(scope="session")
+def sk_photo() -> Callable[..., np.ndarray]:
+    """``sk_photo(name, size=None)``: a scikit-image photo, longer side shrunk to *size*."""
+    return photo
 
 
 @pytest.fixture(scope="session")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import jpeg_bytes, photo
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -68,10 +69,12 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path, cli_dataset: Path
     assert r.returncode == 2 and "--scan" in r.stderr
 
 
-def test_encode_strict_and_skip(tmp_path: Path) -> None:
+def test_encode_strict_and_skip(
+    tmp_path: Path, encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
     src = tmp_path / "src"
     src.mkdir()
-    (src / "ok.jpg").write_bytes(jpeg_bytes(photo("coffee", 64)))
+    (src / "ok.jpg").write_bytes(encode_jpeg(sk_photo("coffee", 64)))
     (src / "bad.jpg").write_bytes(b"\x89PNG renamed")
     r = run("encode", str(src), str(tmp_path / "a"), "--quiet", "--workers", "1")
     assert r.returncode == 0 and "1 skipped" in r.stdout

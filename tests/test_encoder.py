@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, needs_jpegtran, photo
 from PIL import Image
 
 from pcr_explore.discover import find_sources
@@ -46,7 +46,7 @@ def test_every_level_of_every_image_round_trips(photo_folder: Path, encoded: Pat
             assert ds.jpeg_bytes(i, scan=k) == want, (name, k)
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_full_level_is_the_source_pixels(photo_folder: Path, encoded: Path) -> None:
     ds = open_dataset(str(encoded))
     for i, name in enumerate(ds.names):
@@ -62,7 +62,12 @@ def test_labels_from_class_folders(encoded: Path) -> None:
         assert ds.classes[label] == name.split("/")[0]
 
 
-def test_labels_from_csv_and_none(photo_folder: Path, tmp_path: Path) -> None:
+def test_labels_from_csv_and_none(
+    photo_folder: Path,
+    tmp_path: Path,
+    encode_jpeg: Callable[..., bytes],
+    sk_photo: Callable[..., np.ndarray],
+) -> None:
     csv = tmp_path / "labels.csv"
     csv.write_text("file,label\nanimals/chelsea.jpg,cat\nthings/rocket.jpg,vehicle\n")
     items, classes = find_sources(photo_folder, csv)
@@ -70,7 +75,7 @@ def test_labels_from_csv_and_none(photo_folder: Path, tmp_path: Path) -> None:
     assert {i.name: i.label for i in items}["things/coins.jpg"] is None
     flat = tmp_path / "flat"
     flat.mkdir()
-    (flat / "a.jpg").write_bytes(jpeg_bytes(photo("coffee", 64)))
+    (flat / "a.jpg").write_bytes(encode_jpeg(sk_photo("coffee", 64)))
     encode_dataset(flat, tmp_path / "o", workers=1, progress=False)
     ds = open_dataset(str(tmp_path / "o"))
     assert ds.classes == [] and ds.labels.tolist() == [-1]
@@ -104,9 +109,14 @@ def test_parallel_output_equals_serial(photo_folder: Path, tmp_path: Path, encod
         assert (tmp_path / "p" / rec["file"]).read_bytes() == (encoded / rec["file"]).read_bytes()
 
 
-def test_bad_sources_are_skipped_and_reported(photo_copy: Path, tmp_path: Path) -> None:
+def test_bad_sources_are_skipped_and_reported(
+    photo_copy: Path,
+    tmp_path: Path,
+    encode_jpeg: Callable[..., bytes],
+    sk_photo: Callable[..., np.ndarray],
+) -> None:
     (photo_copy / "things" / "empty.png").write_bytes(b"")
-    (photo_copy / "things" / "trunc.jpg").write_bytes(jpeg_bytes(photo("coffee", 200))[:2500])
+    (photo_copy / "things" / "trunc.jpg").write_bytes(encode_jpeg(sk_photo("coffee", 200))[:2500])
     before = _tree_digest(photo_copy)
     summary = encode_dataset(photo_copy, tmp_path / "o", workers=2, progress=False)
     assert summary.images == 7 and summary.skipped == 2
@@ -167,11 +177,13 @@ def test_refuses_to_clobber_or_mix(photo_folder: Path, tmp_path: Path, encoded: 
         encode_dataset(tmp_path / "o", tmp_path / "x", progress=False)
 
 
-def test_png_sources_and_grayscale_mapping(tmp_path: Path) -> None:
+def test_png_sources_and_grayscale_mapping(
+    tmp_path: Path, sk_photo: Callable[..., np.ndarray]
+) -> None:
     src = tmp_path / "png"
     src.mkdir()
-    Image.fromarray(photo("camera", 128)).save(src / "gray.png")
-    Image.fromarray(photo("coffee", 128)).save(src / "colour.png")
+    Image.fromarray(sk_photo("camera", 128)).save(src / "gray.png")
+    Image.fromarray(sk_photo("coffee", 128)).save(src / "colour.png")
     encode_dataset(src, tmp_path / "o", quality=85, workers=1, progress=False)
     ds = open_dataset(str(tmp_path / "o"))
     g = ds.names.index("gray.png")

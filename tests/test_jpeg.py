@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, needs_jpegtran, photo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -24,8 +24,8 @@ from pcr_explore.transcode import transcode
 
 
 @pytest.fixture(scope="module")
-def prog_color() -> bytes:
-    return transcode(jpeg_bytes(photo("astronaut", 256)), backend="pillow").jpeg.data
+def prog_color(encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]) -> bytes:
+    return transcode(encode_jpeg(sk_photo("astronaut", 256)), backend="pillow").jpeg.data
 
 
 def test_colour_progressive_has_standard_ten_scans(prog_color: bytes) -> None:
@@ -59,13 +59,15 @@ def test_every_level_decodes_and_error_shrinks(prog_color: bytes) -> None:
     assert errs[0] > errs[1] > errs[4] > errs[5] > errs[-1]
 
 
-def test_grayscale_gives_six_scans() -> None:
-    out = transcode(jpeg_bytes(photo("camera", 128)), backend="pillow").jpeg
+def test_grayscale_gives_six_scans(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    out = transcode(encode_jpeg(sk_photo("camera", 128)), backend="pillow").jpeg
     assert out.num_scans == 6 and out.num_components == 1
     assert out.scans == STANDARD_SCRIPT_GRAY
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_restart_markers_inside_scans_are_skipped(prog_color: bytes) -> None:
     import subprocess
 
@@ -96,16 +98,18 @@ def test_markers_between_scans_stay_with_the_next_piece(prog_color: bytes) -> No
     np.testing.assert_array_equal(decode(pj2.level(5)), decode(pj.level(5)))
 
 
-def test_baseline_jpeg_splits_but_fails_the_script_check() -> None:
-    base = jpeg_bytes(photo("coffee", 96))
+def test_baseline_jpeg_splits_but_fails_the_script_check(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    base = encode_jpeg(sk_photo("coffee", 96))
     pj = split_scans(base)
     assert not pj.progressive and pj.num_scans == 1
     with pytest.raises(ScanScriptError, match="not a progressive JPEG"):
         check_scan_script(pj, source="base.jpg")
 
 
-def test_cmyk_progression_is_rejected() -> None:
-    im = Image.fromarray(photo("coffee", 64)).convert("CMYK")
+def test_cmyk_progression_is_rejected(sk_photo: Callable[..., np.ndarray]) -> None:
+    im = Image.fromarray(sk_photo("coffee", 64)).convert("CMYK")
     buf = io.BytesIO()
     im.save(buf, "JPEG", progressive=True)
     pj = split_scans(buf.getvalue())
@@ -140,8 +144,10 @@ def test_level_out_of_range(prog_color: bytes) -> None:
         pj.level(11)
 
 
-def test_decode_with_size_uses_draft_and_keeps_aspect() -> None:
-    pj = transcode(jpeg_bytes(photo("rocket")), backend="pillow").jpeg  # 640x427
+def test_decode_with_size_uses_draft_and_keeps_aspect(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    pj = transcode(encode_jpeg(sk_photo("rocket")), backend="pillow").jpeg  # 640x427
     small = decode(pj.level(1), size=80)
     assert small.shape == (53, 80, 3)
     exact = decode(pj.level(), size=(64, 32))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, photo
 
 from pcr_explore.encoder import encode_dataset
 from pcr_explore.reader import PCRDataset
@@ -29,9 +29,11 @@ def test_folder_and_dataset_agree_level_by_level(photo_folder: Path, tmp_path: P
             assert folder.jpeg_bytes(i, k) == ds.jpeg_bytes(i, k)
 
 
-def test_single_file_source(tmp_path: Path) -> None:
+def test_single_file_source(
+    tmp_path: Path, encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
     f = tmp_path / "one.jpg"
-    f.write_bytes(jpeg_bytes(photo("coffee", 100)))
+    f.write_bytes(encode_jpeg(sk_photo("coffee", 100)))
     src = open_source(f)
     assert isinstance(src, FolderSource) and len(src) == 1 and src.names == ["one.jpg"]
     sizes = src.level_bytes(0)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, needs_jpegtran, photo
 from PIL import Image, ImageOps
 
 from pcr_explore.errors import SourceImageError
@@ -21,22 +21,28 @@ def _save(im: Image.Image, fmt: str, **kw: object) -> bytes:
     return buf.getvalue()
 
 
-@needs_jpegtran
-def test_jpegtran_is_lossless_and_smaller() -> None:
-    src = jpeg_bytes(photo("astronaut", 320), quality=90)
+@pytest.mark.jpegtran
+def test_jpegtran_is_lossless_and_smaller(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    src = encode_jpeg(sk_photo("astronaut", 320), quality=90)
     r = transcode(src, backend="jpegtran")
     assert r.backend == "jpegtran" and r.lossless and r.jpeg.num_scans == 10
     np.testing.assert_array_equal(decode(r.jpeg.level()), decode(src))
     assert len(r.jpeg.data) < len(src)
 
 
-@needs_jpegtran
-def test_auto_prefers_jpegtran_for_jpeg_sources() -> None:
-    assert transcode(jpeg_bytes(photo("coffee", 96)), backend="auto").backend == "jpegtran"
+@pytest.mark.jpegtran
+def test_auto_prefers_jpegtran_for_jpeg_sources(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    assert transcode(encode_jpeg(sk_photo("coffee", 96)), backend="auto").backend == "jpegtran"
 
 
-def test_pillow_backend_keeps_tables_and_subsampling() -> None:
-    src = jpeg_bytes(photo("coffee", 200), quality=75, subsampling="4:2:2")
+def test_pillow_backend_keeps_tables_and_subsampling(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    src = encode_jpeg(sk_photo("coffee", 200), quality=75, subsampling="4:2:2")
     r = transcode(src, backend="pillow")
     out, ref = Image.open(io.BytesIO(r.jpeg.data)), Image.open(io.BytesIO(src))
     assert out.quantization == ref.quantization  # type: ignore[attr-defined]
@@ -48,8 +54,10 @@ def test_pillow_backend_keeps_tables_and_subsampling() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["PNG", "WEBP", "BMP", "TIFF", "GIF"])
-def test_other_formats_encode_at_the_given_quality(fmt: str) -> None:
-    arr = photo("chelsea", 120)
+def test_other_formats_encode_at_the_given_quality(
+    fmt: str, sk_photo: Callable[..., np.ndarray]
+) -> None:
+    arr = sk_photo("chelsea", 120)
     kw = {"lossless": True} if fmt == "WEBP" else {}
     r = transcode(_save(Image.fromarray(arr), fmt, **kw), quality=95)
     assert r.source_format == fmt and r.backend == "pillow" and r.jpeg.num_scans == 10
@@ -88,24 +96,29 @@ def test_sixteen_bit_png_keeps_the_top_bits() -> None:
     np.testing.assert_allclose(out[8], ramp[8] / 257, atol=4)
 
 
-def test_cmyk_jpeg_is_converted_to_rgb() -> None:
-    cmyk = Image.fromarray(photo("coffee", 96)).convert("CMYK")
+def test_cmyk_jpeg_is_converted_to_rgb(sk_photo: Callable[..., np.ndarray]) -> None:
+    cmyk = Image.fromarray(sk_photo("coffee", 96)).convert("CMYK")
     r = transcode(_save(cmyk, "JPEG", quality=95))
     assert r.source_mode == "CMYK" and r.jpeg.num_components == 3 and r.jpeg.num_scans == 10
     assert "CMYK" in r.note
 
 
-def _oriented(arr: np.ndarray, orientation: int) -> bytes:
+def _oriented(arr: np.ndarray, orientation: int, encode_jpeg: Callable[..., bytes]) -> bytes:
     exif = Image.Exif()
     exif[0x0112] = orientation
-    return jpeg_bytes(arr, exif=exif.tobytes())
+    return encode_jpeg(arr, exif=exif.tobytes())
 
 
 @pytest.mark.parametrize("orientation", [3, 6, 8])
 @pytest.mark.parametrize("backend", ["auto", "pillow"])
-def test_exif_orientation_is_honoured(orientation: int, backend: str) -> None:
-    arr = photo("rocket")[:96, :160]  # block-aligned: jpegtran rotates losslessly
-    src = _oriented(arr, orientation)
+def test_exif_orientation_is_honoured(
+    orientation: int,
+    backend: str,
+    encode_jpeg: Callable[..., bytes],
+    sk_photo: Callable[..., np.ndarray],
+) -> None:
+    arr = sk_photo("rocket")[:96, :160]  # block-aligned: jpegtran rotates losslessly
+    src = _oriented(arr, orientation, encode_jpeg)
     upright = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(src))))
     r = transcode(src, backend=backend)  # type: ignore[arg-type]
     out = decode(r.jpeg.level())
@@ -113,33 +126,39 @@ def test_exif_orientation_is_honoured(orientation: int, backend: str) -> None:
     assert np.abs(out.astype(int) - upright).mean() < 2.5
 
 
-@needs_jpegtran
-def test_unaligned_rotation_falls_back_to_pillow() -> None:
-    src = _oriented(photo("rocket")[:90, :150], 6)
+@pytest.mark.jpegtran
+def test_unaligned_rotation_falls_back_to_pillow(
+    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
+    src = _oriented(sk_photo("rocket")[:90, :150], 6, encode_jpeg)
     r = transcode(src, backend="auto")
     assert r.backend == "pillow" and "not block-aligned" in r.note
     assert decode(r.jpeg.level()).shape == (150, 90, 3)
 
 
-def test_bad_sources_name_the_file(tmp_path: Path) -> None:
+def test_bad_sources_name_the_file(
+    tmp_path: Path, encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
     bad = tmp_path / "broken.jpg"
     bad.write_bytes(b"hello, not an image")
     with pytest.raises(SourceImageError, match=r"broken\.jpg: not a recognised image format"):
         transcode(bad)
     trunc = tmp_path / "trunc.jpg"
-    trunc.write_bytes(jpeg_bytes(photo("coffee", 200))[:3000])
+    trunc.write_bytes(encode_jpeg(sk_photo("coffee", 200))[:3000])
     with pytest.raises((SourceImageError,), match=r"trunc\.jpg"):
         transcode(trunc, backend="pillow")
     with pytest.raises(SourceImageError, match="missing.png: cannot read file"):
         transcode(tmp_path / "missing.png")
 
 
-@needs_jpegtran
-def test_truncated_jpeg_is_rejected_by_jpegtran_too(tmp_path: Path) -> None:
+@pytest.mark.jpegtran
+def test_truncated_jpeg_is_rejected_by_jpegtran_too(
+    tmp_path: Path, encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+) -> None:
     from pcr_explore.errors import JPEGError
 
     trunc = tmp_path / "trunc.jpg"
-    trunc.write_bytes(jpeg_bytes(photo("coffee", 200))[:3000])
+    trunc.write_bytes(encode_jpeg(sk_photo("coffee", 200))[:3000])
     with pytest.raises((SourceImageError, JPEGError), match=r"trunc\.jpg"):
         transcode(trunc, backend="jpegtran")
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import base64
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, photo
 from PIL import Image
 
 from pcr_explore import encode_dataset, open_dataset
@@ -43,13 +43,17 @@ def _check_bundle(widget: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def photos_256(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def photos_256(
+    tmp_path_factory: pytest.TempPathFactory,
+    encode_jpeg: Callable[..., bytes],
+    sk_photo: Callable[..., np.ndarray],
+) -> Path:
     """Photos with a shorter side of at least 170 px: MS-SSIM uses all 5 scales."""
     root = tmp_path_factory.mktemp("photos256")
     for cls, names in {"a": ["astronaut", "chelsea"], "b": ["coffee", "camera"]}.items():
         (root / cls).mkdir()
         for n in names:
-            (root / cls / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 256)))
+            (root / cls / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n, 256)))
     return root
 
 
