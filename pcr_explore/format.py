@@ -278,7 +278,13 @@ def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, i
     return version, num_scans, n, header_len
 
 
-def parse_header(buf: bytes | memoryview, path: str, file_size: int | None = None) -> RecordHeader:
+def parse_header(
+    buf: bytes | memoryview,
+    path: str,
+    file_size: int | None = None,
+    *,
+    expected_len: int | None = None,
+) -> RecordHeader:
     """Parse and verify a record header from the start of a record file.
 
     Parameters
@@ -289,6 +295,9 @@ def parse_header(buf: bytes | memoryview, path: str, file_size: int | None = Non
         Name used in error messages.
     file_size : int, optional
         The record file's size, when known: checked against the header.
+    expected_len : int, optional
+        The header length a manifest recorded for this file: a file whose
+        header declares another length is not the file the manifest means.
 
     Raises
     ------
@@ -299,6 +308,12 @@ def parse_header(buf: bytes | memoryview, path: str, file_size: int | None = Non
     """
     buf = memoryview(buf)
     version, s, n, header_len = _preamble(bytes(buf[: _PREAMBLE.size]), path, file_size)
+    if expected_len is not None and header_len != expected_len:
+        raise CorruptRecordError(
+            f"{path}: header is {header_len} bytes but the manifest says {expected_len}: "
+            "this file does not belong to the manifest (replaced or renamed record, or a "
+            "stale manifest.json)"
+        )
     if len(buf) < header_len:
         raise CorruptRecordError(
             f"{path}: truncated: header needs {header_len} bytes, got {len(buf)}"

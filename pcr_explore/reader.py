@@ -147,8 +147,9 @@ class PCRDataset:
         h = self._headers.get(r)
         if h is None:
             rec = self.records[r]
-            buf = self._read(r, 0, int(rec["header_bytes"]))
-            h = parse_header(buf, self._path(r))
+            n = int(rec["header_bytes"])
+            buf = self._read(r, 0, n)
+            h = parse_header(buf, self._path(r), expected_len=n if len(buf) == n else None)
             self._check_header(r, h)
             self._headers[r] = h
         return h

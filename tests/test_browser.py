@@ -180,7 +180,12 @@ def test_notebook_01_in_chromium(lab: str) -> None:
                 timeout=15_000,
             )
             after = image.evaluate(_IMAGE_DIGEST)
-            page.wait_for_timeout(500)
+            # the readout follows the image in the same update; wait for it, not a fixed time
+            page.wait_for_function(
+                "([el, old]) => el.innerText !== old",
+                arg=[readout.element_handle(), readout_before],
+                timeout=15_000,
+            )
             image.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / "01_after.png"), full_page=True)
             page.locator(".jp-OutputArea-output", has=image).first.screenshot(
@@ -235,7 +240,12 @@ def test_other_notebooks_draw_in_chromium(lab: str, name: str) -> None:
             page.wait_for_function(_KERNEL_IDLE, timeout=60_000)
             canvases = page.locator(".bk-Canvas canvas")
             canvases.first.wait_for(state="attached", timeout=30_000)
-            page.wait_for_timeout(1000)
+            # Bokeh paints after attaching: wait until the first canvas has ink
+            page.wait_for_function(
+                f"c => ({_CANVAS_INK})(c) > 1000",
+                arg=canvases.first.element_handle(),
+                timeout=30_000,
+            )
             first = page.locator(".jp-OutputArea-output", has=canvases.first).first
             first.scroll_into_view_if_needed()
             first.screenshot(path=str(ARTIFACTS / f"{name}_widget.png"))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
+from PIL.JpegImagePlugin import JpegImageFile
 
 from pcr_explore.errors import JPEGError, ScanScriptError
 from pcr_explore.jpeg import (
@@ -145,11 +146,23 @@ def test_level_out_of_range(prog_color: bytes) -> None:
 
 
 def test_decode_with_size_uses_draft_and_keeps_aspect(
-    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+    encode_jpeg: Callable[..., bytes],
+    sk_photo: Callable[..., np.ndarray],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pj = transcode(encode_jpeg(sk_photo("rocket")), backend="pillow").jpeg  # 640x427
+    drafted: list[tuple[int, int]] = []
+    real_draft = JpegImageFile.draft
+
+    def spy(self: JpegImageFile, mode: str | None, size: tuple[int, int] | None) -> object:
+        out = real_draft(self, mode, size)
+        drafted.append(self.size)  # the size libjpeg will decode at
+        return out
+
+    monkeypatch.setattr(JpegImageFile, "draft", spy)
     small = decode(pj.level(1), size=80)
     assert small.shape == (53, 80, 3)
+    assert drafted == [(80, 54)]  # 1/8 scale in the DCT domain: 640x427 -> 80x54
     exact = decode(pj.level(), size=(64, 32))
     assert exact.shape == (32, 64, 3)
     # DCT-domain decode of level 1 agrees with a full decode shrunk afterwards

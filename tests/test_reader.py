@@ -141,8 +141,12 @@ def test_manifest_and_record_mismatch(dataset_dir: Path, tmp_path: Path) -> None
     tmp = a.read_bytes()
     a.write_bytes(b.read_bytes())
     b.write_bytes(tmp)
-    with pytest.raises((CorruptRecordError, DatasetError)):
+    with pytest.raises(
+        CorruptRecordError,
+        match=r"record-00000\.pcr: header is \d+ bytes but the manifest says \d+",
+    ):
         open_dataset(str(bad)).header(0)
+
 
 
 # -- remote reads over a real HTTP server on loopback ------------------------
