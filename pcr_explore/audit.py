@@ -32,7 +32,9 @@ from .discover import find_sources
 from .errors import JPEGError, PCRError, ScanScriptError
 from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
 from .manifest import MANIFEST, NUM_LEVELS
-from .quality import METRICS, MSSSIM_WEIGHTS, WINDOW, QualityCurve, Sampler, run_jobs
+from .metrics import METRICS, MSSSIM_WEIGHTS, WINDOW
+from .quality import QualityCurve, Sampler
+from .quality.runner import run_jobs
 from .reader import PCRDataset, open_dataset
 from .sources import FolderSource, LevelSource, gray_scans_at
 from .transcode import IMAGE_SUFFIXES, transcode
@@ -543,9 +545,7 @@ def audit(
         want = n if sample is None else min(int(sample), n)
         bar = tqdm(total=n + want, desc="audit", disable=not progress)
         jobs = (_FileJob(i, str(root / nm), nm, backend, quality) for i, nm in enumerate(names))
-        infos = run_jobs(
-            jobs, _inspect_file, (), total=n, workers=workers, progress=bar, desc="audit"
-        )
+        infos = run_jobs(_inspect_file, jobs, total=n, workers=workers, progress=bar, desc="audit")
         src = FolderSource(p, backend=backend, quality=quality)
         problems = []
         conversions = [{"file": i.name, "note": i.conversion} for i in infos if i.conversion]

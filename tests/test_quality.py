@@ -325,7 +325,7 @@ def test_quality_curve_custom_metric(folder: Path) -> None:
 
     c = quality_curve(folder, sample=2, metric=mean_abs_error)
     assert c.metric == "mean_abs_error"
-    assert c.mean[-1] == 1.0  # the last level is the image itself: defined as 1
+    assert c.mean[-1] == 0.0  # the last level is the image itself: its own error, 0
     assert np.all(c.per_image.values[:, :-1] < 0)
     assert c.mean[0] < c.mean[4]
 

@@ -1,0 +1,306 @@
+"""Quality of every scan level of one image against its full version."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..errors import JPEGError
+from ..metrics import (
+    METRIC_LABELS,
+    METRICS,
+    MSSSIM_WEIGHTS,
+    MetricFn,
+    SSIMReference,
+    one_blas_thread,
+    psnr_from_mse,
+)
+from ..sources import LevelSource, open_source
+
+__all__ = ["LevelQuality", "custom_level_values", "image_quality", "level_quality"]
+
+
+@dataclass(frozen=True)
+class LevelQuality:
+    """Quality of each scan level of one image against its full version.
+
+    Attributes
+    ----------
+    scans : ndarray of int
+        1..S.
+    bytes : ndarray of int
+        JPEG bytes of the image at each level (cumulative, EOI included).
+    bytes_fraction : ndarray of float
+        ``bytes / bytes[-1]``.
+    mssim, ssim, psnr : ndarray of float
+        Per level; NaN where not computed. The last level is 1.0, 1.0, inf.
+    luminance : bool
+        True when measured on the Y channel only.
+    scales : int
+        MS-SSIM scales used (5 unless the image is small).
+    note : str
+        Why fewer scales (or a smaller window) were used, or "".
+    """
+
+    scans: np.ndarray
+    bytes: np.ndarray
+    bytes_fraction: np.ndarray
+    mssim: np.ndarray
+    ssim: np.ndarray
+    psnr: np.ndarray
+    luminance: bool = False
+    scales: int = len(MSSSIM_WEIGHTS)
+    note: str = ""
+
+    def metric(self, name: str) -> np.ndarray:
+        """Return the per-level values of metric *name* ("mssim", "ssim" or "psnr").
+
+        Raises
+        ------
+        ValueError
+            If *name* is not a built-in metric.
+        """
+        if name not in METRICS:
+            raise ValueError(f"unknown metric {name!r}; choose one of {', '.join(METRICS)}")
+        return getattr(self, name)  # type: ignore[no-any-return]
+
+    @property
+    def num_scans(self) -> int:
+        """Scan levels measured."""
+        return len(self.scans)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{k}</td><td>{b:,}</td><td>{f:.3f}</td><td>{m:.4f}</td>"
+            f"<td>{s:.4f}</td><td>{p:.2f}</td></tr>"
+            for k, b, f, m, s, p in zip(
+                self.scans, self.bytes, self.bytes_fraction, self.mssim, self.ssim, self.psnr
+            )
+        )
+        space = "Y" if self.luminance else "RGB"
+        head = "".join(f"<th>{METRIC_LABELS[m]}</th>" for m in METRICS)
+        return (
+            f"<table><caption>Quality per scan level ({space})</caption><tr><th>scan</th>"
+            f"<th>bytes</th><th>of full</th>{head}</tr>{rows}</table>"
+        )
+
+
+def _decode(data: bytes, luminance: bool, source: str) -> np.ndarray:
+    """Decode JPEG bytes to (H, W) or (H, W, 3) uint8 (Y only when *luminance*)."""
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            if luminance and im.mode != "L":
+                im.draft("L", im.size)  # libjpeg hands over Y, skipping colour conversion
+            out = im.convert("L" if luminance or im.mode == "L" else "RGB")
+            return np.asarray(out)
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise JPEGError(f"{source}: cannot decode JPEG: {exc}") from exc
+
+
+def level_quality(
+    levels: Sequence[bytes],
+    *,
+    luminance: bool = False,
+    metrics: Iterable[str] = METRICS,
+    source: str = "<bytes>",
+) -> LevelQuality:
+    """Measure every level of one image against its last (full) level.
+
+    Each distinct level is decoded once; the full image's statistics are
+    computed once and shared by all levels (:class:`~pcr_explore.metrics.SSIMReference`).
+    Levels with identical bytes (a grayscale image's chroma-only levels) are
+    measured once.
+
+    Parameters
+    ----------
+    levels : sequence of bytes
+        The JPEG bytes of levels 1..S of one image; the last is the full image.
+    luminance : bool
+        Compare the Y channel only (default: RGB, since scans 3, 4, 8 and 9
+        carry only chroma and would look free on luminance alone).
+    metrics : iterable of str
+        Which of "mssim", "ssim", "psnr" to compute; the others are NaN.
+    source : str
+        Name used in error messages.
+
+    Returns
+    -------
+    LevelQuality
+
+    Raises
+    ------
+    JPEGError
+        If a level does not decode, or the levels differ in size.
+    ValueError
+        If *levels* is empty or a metric name is unknown.
+
+    Warns
+    -----
+    FewerScalesWarning
+        If the image is too small for 5-scale MS-SSIM.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image
+    >>> from pcr_explore.transcode import transcode
+    >>> y, x = np.mgrid[0:176, 0:176]
+    >>> img = np.stack([x, y, (x * y) % 256], axis=-1).astype(np.uint8)
+    >>> buf = io.BytesIO()
+    >>> Image.fromarray(img).save(buf, "JPEG", quality=90)
+    >>> pj = transcode(buf.getvalue()).jpeg
+    >>> q = level_quality([pj.level(k) for k in range(1, pj.num_scans + 1)])
+    >>> q.num_scans, float(q.mssim[-1]), float(q.psnr[-1])
+    (10, 1.0, inf)
+    >>> bool(q.mssim[0] < q.mssim[4] < q.mssim[9])
+    True
+    """
+    wanted = tuple(metrics)
+    for m in wanted:
+        if m not in METRICS:
+            raise ValueError(f"unknown metric {m!r}; choose from {', '.join(METRICS)}")
+    if not levels:
+        raise ValueError("level_quality needs the bytes of at least one level")
+    with one_blas_thread():
+        return _level_quality(levels, luminance, wanted, source)
+
+
+def _level_quality(
+    levels: Sequence[bytes], luminance: bool, wanted: tuple[str, ...], source: str
+) -> LevelQuality:
+    s = len(levels)
+    nbytes = np.array([len(b) for b in levels], np.int64)
+    out = {m: np.full(s, np.nan) for m in METRICS}
+    full = _decode(levels[-1], luminance, f"{source} (full)")
+    ref = None
+    if "mssim" in wanted or "ssim" in wanted:
+        ref = SSIMReference(full, scales=len(MSSSIM_WEIGHTS) if "mssim" in wanted else 1)
+    first: dict[bytes, int] = {}
+    for k in range(s):
+        j = first.setdefault(levels[k], k)
+        if j != k:  # same bytes as an earlier level: same quality
+            for m in METRICS:
+                out[m][k] = out[m][j]
+            continue
+        y = full if k == s - 1 else _decode(levels[k], luminance, f"{source} (scan {k + 1})")
+        if y.shape != full.shape:
+            raise JPEGError(
+                f"{source}: scan {k + 1} decodes to {y.shape}, the full image to {full.shape}"
+            )
+        if k == s - 1 or np.array_equal(y, full):
+            for m in wanted:
+                out[m][k] = math.inf if m == "psnr" else 1.0
+            continue
+        if "psnr" in wanted:
+            d = y.astype(np.float32) - full
+            out["psnr"][k] = psnr_from_mse(float(np.mean(d * d, dtype=np.float64)))
+        if ref is not None:
+            sim = ref.compare(y)
+            out["ssim"][k] = sim.ssim if "ssim" in wanted else np.nan
+            out["mssim"][k] = sim.ms_ssim if "mssim" in wanted else np.nan
+    return LevelQuality(
+        scans=np.arange(1, s + 1),
+        bytes=nbytes,
+        bytes_fraction=nbytes / nbytes[-1],
+        mssim=out["mssim"],
+        ssim=out["ssim"],
+        psnr=out["psnr"],
+        luminance=luminance,
+        scales=ref.scales if ref is not None else len(MSSSIM_WEIGHTS),
+        note=ref.note if ref is not None else "",
+    )
+
+
+def custom_level_values(levels: Sequence[bytes], fn: MetricFn, *, source: str) -> np.ndarray:
+    """Score every level of one image with a custom metric, the full level included.
+
+    The full level is scored against itself, so a metric reads exactly its own
+    value there (0 for a negative mean absolute error, 1 for a similarity).
+
+    Parameters
+    ----------
+    levels : sequence of bytes
+        The JPEG bytes of levels 1..S; the last is the full image.
+    fn : callable
+        ``fn(full_images, level_images) -> float``, called with one-element
+        lists of decoded (H, W) or (H, W, 3) uint8 arrays.
+    source : str
+        Name used in error messages.
+
+    Returns
+    -------
+    ndarray of float, (S,)
+
+    Raises
+    ------
+    JPEGError
+        If a level does not decode, or the levels differ in size.
+
+    Examples
+    --------
+    >>> import io
+    >>> from PIL import Image
+    >>> from pcr_explore.transcode import transcode
+    >>> y, x = np.mgrid[0:64, 0:64]
+    >>> buf = io.BytesIO()
+    >>> Image.fromarray(((x * y) % 256).astype(np.uint8)).save(buf, "JPEG", quality=90)
+    >>> pj = transcode(buf.getvalue()).jpeg
+    >>> def neg_mae(full, level):
+    ...     return -float(np.abs(full[0].astype(float) - level[0]).mean())
+    >>> v = custom_level_values([pj.level(k) for k in (1, 2, pj.num_scans)], neg_mae, source="xy")
+    >>> bool(v[0] < v[1] < v[2] == 0.0)
+    True
+    """
+    full = _decode(levels[-1], False, f"{source} (full)")
+    out = np.empty(len(levels))
+    for k, data in enumerate(levels):
+        y = full if k == len(levels) - 1 else _decode(data, False, f"{source} (scan {k + 1})")
+        if y.shape != full.shape:
+            raise JPEGError(
+                f"{source}: scan {k + 1} decodes to {y.shape}, the full to {full.shape}"
+            )
+        out[k] = float(fn([full], [y]))
+    return out
+
+
+def source_levels(src: LevelSource, i: int) -> list[bytes]:
+    """Return the JPEG bytes of levels 1..S of image *i* of *src*."""
+    return [src.jpeg_bytes(i, k) for k in range(1, src.num_scans + 1)]
+
+
+def image_quality(source: LevelSource | str | os.PathLike[str], i: int, **kw: Any) -> LevelQuality:
+    """Measure every level of image *i* of a dataset, folder or file.
+
+    Parameters
+    ----------
+    source : LevelSource or path
+        Anything :func:`~pcr_explore.sources.open_source` accepts.
+    i : int
+        Image index.
+    **kw
+        Passed to :func:`level_quality` (``luminance``, ``metrics``).
+
+    Returns
+    -------
+    LevelQuality
+
+    Raises
+    ------
+    JPEGError
+        If a level of the image does not decode.
+
+    Examples
+    --------
+    >>> q = image_quality("photos/", 0)  # doctest: +SKIP
+    >>> q.bytes_fraction[4], q.mssim[4]  # doctest: +SKIP
+    (0.47, 0.986)
+    """
+    src = open_source(source)
+    return level_quality(source_levels(src, i), source=src.names[i], **kw)
