@@ -16,7 +16,8 @@ from bokeh.models import ColumnDataSource, HoverTool, NumeralTickFormatter, Rang
 from bokeh.models.annotations import LabelSet, Span
 from bokeh.plotting import figure
 
-from .quality import PSNR_CAP, QualityCurve
+from .metrics import PSNR_CAP, metric_label
+from .quality import QualityCurve
 
 __all__ = [
     "CurveFigure",
@@ -27,24 +28,68 @@ __all__ = [
     "recommended_data",
     "bytes_figure",
     "bytes_data",
+    "drawable",
 ]
 
-_METRIC_LABELS = {"mssim": "MS-SSIM", "ssim": "SSIM", "psnr": "PSNR (dB)"}
 _CURVE_COLUMNS = ("scan", "label", "bytes_fraction", "mean", "p5", "p50", "p95")
 
 
-def _display(values: np.ndarray, metric: str) -> np.ndarray:
+def drawable(values: Any, metric: str) -> np.ndarray:
+    """Return metric values as a figure draws them: identical-image PSNR left out.
+
+    A level identical to the full image has infinite PSNR, counted at
+    :data:`~pcr_explore.metrics.PSNR_CAP` in statistics
+    (:func:`~pcr_explore.metrics.capped`). Neither is a point worth drawing:
+    it would squash the rest of the curve. Such PSNR values (``inf`` or at
+    the cap) become NaN, which Bokeh and the static charts leave out; other
+    metrics pass unchanged.
+
+    Parameters
+    ----------
+    values : array_like
+        Per-level values, raw (``inf``) or capped.
+    metric : str
+        The metric's name.
+
+    Returns
+    -------
+    ndarray of float64
+
+    Examples
+    --------
+    >>> drawable([31.5, 100.0, np.inf], "psnr")
+    array([31.5,  nan,  nan])
+    >>> drawable([0.9, 1.0], "mssim")
+    array([0.9, 1. ])
+    """
     v = np.asarray(values, np.float64)
-    if metric == "psnr":  # identical images: no finite PSNR to draw
+    if metric == "psnr":
         v = np.where(v >= PSNR_CAP, np.nan, v)
     return v
 
 
 def curve_data(curve: QualityCurve | None) -> dict[str, Any]:
-    """The per-level columns of a :class:`CurveFigure`'s ``source``.
+    """Return the per-level columns of a :class:`CurveFigure`'s ``source``.
 
     Columns: ``scan``, ``label``, ``bytes_fraction``, ``mean``, ``p5``,
-    ``p50``, ``p95`` (empty when *curve* is None).
+    ``p50``, ``p95`` (empty when *curve* is None); identical-image PSNR is
+    left out (:func:`drawable`).
+
+    Parameters
+    ----------
+    curve : QualityCurve or None
+
+    Returns
+    -------
+    dict of str to array or list
+
+    Examples
+    --------
+    >>> from pcr_explore.quality import QualityCurve
+    >>> c = QualityCurve.from_values(np.array([[0.8, 1.0]]), np.array([[40, 100]]))
+    >>> d = curve_data(c)
+    >>> d["label"], d["bytes_fraction"].tolist(), d["mean"].tolist()
+    (['1', '2'], [0.4, 1.0], [0.8, 1.0])
     """
     if curve is None:
         return {c: (np.zeros(0) if c != "label" else []) for c in _CURVE_COLUMNS}
@@ -53,22 +98,35 @@ def curve_data(curve: QualityCurve | None) -> dict[str, Any]:
         "scan": np.asarray(curve.scans, np.int64),
         "label": [str(int(k)) for k in curve.scans],
         "bytes_fraction": np.asarray(curve.bytes_fraction, np.float64),
-        "mean": _display(curve.mean, m),
-        "p5": _display(curve.p5, m),
-        "p50": _display(curve.p50, m),
-        "p95": _display(curve.p95, m),
+        "mean": drawable(curve.mean, m),
+        "p5": drawable(curve.p5, m),
+        "p50": drawable(curve.p50, m),
+        "p95": drawable(curve.p95, m),
     }
 
 
 def images_data(curve: QualityCurve | None, max_images: int = 64) -> dict[str, Any]:
-    """Columns ``xs``, ``ys``, ``name`` of the faint per-image lines (first *max_images*)."""
+    """Return columns ``xs``, ``ys``, ``name`` of the faint per-image lines.
+
+    Parameters
+    ----------
+    curve : QualityCurve or None
+    max_images : int
+        Lines for at most this many images (the first in sample order).
+
+    Returns
+    -------
+    dict of str to list
+        One entry per image: its bytes fractions, its values (:func:`drawable`)
+        and its name.
+    """
     if curve is None or len(curve.per_image) == 0 or max_images <= 0:
         return {"xs": [], "ys": [], "name": []}
     pi = curve.per_image
     n = min(len(pi), max_images)
     b = pi.bytes[:n].astype(np.float64)
     frac = b / b[:, -1:]
-    vals = _display(pi.values[:n], curve.metric)
+    vals = drawable(pi.values[:n], curve.metric)
     return {
         "xs": [frac[i] for i in range(n)],
         "ys": [vals[i] for i in range(n)],
@@ -77,14 +135,27 @@ def images_data(curve: QualityCurve | None, max_images: int = 64) -> dict[str, A
 
 
 def recommended_data(curve: QualityCurve | None, scan: int | None) -> dict[str, Any]:
-    """Columns of the recommended-level marker: one row, or none when *scan* is None."""
+    """Return the columns of the recommended-level marker.
+
+    Parameters
+    ----------
+    curve : QualityCurve or None
+    scan : int or None
+        The recommended level.
+
+    Returns
+    -------
+    dict of str to list
+        ``scan``, ``bytes_fraction``, ``value``, ``label``: one row, or none
+        when *scan* is None or outside the curve.
+    """
     if curve is None or scan is None or not 1 <= scan <= curve.num_scans:
         return {"scan": [], "bytes_fraction": [], "value": [], "label": []}
     k = scan - 1
     return {
         "scan": [int(scan)],
         "bytes_fraction": [float(curve.bytes_fraction[k])],
-        "value": [float(_display(curve.mean[k : k + 1], curve.metric)[0])],
+        "value": [float(drawable(curve.mean[k : k + 1], curve.metric)[0])],
         "label": [f"scan {scan}"],
     }
 
@@ -106,14 +177,26 @@ class CurveFigure(NamedTuple):
         recommended: int | None = None,
         max_images: int = 64,
     ) -> None:
-        """Show another curve: one ``.data`` assignment per source."""
+        """Show another curve: one ``.data`` assignment per source.
+
+        Parameters
+        ----------
+        curve : QualityCurve or None
+            The curve; None empties the figure.
+        target : float, optional
+            The target rule (hidden when None).
+        recommended : int, optional
+            The recommended level's marker.
+        max_images : int
+            Per-image lines drawn.
+        """
         self.source.data = curve_data(curve)
         self.images.data = images_data(curve, max_images)
         self.recommended.data = recommended_data(curve, recommended)
         self.target.location = target
         self.target.visible = target is not None
         if curve is not None:
-            self.figure.yaxis.axis_label = _METRIC_LABELS.get(curve.metric, curve.metric)
+            self.figure.yaxis.axis_label = metric_label(curve.metric)
 
 
 def quality_figure(
@@ -154,8 +237,14 @@ def quality_figure(
 
     Examples
     --------
-    >>> fig, src, *_ = quality_figure(curve, target=0.95)  # doctest: +SKIP
-    >>> src.data = curve_data(other_curve)  # doctest: +SKIP
+    >>> from pcr_explore.quality import QualityCurve
+    >>> c = QualityCurve.from_values(np.array([[0.8, 0.97, 1.0]]), np.array([[30, 60, 100]]))
+    >>> cf = quality_figure(c, target=0.95, recommended=2)
+    >>> cf.recommended.data["scan"], cf.figure.yaxis[0].axis_label
+    ([2], 'MS-SSIM')
+    >>> cf.update(None)
+    >>> len(cf.source.data["mean"])
+    0
     """
     metric = curve.metric if curve is not None else "mssim"
     fig = figure(
@@ -163,7 +252,7 @@ def quality_figure(
         height=height,
         title=title or "Quality per scan level",
         x_axis_label="bytes read (fraction of the full images)",
-        y_axis_label=_METRIC_LABELS.get(metric, metric),
+        y_axis_label=metric_label(metric),
         tools="pan,wheel_zoom,box_zoom,reset,save",
         toolbar_location="above",
     )
@@ -244,7 +333,22 @@ def quality_figure(
 
 
 def bytes_data(level_bytes: Sequence[int] | np.ndarray) -> dict[str, Any]:
-    """Columns ``scan``, ``bytes``, ``bytes_fraction``, ``label`` for :func:`bytes_figure`."""
+    """Return the columns of :func:`bytes_figure`: scan, bytes, bytes_fraction, label.
+
+    Parameters
+    ----------
+    level_bytes : sequence of int
+        Cumulative bytes at levels 1..S.
+
+    Returns
+    -------
+    dict of str to array or list
+
+    Examples
+    --------
+    >>> bytes_data([10, 20, 40])["label"]
+    ['25%', '50%', '100%']
+    """
     b = np.asarray(level_bytes, np.float64)
     frac = b / b[-1] if len(b) and b[-1] > 0 else np.zeros(len(b))
     return {
@@ -262,7 +366,13 @@ class BytesFigure(NamedTuple):
     source: ColumnDataSource
 
     def update(self, level_bytes: Sequence[int] | np.ndarray) -> None:
-        """Show other byte counts in one ``.data`` assignment."""
+        """Show other byte counts in one ``.data`` assignment.
+
+        Parameters
+        ----------
+        level_bytes : sequence of int
+            Cumulative bytes at levels 1..S.
+        """
         self.source.data = bytes_data(level_bytes)
 
 
@@ -288,6 +398,12 @@ def bytes_figure(
     -------
     BytesFigure
         ``(figure, source)``.
+
+    Examples
+    --------
+    >>> bf = bytes_figure([6, 14, 47, 100])
+    >>> bf.source.data["bytes_fraction"].tolist()
+    [0.06, 0.14, 0.47, 1.0]
     """
     src = ColumnDataSource(bytes_data(level_bytes if level_bytes is not None else []))
     fig = figure(

@@ -11,6 +11,8 @@ import numpy as np
 from PIL import Image
 
 from ..compare import LevelCache, difference_map, encode_jpeg, zoom_crop
+from ..metrics import METRIC_LABELS, METRICS
+from ..plots import drawable
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..sources import LevelSource, open_source
 from ._explorer import Explorer, html_table
@@ -20,13 +22,6 @@ from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 __all__ = ["ScanExplorer"]
 
 Mode = Literal["level", "side", "diff"]
-_METRIC_LABELS = {"mssim": "MS-SSIM", "ssim": "SSIM", "psnr": "PSNR (dB)"}
-
-
-def _finite(values: np.ndarray) -> np.ndarray:
-    """Infinite PSNR (identical images) as NaN, which plots leave out."""
-    v = np.asarray(values, dtype=float)
-    return np.where(np.isfinite(v), v, np.nan)
 
 
 class ScanExplorer(Explorer):
@@ -101,8 +96,8 @@ class ScanExplorer(Explorer):
         workers: int | None = None,
     ) -> None:
         super().__init__()
-        if metric not in _METRIC_LABELS:
-            raise ValueError(f"metric must be one of {sorted(_METRIC_LABELS)}, got {metric!r}")
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
         self.source = open_source(source)
         if len(self.source) == 0:
             raise ValueError(f"{self.source!r} holds no images")
@@ -173,7 +168,7 @@ class ScanExplorer(Explorer):
         self.image_caption = w.HTML()
         self.reference_caption = w.HTML()
         self.readout = w.HTML()
-        self.figure, self.sources = scan_curve_figure(_METRIC_LABELS[metric])
+        self.figure, self.sources = scan_curve_figure(METRIC_LABELS[metric])
         self.plot = self._plot(self.figure)
 
         self._shown: tuple[int, LevelQuality] | None = None  # image index, its quality
@@ -189,9 +184,9 @@ class ScanExplorer(Explorer):
             c = self._dataset_curve
             self.sources["dataset"].data = {
                 "x": np.asarray(c.bytes_fraction, float),
-                "mean": _finite(c.mean),
-                "lo": _finite(c.p5),
-                "hi": _finite(c.p95),
+                "mean": drawable(c.mean, metric),
+                "lo": drawable(c.p5, metric),
+                "hi": drawable(c.p95, metric),
             }
 
         self.view = w.VBox(
@@ -222,11 +217,21 @@ class ScanExplorer(Explorer):
 
     @property
     def index(self) -> int:
-        """The image shown."""
+        """Index of the image shown."""
         return int(self.picker.value)
 
     def quality(self, i: int | None = None) -> LevelQuality:
-        """Quality of every level of image *i* (default: the one shown), cached."""
+        """Return the quality of every level of image *i* (default: the one shown), cached.
+
+        Parameters
+        ----------
+        i : int, optional
+            Image index.
+
+        Returns
+        -------
+        LevelQuality
+        """
         i = self.index if i is None else i
         return self.cache.per_image("quality", i, lambda: image_quality(self.source, i))
 
@@ -244,7 +249,7 @@ class ScanExplorer(Explorer):
         nbytes = self.cache.level_bytes(i)
         self.sources["image"].data = {
             "x": nbytes / nbytes[-1],
-            "y": _finite(q.metric(self.metric)),
+            "y": drawable(q.metric(self.metric), self.metric),
             "scan": np.arange(1, len(nbytes) + 1),
             "bytes": nbytes,
         }
@@ -285,7 +290,11 @@ class ScanExplorer(Explorer):
             self.reference.layout.display = None
         nbytes = self.cache.level_bytes(i)
         q = self._known_quality(i)
-        y = float("nan") if q is None else float(_finite(q.metric(self.metric))[k - 1])
+        y = (
+            float("nan")
+            if q is None
+            else float(drawable(q.metric(self.metric), self.metric)[k - 1])
+        )
         self.sources["current"].data = {
             "x": [float(nbytes[k - 1] / nbytes[-1])],
             "y": [y],
@@ -308,7 +317,7 @@ class ScanExplorer(Explorer):
         self.readout.value = html_table(self.readout_rows())
 
     def readout_rows(self) -> list[tuple[str, str]]:
-        """The readouts as (label, value) pairs, for the level shown."""
+        """Return the readouts for the level shown, as (label, value) pairs."""
         i, k = self.index, int(self.level.value)
         nbytes = self.cache.level_bytes(i)
         rows = [
@@ -331,7 +340,13 @@ class ScanExplorer(Explorer):
     # -- static picture ----------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The level shown (and its companion picture), the curve and the readouts."""
+        """Draw the level shown (and its companion picture), the curve and the readouts.
+
+        Returns
+        -------
+        bytes
+            A JPEG, for places where widgets cannot run.
+        """
         shown = [self.image.value]
         if self.reference.layout.display != "none" and self.reference.value:
             shown.append(self.reference.value)
@@ -351,9 +366,9 @@ class ScanExplorer(Explorer):
             series,
             band=band,
             highlight=(cur["x"][0], cur["y"][0]),
-            title=f"Bytes vs {_METRIC_LABELS[self.metric]}",
+            title=f"Bytes vs {METRIC_LABELS[self.metric]}",
             xlabel="fraction of the full image's bytes",
-            ylabel=_METRIC_LABELS[self.metric],
+            ylabel=METRIC_LABELS[self.metric],
         )
         text = text_panel([f"{k}: {v}" for k, v in self.readout_rows()], 360)
         return to_jpeg(vstack([top, hstack([chart, text])]))

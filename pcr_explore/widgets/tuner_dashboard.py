@@ -9,11 +9,13 @@ import os
 from typing import Any
 
 import ipywidgets as w
+import numpy as np
 from PIL import Image
 
 from ..compare import LevelCache
-from ..plots import quality_figure
-from ..quality import PSNR_CAP, QualityCurve, quality_curve
+from ..metrics import METRIC_LABELS
+from ..plots import drawable, quality_figure
+from ..quality import QualityCurve, quality_curve
 from ..sources import LevelSource, open_source
 from ..tuner import STATISTICS, TuneResult, recommend
 from ._explorer import Explorer
@@ -27,7 +29,6 @@ _TARGETS = {
     "ssim": (0.70, 0.999, 0.001, 0.90),
     "psnr": (20.0, 50.0, 0.5, 35.0),
 }
-_METRIC_LABELS = {"mssim": "MS-SSIM", "ssim": "SSIM", "psnr": "PSNR (dB)"}
 
 
 class TunerDashboard(Explorer):
@@ -111,7 +112,7 @@ class TunerDashboard(Explorer):
         sizes = sorted({min(n, s) for s in (8, 16, 32, 64, 128, 256, 512)} | {min(n, sample)})
 
         self.metric = w.Dropdown(
-            options=[(label, m) for m, label in _METRIC_LABELS.items()],
+            options=[(label, m) for m, label in METRIC_LABELS.items()],
             value=metric,
             description="metric",
             layout=w.Layout(width="200px"),
@@ -179,7 +180,7 @@ class TunerDashboard(Explorer):
         return quality_curve(self.source, sample=sample, seed=self.seed, workers=self.workers)
 
     def curve(self) -> QualityCurve:
-        """The sample's quality curve for the chosen metric (measured once per size)."""
+        """Return the sample's quality curve for the chosen metric (measured once per size)."""
         base = self._curves(int(self.sample.value))
         m = self.metric.value
         return base if base.metric == m else base.with_metric(m)
@@ -222,30 +223,36 @@ class TunerDashboard(Explorer):
             self.gallery_level[slot].value = self.thumbs.display(row["index"], r.scan)
             self.gallery_full[slot].value = self.thumbs.display(row["index"], None)
             self.gallery_captions[slot].value = (
-                f"{html.escape(str(row['name']))}: {_METRIC_LABELS[r.metric]} "
+                f"{html.escape(str(row['name']))}: {METRIC_LABELS[r.metric]} "
                 f"{row['value']:.4f}, {row['bytes_fraction']:.0%} of its bytes"
             )
 
     def worst_images(self) -> list[dict[str, Any]]:
-        """The gallery's rows: index, name, label, bytes, bytes_fraction, value."""
+        """Return the gallery's rows: index, name, label, bytes, bytes_fraction, value."""
         return self.result.curve.per_image.worst(self.result.scan, len(self.gallery_level))
 
     # -- static picture ----------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The curve, the recommendation and the gallery, drawn with Pillow."""
+        """Draw the curve, the recommendation and the gallery with Pillow.
+
+        Returns
+        -------
+        bytes
+            A JPEG, for places where widgets cannot run.
+        """
         r = self.result
         c = r.curve
         # The full level's capped PSNR (identical images) would flatten the chart.
-        keep = c.statistic(r.statistic) < PSNR_CAP
+        keep = ~np.isnan(drawable(c.statistic(r.statistic), r.metric))
         x = c.bytes_fraction[keep]
         chart = line_chart(
             [(r.statistic, x, c.statistic(r.statistic)[keep])],
             band=(x, c.p5[keep], c.p95[keep]),
             highlight=(r.bytes_fraction, r.value),
-            title=f"{_METRIC_LABELS[r.metric]} per scan level, sample of {r.sample_size}",
+            title=f"{METRIC_LABELS[r.metric]} per scan level, sample of {r.sample_size}",
             xlabel="fraction of the full bytes",
-            ylabel=_METRIC_LABELS[r.metric],
+            ylabel=METRIC_LABELS[r.metric],
         )
         text = text_panel(r.summary().split("; "), 520)
         pairs = []
