@@ -4,6 +4,10 @@ Records are the unit of work: each DataLoader worker (and each distributed
 rank) reads whole records, so every read stays one sequential prefix read.
 Needs the ``[torch]`` extra; this module is not imported by ``pcr_explore``
 itself, so the package stays light without PyTorch.
+
+The scan level and the epoch live in a small shared-memory tensor, so
+``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
+epochs (``persistent_workers=True``) without rebuilding them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import MissingExtraError
 from .jpeg import Size, decode
 from .reader import PCRDataset, open_dataset
 
@@ -68,16 +73,53 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         world_size: int,
     ) -> None:
         probe = open_dataset(url)
-        probe._check_scan(scan)
-        self.url, self.scan, self.size, self.mode = url, scan, size, mode
+        self._probe = probe
+        self.url, self.size, self.mode = url, size, mode
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.rank, self.world_size = rank, world_size
         self.num_records, self.total = len(probe.records), len(probe)
-        self.epoch = 0
+        self.num_scans = probe.num_scans
+        # [epoch, scan]: pickled to workers as a handle to the same memory.
+        self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
+        self.set_scan(scan)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_probe", None)  # workers open their own handle
+        return state
+
+    @property
+    def epoch(self) -> int:
+        """The epoch whose shuffle order the next iteration uses."""
+        return int(self._shared[0])
+
+    @property
+    def scan(self) -> int:
+        """The scan level the next iteration reads."""
+        return int(self._shared[1])
 
     def set_epoch(self, epoch: int) -> None:
-        """Reshuffle for epoch *epoch* (same order on every worker and rank)."""
-        self.epoch = int(epoch)
+        """Reshuffle for epoch *epoch* (same order on every worker and rank).
+
+        Persistent DataLoader workers see the new epoch at their next
+        iteration.
+        """
+        self._shared[0] = int(epoch)
+
+    def set_scan(self, scan: int | None) -> None:
+        """Read level *scan* (None: full quality) from the next iteration on.
+
+        Takes effect in persistent DataLoader workers too: call it between
+        epochs, before ``iter(loader)``. Workers already running an epoch
+        finish it at the level they started with.
+
+        Raises
+        ------
+        ValueError
+            If *scan* is outside ``1..num_scans``.
+        """
+        probe = getattr(self, "_probe", None) or open_dataset(self.url)
+        self._shared[1] = probe._check_scan(scan)
 
     def __len__(self) -> int:
         return self.total
@@ -86,12 +128,13 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         info = get_worker_info()
         wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
         shard, nshards = self.rank * nworkers + wid, self.world_size * nworkers
-        epoch_seed = self.seed + self.epoch if self.shuffle else None
+        epoch, scan = (int(v) for v in self._shared.tolist())  # once: fixed for this pass
+        epoch_seed = self.seed + epoch if self.shuffle else None
         rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
         ds = open_dataset(self.url)
         fn = self.transform or _to_chw_tensor
         for r in record_shard(self.num_records, shard, nshards, epoch_seed):
-            prefix = ds.read_record(r, self.scan)
+            prefix = ds.read_record(r, scan)
             n = prefix.header.num_images
             for j in rng.permutation(n) if self.shuffle else range(n):
                 data = prefix.jpeg_bytes(int(j))
@@ -118,7 +161,8 @@ def torch_dataset(
     source : str or PCRDataset
         Dataset path or URL (each DataLoader worker opens its own handle).
     scan : int, optional
-        Scan level (None: full quality).
+        Scan level (None: full quality); change it between epochs with
+        ``set_scan``, which persistent DataLoader workers follow.
     size : int or (int, int), optional
         Output size, as for :meth:`PCRDataset.image`.
     shuffle : bool
@@ -135,9 +179,13 @@ def torch_dataset(
     rank, world_size : int
         Distributed sharding: rank *r* reads every *world_size*-th record.
 
+    Returns
+    -------
+    PCRIterableDataset
+
     Raises
     ------
-    ImportError
+    MissingExtraError
         If PyTorch is not installed (``pip install pcr-explore[torch]``).
 
     Examples
@@ -145,8 +193,18 @@ def torch_dataset(
     >>> from torch.utils.data import DataLoader  # doctest: +SKIP
     >>> loader = DataLoader(torch_dataset("data/sample/pcr", scan=3, size=(224, 224)),
     ...                     batch_size=8, num_workers=2)  # doctest: +SKIP
+
+    Switch the level between epochs without restarting the workers:
+
+    >>> ds = torch_dataset("data/sample/pcr", scan=1, size=(64, 64))  # doctest: +SKIP
+    >>> loader = DataLoader(ds, batch_size=8, num_workers=2,
+    ...                     persistent_workers=True)  # doctest: +SKIP
+    >>> for epoch in range(4):  # doctest: +SKIP
+    ...     ds.set_scan(1 if epoch < 2 else 5)
+    ...     for images, labels in loader:
+    ...         pass
     """
     if torch is None:
-        raise ImportError("torch_dataset needs PyTorch: pip install pcr-explore[torch]")
+        raise MissingExtraError("torch_dataset needs PyTorch: pip install pcr-explore[torch]")
     url = source.url if isinstance(source, PCRDataset) else str(source)
     return PCRIterableDataset(url, scan, size, shuffle, seed, transform, mode, rank, world_size)

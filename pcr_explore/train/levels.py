@@ -1,0 +1,236 @@
+"""Train one model per scan level, under identical conditions, and measure each.
+
+Every run starts from the same weights (seeded) and sees the training images
+in the same order with the same flips; only the level the training images
+are read at differs. Validation images are read once, at full quality.
+Each epoch re-reads the training set through the reader, so the bytes
+storage serves are counted (and, with a bandwidth limit, paid for) every
+epoch, as they would be without a local cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from ..errors import DatasetError
+from ..reader import PCRDataset, open_dataset
+from ._torch import require_torch
+from .gradient import tune_by_gradient
+from .loop import evaluate, read_level, train_epoch
+from .model import build_model
+from .result import EpochStats, LevelRun, TrainResult
+from .throttle import parse_bandwidth, throttled
+
+__all__ = ["train_at_levels"]
+
+Scans = Sequence[int] | Literal["auto"]
+
+
+def _open(ds: PCRDataset | str | os.PathLike[str]) -> PCRDataset:
+    return ds if isinstance(ds, PCRDataset) else open_dataset(str(ds))
+
+
+def _plan(scans: Scans, num_scans: int) -> list[int | str]:
+    if isinstance(scans, str):
+        if scans != "auto":
+            raise ValueError(f"scans must be a sequence of levels or 'auto', got {scans!r}")
+        return ["auto"]
+    plan: list[int | str] = []
+    for k in scans:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= num_scans:
+            raise ValueError(f"scan levels must be ints in 1..{num_scans}, got {k!r}")
+        if k not in plan:
+            plan.append(k)
+    if not plan:
+        raise ValueError("scans is empty")
+    return plan
+
+
+def _check_labels(train: PCRDataset, val: PCRDataset) -> int:
+    if train.classes != val.classes:
+        raise DatasetError(
+            f"{train.url} and {val.url} have different classes: {train.classes} vs {val.classes}"
+        )
+    if len(train.classes) < 2:
+        raise DatasetError(f"{train.url}: need at least 2 classes, found {train.classes}")
+    for ds in (train, val):
+        if len(ds) == 0 or (ds.labels < 0).any():
+            raise DatasetError(f"{ds.url}: every image needs a label (class sub-folders)")
+    return len(train.classes)
+
+
+def train_at_levels(
+    train: PCRDataset | str | os.PathLike[str],
+    val: PCRDataset | str | os.PathLike[str],
+    scans: Scans = (1, 2, 5, 10),
+    *,
+    size: int = 64,
+    epochs: int = 10,
+    model: str | Callable[[int], Any] = "small-cnn",
+    batch_size: int = 32,
+    lr: float = 2e-3,
+    seed: int = 0,
+    bandwidth: float | str | None = None,
+    progress: bool = True,
+    workers: int = 2,
+    retune_every: int = 2,
+    auto_scans: Sequence[int] = (1, 2, 5, 10),
+    threshold: float = 0.8,
+    tune_batches: int = 10,
+    on_epoch: Callable[[LevelRun], None] | None = None,
+) -> TrainResult:
+    """Train a fresh model on *train* read at each level; evaluate on *val* each epoch.
+
+    Parameters
+    ----------
+    train, val : PCRDataset or path
+        Labelled PCR datasets with the same classes. *val* is always read at
+        full quality.
+    scans : sequence of int or "auto"
+        Levels to train at, one run each. ``"auto"``: a single run whose
+        level :func:`~pcr_explore.train.tune_by_gradient` chooses before
+        epoch 1 and every *retune_every* epochs after.
+    size : int
+        Side of the square training images, in pixels.
+    epochs : int
+        Epochs per run.
+    model : "small-cnn" or callable
+        A name, or a factory ``f(num_classes) -> torch.nn.Module`` called
+        once per run after seeding.
+    batch_size : int
+        Images per optimiser step.
+    lr : float
+        Adam's learning rate, decayed to zero over the run by a cosine.
+    seed : int
+        Seeds the weights, the epoch order and the flips.
+    bandwidth : float, str or None
+        Storage bandwidth to hold training reads to (bytes/s or a string such
+        as ``"50MB/s"``; see :func:`~pcr_explore.train.throttled`). None: the
+        machine's own speed.
+    progress : bool
+        Show a progress bar.
+    workers : int
+        Decoding threads.
+    retune_every, auto_scans, threshold, tune_batches
+        The ``"auto"`` schedule: epochs between tunings, levels compared,
+        similarity threshold, batches per tuning.
+    on_epoch : callable, optional
+        Called with the run so far after every epoch (a live plot's hook).
+
+    Returns
+    -------
+    TrainResult
+
+    Raises
+    ------
+    MissingExtraError
+        If PyTorch is not installed (``pip install pcr-explore[torch]``).
+    DatasetError
+        If the datasets are unlabelled or their classes differ.
+    ValueError
+        If a level, *size*, *epochs* or *bandwidth* is out of range.
+
+    Examples
+    --------
+    >>> r = train_at_levels("flowers/train.pcr", "flowers/val.pcr", (1, 2, 5, 10),
+    ...                     size=64, epochs=8)  # doctest: +SKIP
+    >>> r.speedup(0.95)  # doctest: +SKIP
+    """
+    torch = require_torch("train_at_levels")
+    if size < 8 or epochs < 1 or batch_size < 1 or retune_every < 1:
+        raise ValueError(
+            f"need size >= 8, epochs, batch_size and retune_every >= 1; got size={size}, "
+            f"epochs={epochs}, batch_size={batch_size}, retune_every={retune_every}"
+        )
+    bw = None if bandwidth is None else parse_bandwidth(bandwidth)
+    train_ds, val_ds = _open(train), _open(val)
+    num_classes = _check_labels(train_ds, val_ds)
+    full = train_ds.num_scans
+    plan = _plan(scans, full)
+    reader = throttled(train_ds, bw) if bw is not None else open_dataset(train_ds.url)
+    val_level = read_level(val_ds, None, size, workers=workers)
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(plan) * epochs, desc="train", unit="epoch", disable=not progress)
+    runs: list[LevelRun] = []
+    models: dict[str, Any] = {}
+    try:
+        for target in plan:
+            torch.manual_seed(seed)
+            net = build_model(model, num_classes)
+            opt = torch.optim.Adam(net.parameters(), lr=lr)
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+            gen = torch.Generator().manual_seed(seed)
+            scan = full if target == "auto" else int(target)
+            run = LevelRun(target, ())
+            for epoch in range(1, epochs + 1):
+                tune_s, tune_bytes = 0.0, 0
+                if target == "auto" and (epoch - 1) % retune_every == 0:
+                    tuned = tune_by_gradient(
+                        net,
+                        reader,
+                        auto_scans,
+                        batches=tune_batches,
+                        batch_size=batch_size,
+                        threshold=threshold,
+                        size=size,
+                        seed=seed + epoch,
+                        workers=workers,
+                    )
+                    scan, tune_s, tune_bytes = tuned.scan, tuned.seconds, tuned.bytes_read
+                level = read_level(reader, scan, size, workers=workers)
+                t0 = _now()
+                loss = train_epoch(
+                    net, opt, level.images, level.labels, batch_size=batch_size, generator=gen
+                )
+                compute = _now() - t0
+                sched.step()
+                t0 = _now()
+                acc = evaluate(net, val_level.images, val_level.labels)
+                stats = EpochStats(
+                    epoch=epoch,
+                    scan=scan,
+                    train_loss=loss,
+                    val_accuracy=acc,
+                    bytes_read=level.bytes_read + tune_bytes,
+                    load_seconds=level.seconds,
+                    compute_seconds=compute,
+                    eval_seconds=_now() - t0,
+                    tune_seconds=tune_s,
+                )
+                del level
+                run = LevelRun(target, (*run.epochs, stats))
+                bar.set_postfix_str(f"{run.label}: acc {acc:.3f}")
+                bar.update()
+                if on_epoch is not None:
+                    on_epoch(run)
+            runs.append(run)
+            models[run.label] = net
+    finally:
+        bar.close()
+    name = model if isinstance(model, str) else getattr(model, "__name__", type(model).__name__)
+    return TrainResult(
+        levels=tuple(runs),
+        size=size,
+        model=name,
+        seed=seed,
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        bandwidth=bw,
+        num_scans=full,
+        level_bytes={k: train_ds.bytes_at(k) for k in sorted({*range(1, full + 1)})},
+        train_images=len(train_ds),
+        val_images=len(val_ds),
+        classes=tuple(train_ds.classes),
+        models=models,
+    )
+
+
+def _now() -> float:
+    import time
+
+    return time.perf_counter()

@@ -1,0 +1,159 @@
+"""Slow storage, modelled honestly: reads that take as long as their bytes need.
+
+:func:`throttled` wraps a PCR dataset's file system so that every read of *n*
+bytes completes no sooner than ``n / bandwidth`` seconds after the link is
+free. Reads queue on one link, as they would on a network file system or a
+disk shared by the loader's threads, so the time spent loading an epoch
+follows the bytes the level reads.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import Any
+
+from ..reader import PCRDataset, open_dataset
+
+__all__ = ["ThrottledFileSystem", "parse_bandwidth", "throttled"]
+
+_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
+_BANDWIDTH = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]i?)?b?(?:/s)?\s*$", re.I)
+
+
+def parse_bandwidth(text: str | float | int) -> float:
+    """Bytes per second from a number or a string such as ``"50MB/s"``.
+
+    Parameters
+    ----------
+    text : str or float
+        A positive number of bytes per second, or a string with an optional
+        decimal (``k``, ``M``, ``G``) or binary (``Ki``, ``Mi``, ``Gi``) prefix
+        and an optional ``B`` and ``/s``.
+
+    Returns
+    -------
+    float
+        Bytes per second.
+
+    Raises
+    ------
+    ValueError
+        If the text is not a positive bandwidth.
+
+    Examples
+    --------
+    >>> parse_bandwidth("50MB/s")
+    50000000.0
+    >>> parse_bandwidth("1.5GiB/s") == 1.5 * 2**30
+    True
+    """
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _BANDWIDTH.match(text)
+        if m is None:
+            raise ValueError(f"not a bandwidth: {text!r} (examples: 50MB/s, 2e7, 1GiB/s)")
+        value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
+    if not value > 0:
+        raise ValueError(f"bandwidth must be positive, got {text!r}")
+    return value
+
+
+class ThrottledFileSystem:
+    """An fsspec file system whose reads are held to *bandwidth* bytes per second.
+
+    Every other attribute is the wrapped file system's.
+
+    Parameters
+    ----------
+    fs : fsspec.AbstractFileSystem
+        The file system to wrap.
+    bandwidth : float
+        Bytes per second of the modelled link.
+    latency : float
+        Seconds added to every request (default 0).
+
+    Attributes
+    ----------
+    waited : float
+        Seconds spent sleeping so far.
+    """
+
+    def __init__(self, fs: Any, bandwidth: float, latency: float = 0.0) -> None:
+        self.fs = fs
+        self.bandwidth = parse_bandwidth(bandwidth)
+        self.latency = float(latency)
+        self.waited = 0.0
+        self._free_at = 0.0
+        self._lock = threading.Lock()
+
+    def _hold(self, nbytes: int) -> None:
+        """Sleep until a transfer of *nbytes* queued now would be complete."""
+        with self._lock:
+            now = time.perf_counter()
+            start = max(now, self._free_at)
+            self._free_at = start + self.latency + nbytes / self.bandwidth
+            done = self._free_at
+        delay = done - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+            self.waited += delay
+
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Read bytes *start*..*end* of *path*, taking as long as the link needs.
+
+        Parameters
+        ----------
+        path : str
+            File path.
+        start, end : int, optional
+            Byte range (None: from the start, to the end).
+
+        Returns
+        -------
+        bytes
+        """
+        data = self.fs.cat_file(path, start=start, end=end)
+        self._hold(len(data))
+        return bytes(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fs, name)
+
+
+def throttled(
+    dataset: PCRDataset | str, bandwidth: float | str, *, latency: float = 0.0
+) -> PCRDataset:
+    """A new handle on *dataset* whose record reads run at *bandwidth*.
+
+    Parameters
+    ----------
+    dataset : PCRDataset or str
+        An open dataset or its path/URL.
+    bandwidth : float or str
+        Bytes per second, or a string such as ``"50MB/s"``.
+    latency : float
+        Seconds added to every request.
+
+    Returns
+    -------
+    PCRDataset
+        A fresh handle (its own :attr:`~PCRDataset.stats`) on the same records.
+
+    Raises
+    ------
+    ValueError
+        If *bandwidth* is not positive.
+
+    Examples
+    --------
+    >>> slow = throttled("data/sample/pcr", "20MB/s")  # doctest: +SKIP
+    >>> sum(1 for _ in slow.iter(scan=1, size=64))  # doctest: +SKIP
+    16
+    """
+    ds = dataset if isinstance(dataset, PCRDataset) else open_dataset(str(dataset))
+    # The reader reads through ``_fs`` only; wrapping it keeps every read counted.
+    fs = ThrottledFileSystem(ds._fs, parse_bandwidth(bandwidth), latency)
+    return PCRDataset(fs, ds._root, ds.manifest, ds.url)
