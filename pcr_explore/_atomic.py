@@ -32,10 +32,18 @@ def current_umask() -> int:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str | Iterable[bytes]) -> None:
-    """Write *data* (bytes, text as UTF-8, or byte chunks) to *path* atomically."""
+    """Write *data* (bytes, text as UTF-8, or byte chunks) to *path* atomically.
+
+    Raises
+    ------
+    OSError
+        With ``filename`` set to *path* (not the temporary file), so a full
+        disk or a read-only folder is reported against the file being written.
+    """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp: str | None = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o666 & ~current_umask())  # mkstemp creates 0600
             if isinstance(data, str):
@@ -48,6 +56,11 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str | Iterable[byte
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OSError(exc.errno, f"cannot write: {exc.strerror or exc}", str(path)) from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise

@@ -68,11 +68,15 @@ class Journal:
         The output folder.
     digest : str
         :func:`plan_digest` of this run.
+    options : dict
+        This run's options, recorded in the plan so that a refused resume
+        can say which option differs.
     """
 
-    def __init__(self, out: Path, digest: str) -> None:
+    def __init__(self, out: Path, digest: str, options: dict[str, Any]) -> None:
         self.out = out
         self.digest = digest
+        self.options = options
         self._fh: TextIO | None = None
 
     def load(self) -> list[dict[str, Any]]:
@@ -90,11 +94,13 @@ class Journal:
             old = json.loads(plan.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return []  # a torn plan: nothing can be trusted, start over
-        if not isinstance(old, dict) or old.get("digest") != self.digest:
+        if not isinstance(old, dict) or not isinstance(old.get("digest"), str):
+            return []  # not a plan this encoder wrote whole: start over
+        if old["digest"] != self.digest:
             raise DatasetError(
                 f"{self.out}: holds an interrupted encode of different sources or options "
-                f"({plan.name} does not match this run); remove the folder or pass "
-                "overwrite=True (--overwrite)"
+                f"({self._difference(old.get('options'))}); re-run with the same options "
+                "to resume, or pass overwrite=True (--overwrite) to start again"
             )
         done: list[dict[str, Any]] = []
         journal = self.out / JOURNAL
@@ -110,7 +116,19 @@ class Journal:
             done.append(entry)
         return done
 
-    def start(self, options: dict[str, Any], resumed: Sequence[dict[str, Any]]) -> None:
+    def _difference(self, old: Any) -> str:
+        if not isinstance(old, dict):
+            return "its plan records no options"
+        changed = [
+            f"{k} {old.get(k)!r} -> {self.options.get(k)!r}"
+            for k in sorted(set(old) | set(self.options))
+            if old.get(k) != self.options.get(k)
+        ]
+        if changed:
+            return "options differ: " + ", ".join(changed)
+        return "same options, but the source files were added, removed or modified"
+
+    def start(self, resumed: Sequence[dict[str, Any]]) -> None:
         """Open the journal for appending; a fresh run rewrites the plan first."""
         journal = self.out / JOURNAL
         if resumed:
@@ -119,7 +137,7 @@ class Journal:
         else:
             journal.unlink(missing_ok=True)
             atomic_write(
-                self.out / PLAN, json.dumps({"digest": self.digest, "options": options}) + "\n"
+                self.out / PLAN, json.dumps({"digest": self.digest, "options": self.options}) + "\n"
             )
         self._fh = journal.open("a", encoding="utf-8")
 

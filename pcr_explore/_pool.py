@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -31,6 +33,39 @@ def main_is_importable() -> bool:
     return main_file is None or os.path.exists(main_file)
 
 
+def _alive(pid: int) -> bool:
+    """Whether *pid* runs (a killed process waiting to be reaped does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rpartition(b")")[2].split()[0]
+        return state not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc: ask the kernel directly
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # pragma: no cover - the pid now belongs to another user
+            return False
+        return True
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initialiser: end this worker soon after the process that made the pool.
+
+    A parent killed with SIGKILL cannot shut its pool down; without this, its
+    workers would wait on their queue forever.
+    """
+
+    def watch() -> None:
+        while _alive(parent):
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="pcr-parent-watch", daemon=True).start()
+
+
 @contextmanager
 def worker_pool(workers: int, preload: Sequence[str] = ()) -> Iterator[ProcessPoolExecutor]:
     """A process pool of *workers*; a dead worker raises :class:`WorkerError`.
@@ -46,7 +81,12 @@ def worker_pool(workers: int, preload: Sequence[str] = ()) -> Iterator[ProcessPo
     else:  # pragma: no cover - Windows
         ctx = get_context("spawn")
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             yield pool
     except BrokenProcessPool as exc:
         raise WorkerError(

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import csv
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DatasetError
+from .errors import DatasetError, LabelWarning
 from .transcode import IMAGE_SUFFIXES
 
-__all__ = ["SourceItem", "find_sources"]
+__all__ = ["SourceItem", "display_name", "find_sources"]
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,35 @@ def find_sources(
     if labels is not None:
         mapping = _read_label_csv(Path(labels))
         items = [SourceItem(n, mapping.get(n)) for n in names]
-    elif all("/" in n for n in names):
-        items = [SourceItem(n, n.split("/", 1)[0]) for n in names]
+    elif any("/" in n for n in names):
+        top = [n for n in names if "/" not in n]
+        if top:
+            warnings.warn(
+                f"{root}: {len(top)} image(s) sit beside the class folders "
+                f"(first: {display_name(top[0])}); they get no label (-1), the class "
+                "folders keep theirs. Move them into a class folder, or pass a label CSV.",
+                LabelWarning,
+                stacklevel=2,
+            )
+        items = [SourceItem(n, n.split("/", 1)[0] if "/" in n else None) for n in names]
     else:
         items = [SourceItem(n, None) for n in names]
     classes = sorted({i.label for i in items if i.label is not None})
     return items, classes
+
+
+def display_name(name: str) -> str:
+    r"""*name* made printable: bytes that are not UTF-8 shown as ``\xNN`` escapes.
+
+    File names on POSIX are bytes; Python keeps undecodable ones as lone
+    surrogates, which cannot be printed or written as UTF-8.
+
+    Examples
+    --------
+    >>> display_name("caf\udce9.jpg")
+    'caf\\xe9.jpg'
+    """
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def _read_label_csv(path: Path) -> dict[str, str]:

@@ -18,6 +18,7 @@ A dataset is a directory of record files plus ``manifest.json``. The encoder:
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,14 +28,15 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._journal import JOURNAL, PLAN, Journal, plan_digest
+from ._journal import Journal, plan_digest
+from ._lock import FolderLock
 from ._pool import main_is_importable, ordered_map, worker_pool
-from .discover import find_sources
+from .discover import display_name, find_sources
 from .errors import DatasetError, PCRError
 from .format import RecordImage, write_record
 from .jpeg import GRAY_LEVELS_IN_COLOR
 from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, NUM_LEVELS, write_json_atomic
-from .transcode import Backend, transcode
+from .transcode import Backend, check_backend_and_quality, find_jpegtran, transcode
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
@@ -90,6 +92,16 @@ def _transcode_task(
     index: int, path: str, name: str, label: int, backend: Backend, quality: int
 ) -> _Done:
     try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return _Done(
+            index,
+            None,
+            0,
+            error=f"{display_name(name)}: file name is not valid UTF-8 (records store names "
+            "as UTF-8); rename the file",
+        )
+    try:
         size = os.path.getsize(path)
         r = transcode(path, backend=backend, quality=quality, name=name)
     except (PCRError, OSError) as exc:
@@ -106,11 +118,21 @@ def _transcode_task(
     return _Done(index, image, size, r.backend, r.note)
 
 
-def _clear(out: Path) -> None:
+# What the encoder writes into an output folder, and nothing else: a user's
+# own files there (``old-model.pcr``, notes) are never touched.
+_OWN_FILE = re.compile(r"record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json")
+# atomic_write's temporary names: ".<final name>.<random>.tmp"
+_OWN_TEMP = re.compile(
+    r"\.(record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json)\..+\.tmp"
+)
+
+
+def _tidy(out: Path, overwrite: bool) -> None:
+    """Remove temporary files a killed run left; with *overwrite*, the encoder's files too."""
     for p in out.iterdir():
-        if p.is_file() and (
-            p.suffix == ".pcr" or p.name in (MANIFEST, JOURNAL, PLAN, "skipped.txt")
-        ):
+        if not p.is_file():
+            continue
+        if _OWN_TEMP.fullmatch(p.name) or (overwrite and _OWN_FILE.fullmatch(p.name)):
             p.unlink()
 
 
@@ -175,11 +197,12 @@ def encode_dataset(
     --------
     >>> encode_dataset("photos/", "photos.pcr", workers=2)  # doctest: +SKIP
     """
+    _check_options(backend, quality, record_size, workers)
     src_p, out_p = Path(src).resolve(), Path(out).resolve()
-    if record_size < 1:
-        raise ValueError(f"record_size must be positive, got {record_size}")
     if out_p == src_p or src_p in out_p.parents:
         raise DatasetError(f"{out_p}: output folder must not be inside the source folder {src_p}")
+    if out_p.exists() and not out_p.is_dir():
+        raise DatasetError(f"{out_p}: exists and is not a folder; choose another output folder")
     items, classes = find_sources(src_p, labels)
     order = np.arange(len(items))
     if shuffle:
@@ -193,45 +216,43 @@ def encode_dataset(
         "labels": str(labels) if labels else None,
     }
     out_p.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        _clear(out_p)
-    if (out_p / MANIFEST).exists():
-        raise DatasetError(f"{out_p}: already holds a dataset (manifest.json); use overwrite")
-    journal = Journal(out_p, plan_digest(items, src_p, options))
-    done = journal.load()
-    journal.start(options, done)
-    start = done[-1]["end"] if done else 0
-    class_index = {c: i for i, c in enumerate(classes)}
-    tasks = [
-        (
-            int(pos),
-            str(src_p / items[j].name),
-            items[j].name,
-            class_index.get(items[j].label or "", -1),
-            backend,
-            quality,
-        )
-        for pos, j in enumerate(order)
-    ][start:]
-
-    writer = _RecordWriter(out_p, journal, done, start, on_record)
-    bar = tqdm(total=len(items), initial=start, unit="img", desc="encode", disable=not progress)
-    try:
-        for res in _run_tasks(tasks, workers):
-            bar.update(1)
-            if res.image is None and strict:
-                raise DatasetError(res.error)
-            writer.add(res, items[order[res.index]].name)
-            if writer.pending_bytes >= record_size:
-                writer.flush(res.index + 1)
-        writer.finish(len(items))
-    finally:
-        bar.close()
-        journal.close()
-
-    manifest = _manifest(writer.entries, classes, src_p, options)
-    write_json_atomic(out_p / MANIFEST, manifest)
-    journal.remove()
+    with FolderLock(out_p):
+        _tidy(out_p, overwrite)
+        if (out_p / MANIFEST).exists():
+            raise DatasetError(f"{out_p}: already holds a dataset (manifest.json); use overwrite")
+        journal = Journal(out_p, plan_digest(items, src_p, options), options)
+        done = journal.load()
+        journal.start(done)
+        start = done[-1]["end"] if done else 0
+        class_index = {c: i for i, c in enumerate(classes)}
+        tasks = [
+            (
+                int(pos),
+                str(src_p / items[j].name),
+                items[j].name,
+                class_index.get(items[j].label or "", -1),
+                backend,
+                quality,
+            )
+            for pos, j in enumerate(order)
+        ][start:]
+        writer = _RecordWriter(out_p, journal, done, start, on_record)
+        bar = tqdm(total=len(items), initial=start, unit="img", desc="encode", disable=not progress)
+        try:
+            for res in _run_tasks(tasks, workers):
+                bar.update(1)
+                if res.image is None and strict:
+                    raise DatasetError(res.error)
+                writer.add(res, items[order[res.index]].name)
+                if writer.pending_bytes >= record_size:
+                    writer.flush(res.index + 1)
+            writer.finish(len(items))
+        finally:
+            bar.close()
+            journal.close()
+        manifest = _manifest(writer.entries, classes, src_p, options)
+        write_json_atomic(out_p / MANIFEST, manifest)
+        journal.remove()
     kept = [r for r in writer.entries if r["images"]]
     return EncodeSummary(
         out=str(out_p),
@@ -242,6 +263,20 @@ def encode_dataset(
         total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
         resumed_records=len([r for r in done if r["images"]]),
     )
+
+
+def _check_options(backend: str, quality: int, record_size: int, workers: int | None) -> None:
+    """Reject bad options before anything is created on disk."""
+    check_backend_and_quality(backend, quality)
+    if isinstance(record_size, bool) or not isinstance(record_size, int) or record_size < 1:
+        raise ValueError(f"record_size must be a positive number of bytes, got {record_size!r}")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be at least 1, got {workers!r}")
+    if backend == "jpegtran" and find_jpegtran() is None:
+        raise FileNotFoundError(
+            "jpegtran not found: install libjpeg-turbo (Debian: libjpeg-turbo-progs) "
+            "or use backend='pillow' / 'auto'"
+        )
 
 
 class _RecordWriter:
@@ -279,7 +314,7 @@ class _RecordWriter:
     def add(self, res: _Done, name: str) -> None:
         """Add one worker result: an image to store, or a source skipped."""
         if res.image is None:
-            self.skipped.append({"file": name, "issue": res.error})
+            self.skipped.append({"file": display_name(name), "issue": res.error})
             return
         self.images.append(res.image)
         self.pending_bytes += sum(len(p) for p in res.image.pieces)

@@ -18,6 +18,7 @@ __all__ = [
     "SwapError",
     "MissingExtraError",
     "FewerScalesWarning",
+    "LabelWarning",
 ]
 
 
@@ -67,3 +68,7 @@ class FewerScalesWarning(UserWarning):
     Also raised when an image is smaller than the 11-pixel window, which then
     shrinks to fit.
     """
+
+
+class LabelWarning(UserWarning):
+    """Some images get no class label (for example, files beside the class folders)."""

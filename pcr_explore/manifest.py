@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 from ._atomic import atomic_write
@@ -35,34 +36,86 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
     atomic_write(path, json.dumps(obj, indent=1) + "\n")
 
 
+_HEX8 = re.compile(r"[0-9a-f]{8}")
+_RECORD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
+
+
+def _int(value: Any, what: str, minimum: int = 0) -> int:
+    # JSON numbers only: 5.0, "5", true and 1e999 are all refused.
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r:.60}")
+    return value
+
+
 def check_manifest(m: Any, path: str) -> None:
-    """Validate a parsed manifest.
+    """Validate a parsed manifest, field by field.
+
+    Parameters
+    ----------
+    m : object
+        The parsed JSON.
+    path : str
+        Name used in messages.
 
     Raises
     ------
     DatasetError
-        Naming *path* and the first problem found.
+        Naming *path*, the field and the value of the first problem found.
+
+    Examples
+    --------
+    >>> check_manifest({"format": "x"}, "m.json")
+    Traceback (most recent call last):
+    ...
+    pcr_explore.errors.DatasetError: m.json: not a PCR dataset manifest (format field missing)
     """
     if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:
         raise DatasetError(f"{path}: not a PCR dataset manifest (format field missing)")
     if m.get("format_version") != FORMAT_VERSION:
         raise DatasetError(
-            f"{path}: manifest version {m.get('format_version')!r}; "
+            f"{path}: manifest version {m.get('format_version')!r:.40}; "
             f"this reader knows {FORMAT_VERSION}"
         )
     try:
-        s = int(m["num_scans"])
-        for i, r in enumerate(m["records"]):
-            cum = [int(v) for v in r["bytes_per_scan"]]
-            if len(cum) != s:
-                raise ValueError(f"record entry {i} has {len(cum)} levels, expected {s}")
-            if int(r["images"]) < 1 or int(r["header_bytes"]) < 1:
-                raise ValueError(f"record entry {i} has no images or no header")
-            name = str(r["file"])
-            if "/" in name or "\\" in name or name.startswith("."):
-                raise ValueError(f"record entry {i} has an unsafe file name {name!r}")
-            if any(b < a for a, b in zip(cum, cum[1:])) or cum[0] < int(r["header_bytes"]):
-                raise ValueError(f"record entry {i} has inconsistent bytes_per_scan")
-        [str(c) for c in m["classes"]]
+        _check_fields(m)
     except (KeyError, TypeError, ValueError) as exc:
-        raise DatasetError(f"{path}: malformed manifest: {exc}") from exc
+        what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise DatasetError(f"{path}: malformed manifest: {what}") from exc
+
+
+def _check_fields(m: dict[str, Any]) -> None:
+    s = _int(m["num_scans"], "num_scans", 1)
+    if s > 64:
+        raise ValueError(f"num_scans must be at most 64, got {s}")
+    classes = m["classes"]
+    if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+        raise ValueError(f"classes must be a list of strings, got {classes!r:.60}")
+    records = m["records"]
+    if not isinstance(records, list):
+        raise ValueError(f"records must be a list, got {type(records).__name__}")
+    seen: set[str] = set()
+    total = 0
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise ValueError(f"record entry {i} must be an object, got {r!r:.60}")
+        name = r["file"]
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"record entry {i} has no file name (file: {name!r:.60})")
+        if not _RECORD_NAME.fullmatch(name) or ".." in name:
+            raise ValueError(f"record entry {i} has an unsafe file name {name!r:.60}")
+        if name in seen:
+            raise ValueError(f"record entry {i} names {name!r} a second time")
+        seen.add(name)
+        total += _int(r["images"], f"record entry {i} images", 1)
+        head = _int(r["header_bytes"], f"record entry {i} header_bytes", 1)
+        cum = r["bytes_per_scan"]
+        if not isinstance(cum, list) or len(cum) != s:
+            n = len(cum) if isinstance(cum, list) else "no"
+            raise ValueError(f"record entry {i} has {n} levels, expected {s}")
+        cum = [_int(v, f"record entry {i} bytes_per_scan", 1) for v in cum]
+        if any(b < a for a, b in zip(cum, cum[1:])) or cum[0] < head:
+            raise ValueError(f"record entry {i} has inconsistent bytes_per_scan {cum}")
+        if not isinstance(r["checksum"], str) or not _HEX8.fullmatch(r["checksum"]):
+            raise ValueError(f"record entry {i} checksum must be 8 hex digits")
+    if "images" in m and _int(m["images"], "images") != total:
+        raise ValueError(f"images is {m['images']}, but the records hold {total}")

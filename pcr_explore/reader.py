@@ -74,6 +74,7 @@ class PCRDataset:
             len(self.records), self.num_scans
         )
         self._headers: dict[int, RecordHeader] = {}
+        self._checked: set[int] = set()  # records whose file type and size were checked
         self._prefix: tuple[int, RecordPrefix] | None = None
         self.stats = ReadStats()
 
@@ -160,6 +161,16 @@ class PCRDataset:
             raise CorruptRecordError(
                 f"{self._path(r)}: header does not match the manifest's entry for this record"
             )
+        if h.num_scans != self.num_scans or h.cumulative_bytes() != list(rec["bytes_per_scan"]):
+            raise CorruptRecordError(
+                f"{self._path(r)}: scan group sizes {h.cumulative_bytes()} disagree with the "
+                f"manifest's bytes_per_scan {rec['bytes_per_scan']}"
+            )
+        if h.num_images and int(h.labels.max()) >= len(self.classes):
+            raise DatasetError(
+                f"{self._path(r)}: label {int(h.labels.max())} has no class name; the manifest "
+                f"lists {len(self.classes)} classes"
+            )
 
     @property
     def names(self) -> list[str]:
@@ -186,7 +197,31 @@ class PCRDataset:
         return r, int(i - self._starts[r])
 
     # -- reading ---------------------------------------------------------
+    def _check_file(self, r: int) -> None:
+        """One stat (or HEAD) per record before its first read: a regular file of the right size.
+
+        A FIFO would block a read forever; a length that the file cannot hold
+        would otherwise be allocated before the read fails.
+        """
+        if r in self._checked:
+            return
+        path = self._path(r)
+        try:
+            info = self._fs.info(path)
+        except FileNotFoundError as exc:
+            raise DatasetError(f"{path}: record file is missing") from exc
+        if info.get("type") != "file":
+            raise DatasetError(f"{path}: not a regular file ({info.get('type')})")
+        size, want = info.get("size"), int(self.records[r]["bytes_per_scan"][-1])
+        if size is not None and int(size) != want:
+            how = "truncated" if int(size) < want else "has trailing bytes"
+            raise CorruptRecordError(
+                f"{path}: {how}: the file has {int(size):,} bytes, the manifest says {want:,}"
+            )
+        self._checked.add(r)
+
     def _read(self, r: int, start: int, end: int) -> bytes:
+        self._check_file(r)
         path = self._path(r)
         try:
             buf = self._fs.cat_file(path, start=start, end=end)
@@ -338,6 +373,20 @@ class PCRDataset:
         return total
 
 
+def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
+    """The most useful message for a dataset path without a readable manifest."""
+    try:
+        if fs.isfile(root):
+            return DatasetError(
+                f"{url}: is a file, not a dataset folder; give the folder that holds {MANIFEST}"
+            )
+        if not fs.exists(root):
+            return DatasetError(f"{url}: no such folder")
+    except OSError:  # pragma: no cover - a store that cannot answer: keep the plain message
+        pass
+    return DatasetError(f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)")
+
+
 def open_dataset(path: str, storage_options: dict[str, Any] | None = None) -> PCRDataset:
     """Open a PCR dataset directory (local path or URL).
 
@@ -368,16 +417,15 @@ def open_dataset(path: str, storage_options: dict[str, Any] | None = None) -> PC
     mpath = posixpath.join(root, MANIFEST)
     try:
         raw = fs.cat_file(mpath)
-    except FileNotFoundError as exc:
-        raise DatasetError(
-            f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)"
-        ) from exc
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _missing_manifest(fs, root, url) from exc
     except IsADirectoryError as exc:  # pragma: no cover - odd filesystems
         raise DatasetError(f"{mpath}: is a directory") from exc
     try:
         manifest = json.loads(raw)
-    except ValueError as exc:
-        raise DatasetError(f"{mpath}: not valid JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise DatasetError(f"{mpath}: not valid JSON: {why}") from exc
     check_manifest(manifest, mpath)
     ds = PCRDataset(fs, root, manifest, url)
     ds.stats.metadata_bytes += len(raw)

@@ -23,9 +23,9 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -55,6 +55,64 @@ _JPEGTRAN_ORIENT = {
 
 # Decompression-bomb guard: refuse sources above this many pixels.
 MAX_PIXELS = 178_956_970
+# A source file is read whole: refuse anything larger than any photo would be.
+MAX_SOURCE_BYTES = 1 << 30
+
+# File signatures of the formats in IMAGE_SUFFIXES, checked before a file is
+# read whole, so a large junk file named ``.jpg`` costs one 16-byte read.
+_SIGNATURES = (
+    b"\xff\xd8\xff",  # JPEG
+    b"\x89PNG\r\n\x1a\n",
+    b"GIF87a",
+    b"GIF89a",
+    b"BM",
+    b"II*\x00",  # TIFF, little-endian
+    b"MM\x00*",  # TIFF, big-endian
+)
+
+
+def _looks_like_image(head: bytes) -> bool:
+    return head.startswith(_SIGNATURES) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+def check_backend_and_quality(backend: str, quality: int) -> None:
+    """Validate transcode options (before any work is started).
+
+    Raises
+    ------
+    ValueError
+        If *backend* is not one of auto, jpegtran, pillow or *quality* is
+        outside 1..100.
+    """
+    if backend not in ("auto", "jpegtran", "pillow"):
+        raise ValueError(f"unknown backend {backend!r}; choose auto, jpegtran or pillow")
+    if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
+        raise ValueError(f"quality must be an integer in 1..100, got {quality!r}")
+
+
+def _read_source(source: str | os.PathLike[str], label: str) -> bytes:
+    """Read a source file, after checking it is a regular file that looks like an image."""
+    try:
+        with open(source, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise SourceImageError(f"{label}: not a regular file")
+            if st.st_size == 0:
+                raise SourceImageError(f"{label}: empty file")
+            if st.st_size > MAX_SOURCE_BYTES:
+                raise SourceImageError(
+                    f"{label}: {st.st_size:,} bytes is larger than any image source allowed "
+                    f"({MAX_SOURCE_BYTES:,})"
+                )
+            head = f.read(16)
+            if not _looks_like_image(head):
+                raise SourceImageError(
+                    f"{label}: not a recognised image format (no JPEG, PNG, WebP, BMP, TIFF "
+                    "or GIF signature at the start)"
+                )
+            return head + f.read()
+    except OSError as exc:
+        raise SourceImageError(f"{label}: cannot read file: {exc.strerror or exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -202,10 +260,7 @@ def transcode(
     >>> r.jpeg.num_scans, r.lossless  # doctest: +SKIP
     (10, True)
     """
-    if backend not in ("auto", "jpegtran", "pillow"):
-        raise ValueError(f"unknown backend {backend!r}; choose auto, jpegtran or pillow")
-    if not 1 <= int(quality) <= 100:
-        raise ValueError(f"quality must be in 1..100, got {quality}")
+    check_backend_and_quality(backend, quality)
     path: str | None = None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
@@ -213,10 +268,7 @@ def transcode(
     else:
         label = name or os.fspath(source)
         path = os.path.abspath(source)  # absolute: a name starting with '-' is not an option
-        try:
-            data = Path(source).read_bytes()
-        except OSError as exc:
-            raise SourceImageError(f"{label}: cannot read file: {exc.strerror or exc}") from exc
+        data = _read_source(source, label)
     exe = find_jpegtran()
     if backend == "jpegtran" and exe is None:
         raise FileNotFoundError(
@@ -257,10 +309,9 @@ def transcode(
             src_jpeg = im if fmt in ("JPEG", "MPO") and mode in ("L", "RGB") else None
             out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg)
     except UnidentifiedImageError as exc:
-        head = data[:8].hex(" ")
-        raise SourceImageError(
-            f"{label}: not a recognised image format (first bytes: {head or 'none, empty file'})"
-        ) from exc
+        # The file's own bytes are never quoted: a reason lands in manifests and reports.
+        what = "empty" if not data else "not a recognised image format"
+        raise SourceImageError(f"{label}: {what}") from exc
     except (OSError, SyntaxError, Image.DecompressionBombError, EOFError, ValueError) as exc:
         if isinstance(exc, (SourceImageError, JPEGError)):
             raise

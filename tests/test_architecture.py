@@ -19,7 +19,7 @@ ROOT = Path(pcr_explore.__file__).parent
 
 # Lowest first. A module may import its own layer or a lower one.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_atomic", "_json", "_pool"),
+    ("errors", "_atomic", "_json", "_pool", "_lock"),
     ("jpeg", "metrics"),
     ("transcode", "format", "manifest", "summary"),
     ("discover", "_journal"),

@@ -120,6 +120,16 @@ def test_truncated_record_is_named(dataset_dir: Path, tmp_path: Path) -> None:
         (lambda m: m.update(format_version=7), "version 7"),
         (lambda m: m["records"][0].update(file="../etc/passwd"), "unsafe file name"),
         (lambda m: m["records"][0].update(bytes_per_scan=[1, 2]), "2 levels, expected 10"),
+        (lambda m: m["records"][0].update(images=1e999), "images must be an integer"),
+        (lambda m: m["records"][0].update(images=2.0), "images must be an integer"),
+        (lambda m: m["records"][0].pop("checksum"), "missing field 'checksum'"),
+        (lambda m: m["records"][0].update(checksum="zz"), "checksum must be 8 hex digits"),
+        (lambda m: m["records"][0].update(file=5), "no file name|unsafe file name"),
+        (lambda m: m["records"][0].update(file=""), "record entry 0 has no file name"),
+        (lambda m: m["records"][0].update(file="%2e%2e%2fx.pcr"), "unsafe file name"),
+        (lambda m: m["records"].append(dict(m["records"][0])), "names 'record-00000.pcr' a"),
+        (lambda m: m.update(classes="animals"), "classes must be a list of strings"),
+        (lambda m: m.update(images=m["images"] + 1), "but the records hold 7"),
     ],
 )
 def test_bad_manifests(dataset_dir: Path, tmp_path: Path, mutate, match: str) -> None:  # type: ignore[no-untyped-def]
@@ -128,8 +138,19 @@ def test_bad_manifests(dataset_dir: Path, tmp_path: Path, mutate, match: str) ->
     (tmp_path / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(DatasetError, match=match):
         open_dataset(str(tmp_path))
-    with pytest.raises(DatasetError, match="no manifest.json"):
+    with pytest.raises(DatasetError, match="nowhere: no such folder"):
         open_dataset(str(tmp_path / "nowhere"))
+
+
+def test_deeply_nested_manifest_is_a_dataset_error(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DatasetError, match=r"manifest\.json: not valid JSON"):
+        open_dataset(str(tmp_path))
+
+
+def test_a_file_given_as_the_dataset_says_so(dataset_dir: Path) -> None:
+    with pytest.raises(DatasetError, match=r"record-00000\.pcr: is a file, not a dataset folder"):
+        open_dataset(str(dataset_dir / "record-00000.pcr"))
 
 
 def test_manifest_and_record_mismatch(dataset_dir: Path, tmp_path: Path) -> None:
@@ -143,10 +164,60 @@ def test_manifest_and_record_mismatch(dataset_dir: Path, tmp_path: Path) -> None
     b.write_bytes(tmp)
     with pytest.raises(
         CorruptRecordError,
-        match=r"record-00000\.pcr: header is \d+ bytes but the manifest says \d+",
+        match=r"record-00000\.pcr: (has trailing bytes|truncated): the file has [\d,]+ "
+        r"bytes, the manifest says [\d,]+",
     ):
         open_dataset(str(bad)).header(0)
 
+
+def _edited_copy(dataset_dir: Path, dst: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    import shutil
+
+    shutil.copytree(dataset_dir, dst)
+    m = json.loads((dst / "manifest.json").read_text())
+    edit(m)
+    (dst / "manifest.json").write_text(json.dumps(m))
+    return dst
+
+
+def test_manifest_is_cross_checked_against_each_header(dataset_dir: Path, tmp_path: Path) -> None:
+    def header_len(m: dict) -> None:  # type: ignore[type-arg]
+        m["records"][0]["header_bytes"] += 1
+
+    bad = _edited_copy(dataset_dir, tmp_path / "h", header_len)
+    with pytest.raises(CorruptRecordError, match=r"header is \d+ bytes but the manifest says"):
+        open_dataset(str(bad)).header(0)
+
+    def group_sizes(m: dict) -> None:  # type: ignore[type-arg]
+        m["records"][0]["bytes_per_scan"][3] -= 1  # still ordered, last level unchanged
+
+    bad = _edited_copy(dataset_dir, tmp_path / "g", group_sizes)
+    with pytest.raises(CorruptRecordError, match="disagree with the manifest's bytes_per_scan"):
+        open_dataset(str(bad)).read_record(0, 2)
+
+    def fewer_classes(m: dict) -> None:  # type: ignore[type-arg]
+        m["classes"] = ["animals"]
+
+    bad = _edited_copy(dataset_dir, tmp_path / "c", fewer_classes)
+    with pytest.raises(DatasetError, match=r"label 1 has no class name; the manifest lists 1"):
+        _ = open_dataset(str(bad)).labels
+
+
+def test_record_files_are_checked_before_reading(dataset_dir: Path, tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    bad = tmp_path / "t"
+    shutil.copytree(dataset_dir, bad)
+    with open(bad / "record-00001.pcr", "ab") as f:
+        f.write(b"\0" * 10)
+    with pytest.raises(CorruptRecordError, match=r"record-00001\.pcr: has trailing bytes"):
+        open_dataset(str(bad)).verify()
+    # A FIFO named like a record would block a read forever.
+    (bad / "record-00002.pcr").unlink()
+    os.mkfifo(bad / "record-00002.pcr")
+    with pytest.raises(DatasetError, match=r"record-00002\.pcr: not a regular file"):
+        open_dataset(str(bad)).read_record(2, 1)
 
 
 # -- remote reads over a real HTTP server on loopback ------------------------
@@ -183,7 +254,8 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
-        self.sent.append(len(body))
+        if self.command == "GET":  # a HEAD sends no body
+            self.sent.append(len(body))
         import io
 
         return io.BytesIO(body)

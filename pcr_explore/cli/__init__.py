@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from ..swap.cli import add_swap_sim_parser
+    from ._swap import add_swap_sim_parser
     from . import _audit, _dataset
 
     _dataset.register(sub)
