@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ..audit import audit
-from ..quality import METRICS
+from ..metrics import METRICS
 from ..tuner import STATISTICS
 
 

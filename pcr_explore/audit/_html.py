@@ -1,15 +1,20 @@
-"""Rendering of an :class:`~pcr_explore.audit.AuditReport`: a standalone HTML
-page (Bokeh inlined, thumbnails as ``data:`` URIs), a notebook fragment, and
-plain text for the terminal."""
+"""An audit's findings as HTML: a standalone page and a notebook fragment.
+
+The page inlines Bokeh's JavaScript and CSS and carries its thumbnails as
+``data:`` URIs, so the one file opens anywhere without a network. The
+fragment is the same without the plots (no JavaScript), for ``_repr_html_``.
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-if TYPE_CHECKING:
-    from .audit import AuditReport
+from ._findings import AuditFindings
+
+__all__ = ["render_fragment", "render_page"]
 
 _MAX_ROWS = 500
 
@@ -72,18 +77,23 @@ def _counts_table(title: str, counts: dict[str, int]) -> str:
     return f"<div><h3>{_e(title)}</h3>{_table(('', 'images'), rows, (1,))}{more}</div>"
 
 
-def _header(r: AuditReport) -> str:
-    from . import __version__
+def _version() -> str:
+    try:
+        return version("pcr-explore")
+    except PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
 
+
+def _header(r: AuditFindings) -> str:
     return (
         f"<h1>Dataset audit: {_e(r.path)}</h1>"
         f"<p class='meta'>{_e(r.kind)}; {r.images:,} images, {r.readable:,} readable, "
         f"{len(r.problems):,} problems; audited in {r.seconds:.1f} s by pcr-explore "
-        f"{_e(__version__)}</p>"
+        f"{_e(_version())}</p>"
     )
 
 
-def _recommendation(r: AuditReport) -> str:
+def _recommendation(r: AuditFindings) -> str:
     t = r.tune
     if t is None:
         return "<div class='card unclear'>No image could be measured: no recommendation.</div>"
@@ -98,7 +108,7 @@ def _recommendation(r: AuditReport) -> str:
     )
 
 
-def _levels(r: AuditReport) -> str:
+def _levels(r: AuditFindings) -> str:
     rec = r.recommended_scan
     metric = r.options.get("metric", "")
     rows = []
@@ -128,7 +138,7 @@ def _levels(r: AuditReport) -> str:
     )
 
 
-def _worst(r: AuditReport) -> str:
+def _worst(r: AuditFindings) -> str:
     if not r.worst or r.tune is None:
         return ""
     k = r.tune.scan
@@ -152,7 +162,7 @@ def _worst(r: AuditReport) -> str:
     )
 
 
-def _overview(r: AuditReport) -> str:
+def _overview(r: AuditFindings) -> str:
     sizes = r.sizes
     size_rows = [
         (name, _fmt(s.get("min"), d), _fmt(s.get("median"), d), _fmt(s.get("max"), d))
@@ -179,7 +189,7 @@ def _overview(r: AuditReport) -> str:
     )
 
 
-def _problems(r: AuditReport) -> str:
+def _problems(r: AuditFindings) -> str:
     out = [f"<h2>Problems ({len(r.problems):,})</h2>"]
     if not r.problems:
         out.append("<p>None found.</p>")
@@ -201,12 +211,13 @@ def _problems(r: AuditReport) -> str:
     return "".join(out)
 
 
-def _plots(r: AuditReport) -> tuple[str, str]:
-    """(script, div) of the Bokeh plots."""
+def _plots(r: AuditFindings) -> tuple[str, str]:
+    """Return (script, div) of the Bokeh plots."""
     from bokeh.embed import components
     from bokeh.layouts import column
 
-    from .plots import bytes_figure, quality_figure
+    # Bokeh takes half a second to import: only a page with plots pays for it.
+    from ..plots import bytes_figure, quality_figure
 
     items = []
     if r.tune is not None:
@@ -231,8 +242,19 @@ def _plots(r: AuditReport) -> tuple[str, str]:
     return script, div
 
 
-def render_page(r: AuditReport) -> str:
-    """The standalone HTML page: Bokeh's JS and CSS inlined, no external URL."""
+def render_page(r: AuditFindings) -> str:
+    """Return the standalone HTML page: Bokeh's JS and CSS inlined, no external URL.
+
+    Parameters
+    ----------
+    r : AuditFindings
+        The audit's findings (an :class:`~pcr_explore.audit.AuditReport`).
+
+    Returns
+    -------
+    str
+        A complete HTML document.
+    """
     from bokeh.resources import INLINE
 
     script, div = _plots(r)
@@ -251,8 +273,19 @@ def render_page(r: AuditReport) -> str:
     )
 
 
-def render_fragment(r: AuditReport) -> str:
-    """A notebook fragment: the page without the plots (no JavaScript)."""
+def render_fragment(r: AuditFindings) -> str:
+    """Return a notebook fragment: the page without the plots (no JavaScript).
+
+    Parameters
+    ----------
+    r : AuditFindings
+        The audit's findings.
+
+    Returns
+    -------
+    str
+        A ``<div>`` with its own styles.
+    """
     return (
         f"<div><style>{_CSS}</style>"
         + _header(r)
@@ -263,36 +296,3 @@ def render_fragment(r: AuditReport) -> str:
         + _problems(r)
         + "</div>"
     )
-
-
-def render_text(r: AuditReport) -> str:
-    """A terminal summary."""
-    lines = [
-        f"{r.path}: {r.kind}, {r.images} images ({r.readable} readable), "
-        f"{len(r.classes)} classes, {len(r.problems)} problems, "
-        f"{len(r.duplicates)} duplicate groups ({r.seconds:.1f} s)",
-        "formats: " + ", ".join(f"{k} {v}" for k, v in r.formats.items()),
-        "modes: " + ", ".join(f"{k} {v}" for k, v in r.modes.items()),
-        "coding: " + ", ".join(f"{k} {v}" for k, v in r.coding.items()),
-    ]
-    metric = r.options.get("metric", "")
-    lines.append(
-        f"{'scan':>4} {'bytes':>14} {'of full':>8} {metric + ' mean':>12} {'p5':>8} "
-        f"{'p50':>8} {'p95':>8}"
-    )
-    for d in r.levels():
-        mark = "  <- recommended" if d["scan"] == r.recommended_scan else ""
-        q = "".join(
-            f" {d[s]:8.4f}" if d[s] is not None else f" {'-':>8}" for s in ("p5", "p50", "p95")
-        )
-        mean = f"{d['mean']:12.4f}" if d["mean"] is not None else f"{'-':>12}"
-        lines.append(f"{d['scan']:>4} {d['bytes']:>14,} {d['bytes_fraction']:8.3f} {mean}{q}{mark}")
-    if r.tune is not None:
-        lines.append(r.tune.summary())
-    else:
-        lines.append("no image could be measured: no recommendation")
-    for p in r.problems[:20]:
-        lines.append(f"problem: {p['file']}: {p['issue']}")
-    if len(r.problems) > 20:
-        lines.append(f"... and {len(r.problems) - 20} more problems (see --json)")
-    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""Quality on a sample of the readable images: the recommendation and the worst images."""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..errors import PCRError
+from ..jpeg import decode
+from ..quality import Sampler
+from ..sources import LevelSource
+from ..tuner import Statistic, TuneResult, recommend
+
+__all__ = ["SampleQuality", "measure_sample"]
+
+
+@dataclass(frozen=True)
+class SampleQuality:
+    """What measuring the sample gave: the recommendation, the worst images, failures."""
+
+    tune: TuneResult | None = None
+    worst: list[dict[str, Any]] = field(default_factory=list)
+    failed: tuple[tuple[str, str], ...] = ()
+
+
+def measure_sample(
+    src: LevelSource,
+    order: list[int],
+    want: int,
+    *,
+    level_bytes: np.ndarray,
+    target: float,
+    metric: str,
+    statistic: Statistic,
+    seed: int,
+    luminance: bool,
+    worst: int,
+    workers: int | None,
+    progress: Any,
+) -> SampleQuality:
+    """Measure *want* images taken in *order* and recommend a level.
+
+    Parameters
+    ----------
+    src : LevelSource
+        The audited images.
+    order : list of int
+        Readable images in the order to sample them (a seeded permutation).
+    want : int
+        Images to measure; failures are replaced by the next in *order*.
+    level_bytes : ndarray of int
+        Bytes per level over all readable images: the recommendation's
+        bytes fraction is the whole dataset's, not the sample's.
+    target, metric, statistic, seed, luminance
+        As for :func:`~pcr_explore.audit.audit`.
+    worst : int
+        Worst-degrading images to keep, with thumbnails.
+    workers : int, optional
+        Worker processes.
+    progress : tqdm bar
+        Advanced by one per image measured.
+
+    Returns
+    -------
+    SampleQuality
+        ``tune`` None when no image could be measured.
+    """
+    sampler = Sampler(
+        src,
+        seed=seed,
+        metric=metric,
+        luminance=luminance,
+        workers=workers,
+        progress=progress,
+        order=order,
+    )
+    sampler.grow(want)
+    curve = sampler.curve()
+    if not curve.sample_size:
+        return SampleQuality(failed=curve.failed)
+    frac = level_bytes / level_bytes[-1]
+    result = recommend(curve, target, statistic, seed=seed, bytes_fraction=frac)
+    return SampleQuality(result, _worst_images(src, result, worst), curve.failed)
+
+
+def _thumb_uri(data: bytes, size: int = 192) -> str:
+    """Return a small JPEG of *data* as a ``data:`` URI (for a self-contained report)."""
+    arr = decode(data, size)
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, "JPEG", quality=85)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _worst_images(src: LevelSource, result: TuneResult, n: int) -> list[dict[str, Any]]:
+    """Return the *n* sampled images with the lowest metric at the recommended level."""
+    rows = []
+    for row in result.curve.per_image.worst(result.scan, n):
+        entry = {
+            "file": row["name"],
+            "index": row["index"],
+            "value": row["value"],
+            "bytes_fraction": row["bytes_fraction"],
+        }
+        try:
+            entry["thumb_level"] = _thumb_uri(src.jpeg_bytes(row["index"], result.scan))
+            entry["thumb_full"] = _thumb_uri(src.jpeg_bytes(row["index"]))
+        except (PCRError, OSError, ValueError):
+            pass  # the report shows the numbers without pictures
+        rows.append(entry)
+    return rows
