@@ -1,0 +1,183 @@
+"""The ``train`` and ``tune-gradient`` sub-commands (PyTorch: ``pcr-explore[torch]``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .._json import to_json
+from ..train import parse_bandwidth
+
+__all__ = ["add_train_parsers"]
+
+
+def _scans(text: str) -> list[int] | str:
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        levels = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected levels like 1,2,5,10 or 'auto': {text}"
+        ) from exc
+    if not levels:
+        raise argparse.ArgumentTypeError("no scan level given")
+    return levels
+
+
+def _levels(text: str) -> list[int]:
+    levels = _scans(text)
+    if isinstance(levels, str):
+        raise argparse.ArgumentTypeError("tune-gradient compares levels: give e.g. 1,2,5,10")
+    return levels
+
+
+def _positive(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return v
+
+
+def _bandwidth(text: str) -> float:
+    try:
+        return parse_bandwidth(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_train_parsers(sub: Any) -> None:
+    """Register ``train`` and ``tune-gradient`` on an argparse sub-parser set.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        What ``ArgumentParser.add_subparsers`` returned.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="pcr-explore")
+    >>> add_train_parsers(parser.add_subparsers(dest="command"))
+    >>> parser.parse_args(["train", "t.pcr", "--val", "v.pcr", "--scans", "1,10"]).scans
+    [1, 10]
+    """
+    p = sub.add_parser(
+        "train",
+        help="train one small CNN per scan level; accuracy, bytes read and time per epoch",
+    )
+    p.add_argument("train", metavar="TRAIN_DATASET", help="labelled PCR dataset to train on")
+    p.add_argument("--val", required=True, metavar="VAL_DATASET", help="validation dataset")
+    p.add_argument(
+        "--scans",
+        type=_scans,
+        default=[1, 2, 5, 10],
+        help="levels to train at, e.g. 1,2,5,10, or 'auto' (gradient tuner; default 1,2,5,10)",
+    )
+    p.add_argument("--size", type=_positive, default=64, help="image side in pixels (64)")
+    p.add_argument("--epochs", type=_positive, default=10, help="epochs per level (10)")
+    p.add_argument("--batch-size", type=_positive, default=32, help="batch size (32)")
+    p.add_argument("--lr", type=float, default=2e-3, help="Adam learning rate (0.002)")
+    p.add_argument("--seed", type=int, default=0, help="seed of weights and order (0)")
+    p.add_argument(
+        "--bandwidth",
+        type=_bandwidth,
+        default=None,
+        help="hold training reads to this storage bandwidth, e.g. 50MB/s (default: unlimited)",
+    )
+    p.add_argument("--workers", type=_positive, default=2, help="decoding threads (2)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--html", metavar="OUT", help="write a standalone HTML report")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
+    p.set_defaults(func=_train)
+
+    p = sub.add_parser(
+        "tune-gradient",
+        help="pick the scan level whose loss gradients match full quality's (cosine similarity)",
+    )
+    p.add_argument("dataset", metavar="DATASET", help="labelled PCR dataset")
+    p.add_argument(
+        "--scans", type=_levels, default=[1, 2, 5, 10], help="levels to compare (1,2,5,10)"
+    )
+    p.add_argument("--size", type=_positive, default=64, help="image side in pixels (64)")
+    p.add_argument("--batches", type=_positive, default=10, help="batches to average (10)")
+    p.add_argument("--batch-size", type=_positive, default=32, help="images per batch (32)")
+    p.add_argument("--threshold", type=float, default=0.8, help="similarity to reach (0.8)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        metavar="EPOCHS",
+        help="epochs of full-quality training of the small CNN before measuring "
+        "(0: at initialisation; default 1)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the model and the sample (0)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.set_defaults(func=_tune_gradient)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ..train import train_at_levels
+
+    result = train_at_levels(
+        args.train,
+        args.val,
+        args.scans,
+        size=args.size,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        seed=args.seed,
+        bandwidth=args.bandwidth,
+        workers=args.workers,
+        progress=not (args.quiet or args.json),
+    )
+    if args.json:
+        sys.stdout.write(result.to_json() + "\n")
+    elif not args.quiet:
+        print(result.summary())
+    if args.html:
+        out = result.to_html(args.html)
+        if not (args.quiet or args.json):
+            print(f"HTML report: {out}")
+    return 0
+
+
+def _tune_gradient(args: argparse.Namespace) -> int:
+    from ..reader import open_dataset
+    from ..train import small_cnn, train_at_levels, tune_by_gradient
+
+    ds = open_dataset(args.dataset)
+    if args.warmup > 0:
+        warm = train_at_levels(
+            ds,
+            ds,
+            (ds.num_scans,),
+            size=args.size,
+            epochs=args.warmup,
+            batch_size=args.batch_size,
+            seed=args.seed,
+            progress=not args.json,
+        )
+        model = warm.models[warm.levels[0].label]
+    else:
+        from ..train._torch import require_torch
+
+        require_torch("tune-gradient").manual_seed(args.seed)
+        model = small_cnn(len(ds.classes))
+    result = tune_by_gradient(
+        model,
+        ds,
+        args.scans,
+        batches=args.batches,
+        batch_size=args.batch_size,
+        threshold=args.threshold,
+        size=args.size,
+        seed=args.seed,
+    )
+    if args.json:
+        sys.stdout.write(to_json(result.to_dict()) + "\n")
+    else:
+        print(result.summary())
+    return 0

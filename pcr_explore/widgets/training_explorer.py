@@ -1,0 +1,311 @@
+"""TrainingExplorer: train at several scan levels and watch the accuracy curves grow."""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Sequence
+
+import ipywidgets as w
+import numpy as np
+
+from ..reader import PCRDataset, open_dataset
+from ..train import (
+    GradientTuneResult,
+    LevelRun,
+    TrainResult,
+    similarity_figure,
+    train_at_levels,
+    training_figure,
+    tune_by_gradient,
+)
+from ..tuner import TuneResult, tune
+from ._explorer import Explorer, html_table
+from ._static import bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
+
+__all__ = ["TrainingExplorer"]
+
+_SIZES = (32, 48, 64, 96, 128, 160, 224)
+_BANDWIDTHS: list[tuple[str, float | None]] = [
+    ("unlimited", None),
+    ("200 MB/s", 200e6),
+    ("100 MB/s", 100e6),
+    ("50 MB/s", 50e6),
+    ("20 MB/s", 20e6),
+    ("10 MB/s", 10e6),
+    ("5 MB/s", 5e6),
+]
+
+
+class TrainingExplorer(Explorer):
+    """Pick levels, size, epochs and a storage bandwidth; press Train.
+
+    One model per chosen level is trained
+    (:func:`~pcr_explore.train.train_at_levels`); after every epoch its
+    validation accuracy is streamed into three plots (against epochs, bytes
+    read and training time), with the bytes read and time so far above them.
+    When training ends, the gradient-similarity tuner
+    (:func:`~pcr_explore.train.tune_by_gradient`, on the model trained at the
+    highest chosen level) draws its bar chart, and its choice is shown next
+    to the MS-SSIM tuner's (:func:`~pcr_explore.tuner.tune`) for the same
+    training images.
+
+    Parameters
+    ----------
+    train, val : path or PCRDataset
+        Labelled PCR datasets with the same classes.
+    scans : sequence of int
+        Levels ticked at the start.
+    size : int
+        Training image side at the start (one of 32, 48, 64, 96, 128, 160, 224).
+    epochs : int
+        Epochs per level at the start.
+    bandwidth : float, optional
+        Storage bandwidth at the start (bytes/s; None: unlimited).
+    batch_size : int
+    seed : int
+    threshold : float
+        Gradient-similarity threshold.
+    tune_batches : int
+        Batches the gradient tuner averages.
+    target : float
+        MS-SSIM target of the image-quality tuner.
+    sample : int
+        Images the MS-SSIM tuner measures.
+    workers : int
+        Decoding threads (and the MS-SSIM tuner's processes).
+
+    Attributes
+    ----------
+    level_boxes : dict of int to ipywidgets.Checkbox
+    size, epochs, bandwidth : ipywidgets controls
+    train_button : ipywidgets.Button
+    progress : ipywidgets.HTML
+        Bytes read and training time so far.
+    table : ipywidgets.HTML
+        The finished result's table.
+    comparison : ipywidgets.HTML
+        The gradient tuner's choice next to the MS-SSIM tuner's.
+    figure : pcr_explore.train.TrainingFigure
+        The accuracy plots of the latest run and their data sources.
+    similarity : pcr_explore.train.SimilarityFigure
+    result : TrainResult or None
+    gradient : GradientTuneResult or None
+    quality : TuneResult or None
+
+    Examples
+    --------
+    >>> from pcr_explore.widgets import TrainingExplorer
+    >>> ex = TrainingExplorer("flowers/train.pcr", "flowers/val.pcr")  # doctest: +SKIP
+    >>> ex  # then press Train  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        train: str | os.PathLike[str] | PCRDataset,
+        val: str | os.PathLike[str] | PCRDataset,
+        *,
+        scans: Sequence[int] = (1, 2, 5, 10),
+        size: int = 64,
+        epochs: int = 5,
+        bandwidth: float | None = None,
+        batch_size: int = 32,
+        seed: int = 0,
+        threshold: float = 0.8,
+        tune_batches: int = 10,
+        target: float = 0.95,
+        sample: int = 32,
+        workers: int = 2,
+    ) -> None:
+        super().__init__()
+        self.train_set = train if isinstance(train, PCRDataset) else open_dataset(str(train))
+        self.val_set = val if isinstance(val, PCRDataset) else open_dataset(str(val))
+        self.batch_size, self.seed, self.workers = batch_size, seed, workers
+        self.threshold, self.tune_batches = threshold, tune_batches
+        self.target, self.sample = target, sample
+        n = self.train_set.num_scans
+        self.level_boxes = {
+            k: w.Checkbox(
+                value=k in scans, description=str(k), indent=False, layout=w.Layout(width="44px")
+            )
+            for k in range(1, n + 1)
+        }
+        self.size = w.Dropdown(
+            options=sorted({*_SIZES, size}),
+            value=size,
+            description="size",
+            layout=w.Layout(width="150px"),
+        )
+        self.epochs = w.IntSlider(
+            value=epochs, min=1, max=max(30, epochs), description="epochs", continuous_update=False
+        )
+        options = list(_BANDWIDTHS)
+        if bandwidth is not None and bandwidth not in dict(_BANDWIDTHS).values():
+            options.append((f"{bandwidth / 1e6:g} MB/s", bandwidth))
+        self.bandwidth = w.Dropdown(
+            options=options, value=bandwidth, description="storage", layout=w.Layout(width="220px")
+        )
+        self.train_button = w.Button(description="Train", button_style="primary", icon="play")
+        self.progress = w.HTML("<i>Pick levels and press Train.</i>")
+        self.table = w.HTML()
+        self.comparison = w.HTML()
+        self.figure = training_figure([f"scan {k}" for k in scans])
+        self.plot_box = w.Box([self._plot(self.figure.layout)])
+        self.similarity = similarity_figure()
+        self.result: TrainResult | None = None
+        self.gradient: GradientTuneResult | None = None
+        self.quality: TuneResult | None = None
+        self._runs: dict[str, LevelRun] = {}
+        self.view = w.VBox(
+            [
+                w.HBox([w.HTML("<b>scan levels</b>&nbsp;"), *self.level_boxes.values()]),
+                w.HBox([self.size, self.epochs, self.bandwidth, self.train_button]),
+                self.progress,
+                self.plot_box,
+                w.HBox([self._plot(self.similarity.figure), self.comparison]),
+                self.table,
+                self.errors,
+            ]
+        )
+        self.train_button.on_click(self._guarded(lambda _: self.train()))
+
+    # -- actions -------------------------------------------------------------------
+
+    def chosen_scans(self) -> list[int]:
+        """The ticked levels, in order."""
+        return [k for k, box in self.level_boxes.items() if box.value]
+
+    def train(self) -> TrainResult:
+        """Train at the ticked levels (what the Train button does), then tune.
+
+        Returns
+        -------
+        TrainResult
+
+        Raises
+        ------
+        ValueError
+            If no level is ticked.
+        """
+        scans = self.chosen_scans()
+        if not scans:
+            raise ValueError("tick at least one scan level")
+        self.train_button.disabled = True
+        try:
+            self._plots = [(m, f) for m, f in self._plots if f is not self.figure.layout]
+            self.figure = training_figure([f"scan {k}" for k in scans])
+            self.plot_box.children = [self._plot(self.figure.layout)]
+            self._runs = {}
+            self.table.value = self.comparison.value = ""
+            self.similarity.show(None)
+            self.result = train_at_levels(
+                self.train_set,
+                self.val_set,
+                scans,
+                size=int(self.size.value),
+                epochs=int(self.epochs.value),
+                batch_size=self.batch_size,
+                seed=self.seed,
+                bandwidth=self.bandwidth.value,
+                workers=self.workers,
+                progress=False,
+                on_epoch=self._on_epoch,
+            )
+            self.table.value = self.result._repr_html_()
+            self._tune(scans)
+        finally:
+            self.train_button.disabled = False
+        return self.result
+
+    def _on_epoch(self, run: LevelRun) -> None:
+        self._runs[run.label] = run
+        self.figure.stream(run)
+        last = run.epochs[-1]
+        mb = sum(r.bytes_read for r in self._runs.values()) / 1e6
+        secs = sum(float(r.cumulative_seconds()[-1]) for r in self._runs.values())
+        self.progress.value = html_table(
+            [
+                ("training", f"{run.label}, epoch {last.epoch} of {self.epochs.value}"),
+                ("validation accuracy", f"{last.val_accuracy:.3f}"),
+                ("read from storage so far", f"{mb:,.1f} MB"),
+                ("training time so far", f"{secs:,.1f} s (load + compute)"),
+            ]
+        )
+
+    def _tune(self, scans: list[int]) -> None:
+        assert self.result is not None  # train() sets it first
+        model = self.result.models[f"scan {max(scans)}"]
+        full = self.train_set.num_scans
+        self.gradient = tune_by_gradient(
+            model,
+            self.train_set,
+            sorted({*scans, full}),
+            batches=self.tune_batches,
+            batch_size=self.batch_size,
+            threshold=self.threshold,
+            size=int(self.size.value),
+            seed=self.seed,
+            workers=self.workers,
+        )
+        self.similarity.show(self.gradient)
+        if self.quality is None:  # independent of the training size: measure once
+            self.quality = tune(
+                self.train_set, target=self.target, sample=self.sample, workers=self.workers
+            )
+        g, q = self.gradient, self.quality
+        self.comparison.value = html_table(
+            [
+                (
+                    "gradient similarity",
+                    f"scan {g.scan} ({g.bytes_fraction[g.scan]:.0%} of the bytes; "
+                    f"model trained at scan {max(scans)}, {g.size} px, "
+                    f"threshold {g.threshold:g})",
+                ),
+                (
+                    "MS-SSIM tuner",
+                    f"scan {q.scan} ({q.bytes_fraction:.0%} of the bytes; mean MS-SSIM "
+                    f"&ge; {q.target:g} over {q.sample_size} images)",
+                ),
+            ]
+        )
+
+    # -- static picture --------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """The accuracy curves, the readouts and the similarity bars, drawn with Pillow."""
+        runs = list(self._runs.values())
+        if runs:
+            chart = line_chart(
+                [(r.label, np.arange(1, len(r.epochs) + 1), r.val_accuracy) for r in runs],
+                title="Validation accuracy per epoch",
+                xlabel="epoch",
+                ylabel="accuracy",
+            )
+        else:
+            chart = text_panel(["Training at scan levels: press Train."], 480)
+        lines = [_plain(self.progress.value)]
+        if self.gradient is not None:
+            lines += [self.gradient.summary()[:90]]
+        if self.quality is not None:
+            lines += [f"MS-SSIM tuner: scan {self.quality.scan} (target {self.quality.target:g})"]
+        parts = [hstack([chart, text_panel(lines, 520)])]
+        if self.gradient is not None:
+            g = self.gradient
+            parts.append(
+                bar_chart(
+                    [str(k) for k in g.scans],
+                    [("cosine similarity", np.clip([g.similarity[k] for k in g.scans], 0, None))],
+                    title=f"Gradient similarity to full quality (chosen: scan {g.scan})",
+                    ylabel="similarity",
+                )
+            )
+        return to_jpeg(vstack(parts))
+
+
+def _plain(markup: str) -> str:
+    """Readout HTML as one line of text for the static picture."""
+    import re
+
+    text = re.sub(r"</td><td>", ": ", markup)
+    text = re.sub(r"</tr>", "; ", text)
+    return html.unescape(re.sub(r"<[^>]+>", "", text)).strip("; ")[:120]

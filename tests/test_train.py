@@ -1,0 +1,247 @@
+"""Training at scan levels: determinism, exactness at full level, bytes counted, tuners."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import needs_jpegtran
+from PIL import Image
+
+from pcr_explore.errors import DatasetError, MissingExtraError
+from pcr_explore.reader import open_dataset
+from pcr_explore.train import (
+    SplitDatasets,
+    load_flowers,
+    parse_bandwidth,
+    throttled,
+    write_stand_in_archive,
+)
+
+torch = pytest.importorskip("torch")
+
+from pcr_explore.train import (  # noqa: E402 - after the torch check
+    evaluate,
+    read_level,
+    small_cnn,
+    stack_images,
+    train_at_levels,
+    train_epoch,
+    tune_by_gradient,
+)
+
+SIZE = 32
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> SplitDatasets:
+    """40 training and 10 validation 32-pixel pattern images in 5 classes."""
+    tmp = tmp_path_factory.mktemp("train")
+    archive = write_stand_in_archive(tmp / "flower_photos.tgz", per_class=10, side=SIZE)
+    return load_flowers(archive, cache_dir=tmp / "cache", workers=1, progress=False)
+
+
+def _run(data: SplitDatasets, scans: object = (1, 10), **kw: object):  # type: ignore[no-untyped-def]
+    args = dict(size=SIZE, epochs=2, batch_size=8, seed=0, progress=False, workers=1)
+    args.update(kw)
+    return train_at_levels(data.train, data.val, scans, **args)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def run(data: SplitDatasets):  # type: ignore[no-untyped-def]
+    return _run(data, (1, 3, 10))
+
+
+def test_missing_torch_names_the_extra(
+    data: SplitDatasets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[torch\]"):
+        train_at_levels(data.train, data.val, size=SIZE, epochs=1)
+    with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
+        tune_by_gradient(object(), data.train)
+    with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
+        small_cnn(5)
+
+
+def test_identical_seeds_give_identical_losses(data: SplitDatasets, run) -> None:  # type: ignore[no-untyped-def]
+    again = _run(data, (1, 3, 10))
+    for a, b in zip(run.levels, again.levels):
+        assert [e.train_loss for e in a.epochs] == [e.train_loss for e in b.epochs]
+        assert [e.val_accuracy for e in a.epochs] == [e.val_accuracy for e in b.epochs]
+    other = _run(data, (3,), seed=1)
+    assert [e.train_loss for e in other.levels[0].epochs] != [
+        e.train_loss for e in run.level(3).epochs
+    ]
+    # Same weights, order and flips at every level: only the pixels differ.
+    assert run.level(1).epochs[0].train_loss != run.level(10).epochs[0].train_loss
+
+
+def test_bytes_read_per_epoch_equal_bytes_at(data: SplitDatasets, run) -> None:  # type: ignore[no-untyped-def]
+    ds = open_dataset(str(data.train))
+    for level in run.levels:
+        assert [e.bytes_read for e in level.epochs] == [ds.bytes_at(level.scan)] * 2
+        assert [e.scan for e in level.epochs] == [level.scan] * 2
+    assert run.level_bytes[1] == ds.bytes_at(1) < ds.bytes_at(10) == run.level_bytes[10]
+    assert run.train_images == 40 and run.val_images == 10
+
+
+@needs_jpegtran
+def test_full_level_equals_training_on_source_jpegs_decoded_by_pillow(
+    data: SplitDatasets, run
+) -> None:  # type: ignore[no-untyped-def]
+    ds, val = open_dataset(str(data.train)), open_dataset(str(data.val))
+
+    def pillow(folder: Path, names: list[str]) -> np.ndarray:
+        return [np.asarray(Image.open(folder / n).convert("RGB")) for n in names]  # type: ignore[return-value]
+
+    x, y = stack_images(pillow(data.images / "train", ds.names), ds.labels.tolist())
+    xv, yv = stack_images(pillow(data.images / "val", val.names), val.labels.tolist())
+    torch.manual_seed(0)
+    net = small_cnn(len(ds.classes))
+    opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
+    gen = torch.Generator().manual_seed(0)
+    losses, accs = [], []
+    for _ in range(2):
+        losses.append(train_epoch(net, opt, x, y, batch_size=8, generator=gen))
+        sched.step()
+        accs.append(evaluate(net, xv, yv))
+    full = run.level(10)
+    assert [e.train_loss for e in full.epochs] == losses
+    assert [e.val_accuracy for e in full.epochs] == accs
+
+
+def test_gradient_tuner_thresholds_and_model_left_alone(data: SplitDatasets) -> None:
+    torch.manual_seed(0)
+    net = small_cnn(5)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    kw = dict(batches=2, batch_size=8, size=SIZE, workers=1)
+    top = tune_by_gradient(net, data.train, (1, 2, 5, 10), threshold=1.0, **kw)  # type: ignore[arg-type]
+    low = tune_by_gradient(net, data.train, (1, 2, 5, 10), threshold=-1.0, **kw)  # type: ignore[arg-type]
+    assert top.scan == 10 and top.met and low.scan == 1
+    assert top.similarity[10] == 1.0 and top.similarity == low.similarity
+    assert all(-1.0 <= s < 1.0 for k, s in top.similarity.items() if k < 10)
+    assert len(top.per_batch[1]) == 2 and top.batches == 2
+    ds = open_dataset(str(data.train))
+    assert top.bytes_at == {k: ds.bytes_at(k) for k in (1, 2, 5, 10)}
+    assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
+    assert net.training
+    record = json.loads(json.dumps(top.to_dict()))
+    assert record["scan"] == 10 and set(record["similarity"]) == {"1", "2", "5", "10"}
+    assert record["threshold"] == 1.0
+
+
+def test_auto_follows_the_gradient_tuner(data: SplitDatasets) -> None:
+    kw = dict(epochs=2, retune_every=1, auto_scans=(1, 10), tune_batches=1)
+    low = _run(data, "auto", threshold=-1.0, **kw)
+    high = _run(data, "auto", threshold=1.0, **kw)
+    ds = open_dataset(str(data.train))
+    assert [e.scan for e in low.levels[0].epochs] == [1, 1]
+    assert [e.scan for e in high.levels[0].epochs] == [10, 10]
+    # The tuner's own reads are counted on top of the level's records.
+    assert all(e.bytes_read > ds.bytes_at(1) for e in low.levels[0].epochs)
+    assert all(e.tune_seconds > 0 for e in low.levels[0].epochs)
+    assert low.levels[0].label == "auto" and low.to_dict()["levels"][0]["scan"] == "auto"
+
+
+def test_throttled_reads_take_as_long_as_their_bytes(data: SplitDatasets) -> None:
+    ds = open_dataset(str(data.train))
+    bw = ds.bytes_at(10) / 0.4  # a full pass should take 0.4 s
+    slow = throttled(ds, bw)
+    t0 = time.perf_counter()
+    level = read_level(slow, 10, SIZE, workers=1)
+    took = time.perf_counter() - t0
+    assert level.bytes_read == ds.bytes_at(10)
+    assert 0.4 <= took < 2.0 and level.seconds >= 0.4
+    assert parse_bandwidth("50MB/s") == 50e6 and parse_bandwidth("2 GiB/s") == 2 * 2**30
+    assert parse_bandwidth(1e6) == 1e6
+    with pytest.raises(ValueError, match="not a bandwidth"):
+        parse_bandwidth("fast")
+    with pytest.raises(ValueError, match="positive"):
+        parse_bandwidth(0)
+
+
+def test_result_json_table_plot_and_time_to_accuracy(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    record = json.loads(run.to_json())
+    assert record["size"] == SIZE and record["model"] == "small-cnn" and record["seed"] == 0
+    level = record["levels"][0]
+    assert {"scan", "bytes_read", "epochs", "best_val_accuracy"} <= set(level)
+    assert {"epoch", "train_loss", "val_accuracy", "load_seconds", "compute_seconds"} <= set(
+        level["epochs"][0]
+    )
+    full = run.level(10)
+    t = full.time_to_accuracy(full.best_val_accuracy)
+    assert t is not None and t == pytest.approx(
+        sum(
+            e.load_seconds + e.compute_seconds
+            for e in full.epochs[: int(np.argmax(full.val_accuracy)) + 1]
+        )
+    )
+    assert full.time_to_accuracy(1.01) is None
+    assert run.speedup(0.95)["scan 10"] == pytest.approx(1.0)
+    html = run._repr_html_()
+    assert "scan 1" in html and "scan 10" in html and "<table>" in html
+    fig = run.figure()
+    assert len(fig.children) == 3
+    page = run.to_html(tmp_path / "report.html").read_text()
+    assert "Bokeh" in page and "scan 3" in page
+    with pytest.raises(KeyError, match="no run at scan 7"):
+        run.level(7)
+
+
+def test_bad_input_is_refused(data: SplitDatasets, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="1..10"):
+        _run(data, (0, 10))
+    with pytest.raises(ValueError, match="'auto'"):
+        _run(data, "all")
+    with pytest.raises(ValueError, match="size >= 8"):
+        _run(data, (1,), size=4)
+    with pytest.raises(ValueError, match=r"1..10, got \[11\]"):
+        tune_by_gradient(small_cnn(5), data.train, (11,))
+
+
+def test_different_classes_are_refused(data: SplitDatasets, tmp_path: Path) -> None:
+    import shutil
+
+    from pcr_explore import encode_dataset
+
+    val4 = tmp_path / "val4"
+    shutil.copytree(data.images / "val", val4)
+    shutil.rmtree(val4 / "waves")
+    encode_dataset(val4, tmp_path / "v4", workers=1, progress=False)
+    with pytest.raises(DatasetError, match="different classes"):
+        train_at_levels(data.train, tmp_path / "v4", (1,), size=SIZE, epochs=1, progress=False)
+
+
+def test_loader_switches_level_in_persistent_workers(data: SplitDatasets) -> None:
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.jpeg import decode
+    from pcr_explore.loader import torch_dataset
+
+    ds = open_dataset(str(data.train))
+    tds = torch_dataset(str(data.train), scan=1, size=(SIZE, SIZE))
+    loader = DataLoader(
+        tds,
+        batch_size=64,
+        num_workers=1,
+        persistent_workers=True,
+        multiprocessing_context="forkserver",
+    )
+    first = next(iter(loader))[0]
+    pids = [p.pid for p in loader._iterator._workers]  # type: ignore[union-attr]
+    tds.set_scan(10)
+    tds.set_epoch(3)
+    second = next(iter(loader))[0]
+    assert [p.pid for p in loader._iterator._workers] == pids  # type: ignore[union-attr]
+    ref = {k: [decode(b, (SIZE, SIZE), mode="RGB") for _, b, _ in ds.iter_jpeg(k)] for k in (1, 10)}
+    np.testing.assert_array_equal(first[0].permute(1, 2, 0).numpy(), ref[1][0])
+    np.testing.assert_array_equal(second[0].permute(1, 2, 0).numpy(), ref[10][0])
+    assert tds.scan == 10 and tds.epoch == 3
+    with pytest.raises(ValueError, match="outside 1..10"):
+        tds.set_scan(11)
