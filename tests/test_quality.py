@@ -1,24 +1,25 @@
-"""Quality per scan level: metric cross-checks, properties and curves over samples."""
+"""Quality per scan level: every level of one image, curves over samples, the job runner."""
 
 from __future__ import annotations
 
 import io
+import os
+import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, photo
 from PIL import Image
-from scipy import ndimage
 from skimage.metrics import structural_similarity
 
 from pcr_explore.encoder import encode_dataset
+from pcr_explore.errors import JPEGError
 from pcr_explore.quality import (
     METRICS,
-    MSSSIM_WEIGHTS,
-    FewerScalesWarning,
     QualityCurve,
+    Sampler,
     image_quality,
     level_quality,
     ms_ssim,
@@ -26,169 +27,30 @@ from pcr_explore.quality import (
     quality_curve,
     ssim,
 )
+from pcr_explore.quality.runner import default_workers, run_jobs
 from pcr_explore.sources import FolderSource
 from pcr_explore.transcode import transcode
 
-
-# -- an independent transcription of the published formulas -----------------
-def _ref_window() -> np.ndarray:
-    x = np.arange(-5, 6, dtype=np.float64)
-    g = np.exp(-(x**2) / (2 * 1.5**2))
-    w = np.outer(g, g)
-    return w / w.sum()
+Photo = Callable[..., np.ndarray]
+Encode = Callable[..., bytes]
 
 
-def _ref_valid(img: np.ndarray, win: np.ndarray) -> np.ndarray:
-    """2-D correlation over the positions where the whole window fits (MATLAB 'valid')."""
-    full = ndimage.correlate(img, win, mode="constant")
-    r = win.shape[0] // 2
-    return full[r:-r, r:-r]
-
-
-def _ref_ssim_terms(x: np.ndarray, y: np.ndarray, L: float = 255.0) -> tuple[float, float]:
-    """Mean SSIM and mean contrast-structure of two 2-D float64 images (Wang et al. 2004)."""
-    c1, c2 = (0.01 * L) ** 2, (0.03 * L) ** 2
-    w = _ref_window()
-    mu1, mu2 = _ref_valid(x, w), _ref_valid(y, w)
-    s11 = _ref_valid(x * x, w) - mu1**2
-    s22 = _ref_valid(y * y, w) - mu2**2
-    s12 = _ref_valid(x * y, w) - mu1 * mu2
-    cs = (2 * s12 + c2) / (s11 + s22 + c2)
-    lum = (2 * mu1 * mu2 + c1) / (mu1**2 + mu2**2 + c1)
-    return float((lum * cs).mean()), float(cs.mean())
-
-
-def _ref_downsample(x: np.ndarray) -> np.ndarray:
-    """MATLAB: imfilter(x, ones(2)/4, 'symmetric', 'same') then x(1:2:end, 1:2:end)."""
-    p = np.pad(x, ((0, 1), (0, 1)), mode="symmetric")
-    f = (p[:-1, :-1] + p[1:, :-1] + p[:-1, 1:] + p[1:, 1:]) / 4
-    return f[::2, ::2]
-
-
-def _ref_msssim(a: np.ndarray, b: np.ndarray) -> float:
-    """Wang, Simoncelli, Bovik 2003, per channel, then the mean over channels."""
-    a = a.astype(np.float64)
-    b = b.astype(np.float64)
-    if a.ndim == 2:
-        a, b = a[..., None], b[..., None]
-    per_channel = []
-    for c in range(a.shape[-1]):
-        x, y = a[..., c], b[..., c]
-        mcs = []
-        for level in range(5):
-            s, cs = _ref_ssim_terms(x, y)
-            if level < 4:
-                mcs.append(cs)
-                x, y = _ref_downsample(x), _ref_downsample(y)
-        terms = [*mcs, s]
-        per_channel.append(np.prod([t**w for t, w in zip(terms, MSSSIM_WEIGHTS)]))
-    return float(np.mean(per_channel))
-
-
-def _degraded(arr: np.ndarray, q: int) -> np.ndarray:
-    return np.asarray(Image.open(io.BytesIO(jpeg_bytes(arr, quality=q))))
+def _rgb(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
 
 
 @pytest.fixture(scope="module")
-def astronaut_levels() -> list[bytes]:
-    pj = transcode(jpeg_bytes(photo("astronaut", 256))).jpeg
+def astronaut_levels(sk_photo: Photo, encode_jpeg: Encode) -> list[bytes]:
+    pj = transcode(encode_jpeg(sk_photo("astronaut", 256))).jpeg
     return [pj.level(k) for k in range(1, pj.num_scans + 1)]
-
-
-# -- pairwise metrics ---------------------------------------------------------
-@pytest.mark.parametrize(
-    ("name", "q"), [("astronaut", 10), ("coffee", 30), ("camera", 15), ("coins", 50)]
-)
-def test_ssim_matches_scikit_image(name: str, q: int) -> None:
-    a = photo(name, 300)
-    b = _degraded(a, q)
-    want = structural_similarity(
-        a,
-        b,
-        channel_axis=-1 if a.ndim == 3 else None,
-        gaussian_weights=True,
-        sigma=1.5,
-        use_sample_covariance=False,
-        data_range=255,
-    )
-    assert abs(ssim(a, b) - want) < 1e-4
-    assert want < 0.99  # the check is not trivially comparing near-identical images
-
-
-def test_ssim_float_data_range() -> None:
-    rng = np.random.default_rng(1)
-    a = rng.random((64, 80))
-    b = np.clip(a + rng.normal(0, 0.05, a.shape), 0, 1)
-    want = structural_similarity(
-        a, b, gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=1.0
-    )
-    assert abs(ssim(a, b, data_range=1.0) - want) < 1e-4
-
-
-@pytest.mark.parametrize(("name", "q"), [("astronaut", 10), ("camera", 20), ("coffee", 40)])
-def test_ms_ssim_matches_published_formula(name: str, q: int) -> None:
-    a = photo(name, 256)
-    b = _degraded(a, q)
-    got = ms_ssim(a, b)
-    want = _ref_msssim(a, b)
-    assert abs(got - want) < 1e-4
-    assert 0.5 < want < 0.995
-
-
-def test_ms_ssim_odd_sizes_match_reference() -> None:
-    a = photo("camera")[:203, :331]  # odd at several scales
-    b = _degraded(a, 20)
-    assert abs(ms_ssim(a, b) - _ref_msssim(a, b)) < 1e-4
-
-
-def test_identical_images_score_exactly_one() -> None:
-    a = photo("astronaut", 256)
-    assert ms_ssim(a, a) == 1.0
-    assert ssim(a, a) == 1.0
-    assert psnr(a, a) == float("inf")
-    b = a.copy()
-    b[100, 100, 0] ^= 1
-    assert 0.99999 < ms_ssim(a, b) < 1.0
-
-
-def test_psnr_value() -> None:
-    a = np.zeros((10, 10), np.uint8)
-    b = np.full((10, 10), 5, np.uint8)
-    assert psnr(a, b) == pytest.approx(10 * np.log10(255**2 / 25))
-
-
-def test_shape_mismatch_raises() -> None:
-    with pytest.raises(ValueError, match="differ in shape"):
-        ssim(np.zeros((20, 20)), np.zeros((20, 21)))
-
-
-def test_small_images_use_fewer_scales_with_a_warning() -> None:
-    a = photo("camera", 100)
-    b = _degraded(a, 20)
-    with pytest.warns(FewerScalesWarning, match="using 4 scales"):
-        v = ms_ssim(a, b)
-    assert 0.5 < v < 1.0
-    with pytest.warns(FewerScalesWarning, match="smaller than the 11-pixel"):
-        tiny = ms_ssim(a[:4, :4], b[:4, :4])
-    assert np.isfinite(tiny)
-    with pytest.warns(FewerScalesWarning):
-        assert np.isfinite(ssim(a[:1, :1], b[:1, :1]))
-
-
-def test_ms_ssim_scales_argument() -> None:
-    a = photo("camera", 256)
-    b = _degraded(a, 20)
-    assert ms_ssim(a, b, scales=1) == pytest.approx(ssim(a, b), abs=1e-9)
-    with pytest.raises(ValueError, match="scales"):
-        ms_ssim(a, b, scales=6)
 
 
 # -- every level of one image ---------------------------------------------------
 def test_level_quality_matches_pairwise_metrics(astronaut_levels: list[bytes]) -> None:
     q = level_quality(astronaut_levels)
-    full = np.asarray(Image.open(io.BytesIO(astronaut_levels[-1])).convert("RGB"))
+    full = _rgb(astronaut_levels[-1])
     for k in (0, 3, 7):
-        lev = np.asarray(Image.open(io.BytesIO(astronaut_levels[k])).convert("RGB"))
+        lev = _rgb(astronaut_levels[k])
         assert q.mssim[k] == pytest.approx(ms_ssim(full, lev), abs=1e-9)
         assert q.ssim[k] == pytest.approx(ssim(full, lev), abs=1e-9)
         assert q.psnr[k] == pytest.approx(psnr(full, lev), abs=1e-4)
@@ -213,8 +75,10 @@ def test_level_quality_matches_pairwise_metrics(astronaut_levels: list[bytes]) -
 @pytest.mark.parametrize(
     "name", ["astronaut", "coffee", "chelsea", "camera", "immunohistochemistry"]
 )
-def test_quality_rises_with_level_on_photos(name: str) -> None:
-    pj = transcode(jpeg_bytes(photo(name, 256))).jpeg
+def test_quality_rises_with_level_on_photos(
+    name: str, sk_photo: Photo, encode_jpeg: Encode
+) -> None:
+    pj = transcode(encode_jpeg(sk_photo(name, 256))).jpeg
     q = level_quality([pj.level(k) for k in range(1, pj.num_scans + 1)])
     for m in METRICS:
         v = np.where(np.isfinite(q.metric(m)), q.metric(m), 1e9)
@@ -230,19 +94,29 @@ def test_luminance_mode_ignores_chroma_scans(astronaut_levels: list[bytes]) -> N
     assert q.mssim[1] == q.mssim[2] == q.mssim[3]
     assert rgb.mssim[1] < rgb.mssim[3]
     assert q.luminance and not rgb.luminance
+    y_full = np.asarray(Image.open(io.BytesIO(astronaut_levels[-1])).convert("L"))
+    y_scan2 = np.asarray(Image.open(io.BytesIO(astronaut_levels[1])).convert("L"))
+    # libjpeg's Y against Pillow's RGB->L conversion: within a grey level's rounding
+    assert q.psnr[1] == pytest.approx(psnr(y_full, y_scan2), abs=0.5)
 
 
 def test_level_quality_metrics_subset(astronaut_levels: list[bytes]) -> None:
     q = level_quality(astronaut_levels, metrics=("psnr",))
-    assert np.isnan(q.mssim[:-1]).all() and np.isfinite(q.psnr[:-1]).all()
+    everything = level_quality(astronaut_levels)
+    assert np.isnan(q.mssim).all() and np.isnan(q.ssim).all()
+    np.testing.assert_array_equal(q.psnr, everything.psnr)
+    only_ssim = level_quality(astronaut_levels, metrics=("ssim",))
+    np.testing.assert_array_equal(only_ssim.ssim, everything.ssim)
     with pytest.raises(ValueError, match="unknown metric"):
         level_quality(astronaut_levels, metrics=("vif",))
     with pytest.raises(ValueError, match="at least one level"):
         level_quality([])
 
 
-def test_grayscale_levels_share_quality(tmp_path: Path) -> None:
-    (tmp_path / "cam.jpg").write_bytes(jpeg_bytes(photo("camera", 200)))
+def test_grayscale_levels_share_quality(
+    tmp_path: Path, sk_photo: Photo, encode_jpeg: Encode
+) -> None:
+    (tmp_path / "cam.jpg").write_bytes(encode_jpeg(sk_photo("camera", 200)))
     src = FolderSource(tmp_path)
     q = image_quality(src, 0)
     # a grayscale image's chroma-only colour levels repeat the level before
@@ -253,18 +127,38 @@ def test_grayscale_levels_share_quality(tmp_path: Path) -> None:
 
 def test_corrupt_level_raises_naming_source(astronaut_levels: list[bytes]) -> None:
     bad = [*astronaut_levels[:-1], b"\xff\xd8garbage"]
-    with pytest.raises(ValueError, match="img7"):
+    with pytest.raises(JPEGError, match=r"img7 \(full\): cannot decode JPEG"):
         level_quality(bad, source="img7")
+
+
+def test_levels_of_different_sizes_raise(
+    astronaut_levels: list[bytes], sk_photo: Photo, encode_jpeg: Encode
+) -> None:
+    other = encode_jpeg(sk_photo("camera", 64))
+    with pytest.raises(JPEGError, match="img3: scan 1 decodes to"):
+        level_quality([other, astronaut_levels[-1]], source="img3")
+
+
+def test_no_stray_warnings_from_level_quality(astronaut_levels: list[bytes]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        level_quality(astronaut_levels)
+
+
+def test_level_quality_html_table(astronaut_levels: list[bytes]) -> None:
+    page = level_quality(astronaut_levels)._repr_html_()
+    assert page.count("<tr>") == 11  # a header and one row per level
+    assert "<th>MS-SSIM</th><th>SSIM</th><th>PSNR (dB)</th>" in page
 
 
 # -- curves over a sample ----------------------------------------------------------
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def folder(tmp_path_factory: pytest.TempPathFactory, sk_photo: Photo, encode_jpeg: Encode) -> Path:
     root = tmp_path_factory.mktemp("qfolder")
     for cls, names in {"a": ["astronaut", "coffee", "chelsea"], "b": ["rocket", "camera"]}.items():
         (root / cls).mkdir()
         for n in names:
-            (root / cls / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 192)))
+            (root / cls / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n, 192)))
     return root
 
 
@@ -277,21 +171,29 @@ def test_quality_curve_on_folder_and_dataset_agree(folder: Path, tmp_path: Path)
     np.testing.assert_allclose(c1.per_image.values[o1], c2.per_image.values[o2], atol=1e-12)
     np.testing.assert_array_equal(c1.per_image.bytes[o1], c2.per_image.bytes[o2])
     np.testing.assert_allclose(c1.mean, c2.mean)
-    assert np.all(np.diff(c1.bytes_fraction) > 0) and c1.bytes_fraction[-1] == 1.0
-    assert np.all(c1.p5 <= c1.p50 + 1e-12) and np.all(c1.p50 <= c1.p95 + 1e-12)
-    assert np.all(c1.p5 <= c1.mean + 1e-12) and np.all(c1.mean <= c1.p95 + 1e-12)
+    b = c1.per_image.bytes
+    np.testing.assert_allclose(c1.bytes_fraction, b.sum(axis=0) / b[:, -1].sum(), rtol=1e-12)
+    np.testing.assert_allclose(c1.mean, c1.per_image.values.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(c1.p50, np.median(c1.per_image.values, axis=0), rtol=1e-12)
     assert c1.mean[-1] == 1.0
-    assert c1.levels()[0].keys() >= {"scan", "bytes_fraction", "mean", "p5", "p50", "p95"}
+    assert c1.levels()[0] == {
+        "scan": 1,
+        "bytes_fraction": c1.bytes_fraction[0],
+        "mean": c1.mean[0],
+        "p5": c1.p5[0],
+        "p50": c1.p50[0],
+        "p95": c1.p95[0],
+    }
 
 
 def test_quality_curve_sample_is_seeded_and_parallel_matches(folder: Path) -> None:
     a = quality_curve(folder, sample=3, seed=4, workers=1)
     b = quality_curve(folder, sample=3, seed=4, workers=2)
     c = quality_curve(folder, sample=3, seed=5, workers=1)
+    np.testing.assert_array_equal(a.indices, np.random.default_rng(4).permutation(5)[:3])
     np.testing.assert_array_equal(a.indices, b.indices)
     np.testing.assert_allclose(a.per_image.values, b.per_image.values, atol=1e-12)
-    assert a.sample_size == c.sample_size == 3
-    assert list(a.indices) != list(c.indices)  # another seed, another sample order
+    np.testing.assert_array_equal(c.indices, np.random.default_rng(5).permutation(5)[:3])
     assert a.per_image.names == tuple(FolderSource(folder).names[i] for i in a.indices)
 
 
@@ -300,12 +202,13 @@ def test_quality_curve_with_metric_switches_without_recompute(folder: Path) -> N
     p = c.with_metric("psnr")
     assert p.metric == "psnr" and p.mean[-1] == 100.0  # identical: counted at the cap
     np.testing.assert_array_equal(p.per_image.values, c.per_image.metrics["psnr"])
+    assert p.mean[0] == pytest.approx(c.per_image.metrics["psnr"][:, 0].mean(), rel=1e-12)
     assert 15 < p.mean[0] < p.mean[-2] < 60
+    with pytest.raises(ValueError, match="'lpips' was not computed"):
+        c.with_metric("lpips")
 
 
 def test_quality_curve_replaces_broken_images(folder: Path, tmp_path: Path) -> None:
-    import shutil
-
     root = tmp_path / "f"
     shutil.copytree(folder, root)
     (root / "a" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
@@ -319,15 +222,22 @@ def test_quality_curve_replaces_broken_images(folder: Path, tmp_path: Path) -> N
     assert c_all.sample_size == 5 and c_all.population == 6
 
 
-def test_quality_curve_custom_metric(folder: Path) -> None:
-    def mean_abs_error(full: list[np.ndarray], level: list[np.ndarray]) -> float:
-        return -float(np.mean(np.abs(full[0].astype(float) - level[0])))
+def _neg_mae(full: list[np.ndarray], level: list[np.ndarray]) -> float:
+    return -float(np.mean(np.abs(full[0].astype(float) - level[0])))
 
-    c = quality_curve(folder, sample=2, metric=mean_abs_error)
-    assert c.metric == "mean_abs_error"
-    assert c.mean[-1] == 0.0  # the last level is the image itself: its own error, 0
-    assert np.all(c.per_image.values[:, :-1] < 0)
-    assert c.mean[0] < c.mean[4]
+
+def test_quality_curve_custom_metric_reads_its_own_value_at_full(folder: Path) -> None:
+    c = quality_curve(folder, sample=2, metric=_neg_mae)
+    assert c.metric == "_neg_mae"
+    # the last level is the image itself: a negative error reads 0 there, not 1
+    np.testing.assert_array_equal(c.per_image.values[:, -1], [0.0, 0.0])
+    assert c.mean[-1] == 0.0
+    src = FolderSource(folder)
+    for row, i in zip(c.per_image.values, c.indices):
+        levels = [src.jpeg_bytes(int(i), k) for k in range(1, 11)]
+        full = np.asarray(Image.open(io.BytesIO(levels[-1])))
+        want = [_neg_mae([full], [np.asarray(Image.open(io.BytesIO(b)))]) for b in levels]
+        np.testing.assert_allclose(row, want, rtol=1e-12)
 
 
 def test_quality_curve_bad_arguments(folder: Path) -> None:
@@ -344,11 +254,62 @@ def test_from_values_and_worst() -> None:
     np.testing.assert_allclose(c.mean, vals.mean(axis=0))
     np.testing.assert_allclose(c.bytes_fraction, b.sum(0) / 300)
     assert [r["name"] for r in c.per_image.worst(2, 2)] == ["z", "x"]
+    assert c.per_image.rows(1)[1] == {
+        "index": 1,
+        "name": "y",
+        "label": -1,
+        "bytes": 20,
+        "bytes_fraction": 0.2,
+        "value": 0.7,
+    }
     with pytest.raises(ValueError, match="must be equal"):
         QualityCurve.from_values(vals, b[:, :2])
+    with pytest.raises(ValueError, match="unknown statistic"):
+        c.statistic("max")
 
 
-def test_no_stray_warnings_from_level_quality(astronaut_levels: list[bytes]) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        level_quality(astronaut_levels)
+def test_empty_curve_has_nan_statistics() -> None:
+    c = QualityCurve.from_values(np.zeros((0, 4)), np.zeros((0, 4)))
+    assert c.sample_size == 0 and c.num_scans == 4
+    assert np.isnan(c.mean).all() and np.isnan(c.bytes_fraction).all()
+
+
+def test_sampler_grows_the_same_sample(folder: Path) -> None:
+    s = Sampler(folder, seed=3, workers=1)
+    s.grow(2)
+    first = [o.index for o in s.results]
+    s.grow(4)
+    assert [o.index for o in s.results][:2] == first
+    assert [o.index for o in s.results] == list(np.random.default_rng(3).permutation(5)[:4])
+    assert not s.exhausted
+    s.grow(10)
+    assert s.exhausted and len(s.results) == 5 == s.population
+    np.testing.assert_array_equal(
+        s.curve("psnr").per_image.values, s.curve().per_image.metrics["psnr"]
+    )
+
+
+# -- the job runner ------------------------------------------------------------------
+class _Bar:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def update(self, k: int) -> None:
+        self.n += k
+
+
+def test_run_jobs_in_order_advancing_a_bar() -> None:
+    bar = _Bar()
+    out = run_jobs(str, iter(range(7)), total=7, workers=1, progress=bar)
+    assert out == [str(i) for i in range(7)] and bar.n == 7
+
+
+def test_run_jobs_in_worker_processes_keeps_order() -> None:
+    bar = _Bar()
+    assert run_jobs(abs, range(-9, 0), total=9, workers=2, progress=bar) == list(range(9, 0, -1))
+    assert bar.n == 9
+
+
+def test_default_workers() -> None:
+    assert default_workers(4) == 1  # a pool costs about a second: small jobs run here
+    assert default_workers(5) == min(5, os.cpu_count() or 1)
