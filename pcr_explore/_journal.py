@@ -39,7 +39,8 @@ def plan_digest(items: Sequence[SourceItem], src: Path, options: dict[str, Any])
     h = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
     for it in items:
         st = (src / it.name).stat()
-        h.update(f"{it.name}\0{it.label}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        line = f"{it.name}\0{it.label}\0{st.st_size}\0{st.st_mtime_ns}\n"
+        h.update(line.encode("utf-8", "surrogateescape"))  # names are bytes on POSIX
     return h.hexdigest()
 
 

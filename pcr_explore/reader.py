@@ -364,6 +364,18 @@ class PCRDataset:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             yield from ordered_map(work, items, pool, window=2 * workers)
 
+    def folder_files(self) -> list[str]:
+        """Names of the files in the dataset's folder (one listing request).
+
+        Raises
+        ------
+        OSError
+            If the store cannot list the folder (plain HTTP servers cannot).
+        """
+        return sorted(
+            posixpath.basename(p.rstrip("/")) for p in self._fs.ls(self._root, detail=False)
+        )
+
     def verify(self) -> int:
         """Read every record in full and check every checksum; returns images checked."""
         total = 0

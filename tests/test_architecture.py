@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("transcode", "format", "manifest", "summary"),
     ("discover", "_journal"),
     ("encoder", "reader"),
-    ("sources", "loader", "throughput", "compare", "sample"),
+    ("sources", "loader", "throughput", "compare", "sample", "verify"),
     ("quality",),
     ("tuner",),
     ("audit", "train", "swap"),

@@ -88,3 +88,48 @@ def test_sample_builds_and_prints_the_table(tmp_path: Path) -> None:
     assert "16 images" in r.stdout and "of full" in r.stdout
     assert (tmp_path / "s" / "pcr" / "manifest.json").exists()
     assert len(list((tmp_path / "s" / "images").rglob("*.jpg"))) == 16
+
+
+def test_verify_reports_every_damaged_record(cli_dataset: Path, tmp_path: Path) -> None:
+    import shutil
+
+    r = run("verify", str(cli_dataset), "--json")
+    assert r.returncode == 0, r.stderr
+    good = json.loads(r.stdout)
+    assert good["ok"] is True and good["images"] == 7 and good["problems"] == []
+    bad = tmp_path / "bad"
+    shutil.copytree(cli_dataset, bad)
+    for name in ("record-00000.pcr", "record-00002.pcr"):
+        data = bytearray((bad / name).read_bytes())
+        data[-3] ^= 0xFF  # a flipped bit in the last scan group
+        (bad / name).write_bytes(bytes(data))
+    (bad / "record-00099.pcr").write_bytes(b"stray")
+    r = run("verify", str(bad))
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"{bad}: 2 problem(s) in 3 records"
+    assert sum("record-00000.pcr" in x for x in lines) == 1
+    assert sum("record-00002.pcr" in x for x in lines) == 1
+    assert lines[-1] == "  not in the manifest: record-00099.pcr"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("inspect", "{ds}/record-00000.pcr"), "record-00000.pcr: is a file, not a dataset folder"),
+        (("inspect", "{tmp}/nope.pcr"), "nope.pcr: no such folder"),
+        (("encode", "{src}", "{tmp}/afile"), "afile: exists and is not a folder"),
+        (("encode", "{src}", "{tmp}/o", "--quality", "200"), "quality must be an integer"),
+        (("encode", "{src}", "{tmp}/o", "--workers", "0"), "workers must be at least 1"),
+    ],
+)
+def test_errors_say_what_is_wrong(
+    cli_dataset: Path, photo_folder: Path, tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    (tmp_path / "afile").write_text("x")
+    fill = {"ds": str(cli_dataset), "tmp": str(tmp_path), "src": str(photo_folder)}
+    r = run(*(a.format(**fill) for a in args))
+    assert r.returncode == 1
+    assert r.stderr.startswith("pcr-explore: error: ") and expected in r.stderr
+    assert "Errno" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "o").exists()  # a bad option creates nothing

@@ -26,13 +26,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from ._swap import add_swap_sim_parser
     from . import _audit, _dataset
+    from ._swap import add_swap_sim_parser
 
     _dataset.register(sub)
     _audit.register(sub)
     add_swap_sim_parser(sub)
     return parser
+
+
+def _message(exc: BaseException) -> str:
+    """One line for the user: the file, then what is wrong (no errno numbers)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror}"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,9 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (PCRError, OSError, ValueError, ImportError) as exc:
         if args.debug:
             traceback.print_exc()
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in msg:
-            msg = f"{exc.filename}: {msg}"
+        msg = _message(exc)
         print(f"pcr-explore: error: {msg}", file=sys.stderr)
         return 1
 

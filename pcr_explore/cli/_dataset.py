@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from .._json import to_json
-from ..encoder import DEFAULT_RECORD_SIZE, encode_dataset
+from ..encoder import DEFAULT_RECORD_SIZE, EncodeSummary, encode_dataset
 from ..reader import open_dataset
 from ..sample import build_sample
 from ..throughput import read_pass
+from ..verify import verify_dataset
 
 
 def register(sub: Any) -> None:
@@ -42,6 +44,11 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_inspect)
 
+    p = sub.add_parser("verify", help="check every record's checksums; exit 1 on any problem")
+    p.add_argument("path", help="dataset folder or URL")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_verify)
+
     p = sub.add_parser("read", help="read and decode every image at one scan level")
     p.add_argument("path", help="dataset folder or URL")
     p.add_argument("--scan", type=int, required=True, help="scan level 1..num_scans")
@@ -57,7 +64,23 @@ def register(sub: Any) -> None:
 
 
 def _encode(args: argparse.Namespace) -> int:
-    summary = encode_dataset(
+    try:
+        summary = _run_encode(args)
+    except KeyboardInterrupt:
+        print(
+            f"pcr-explore: interrupted; finished records in {args.out} are kept: run the same "
+            "command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    print(summary)
+    if summary.skipped:
+        print(f"skipped files are listed in {args.out}/manifest.json under 'skipped'")
+    return 0
+
+
+def _run_encode(args: argparse.Namespace) -> EncodeSummary:
+    return encode_dataset(
         args.src,
         args.out,
         backend=args.backend,
@@ -71,10 +94,6 @@ def _encode(args: argparse.Namespace) -> int:
         overwrite=args.overwrite,
         progress=not args.quiet,
     )
-    print(summary)
-    if summary.skipped:
-        print(f"skipped files are listed in {args.out}/manifest.json under 'skipped'")
-    return 0
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -84,6 +103,12 @@ def _inspect(args: argparse.Namespace) -> int:
     else:
         print(info)
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    report = verify_dataset(args.path)
+    print(to_json(report.to_dict()) if args.json else report)
+    return 0 if report.ok else 1
 
 
 def _read(args: argparse.Namespace) -> int:
