@@ -5,34 +5,43 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, needs_jpegtran, photo
 from PIL import Image
 
-from pcr_explore.audit import AuditReport, audit
+from pcr_explore.audit import TINY_SIDE, AuditReport, audit
 from pcr_explore.cli import main
 from pcr_explore.encoder import encode_dataset
+from pcr_explore.sources import FolderSource
 
 GOOD = {"cats": ["chelsea", "coffee"], "space": ["astronaut", "rocket", "camera"]}
+CMYK_ISSUE = (
+    "CMYK image: converted to RGB with a lossy re-encode (its 18-scan progression "
+    "would not share levels with the others)"
+)
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def planted(
+    tmp_path_factory: pytest.TempPathFactory,
+    sk_photo: Callable[..., np.ndarray],
+    encode_jpeg: Callable[..., bytes],
+) -> Path:
     """Five good photos in two classes, and one file for each planted problem."""
     root = tmp_path_factory.mktemp("planted")
     for cls, names in GOOD.items():
         (root / cls).mkdir()
         for n in names:
-            (root / cls / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 240)))
+            (root / cls / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n, 240)))
     bad = root / "space"
     good = (root / "space" / "astronaut.jpg").read_bytes()
     (bad / "truncated.jpg").write_bytes(good[: len(good) // 2])
-    Image.fromarray(photo("coins", 200)).save(bad / "renamed.jpg", format="PNG")
+    Image.fromarray(sk_photo("coins", 200)).save(bad / "renamed.jpg", format="PNG")
     shutil.copy(root / "cats" / "coffee.jpg", bad / "coffee_copy.jpg")
-    Image.fromarray(photo("astronaut", 200)).convert("CMYK").save(bad / "cmyk.jpg", quality=90)
+    Image.fromarray(sk_photo("astronaut", 200)).convert("CMYK").save(bad / "cmyk.jpg", quality=90)
     Image.fromarray(np.full((4, 4, 3), 120, np.uint8)).save(bad / "tiny.jpg", quality=90)
     return root
 
@@ -46,42 +55,56 @@ def _issues(report: AuditReport, file: str) -> list[str]:
     return [p["issue"] for p in report.problems if p["file"] == file]
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_planted_problems_are_found(report: AuditReport) -> None:
     assert report.images == 10 and report.readable == 9  # only the truncated file fails
-    assert any("truncated" in i for i in _issues(report, "space/truncated.jpg"))
+    (truncated,) = _issues(report, "space/truncated.jpg")
+    assert truncated.startswith("cannot decode: image file is truncated")
     assert _issues(report, "space/renamed.jpg") == ["a PNG file named .jpg"]
     assert _issues(report, "space/coffee_copy.jpg") == [
         "duplicate of cats/coffee.jpg (identical bytes)"
     ]
     assert report.duplicates == [["cats/coffee.jpg", "space/coffee_copy.jpg"]]
-    assert any("CMYK" in i for i in _issues(report, "space/cmyk.jpg"))
-    assert any("tiny image 4x4" in i for i in _issues(report, "space/tiny.jpg"))
-    good = [f"{c}/{n}.jpg" for c, names in GOOD.items() for n in names]
-    assert not [p for p in report.problems if p["file"] in good]
-    assert all(set(p) == {"file", "issue"} for p in report.problems)
+    assert _issues(report, "space/cmyk.jpg") == [CMYK_ISSUE]
+    assert _issues(report, "space/tiny.jpg") == [
+        f"tiny image 4x4 px (a side under {TINY_SIDE} px; SSIM's window is 11 px)"
+    ]
+    assert len(report.problems) == 5  # nothing reported for the five good photos
+    files = [(p["file"], p["issue"]) for p in report.problems]
+    assert files == sorted(files)
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_contents_are_counted(report: AuditReport) -> None:
     assert report.formats == {"JPEG": 9, "PNG": 1}
-    assert report.modes["CMYK"] == 1 and report.modes["L"] == 2  # camera and the PNG coins
+    assert report.modes == {"RGB": 7, "L": 2, "CMYK": 1}  # camera and the PNG coins are L
     assert report.classes == {"cats": 2, "space": 8}
-    assert report.coding["baseline JPEG"] == 8 and report.coding["not JPEG"] == 1
-    assert report.sizes["width"]["min"] == 4 and report.sizes["width"]["max"] == 240
+    assert report.coding == {"baseline JPEG": 8, "not JPEG": 1, "unreadable": 1}
+    assert report.sizes["width"] == {"min": 4.0, "median": 240.0, "max": 240.0}
     assert report.sizes["shorter_side"]["0-31"] == 1
-    assert {c["file"] for c in report.conversions} == {"space/cmyk.jpg", "space/renamed.jpg"}
+    assert report.sizes["shorter_side"]["128-255"] == 8
+    assert report.conversions == [
+        {
+            "file": "space/cmyk.jpg",
+            "note": "CMYK converted to RGB (its 18-scan progression would not share levels)",
+        },
+        {"file": "space/renamed.jpg", "note": "PNG L source encoded as JPEG (quality 90)"},
+    ]
 
 
-@needs_jpegtran
-def test_bytes_quality_and_recommendation(report: AuditReport) -> None:
-    lb = report.level_bytes
-    assert len(lb) == 10 and np.all(np.diff(lb) >= 0) and lb[0] > 0
-    assert report.bytes_fraction[-1] == 1.0
+@pytest.mark.jpegtran
+def test_bytes_quality_and_recommendation(report: AuditReport, planted: Path) -> None:
+    # the bytes per level, computed without decoding, are the transcoded files' own
+    src = FolderSource(planted)
+    readable = [i for i, n in enumerate(src.names) if n != "space/truncated.jpg"]
+    np.testing.assert_array_equal(report.level_bytes, sum(src.level_bytes(i) for i in readable))
+    sizes = sum((planted / src.names[i]).stat().st_size for i in readable)
+    assert report.source_bytes == sizes
+    np.testing.assert_allclose(report.bytes_fraction, report.level_bytes / report.level_bytes[-1])
     curve = report.curve
     assert curve is not None and curve.sample_size == 6
     scan = report.recommended_scan
-    assert scan is not None and 1 <= scan <= 10
+    assert scan is not None
     assert curve.mean[scan - 1] >= 0.95 and (scan == 1 or curve.mean[scan - 2] < 0.95)
     assert report.tune is not None
     assert report.tune.bytes_fraction == pytest.approx(report.bytes_fraction[scan - 1])
@@ -91,24 +114,22 @@ def test_bytes_quality_and_recommendation(report: AuditReport) -> None:
     assert report.worst[0]["thumb_full"].startswith("data:image/jpeg;base64,")
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_json(report: AuditReport, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     text = report.to_json(out)
     d = json.loads(out.read_text())
-    assert json.loads(text) == d
-    assert {"images", "levels", "recommended_scan", "target", "metric", "problems"} <= set(d)
+    assert json.loads(text) == d == report.to_dict()
     assert d["images"] == 10 and d["target"] == 0.95 and d["metric"] == "mssim"
     assert d["recommended_scan"] == report.recommended_scan
-    assert len(d["levels"]) == 10
-    for lev in d["levels"]:
-        assert {"scan", "bytes_fraction", "mean", "p5", "p50", "p95"} <= set(lev)
+    assert d["levels"] == report.levels()
+    assert [lev["scan"] for lev in d["levels"]] == list(range(1, 11))
     assert d["levels"][-1]["bytes_fraction"] == 1.0 and d["levels"][-1]["mean"] == 1.0
     assert {"file": "space/renamed.jpg", "issue": "a PNG file named .jpg"} in d["problems"]
-    assert "thumb_full" not in json.dumps(d["worst"])
+    assert [set(w) for w in d["worst"]] == [{"file", "index", "value", "bytes_fraction"}] * 6
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_standalone_html(report: AuditReport, tmp_path: Path) -> None:
     out = report.to_html(tmp_path / "sub" / "audit.html")
     page = out.read_text(encoding="utf-8")
@@ -117,22 +138,27 @@ def test_standalone_html(report: AuditReport, tmp_path: Path) -> None:
     assert not re.findall(r"<script[^>]+src=[\"']?(?:https?:)?//", page, re.I)
     assert not re.findall(r"<link[^>]+href=[\"']?(?:https?:)?//", page, re.I)
     assert not re.findall(r"<img[^>]+src=[\"']?(?:https?:)?//", page, re.I)
-    assert "Bokeh.embed.embed_items" in page  # the plots, with BokehJS inlined
+    assert page.count("Bokeh.embed.embed_items") == 1  # the plots, with BokehJS inlined
     assert page.count("data:image/jpeg;base64,") == 2 * len(report.worst)
     assert "p5 to p95 of images" in page and "Bytes read per scan level" in page
-    assert "space/renamed.jpg" in page and "a PNG file named .jpg" in page
+    assert "<td>space/renamed.jpg</td><td>a PNG file named .jpg</td>" in page
     assert f"Recommended scan level: {report.recommended_scan} of 10" in page
+    assert f"<tr class='rec'><td>{report.recommended_scan}</td>" in page
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_repr_html_and_summary(report: AuditReport) -> None:
     frag = report._repr_html_()
-    assert "<script" not in frag and "space/tiny.jpg" in frag
+    assert "<script" not in frag and "<td>space/tiny.jpg</td>" in frag
+    assert frag.count("data:image/jpeg;base64,") == 2 * len(report.worst)
     text = report.summary()
-    assert "10 images (9 readable)" in text and "<- recommended" in text
+    assert str(report) == text
+    assert text.startswith(f"{report.path}: folder, 10 images (9 readable), 2 classes, 5 problems")
+    marked = [line for line in text.splitlines() if line.endswith("<- recommended")]
+    assert len(marked) == 1 and marked[0].split()[0] == str(report.recommended_scan)
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_audit_pcr_dataset(planted: Path, tmp_path: Path) -> None:
     src = tmp_path / "src"
     for cls, names in GOOD.items():
@@ -158,24 +184,33 @@ def test_all_broken_folder_still_gets_an_audit(tmp_path: Path) -> None:
     (tmp_path / "b.png").write_bytes(b"")
     r = audit(tmp_path, sample=4, workers=1)
     assert r.images == 2 and r.readable == 0 and r.recommended_scan is None
-    assert {p["file"] for p in r.problems} == {"a.jpg", "b.png"}
-    assert "empty file" in _issues(r, "b.png")
+    assert r.problems == [
+        {"file": "a.jpg", "issue": "cannot decode: Truncated File Read"},
+        {"file": "b.png", "issue": "empty file"},
+    ]
+    np.testing.assert_array_equal(r.level_bytes, np.zeros(10))
     d = json.loads(r.to_json())
     assert d["recommended_scan"] is None and d["levels"][0]["mean"] is None
+    assert d["levels"][0]["bytes_fraction"] is None  # no bytes: NaN, written as null
     page = r.to_html(tmp_path / "r.html").read_text()
-    assert "No image could be measured" in page
+    assert "No image could be measured: no recommendation." in page
 
 
 def test_audit_bad_arguments(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="no such file or folder"):
         audit(tmp_path / "missing")
-    with pytest.raises(ValueError, match="metric"):
+    with pytest.raises(ValueError, match="unknown metric 'vif'"):
         audit(tmp_path, metric="vif")
-    with pytest.raises(ValueError, match="statistic"):
+    with pytest.raises(ValueError, match="unknown statistic 'max'"):
         audit(tmp_path, statistic="max")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="sample must be a positive"):
+        audit(tmp_path, sample=0)
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ValueError, match="not an image file"):
+        audit(tmp_path / "notes.txt")
 
 
-@needs_jpegtran
+@pytest.mark.jpegtran
 def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     js, page = tmp_path / "a.json", tmp_path / "a.html"
     rc = main(
@@ -202,14 +237,15 @@ def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "<- recommended" in out and "problem: space/tiny.jpg" in out
     d = json.loads(js.read_text())
-    assert {"images", "levels", "recommended_scan", "target", "metric", "problems"} <= set(d)
     assert d["metric"] == "ssim" and d["target"] == 0.9 and d["statistic"] == "p5"
-    assert d["sample_size"] == 3 and page.stat().st_size > 100_000
-    assert all(set(p) == {"file", "issue"} for p in d["problems"])
+    assert d["sample_size"] == 3 and d["images"] == 10 and len(d["problems"]) == 5
+    html = page.read_text(encoding="utf-8")
+    assert f"Recommended scan level: {d['recommended_scan']} of 10" in html
+    assert html.count("Bokeh.embed.embed_items") == 1
 
     assert main(["audit", str(planted / "cats" / "coffee.jpg"), "--json", "-", "--quiet"]) == 0
     one = json.loads(capsys.readouterr().out)
-    assert one["images"] == 1 and one["kind"] == "file"
+    assert one["images"] == 1 and one["kind"] == "file" and one["classes"] == {"(no class)": 1}
 
     assert main(["audit", str(tmp_path / "nope")]) == 1
     assert "no such file" in capsys.readouterr().err

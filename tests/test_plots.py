@@ -9,10 +9,12 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource
 from bokeh.resources import INLINE
 
+from pcr_explore.metrics import PSNR_CAP
 from pcr_explore.plots import (
     bytes_data,
     bytes_figure,
     curve_data,
+    drawable,
     images_data,
     quality_figure,
     recommended_data,
@@ -77,6 +79,22 @@ def test_psnr_identical_levels_not_drawn() -> None:
     assert cf.figure.yaxis[0].axis_label == "PSNR (dB)"
 
 
+def test_drawable_leaves_out_identical_psnr_only() -> None:
+    got = drawable([20.0, PSNR_CAP, np.inf, np.nan], "psnr")
+    np.testing.assert_array_equal(got, [20.0, np.nan, np.nan, np.nan])
+    np.testing.assert_array_equal(drawable([0.5, 1.0], "mssim"), [0.5, 1.0])
+    np.testing.assert_array_equal(drawable([150.0], "task_score"), [150.0])
+
+
+def test_axis_label_follows_the_metric(curve: QualityCurve) -> None:
+    cf = quality_figure(curve)
+    assert cf.figure.yaxis[0].axis_label == "MS-SSIM"
+    v = curve.per_image.values
+    custom = QualityCurve.from_values(v, curve.per_image.bytes, metric="task_score")
+    cf.update(custom)
+    assert cf.figure.yaxis[0].axis_label == "task_score"
+
+
 def test_helpers_edge_cases(curve: QualityCurve) -> None:
     assert recommended_data(curve, None)["scan"] == []
     assert recommended_data(curve, 11)["scan"] == []
@@ -104,5 +122,5 @@ def test_standalone_render_without_warnings(curve: QualityCurve) -> None:
         INLINE,
         "plots",
     )
-    assert "Quality per scan level" in page and "Bytes read per scan level" in page
+    assert page.count("Quality per scan level") == 2 and "Bytes read per scan level" in page
     assert "<script src=" not in page.replace('<script src="data:', "")

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes
 
 from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import ProgressiveJPEG
 from pcr_explore.quality import QualityCurve
 from pcr_explore.transcode import transcode
-from pcr_explore.tuner import TuneResult, recommend, tune
+from pcr_explore.tuner import recommend, tune
 
 MEANS = np.array([0.6, 0.8, 0.85, 0.9, 0.94, 0.96, 0.97, 0.98, 0.99, 1.0])
 BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
@@ -109,10 +110,14 @@ def test_bad_arguments() -> None:
 def test_result_renders() -> None:
     r = recommend(_curve(_noisy(30, 0.01)), 0.95)
     d = json.loads(json.dumps(r.to_dict()))
-    assert d["scan"] == r.scan and d["ci"] == list(r.ci)
-    assert f"<b>{r.scan}</b>" in r._repr_html_()
-    assert str(r).startswith(f"scan {r.scan} of 10")
-    assert isinstance(r, TuneResult)
+    assert d["scan"] == r.scan == 6 and d["ci"] == list(r.ci)
+    assert d["value"] == r.value and d["ci_below"] == list(r.ci_below or ())
+    exact = "every image was measured: the statistic is exact for this dataset"
+    assert d["explanation"] == r.explanation == exact
+    row = "<tr><th style='text-align:left'>recommended scan</th><td><b>6</b> of 10</td></tr>"
+    assert row in r._repr_html_()
+    assert str(r) == r.summary()
+    assert r.summary().startswith(f"scan 6 of 10: mean mssim {r.value:.4f} (target 0.95), 60.0%")
 
 
 # -- on real images ----------------------------------------------------------
@@ -144,7 +149,7 @@ class MemorySource:
 
 
 @pytest.fixture(scope="module")
-def memory_source() -> MemorySource:
+def memory_source(encode_jpeg: Callable[..., bytes]) -> MemorySource:
     rng = np.random.default_rng(3)
     images = []
     for _ in range(24):
@@ -152,7 +157,7 @@ def memory_source() -> MemorySource:
         small = rng.integers(0, 256, (6, 6, 3), dtype=np.uint8)
         big = np.kron(small, np.ones((8, 8, 1), np.uint8))
         big = np.clip(big + rng.normal(0, 6, big.shape), 0, 255).astype(np.uint8)
-        images.append(transcode(jpeg_bytes(big, quality=92)).jpeg)
+        images.append(transcode(encode_jpeg(big, quality=92)).jpeg)
     return MemorySource(images)
 
 
@@ -165,6 +170,7 @@ def test_tune_with_a_custom_metric(memory_source: MemorySource) -> None:
     assert r.metric == "_neg_mae" and r.sample_size == 24 and r.decided
     stats = r.curve.mean
     assert stats[r.scan - 1] >= 0.9 and (r.scan == 1 or stats[r.scan - 2] < 0.9)
+    assert stats[-1] == 1.0  # the full level scored against itself: 1 - 0 / 50
 
 
 def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) -> None:
@@ -191,16 +197,20 @@ def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) ->
     assert timed.sample_size == 4
 
 
-def test_tune_builtin_metric_on_photos(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from conftest import photo
-
+def test_tune_builtin_metric_on_photos(
+    tmp_path: Path, sk_photo: Callable[..., np.ndarray], encode_jpeg: Callable[..., bytes]
+) -> None:
     for n in ("astronaut", "coffee", "chelsea"):
-        (tmp_path / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 192)))
+        (tmp_path / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n, 192)))
     r = tune(tmp_path, target=0.95, sample=None, workers=1)
     c = r.curve
     assert c.mean[r.scan - 1] >= 0.95 and (r.scan == 1 or c.mean[r.scan - 2] < 0.95)
     assert r.decided and r.population == 3
     with pytest.raises(ValueError, match="statistic"):
         tune(tmp_path, statistic="max")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="sample"):
+    with pytest.raises(ValueError, match="sample must be a positive int, 'auto' or None"):
         tune(tmp_path, sample="many")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown metric 'vif'"):
+        tune(tmp_path, metric="vif")
+    with pytest.raises(ValueError, match="need 2 <= start <= budget"):
+        tune(tmp_path, sample="auto", start=8, budget=4)
