@@ -336,17 +336,44 @@ def check_scan_script(pj: ProgressiveJPEG, *, source: str = "<bytes>") -> None:
 def target_size(width: int, height: int, size: Size) -> tuple[int, int]:
     """The (width, height) an image of the given size is resized to.
 
-    An int bounds the longer side (aspect kept); a tuple is an exact size.
+    An int bounds the longer side (aspect kept) and never enlarges the image:
+    a bound above the longer side keeps the stored size. A tuple is an exact
+    size, enlarging if asked, up to :data:`MAX_OUTPUT_PIXELS`.
+
+    Raises
+    ------
+    ValueError
+        If a side is not a positive integer, or an exact size is absurdly large.
+
+    Examples
+    --------
+    >>> target_size(640, 427, 80)
+    (80, 53)
+    >>> target_size(640, 427, 100_000)
+    (640, 427)
     """
     if isinstance(size, tuple):
+        if len(size) != 2 or not all(_positive_int(v) for v in size):
+            raise ValueError(f"size must be positive integers (width, height), got {size!r}")
         tw, th = int(size[0]), int(size[1])
-    else:
-        s = int(size)
-        scale = s / max(width, height)
-        tw, th = max(1, round(width * scale)), max(1, round(height * scale))
-    if tw < 1 or th < 1:
-        raise ValueError(f"size must be positive, got {size!r}")
-    return tw, th
+        if tw * th > MAX_OUTPUT_PIXELS:
+            raise ValueError(f"size {tw}x{th} is more than {MAX_OUTPUT_PIXELS:,} pixels")
+        return tw, th
+    if not _positive_int(size):
+        raise ValueError(f"size must be a positive integer, got {size!r}")
+    s = int(size)
+    if s >= max(width, height):
+        return width, height
+    scale = s / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+# An exact output size above this is a mistake, not a request (about 16k x 16k).
+MAX_OUTPUT_PIXELS = 1 << 28
+
+
+def _positive_int(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and int(v) >= 1
 
 
 def decode(
@@ -376,6 +403,8 @@ def decode(
     """
     if mode not in (None, "RGB", "L"):
         raise ValueError(f"mode must be 'RGB', 'L' or None, got {mode!r}")
+    if size is not None:
+        target_size(1, 1, size)  # argument errors are the caller's, not the file's
     try:
         src = Image.open(io.BytesIO(data))
         want = mode or ("L" if src.mode == "L" else "RGB")
@@ -388,5 +417,6 @@ def decode(
         if target is not None and im.size != target:
             im = im.resize(target, Image.Resampling.BILINEAR)
         return np.array(im)  # writable: callers may edit or hand it to torch
-    except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
-        raise JPEGError(f"{source}: cannot decode JPEG: {exc}") from exc
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        # Pillow raises ValueError for some damaged files (a truncated PNG IHDR)
+        raise JPEGError(f"{source}: cannot decode image: {exc}") from exc

@@ -188,3 +188,25 @@ def test_fuzzed_jpegs_raise_only_jpeg_errors(prog_color: bytes, data: st.DataObj
     except JPEGError:
         return
     assert sum(pj.piece_lengths()) <= cut + 2
+
+
+@pytest.mark.parametrize("size", [0, -5, (0, 10), (10, -1), 2.5, True])
+def test_bad_sizes_are_refused(prog_color: bytes, size: object) -> None:
+    with pytest.raises(ValueError, match="size must be (a )?positive integer"):
+        decode(prog_color, size=size)  # type: ignore[arg-type]
+
+
+def test_a_size_bound_never_enlarges(prog_color: bytes) -> None:
+    full = decode(prog_color)
+    assert decode(prog_color, size=100_000).shape == full.shape
+    assert decode(prog_color, size=(2 * full.shape[1], 20)).shape == (20, 2 * full.shape[1], 3)
+    with pytest.raises(ValueError, match="more than"):
+        decode(prog_color, size=(100_000, 100_000))
+
+
+def test_a_damaged_png_is_a_named_error(sk_photo: Callable[..., np.ndarray]) -> None:
+    buf = io.BytesIO()
+    Image.fromarray(sk_photo("coffee", 64)).save(buf, "PNG")
+    damaged = buf.getvalue()[:20]  # cut inside the IHDR chunk
+    with pytest.raises(JPEGError, match=r"cat\.png: cannot decode image"):
+        decode(damaged, source="cat.png")
