@@ -25,7 +25,6 @@ Prints tables and writes bench/results/swap.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -34,17 +33,17 @@ from pathlib import Path
 
 import numpy as np
 
+from pcr_explore._json import to_json
 from pcr_explore.swap import (
     codec_names,
     default_policies,
     get_profile,
     measure,
     profile_names,
-    resnet50_trace,
     simulate_many,
     synthetic_activations,
-    vgg16_trace,
 )
+from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
 
 OUT = Path(__file__).resolve().parent / "results" / "swap.json"
 SHAPE = (16, 64, 128, 128)  # 16 Mi float32 = 64 MiB
@@ -304,7 +303,7 @@ def main() -> None:
     }
     result["seconds"] = time.time() - t0
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=1))
+    OUT.write_text(to_json(result))
     print(f"\nwrote {OUT} ({result['seconds']:.0f} s)")
 
 

@@ -2,124 +2,93 @@
 
 Would compressing the activations a training step swaps to host memory pay
 on a given GPU and link, and for which tensors? This subpackage measures
-real codecs on real or realistic tensors (:mod:`.codecs`, :mod:`.tensors`),
-prices them with a calibratable cost model (:mod:`.model`), and simulates a
-step under vDNN, always-compress, CSWAP-style and oracle policies
-(:mod:`.simulate`). See ``docs/SWAP.md``.
+real codecs on real or realistic tensors, prices them with a calibratable
+cost model, and simulates a step under vDNN, always-compress, CSWAP-style
+and oracle policies. See ``docs/SWAP.md``.
+
+The names here are the verbs and result types; the building blocks stay in
+their modules:
+
+=====================  ================================================
+:mod:`.codecs`         codec registry, codec classes, ``measure``
+:mod:`.ratios`         compression ratio against sparsity
+:mod:`.activations`    synthetic activations, bit-level sparsity
+:mod:`.cnn`            a small numpy CNN on bundled photos
+:mod:`.capture`        PyTorch saved-tensor capture
+:mod:`.traces`         ``Trace`` and ``TensorRecord``, JSON
+:mod:`.sparsity`       sparsity profiles over depth
+:mod:`.architectures`  VGG-16 and ResNet-50 traces
+:mod:`.costs`          codec kernel costs
+:mod:`.profiles`       device profiles
+:mod:`.calibration`    fitting kernel costs to measured times
+:mod:`.policies`       policy specs
+:mod:`.predictor`      cswap's online kernel-time predictor
+:mod:`.results`        ``SimResult``, ``Decision``, timelines
+:mod:`.simulate`       the step simulator
+:mod:`.report`         several policies as a table or JSON
+=====================  ================================================
+
+References
+----------
+.. [1] P. Chen, S. He, X. Zhang, S. Chen, P. Hong, Y. Yin, X.-H. Sun and
+   G. Chen, "CSWAP: A self-tuning compression framework for accelerating
+   tensor swapping in GPUs," IEEE CLUSTER 2021, pp. 271-282.
+.. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with self-tuning
+   compression," IEEE Transactions on Parallel and Distributed Systems
+   33(12), 2022.
+
+Examples
+--------
+>>> from pcr_explore import swap
+>>> trace = swap.builtin_trace("vgg16", batch=8, sparsity=0.65)
+>>> results = swap.simulate_many(trace, "v100-pcie3", ["vdnn", "cswap", "oracle"])
+>>> results["cswap"].stall_seconds < results["vdnn"].stall_seconds
+True
 """
 
 from __future__ import annotations
 
-from ..errors import MissingExtraError, SwapError
-from .codecs import (
-    CSR,
-    LZ4,
-    ZFP,
-    ZVC,
-    Binarize,
-    Bitmap,
-    Codec,
-    CodecError,
-    Delta8,
-    Encoded,
-    Measurement,
-    ZeroRLE,
-    Zstd,
-    codec_names,
-    get_codec,
-    measure,
-    zfp_available,
-)
-from .model import (
-    PROFILES,
-    Calibration,
-    CodecCost,
-    DeviceProfile,
-    KernelCost,
-    calibrate,
-    fit_kernel_cost,
-    get_profile,
-    profile_names,
-)
+from .activations import bit_sparsity, synthetic_activations
+from .architectures import builtin_trace
+from .calibration import Calibration, calibrate
+from .capture import capture_saved_tensors
+from .cnn import cnn_trace
+from .codecs import Codec, CodecError, Encoded, Measurement, codec_names, get_codec, measure
+from .policies import default_policies
+from .profiles import DeviceProfile, get_profile, profile_names
 from .ratios import measure_ratios, ratio_curve
-from .simulate import (
-    Decision,
-    Policy,
-    SimResult,
-    default_policies,
-    parse_policy,
-    simulate,
-    simulate_many,
-)
-from .tensors import (
-    SavedTensorCapture,
-    bit_sparsity,
-    capture_saved_tensors,
-    cnn_activations,
-    cnn_trace,
-    sample_images,
-    synthetic_activations,
-)
-from .traces import (
-    BUILTIN_MODELS,
-    TensorRecord,
-    Trace,
-    builtin_trace,
-    resnet50_trace,
-    sparsity_profile,
-    vgg16_trace,
-)
+from .report import SwapReport, report
+from .results import Decision, SimResult
+from .simulate import simulate, simulate_many
+from .traces import TensorRecord, Trace
 
 __all__ = [
-    "BUILTIN_MODELS",
-    "Binarize",
-    "Bitmap",
-    "CSR",
     "Calibration",
     "Codec",
-    "CodecCost",
     "CodecError",
     "Decision",
-    "Delta8",
     "DeviceProfile",
     "Encoded",
-    "KernelCost",
-    "LZ4",
     "Measurement",
-    "MissingExtraError",
-    "PROFILES",
-    "Policy",
-    "SavedTensorCapture",
     "SimResult",
-    "SwapError",
+    "SwapReport",
     "TensorRecord",
     "Trace",
-    "ZFP",
-    "ZVC",
-    "ZeroRLE",
-    "Zstd",
     "bit_sparsity",
     "builtin_trace",
     "calibrate",
     "capture_saved_tensors",
-    "cnn_activations",
     "cnn_trace",
     "codec_names",
     "default_policies",
-    "fit_kernel_cost",
     "get_codec",
     "get_profile",
     "measure",
     "measure_ratios",
-    "parse_policy",
     "profile_names",
     "ratio_curve",
-    "resnet50_trace",
-    "sample_images",
+    "report",
     "simulate",
     "simulate_many",
-    "sparsity_profile",
     "synthetic_activations",
-    "vgg16_trace",
-    "zfp_available",
 ]

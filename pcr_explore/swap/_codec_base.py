@@ -9,11 +9,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ..errors import MissingExtraError, SwapError
+from ..errors import SwapError
 
 __all__ = [
-    "SwapError",
-    "MissingExtraError",
     "Encoded",
     "CodecError",
     "Codec",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MissingExtraError, SwapError
+from ..errors import SwapError
 from ._byte_codecs import LZ4, Zstd
 from ._codec_base import Codec, CodecError, Encoded, as_tensor
 from ._lossy_codecs import ZFP, Binarize, zfp_available
@@ -24,8 +24,6 @@ __all__ = [
     "Codec",
     "CodecError",
     "Encoded",
-    "SwapError",
-    "MissingExtraError",
     "ZVC",
     "Bitmap",
     "CSR",

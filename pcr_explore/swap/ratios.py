@@ -1,4 +1,4 @@
-"""Compression ratios of codecs, analytic and measured, for plots and widgets."""
+"""Compression ratios of codecs against sparsity, analytic and measured."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 
 from ..errors import SwapError
 from ._codec_base import Codec
+from .activations import synthetic_activations
 from .codecs import get_codec
-from .tensors import synthetic_activations
 
-__all__ = ["ratio_curve", "measure_ratios"]
+__all__ = ["ratio_curve", "measure_ratios", "measured_ratio_curve"]
 
 
 def ratio_curve(
@@ -27,6 +27,7 @@ def ratio_curve(
     Parameters
     ----------
     codecs : iterable of str or Codec
+        Codec specs or codecs.
     sparsities : sequence of float
         Values in [0, 1].
     n : int
@@ -76,17 +77,32 @@ def measure_ratios(
     Parameters
     ----------
     codecs : iterable of str or Codec
+        Codec specs or codecs.
     sparsity : float
+        Fraction of exact zeros, in [0, 1].
     shape : sequence of int
         NCHW shape of the tensor (default 128 Ki float32 elements: fast).
     seed : int
+        Seed of the tensor.
     correlation : float
-        Blob size in pixels (see :func:`~pcr_explore.swap.synthetic_activations`).
+        Blob size in pixels (see
+        :func:`~pcr_explore.swap.activations.synthetic_activations`).
 
     Returns
     -------
     dict of str to float
         ``raw bytes / encoded bytes`` per codec name.
+
+    Raises
+    ------
+    SwapError
+        For an unknown codec, a bad shape or a sparsity outside [0, 1].
+
+    Examples
+    --------
+    >>> r = measure_ratios(["bitmap", "binarize"], 0.5, shape=(1, 4, 32, 32))
+    >>> round(r["bitmap"], 3), r["binarize"]
+    (1.882, 32.0)
     """
     x = synthetic_activations(shape, sparsity, correlation=correlation, seed=seed)
     out = {}
@@ -95,3 +111,51 @@ def measure_ratios(
         nb = codec.encode(x).nbytes
         out[codec.name] = x.nbytes / nb if nb else float("inf")
     return out
+
+
+def measured_ratio_curve(
+    codecs: Iterable[str | Codec],
+    sparsities: Sequence[float],
+    shape: Sequence[int] = (4, 32, 32, 32),
+    seed: int = 0,
+    *,
+    correlation: float = 2.0,
+) -> dict[str, np.ndarray]:
+    """Measure each codec's compression ratio at several sparsities.
+
+    One synthetic activation tensor per sparsity (same shape and seed) is
+    encoded by every codec, as :func:`measure_ratios` does.
+
+    Parameters
+    ----------
+    codecs : iterable of str or Codec
+        Codec specs or codecs.
+    sparsities : sequence of float
+        Values in [0, 1].
+    shape : sequence of int
+        NCHW shape of the tensors.
+    seed : int
+        Seed of the tensors.
+    correlation : float
+        Blob size in pixels.
+
+    Returns
+    -------
+    dict of str to ndarray
+        Measured ratio per codec name, one value per sparsity; empty when
+        there are no codecs or no sparsities.
+
+    Raises
+    ------
+    SwapError
+        For an unknown codec, a bad shape or a sparsity outside [0, 1].
+
+    Examples
+    --------
+    >>> c = measured_ratio_curve(["bitmap"], [0.5, 0.9], shape=(1, 4, 32, 32))
+    >>> c["bitmap"].round(2).tolist()
+    [1.88, 7.61]
+    """
+    codecs = list(codecs)
+    rows = [measure_ratios(codecs, s, shape, seed, correlation=correlation) for s in sparsities]
+    return {c: np.array([r[c] for r in rows]) for c in rows[0]} if rows else {}

@@ -1,13 +1,12 @@
-"""Activation traces: which tensors a training step saves, their sizes, sparsity and FLOPs.
+"""The trace data model: which tensors a training step swaps, their sizes, sparsity and FLOPs.
 
 A :class:`Trace` lists the tensors a step swaps, in forward order. Tensor
-``i`` is the output of op ``i`` (and the input of op ``i + 1``); each record
-carries the forward FLOPs and memory traffic of the op that produced it, so
-the simulator can price the compute a swap overlaps. A trace may hold
-several iterations, each with its own per-tensor sparsity.
-
-Built-in traces for VGG-16 and ResNet-50 are computed from the architectures;
-:mod:`pcr_explore.swap.tensors` builds traces from real activations.
+``i`` is the output of op ``i`` (and the input of op ``i + 1``); each
+:class:`TensorRecord` carries the forward FLOPs and memory traffic of the op
+that produced it, so the simulator can price the compute a swap overlaps. A
+trace may hold several iterations, each with its own per-tensor sparsity,
+and saves to and loads from versioned JSON. Traces come from
+:mod:`.architectures`, :mod:`.cnn` and :mod:`.capture`.
 """
 
 from __future__ import annotations
@@ -15,30 +14,20 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from .._json import to_json as _dumps
 from ..errors import SwapError
+from .sparsity import SPARSE_KINDS, SparsitySpec, sparsity_profile, spec_to_json
 
-__all__ = [
-    "TensorRecord",
-    "Trace",
-    "SparsitySpec",
-    "sparsity_profile",
-    "vgg16_trace",
-    "resnet50_trace",
-    "builtin_trace",
-    "BUILTIN_MODELS",
-    "TRACE_FORMAT_VERSION",
-]
+__all__ = ["TensorRecord", "Trace", "TRACE_FORMAT_VERSION"]
 
 TRACE_FORMAT_VERSION = 1
 
-#: Kinds whose sparsity a :data:`SparsitySpec` sets; others (the input image) keep theirs.
-_SPARSE_KINDS = ("relu", "pool")
 _KINDS = ("input", "relu", "pool", "activation")
 
 
@@ -46,11 +35,12 @@ _KINDS = ("input", "relu", "pool", "activation")
 class TensorRecord:
     """One saved tensor of a training step.
 
-    Attributes
+    Parameters
     ----------
     name : str
         Layer-style name (``"conv1_1"``, ``"layer2.0.relu2"``).
     shape : tuple of int
+        Tensor shape (NCHW for feature maps).
     dtype : str
         numpy dtype name; float32 by default.
     fwd_flops : float
@@ -68,6 +58,18 @@ class TensorRecord:
     measured_bytes : dict, optional
         Encoded sizes measured on the real tensor, by codec name, for the
         first iteration; the simulator prefers them over analytic sizes.
+
+    Raises
+    ------
+    SwapError
+        For a negative dimension, a non-numeric dtype, a negative or
+        non-finite FLOP or byte count, or an unknown kind.
+
+    Examples
+    --------
+    >>> rec = TensorRecord("conv1_1", (8, 64, 224, 224), kind="relu")
+    >>> rec.n, rec.nbytes
+    (25690112, 102760448)
     """
 
     name: str
@@ -117,7 +119,13 @@ class TensorRecord:
         return self.n * self.itemsize
 
     def to_json(self) -> dict[str, Any]:
-        """Plain-JSON form."""
+        """Return the record as a plain-JSON dict (the inverse of :meth:`from_json`).
+
+        Returns
+        -------
+        dict
+            Every field; ``measured_bytes`` only when set.
+        """
         out: dict[str, Any] = {
             "name": self.name,
             "shape": list(self.shape),
@@ -134,7 +142,23 @@ class TensorRecord:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> TensorRecord:
-        """Inverse of :meth:`to_json`."""
+        """Build a record from the dict :meth:`to_json` wrote.
+
+        Parameters
+        ----------
+        obj : mapping
+            ``name`` and ``shape`` are required; other fields take their defaults.
+
+        Returns
+        -------
+        TensorRecord
+            The record.
+
+        Raises
+        ------
+        SwapError
+            If a field is missing or invalid.
+        """
         try:
             return cls(
                 name=str(obj["name"]),
@@ -155,17 +179,32 @@ class TensorRecord:
 class Trace:
     """The tensors one training step swaps, over one or more iterations.
 
-    Attributes
+    Parameters
     ----------
     name : str
+        Name shown in tables and reports.
     tensors : tuple of TensorRecord
         In forward order.
-    sparsity : ndarray, shape (iterations, tensors)
-        Fraction of all-zero elements of each tensor at each iteration.
+    sparsity : array_like, shape (iterations, tensors) or (tensors,)
+        Fraction of all-zero elements of each tensor at each iteration
+        (stored read-only, always 2-D).
     tail_fwd_flops, tail_fwd_mem_bytes : float
         Compute after the last swapped tensor (classifier, loss).
     meta : dict
         Free-form provenance (model, batch, resolution, sparsity spec).
+
+    Raises
+    ------
+    SwapError
+        For no tensors, a sparsity of the wrong shape or outside [0, 1], or
+        a negative tail.
+
+    Examples
+    --------
+    >>> t = Trace("toy", (TensorRecord("a", (4, 8)), TensorRecord("b", (4, 8), kind="relu")),
+    ...           [0.0, 0.5])
+    >>> t.iterations, len(t), t.total_bytes, t.mean_sparsity
+    (1, 2, 256, 0.25)
     """
 
     name: str
@@ -217,17 +256,35 @@ class Trace:
         return float((self.sparsity @ w).mean() / w.sum()) if w.sum() else 0.0
 
     def with_sparsity(self, spec: SparsitySpec) -> Trace:
-        """Same tensors with a new sparsity profile on ReLU and pool outputs (one iteration).
+        """Return the same tensors with a new sparsity profile on ReLU and pool outputs.
 
         Parameters
         ----------
         spec : float, (float, float), sequence of float, or Trace
-            See :func:`sparsity_profile`.
+            See :func:`~pcr_explore.swap.sparsity.sparsity_profile`.
+
+        Returns
+        -------
+        Trace
+            One iteration; other tensor kinds (the input) keep their first
+            iteration's sparsity.
+
+        Raises
+        ------
+        SwapError
+            For a value outside [0, 1] or an empty spec.
+
+        Examples
+        --------
+        >>> t = Trace("toy", (TensorRecord("x", (4,), kind="input"),
+        ...                   TensorRecord("r", (4,), kind="relu")), [0.0, 0.0])
+        >>> t.with_sparsity(0.7).sparsity.tolist()
+        [[0.0, 0.7]]
         """
-        sparse = np.array([t.kind in _SPARSE_KINDS for t in self.tensors])
+        sparse = np.array([t.kind in SPARSE_KINDS for t in self.tensors])
         values = self.sparsity[0].copy()
         values[sparse] = sparsity_profile(spec, int(sparse.sum()))
-        meta = dict(self.meta, sparsity=_spec_meta(spec))
+        meta = dict(self.meta, sparsity=spec_to_json(spec))
         return replace(self, sparsity=values[None, :], meta=meta)
 
     def with_drift(
@@ -237,18 +294,40 @@ class Trace:
 
         ReLU and pool outputs move linearly by ``change`` (absolute) from the
         first to the last iteration, plus Gaussian ``jitter``; values are
-        clipped to [0, 0.999].
+        clipped to [0, 0.999]. CSWAP observed sparsity drifting over training.
+
+        Parameters
+        ----------
+        iterations : int
+            Number of iterations of the new trace.
+        change : float
+            Sparsity added between the first and the last iteration.
+        jitter : float
+            Sigma of the Gaussian noise added to every later iteration.
+        seed : int
+            Seed of that noise.
+
+        Returns
+        -------
+        Trace
+            The drifting trace; its first iteration equals this one's.
 
         Raises
         ------
         SwapError
             If ``iterations`` < 1.
+
+        Examples
+        --------
+        >>> t = Trace("toy", (TensorRecord("r", (4,), kind="relu"),), [0.5])
+        >>> t.with_drift(3, change=0.2, jitter=0.0).sparsity.ravel().round(2).tolist()
+        [0.5, 0.6, 0.7]
         """
         if iterations < 1:
             raise SwapError(f"iterations must be >= 1, got {iterations}")
         rng = np.random.default_rng(seed)
         base = self.sparsity[0]
-        sparse = np.array([t.kind in _SPARSE_KINDS for t in self.tensors])
+        sparse = np.array([t.kind in SPARSE_KINDS for t in self.tensors])
         ramp = np.linspace(0.0, change, iterations)[:, None]
         noise = rng.normal(0.0, jitter, size=(iterations, len(self.tensors)))
         noise[0] = 0.0
@@ -257,7 +336,13 @@ class Trace:
         return replace(self, sparsity=s, meta=meta)
 
     def to_json(self) -> dict[str, Any]:
-        """Plain-JSON form (see :meth:`save`)."""
+        """Return the trace as a plain-JSON dict (what :meth:`save` writes).
+
+        Returns
+        -------
+        dict
+            Format tag and version, name, tail, meta, records, sparsity.
+        """
         return {
             "format": "pcr_explore.swap.trace",
             "version": TRACE_FORMAT_VERSION,
@@ -271,12 +356,24 @@ class Trace:
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any], *, source: str = "<json>") -> Trace:
-        """Inverse of :meth:`to_json`.
+        """Build a trace from the dict :meth:`to_json` wrote.
+
+        Parameters
+        ----------
+        obj : mapping
+            The JSON object.
+        source : str
+            Where it came from, for error messages.
+
+        Returns
+        -------
+        Trace
+            The trace.
 
         Raises
         ------
         SwapError
-            If the object is not a trace of a known version.
+            If the object is not a trace of a known version, or malformed.
         """
         if not isinstance(obj, Mapping) or obj.get("format") != "pcr_explore.swap.trace":
             raise SwapError(f"{source}: not a pcr_explore swap trace (missing 'format' field)")
@@ -300,13 +397,29 @@ class Trace:
             raise SwapError(f"{source}: malformed trace ({exc!r})") from exc
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the trace as JSON."""
+        """Write the trace as JSON (non-finite numbers in ``meta`` become ``null``).
+
+        Parameters
+        ----------
+        path : str or path-like
+            File to write.
+        """
         with open(path, "w", encoding="utf-8") as fh:
-            json.dump(self.to_json(), fh, indent=1)
+            fh.write(_dumps(self.to_json()))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trace:
         """Read a trace written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or path-like
+            Trace JSON file.
+
+        Returns
+        -------
+        Trace
+            The trace.
 
         Raises
         ------
@@ -334,295 +447,3 @@ class Trace:
             f"{self.iterations} iteration(s)<table><tr><th>tensor</th><th>shape</th>"
             f"<th>MiB</th><th>sparsity</th><th>GFLOP</th></tr>{rows}</table>"
         )
-
-
-SparsitySpec = float | tuple[float, float] | Sequence[float] | Trace
-
-
-def _spec_meta(spec: SparsitySpec) -> Any:
-    if isinstance(spec, Trace):
-        return {"from_trace": spec.name}
-    if isinstance(spec, int | float):
-        return float(spec)
-    return [float(v) for v in spec]
-
-
-def sparsity_profile(spec: SparsitySpec, layers: int) -> np.ndarray:
-    """Per-layer sparsity for ``layers`` sparse tensors, shallow to deep.
-
-    Parameters
-    ----------
-    spec : float, (float, float), sequence of float, or Trace
-        A constant; a ``(first, last)`` pair ramped linearly with depth; a
-        sequence of any length (resampled by relative depth); or a captured
-        :class:`Trace` whose ReLU/pool sparsities (first iteration) are
-        resampled by relative depth.
-    layers : int
-
-    Returns
-    -------
-    ndarray of float, shape (layers,)
-
-    Raises
-    ------
-    SwapError
-        If a value is outside [0, 1] or the spec is empty.
-
-    Examples
-    --------
-    >>> sparsity_profile((0.4, 0.8), 5).round(2).tolist()
-    [0.4, 0.5, 0.6, 0.7, 0.8]
-    """
-    if isinstance(spec, Trace):
-        sparse = [i for i, t in enumerate(spec.tensors) if t.kind in _SPARSE_KINDS]
-        values = spec.sparsity[0, sparse] if sparse else spec.sparsity[0]
-    elif isinstance(spec, int | float | np.floating):
-        values = np.array([float(spec)])
-    else:
-        values = np.asarray(spec, dtype=float).ravel()
-        if values.size == 0:
-            raise SwapError("sparsity profile is empty")
-        if isinstance(spec, tuple) and len(spec) == 2:
-            values = np.linspace(values[0], values[1], max(layers, 1))
-    if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values > 1):
-        raise SwapError(f"sparsity values must lie in [0, 1], got {values.tolist()}")
-    if values.size == 1:
-        return np.full(layers, values[0])
-    src = np.linspace(0.0, 1.0, values.size)
-    return np.interp(np.linspace(0.0, 1.0, layers), src, values)
-
-
-# --- built-in architectures -------------------------------------------------
-
-_F32 = 4
-
-
-def _conv(n: int, cin: int, cout: int, h_out: int, w_out: int, k: int) -> float:
-    return 2.0 * n * cout * h_out * w_out * cin * k * k
-
-
-class _Builder:
-    """Accumulates tensor records for an architecture walk."""
-
-    def __init__(self, batch: int) -> None:
-        self.batch = batch
-        self.records: list[TensorRecord] = []
-
-    def add(self, name, shape, *, flops, in_elems, kind, bn=False, binarizable=False) -> None:
-        out_elems = math.prod(shape)
-        # conv reads input, writes output; ReLU (and BN when present) re-read and rewrite it.
-        mem = _F32 * (in_elems + out_elems * (3 if bn else 2))
-        self.records.append(
-            TensorRecord(
-                name=name,
-                shape=tuple(shape),
-                fwd_flops=float(flops),
-                fwd_mem_bytes=float(mem),
-                kind=kind,
-                binarizable=binarizable,
-            )
-        )
-
-
-def _check_model_args(batch: int, resolution: int, minimum: int) -> None:
-    if not isinstance(batch, int | np.integer) or batch < 1:
-        raise SwapError(f"batch must be a positive integer, got {batch!r}")
-    if not isinstance(resolution, int | np.integer) or resolution < minimum:
-        raise SwapError(f"resolution must be an integer >= {minimum}, got {resolution!r}")
-
-
-def _finish(b: _Builder, name: str, tail_flops: float, tail_mem: float, spec, meta) -> Trace:
-    s0 = np.zeros(len(b.records))
-    trace = Trace(name, tuple(b.records), s0, tail_flops, tail_mem, meta)
-    return trace.with_sparsity(spec)
-
-
-def vgg16_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.65) -> Trace:
-    """VGG-16 (configuration D) with shapes and FLOPs for a batch and resolution.
-
-    Swapped tensors: the input image (dense), every conv ReLU output, every
-    max-pool output, and the fc6/fc7 ReLU outputs; fc8 and the loss form the
-    tail. ReLU outputs that feed a max-pool are marked binarizable.
-
-    Parameters
-    ----------
-    batch : int
-    resolution : int
-        Square input side; must be >= 32 (five 2x poolings).
-    sparsity : SparsitySpec
-        Sparsity of ReLU and pool outputs (see :func:`sparsity_profile`).
-
-    Returns
-    -------
-    Trace
-
-    Examples
-    --------
-    >>> t = vgg16_trace(batch=1)
-    >>> len(t), round(sum(r.fwd_flops for r in t.tensors) / 1e9, 1)
-    (21, 31.0)
-    """
-    _check_model_args(batch, resolution, 32)
-    cfg: list[int | str] = [
-        64,
-        64,
-        "M",
-        128,
-        128,
-        "M",
-        256,
-        256,
-        256,
-        "M",
-        512,
-        512,
-        512,
-        "M",
-        512,
-        512,
-        512,
-        "M",
-    ]
-    b = _Builder(batch)
-    n = batch
-    c, h = 3, resolution
-    b.add("input", (n, 3, h, h), flops=0, in_elems=0, kind="input")
-    block, idx = 1, 1
-    for i, v in enumerate(cfg):
-        if not isinstance(v, int):
-            h2 = h // 2
-            b.add(
-                f"pool{block}",
-                (n, c, h2, h2),
-                flops=n * c * h2 * h2 * 3,
-                in_elems=n * c * h * h,
-                kind="pool",
-            )
-            h, block, idx = h2, block + 1, 1
-            continue
-        feeds_pool = i + 1 < len(cfg) and cfg[i + 1] == "M"
-        b.add(
-            f"conv{block}_{idx}",
-            (n, v, h, h),
-            flops=_conv(n, c, v, h, h, 3) + n * v * h * h,
-            in_elems=n * c * h * h,
-            kind="relu",
-            binarizable=feeds_pool,
-        )
-        c, idx = int(v), idx + 1
-    flat = c * h * h
-    b.add("fc6", (n, 4096), flops=2.0 * n * flat * 4096, in_elems=n * flat, kind="relu")
-    b.add("fc7", (n, 4096), flops=2.0 * n * 4096 * 4096, in_elems=n * 4096, kind="relu")
-    tail = 2.0 * n * 4096 * 1000 + 5.0 * n * 1000
-    meta = {"model": "vgg16", "batch": batch, "resolution": resolution}
-    return _finish(b, f"vgg16-b{batch}-r{resolution}", tail, _F32 * n * 5096, sparsity, meta)
-
-
-def resnet50_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.5) -> Trace:
-    """ResNet-50 (v1.5: stride on the 3x3 conv) with shapes and FLOPs.
-
-    Swapped tensors: the input (dense), the stem ReLU, the stem max-pool,
-    and the three ReLU outputs of each of the 16 bottlenecks (51 tensors).
-    BatchNorm outputs are assumed fused into the ReLU (as in-place
-    activated BN does); their FLOPs and memory traffic are counted.
-
-    Parameters
-    ----------
-    batch : int
-    resolution : int
-        Square input side; must be >= 32.
-    sparsity : SparsitySpec
-        Sparsity of ReLU and pool outputs (see :func:`sparsity_profile`).
-
-    Returns
-    -------
-    Trace
-
-    Examples
-    --------
-    >>> t = resnet50_trace(batch=1)
-    >>> len(t), round((sum(r.fwd_flops for r in t.tensors) + t.tail_fwd_flops) / 1e9, 1)
-    (51, 8.2)
-    """
-    _check_model_args(batch, resolution, 32)
-    b = _Builder(batch)
-    n = batch
-    h = resolution
-    b.add("input", (n, 3, h, h), flops=0, in_elems=0, kind="input")
-    h1 = (h + 2 * 3 - 7) // 2 + 1
-    b.add(
-        "stem.relu",
-        (n, 64, h1, h1),
-        flops=_conv(n, 3, 64, h1, h1, 7),
-        in_elems=n * 3 * h * h,
-        kind="relu",
-        bn=True,
-    )
-    h2 = (h1 + 2 - 3) // 2 + 1
-    b.add(
-        "stem.pool",
-        (n, 64, h2, h2),
-        flops=n * 64 * h2 * h2 * 9,
-        in_elems=n * 64 * h1 * h1,
-        kind="pool",
-    )
-    c, h = 64, h2
-    for stage, (width, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3), strict=True)):
-        for blk in range(blocks):
-            stride = 2 if (blk == 0 and stage > 0) else 1
-            ho = (h + 2 - 3) // stride + 1
-            out = width * 4
-            pre = f"layer{stage + 1}.{blk}"
-            b.add(
-                f"{pre}.relu1",
-                (n, width, h, h),
-                flops=_conv(n, c, width, h, h, 1),
-                in_elems=n * c * h * h,
-                kind="relu",
-                bn=True,
-            )
-            b.add(
-                f"{pre}.relu2",
-                (n, width, ho, ho),
-                flops=_conv(n, width, width, ho, ho, 3),
-                in_elems=n * width * h * h,
-                kind="relu",
-                bn=True,
-            )
-            flops = _conv(n, width, out, ho, ho, 1) + n * out * ho * ho
-            if blk == 0:
-                flops += _conv(n, c, out, ho, ho, 1)  # projection shortcut
-            b.add(
-                f"{pre}.relu3",
-                (n, out, ho, ho),
-                flops=flops,
-                in_elems=n * width * ho * ho,
-                kind="relu",
-                bn=True,
-            )
-            c, h = out, ho
-    tail = n * c * h * h + 2.0 * n * c * 1000 + 5.0 * n * 1000
-    meta = {"model": "resnet50", "batch": batch, "resolution": resolution}
-    return _finish(
-        b, f"resnet50-b{batch}-r{resolution}", tail, _F32 * n * (c * h * h + c), sparsity, meta
-    )
-
-
-BUILTIN_MODELS = {"vgg16": vgg16_trace, "resnet50": resnet50_trace}
-
-
-def builtin_trace(
-    model: str, batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.65
-) -> Trace:
-    """A built-in trace by model name (``"vgg16"`` or ``"resnet50"``).
-
-    Raises
-    ------
-    SwapError
-        For an unknown model name.
-    """
-    try:
-        factory = BUILTIN_MODELS[model.lower()]
-    except (KeyError, AttributeError):
-        raise SwapError(f"unknown model {model!r}; built-in: {', '.join(BUILTIN_MODELS)}") from None
-    return factory(batch=batch, resolution=resolution, sparsity=sparsity)

@@ -11,18 +11,17 @@ from bokeh.models import FactorRange
 from bokeh.models.annotations import Title
 
 from ..swap import (
-    ZFP,
     SimResult,
     Trace,
     builtin_trace,
     codec_names,
-    get_codec,
     get_profile,
-    measure_ratios,
     profile_names,
     ratio_curve,
     simulate_many,
 )
+from ..swap.policies import candidate_codecs, policies_for_codecs
+from ..swap.ratios import measured_ratio_curve
 from ._explorer import Explorer, html_table
 from ._figures import TIMELINE_COLORS, policy_bars_figure, ratio_figure, timeline_figure
 from ._static import PALETTE, bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
@@ -44,7 +43,7 @@ def _size_label(n: int) -> str:
 
 
 def _measure_shape(n: int) -> tuple[int, int, int, int]:
-    """An NCHW shape of about *n* float32 elements (16 channels of 32x32)."""
+    """Return an NCHW shape of about *n* float32 elements (16 channels of 32x32)."""
     return (max(1, n // (16 * 32 * 32)), 16, 32, 32)
 
 
@@ -56,7 +55,7 @@ class SwapExplorer(Explorer):
     the ratio plot, the device profile, and the codecs in play. Views: each
     codec's compression ratio against sparsity (analytic lines from
     :func:`~pcr_explore.swap.ratio_curve`, triangles from real encodes by
-    :func:`~pcr_explore.swap.measure_ratios`), swap time and stall of the
+    :func:`~pcr_explore.swap.ratios.measured_ratio_curve`), swap time and stall of the
     step under every policy (:func:`~pcr_explore.swap.simulate_many`), and
     the timeline of the step under one policy.
 
@@ -120,8 +119,7 @@ class SwapExplorer(Explorer):
         prof = get_profile(profile)
         all_codecs = codec_names()
         # Lossy ZFP changes what training reads: ticked only on request.
-        lossless = [c for c in prof.codecs if not isinstance(get_codec(c), ZFP)]
-        ticked = set(lossless if codecs is None else codecs)
+        ticked = set(candidate_codecs(prof) if codecs is None else codecs)
 
         self.sparsity = w.FloatSlider(
             value=sparsity,
@@ -211,20 +209,19 @@ class SwapExplorer(Explorer):
         return [c for c, box in self.codec_boxes.items() if box.value]
 
     def sparsity_spec(self) -> float | tuple[float, float]:
-        """The sparsity passed to :meth:`Trace.with_sparsity`: a value or a (shallow, deep) ramp."""
+        """Return the sparsity for :meth:`Trace.with_sparsity`: a value or a (low, high) ramp."""
         if self.shape.value == "ramp":
             lo, hi = self.ramp.value
             return (float(lo), float(hi))
         return float(self.sparsity.value)
 
     def policies(self) -> list[str]:
-        """vDNN, always-<codec> for each ticked codec the profile prices, CSWAP and oracle."""
-        prof = get_profile(self.profile.value)
-        usable = [c for c in self.codecs if c in prof.codecs]
-        if not usable:
-            return ["vdnn"]
-        listed = ",".join(usable)
-        return ["vdnn", *(f"always:{c}" for c in usable), f"cswap:{listed}", f"oracle:{listed}"]
+        """List the policies simulated: :func:`~pcr_explore.swap.policies.policies_for_codecs`.
+
+        vDNN, always-<codec> for each ticked codec the profile prices, CSWAP
+        and the oracle over those codecs.
+        """
+        return policies_for_codecs(self.profile.value, self.codecs)
 
     def _simulate_uncached(
         self, spec: float | tuple[float, float], profile: str, policies: tuple[str, ...]
@@ -237,8 +234,7 @@ class SwapExplorer(Explorer):
 
     def _measure_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
         shape = _measure_shape(min(n, _MEASURE_CAP))
-        rows = [measure_ratios(codecs, s, shape=shape, seed=self.seed) for s in _MEASURED]
-        return {c: np.array([r[c] for r in rows]) for c in rows[0]} if rows else {}
+        return measured_ratio_curve(codecs, _MEASURED, shape, self.seed)
 
     # -- updates -------------------------------------------------------------------
 
@@ -326,7 +322,7 @@ class SwapExplorer(Explorer):
         }
 
     def readout_rows(self) -> list[tuple[str, str]]:
-        """The readouts as (label, value) pairs."""
+        """Return the readouts as (label, value) pairs."""
         base = self.results.get("vdnn")
         best = min(self.results.values(), key=lambda r: r.stall_seconds)
         rows = [
@@ -353,7 +349,7 @@ class SwapExplorer(Explorer):
     # -- static picture --------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The ratio curves, the per-policy bars and the readouts, drawn with Pillow."""
+        """Draw the ratio curves, the per-policy bars and the readouts with Pillow (JPEG)."""
         lines = self.sources["lines"].data
         series = [
             (c, np.asarray(x), np.log10(np.maximum(np.asarray(y, float), 1e-3)))

@@ -1,4 +1,4 @@
-"""The swap-sim subcommand, driven through a throwaway argparse parser."""
+"""The swap-sim subcommand, driven through a throwaway argparse parser and the real CLI."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import json
 
 import pytest
 
+from pcr_explore.cli import main
+from pcr_explore.cli._swap import add_swap_sim_parser, run_swap_sim
 from pcr_explore.errors import PCRError
-from pcr_explore.swap import resnet50_trace
-from pcr_explore.swap.cli import add_swap_sim_parser, run_swap_sim
+from pcr_explore.swap import report
+from pcr_explore.swap.architectures import resnet50_trace
 
 
 def _run(argv):
@@ -26,6 +28,8 @@ def test_default_run_prints_a_table_per_policy(capsys):
     assert out.startswith("vgg16-b8-r224 on v100-pcie3")
     for pol in ("vdnn", "always:zvc", "cswap", "oracle"):
         assert f"\n{pol} " in out
+    # the table is the library's report, printed as is
+    assert out == report("vgg16", "v100-pcie3", batch=8).to_text() + "\n"
 
 
 def test_json_report(tmp_path, capsys):
@@ -52,9 +56,20 @@ def test_json_report(tmp_path, capsys):
     )
     rep = json.loads(out.read_text())
     assert set(rep["policies"]) == {"vdnn", "cswap", "oracle:zvc"}
-    for p in rep["policies"].values():
-        assert {"swap_seconds", "stall_seconds", "link_bytes"} <= set(p)
-        assert p["stall_seconds"] >= 0
+    lib = report(
+        "resnet50",
+        "a100-pcie4",
+        ["vdnn", "cswap", "oracle:zvc"],
+        batch=4,
+        resolution=128,
+        sparsity=(0.3, 0.8),
+    )
+    assert rep == lib.to_dict()
+    for name, p in rep["policies"].items():
+        assert p["stall_seconds"] == lib.results[name].stall_seconds
+    assert (
+        rep["policies"]["oracle:zvc"]["stall_seconds"] <= rep["policies"]["vdnn"]["stall_seconds"]
+    )
     assert len(rep["tensors"]) == 51
     t = rep["tensors"][1]
     assert t["name"] == "stem.relu" and t["bytes"] == 4 * 64 * 64 * 64 * 4
@@ -68,7 +83,19 @@ def test_trace_file_with_sparsity_override(tmp_path, capsys):
     path = tmp_path / "t.json"
     resnet50_trace(batch=2, resolution=64).save(path)
     _run(["--trace", str(path), "--sparsity", "0.9", "--policies", "vdnn", "cswap"])
-    assert "resnet50-b2-r64" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("resnet50-b2-r64 on v100-pcie3: 51 tensors")
+    assert out == report(trace=path, policies=["vdnn", "cswap"], sparsity=0.9).to_text() + "\n"
+
+
+def test_iterations_and_drift(tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["--batch", "2", "--iterations", "3", "--drift", "0.2", "--policies", "cswap"]
+    _run([*argv, "--json", str(out)])
+    rep = json.loads(out.read_text())
+    assert len(rep["policies"]["cswap"]["per_iteration"]["stall_seconds"]) == 3
+    lib = report("vgg16", policies=["cswap"], batch=2, iterations=3, drift=0.2)
+    assert rep == lib.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -91,3 +118,9 @@ def test_bad_ramp_is_an_argparse_error(capsys):
     with pytest.raises(SystemExit):
         _run(["--sparsity-ramp", "0.5"])
     assert "A:B" in capsys.readouterr().err
+
+
+def test_main_prints_swap_errors_as_one_line(capsys):
+    assert main(["swap-sim", "--profile", "k80"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pcr-explore: error: unknown profile 'k80'") and err.count("\n") == 1

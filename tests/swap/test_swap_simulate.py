@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
+from pcr_explore.errors import SwapError
 from pcr_explore.swap import (
-    SwapError,
     default_policies,
     get_profile,
-    parse_policy,
     profile_names,
-    resnet50_trace,
     simulate,
     simulate_many,
-    vgg16_trace,
 )
+from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
 
 SPARSE_CODECS = {"zvc", "bitmap", "csr", "delta8", "rle"}
 TRACES = {
@@ -46,9 +42,18 @@ def test_oracle_is_a_lower_bound(runs):
 def test_stall_never_negative_and_bounded_by_swap_time(runs):
     for res in runs.values():
         for r in res.values():
-            stall = r._arrays["stall"]
+            ds = r.decisions()
+            stall = np.array([d.actual_stall for d in ds])
             assert np.all(stall >= 0)
-            assert r.stall_seconds <= r.swap_seconds + 1e-12
+            swap = np.array(
+                [
+                    d.actual_compress + d.actual_decompress + d.transfer_out + d.transfer_in
+                    for d in ds
+                ]
+            )
+            assert np.all(stall <= swap * (1 + 1e-12))  # per tensor, not only in total
+            assert r.stall_seconds == pytest.approx(stall.sum(), rel=1e-12)
+            assert r.swap_seconds == pytest.approx(swap.sum(), rel=1e-12)
 
 
 def test_cswap_beats_fixed_policies_and_nears_oracle(runs):
@@ -88,78 +93,35 @@ def test_infinite_bandwidth_compresses_nothing():
             assert set(np.asarray(r.options)[r.choice.ravel()]) == {"raw"}
 
 
-def test_vdnn_and_always_totals_by_hand():
-    t = vgg16_trace(batch=8, sparsity=0.5)
-    p = get_profile("v100-pcie3")
-    r = simulate(t, p, "vdnn", noise=0.0)
-    raw = sum(rec.nbytes for rec in t.tensors)
-    assert r.link_bytes == 2 * raw
-    x = np.asarray(p.transfer_time([rec.nbytes for rec in t.tensors]))
-    assert r.swap_seconds == pytest.approx(2 * x.sum())
-    z = simulate(t, p, "always:zvc", noise=0.0)
-    assert all(d.codec == "zvc" for d in z.decisions())
-    n = t.tensors[3].n
-    words = math.ceil(math.ceil(n / 16384) / 32)
-    assert z.decisions()[3].bytes == 4 * round(n * 0.5) + 4 * 16384 * words + 4 * 16384
-
-
-def test_timeline_adds_up_to_the_step():
-    t = resnet50_trace(batch=16, sparsity=0.7)
-    for pol in ("vdnn", "cswap", "always:zvc"):
-        r = simulate(t, "v100-pcie3", pol)
-        tl = r.timeline()
-        assert max(tl["end"]) == pytest.approx(r.step_seconds)
-        compute = [
-            (s, e)
-            for s, e, st in zip(tl["start"], tl["end"], tl["stream"], strict=True)
-            if st == "compute"
-        ]
-        busy = sum(e - s for s, e in compute)
-        assert busy == pytest.approx(r.step_seconds)  # compute stream never double-booked
-        stall = sum(
-            e - s
-            for s, e, k in zip(tl["start"], tl["end"], tl["kind"], strict=True)
-            if k in ("stall", "compress", "decompress")
-        )
-        assert stall == pytest.approx(r.stall_seconds)
-        assert set(tl) == {"tensor", "name", "phase", "stream", "kind", "codec", "start", "end"}
-
-
-def test_decisions_explain_themselves():
-    r = simulate(vgg16_trace(batch=64, sparsity=0.65), "v100-pcie3", "cswap:zvc")
-    ds = r.decisions()
-    assert len(ds) == 21 and all(d.reason for d in ds)
-    big = next(d for d in ds if d.name == "conv1_1")
-    assert big.codec == "zvc" and "zvc" in big.reason and big.ratio == pytest.approx(2.62, 0.01)
-    assert big.predicted_stall == pytest.approx(big.actual_stall, rel=0.15)
-    fc7 = next(d for d in ds if d.name == "fc7")
-    assert fc7.raw_bytes == 64 * 4096 * 4
-
-
 def test_drifting_sparsity_triggers_refits():
     t = vgg16_trace(batch=64, sparsity=0.4).with_drift(8, change=0.4, jitter=0.01)
     res = simulate_many(t, "v100-pcie3", ["vdnn", "cswap", "oracle"])
     c = res["cswap"]
-    assert c.refits >= 1 and c.per_iteration["stall_seconds"].shape == (8,)
+    # mean sparsity moves 0.4 / 7 = 0.057 > 0.02 per iteration: a refit at every one after the first
+    assert c.refits == 7 and c.per_iteration["stall_seconds"].shape == (8,)
     assert np.all(c.per_iteration["stall_seconds"] <= res["vdnn"].per_iteration["stall_seconds"])
     assert c.stall_seconds <= 1.05 * res["oracle"].stall_seconds
-    assert c.warmup_stall_seconds > 0 and res["vdnn"].warmup_stall_seconds == 0
+    # exploration picks among the same codecs as the oracle, so it stalls at least as much
+    oracle_first = res["oracle"].per_iteration["stall_seconds"][0]
+    assert c.warmup_stall_seconds >= 2 * oracle_first
+    assert res["vdnn"].warmup_stall_seconds == 0 and res["oracle"].warmup_stall_seconds == 0
     # later iterations are sparser, so they stall less
     assert c.per_iteration["stall_seconds"][-1] < c.per_iteration["stall_seconds"][0]
 
 
-def test_policy_parsing_and_errors():
-    assert parse_policy("CSWAP+lossy").name == "cswap+lossy"
-    assert parse_policy("oracle:zvc,zfp").codecs == ("zvc", "zfp")
-    for bad in ("random", "cswap+fast", "always:nothing", "cswap:"):
-        with pytest.raises(SwapError):
-            parse_policy(bad)
+def test_simulate_errors():
     t = vgg16_trace(batch=1)
     with pytest.raises(SwapError, match="no kernel cost"):
         simulate(t, "v100-pcie3", "always:lz4")
+    with pytest.raises(SwapError, match="no kernel cost for lz4"):
+        simulate(t, "v100-pcie3", "cswap:zvc,lz4")
     with pytest.raises(SwapError, match="unknown profile"):
         simulate(t, "k80", "vdnn")
     with pytest.raises(SwapError, match="Trace"):
         simulate("vgg16", "v100-pcie3", "vdnn")  # type: ignore[arg-type]
     with pytest.raises(SwapError, match="warmup"):
         simulate(t, "v100-pcie3", "cswap", warmup=0)
+    with pytest.raises(SwapError, match="noise"):
+        simulate(t, "v100-pcie3", "cswap", noise=-1.0)
+    with pytest.raises(SwapError, match="no policies"):
+        simulate_many(t, "v100-pcie3", [])

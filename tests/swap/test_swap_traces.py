@@ -1,4 +1,4 @@
-"""Built-in architecture traces, sparsity profiles, drift and JSON round trips."""
+"""The trace data model: validation, drift and JSON round trips."""
 
 from __future__ import annotations
 
@@ -6,71 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from pcr_explore.swap import (
-    SwapError,
-    TensorRecord,
-    Trace,
-    builtin_trace,
-    resnet50_trace,
-    sparsity_profile,
-    vgg16_trace,
-)
-
-
-def test_vgg16_shapes_and_flops():
-    t = vgg16_trace(batch=2, resolution=224, sparsity=0.6)
-    names = [r.name for r in t.tensors]
-    assert names[:4] == ["input", "conv1_1", "conv1_2", "pool1"]
-    assert len(t) == 21  # input + 13 conv + 5 pool + fc6 + fc7
-    rec = {r.name: r for r in t.tensors}
-    assert rec["conv5_3"].shape == (2, 512, 14, 14)
-    assert rec["pool5"].shape == (2, 512, 7, 7)
-    assert rec["conv1_2"].binarizable and not rec["conv1_1"].binarizable
-    # 15.47 G multiply-adds per 224x224 image in the convs and fcs
-    macs = sum(r.fwd_flops for r in t.tensors if r.kind == "relu") / 2 / 2
-    assert macs == pytest.approx(15.47e9, rel=0.01)
-    s = dict(zip(names, t.sparsity[0], strict=True))
-    assert s["input"] == 0.0 and s["conv3_1"] == pytest.approx(0.6)
-
-
-def test_resnet50_shapes_and_flops():
-    t = resnet50_trace(batch=1)
-    assert len(t) == 51
-    rec = {r.name: r for r in t.tensors}
-    assert rec["stem.relu"].shape == (1, 64, 112, 112)
-    assert rec["stem.pool"].shape == (1, 64, 56, 56)
-    assert rec["layer2.0.relu2"].shape == (1, 128, 28, 28)
-    assert rec["layer4.2.relu3"].shape == (1, 2048, 7, 7)
-    total = sum(r.fwd_flops for r in t.tensors) + t.tail_fwd_flops
-    assert total / 2 == pytest.approx(4.1e9, rel=0.03)  # ~4.1 G multiply-adds
-
-
-def test_batch_and_resolution_scale_bytes():
-    small = vgg16_trace(batch=1, resolution=64)
-    big = vgg16_trace(batch=4, resolution=128)
-    assert big.tensors[1].nbytes == 16 * small.tensors[1].nbytes
-    with pytest.raises(SwapError, match="batch"):
-        vgg16_trace(batch=0)
-    with pytest.raises(SwapError, match="resolution"):
-        resnet50_trace(resolution=16)
-    with pytest.raises(SwapError, match="unknown model"):
-        builtin_trace("alexnet")
-
-
-def test_sparsity_profiles():
-    np.testing.assert_allclose(sparsity_profile(0.3, 4), [0.3] * 4)
-    np.testing.assert_allclose(sparsity_profile((0.2, 0.8), 4), [0.2, 0.4, 0.6, 0.8])
-    np.testing.assert_allclose(sparsity_profile([0.1, 0.9], 3), [0.1, 0.5, 0.9])
-    captured = vgg16_trace(batch=1, sparsity=(0.3, 0.9))
-    onto = resnet50_trace(batch=1, sparsity=captured)
-    sparse = [i for i, r in enumerate(onto.tensors) if r.kind != "input"]
-    s = onto.sparsity[0, sparse]
-    assert s[0] == pytest.approx(0.3) and s[-1] == pytest.approx(0.9)
-    assert np.all(np.diff(s) >= -1e-12)
-    for bad in (1.2, (0.1, -0.5), []):
-        with pytest.raises(SwapError):
-            sparsity_profile(bad, 3)
+from pcr_explore.errors import SwapError
+from pcr_explore.swap import TensorRecord, Trace
+from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
 
 
 def test_drift_changes_sparse_tensors_only():
@@ -78,6 +20,10 @@ def test_drift_changes_sparse_tensors_only():
     assert t.iterations == 6
     assert t.sparsity[:, 0].tolist() == [0.0] * 6  # input stays dense
     np.testing.assert_allclose(t.sparsity[-1, 1:] - t.sparsity[0, 1:], 0.2)
+    np.testing.assert_allclose(np.diff(t.sparsity[:, 1]), 0.04)  # linear
+    assert t.meta["drift"] == {"iterations": 6, "change": 0.2, "jitter": 0.0}
+    capped = vgg16_trace(batch=1, sparsity=0.95).with_drift(3, change=0.2, jitter=0.0)
+    assert capped.sparsity[-1, 1] == 0.999
     with pytest.raises(SwapError, match="iterations"):
         t.with_drift(0)
 
@@ -125,3 +71,61 @@ def test_record_validation():
         TensorRecord("x", (2,), kind="weights")
     with pytest.raises(SwapError, match=r"\[0, 1\]"):
         Trace("t", (TensorRecord("x", (2,)),), np.array([[1.5]]))
+
+
+finite = st.floats(0, 1e15, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def traces(draw):
+    """Small traces with any names, shapes, dtypes, kinds, measured sizes and iterations."""
+    count = draw(st.integers(1, 5))
+    records = []
+    for _ in range(count):
+        measured = draw(
+            st.none()
+            | st.dictionaries(st.sampled_from(["zvc", "rle", "lz4"]), st.integers(0, 2**40))
+        )
+        records.append(
+            TensorRecord(
+                name=draw(st.text(max_size=12)),
+                shape=draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=64)),
+                dtype=draw(st.sampled_from(["float32", "float16", "float64", "int8", "uint16"])),
+                fwd_flops=draw(finite),
+                fwd_mem_bytes=draw(finite),
+                bwd_factor=draw(st.floats(0, 4)),
+                kind=draw(st.sampled_from(["input", "relu", "pool", "activation"])),
+                binarizable=draw(st.booleans()),
+                measured_bytes=measured,
+            )
+        )
+    iterations = draw(st.integers(1, 4))
+    sparsity = draw(hnp.arrays(np.float64, (iterations, count), elements=st.floats(0, 1)))
+    meta = draw(st.dictionaries(st.text(max_size=6), st.integers() | st.text(max_size=6)))
+    return Trace(
+        draw(st.text(max_size=12)), tuple(records), sparsity, draw(finite), draw(finite), meta
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(traces())
+def test_json_round_trip_property(t):
+    back = Trace.from_json(json.loads(json.dumps(t.to_json())))
+    assert back.name == t.name and back.tensors == t.tensors and back.meta == t.meta
+    np.testing.assert_array_equal(back.sparsity, t.sparsity)
+    assert (back.tail_fwd_flops, back.tail_fwd_mem_bytes) == (
+        t.tail_fwd_flops,
+        t.tail_fwd_mem_bytes,
+    )
+    assert back.total_bytes == t.total_bytes
+    assert back.mean_sparsity == t.mean_sparsity
+
+
+def test_saved_meta_with_non_finite_numbers_is_strict_json(tmp_path):
+    t = vgg16_trace(batch=1)
+    t = Trace(t.name, t.tensors, t.sparsity, meta={"loss": float("inf"), "note": "x"})
+    path = tmp_path / "t.json"
+    t.save(path)
+    text = path.read_text()
+    assert "Infinity" not in text and json.loads(text)["meta"] == {"loss": None, "note": "x"}
+    assert Trace.load(path).meta == {"loss": None, "note": "x"}

@@ -1,20 +1,13 @@
-"""Device profiles, kernel cost fitting and calibration."""
+"""Device profiles and codec kernel costs."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from pcr_explore.swap import (
-    PROFILES,
-    CodecCost,
-    KernelCost,
-    SwapError,
-    calibrate,
-    fit_kernel_cost,
-    get_profile,
-    profile_names,
-)
+from pcr_explore.errors import SwapError
+from pcr_explore.swap import get_profile, profile_names
+from pcr_explore.swap.costs import CodecCost, KernelCost, gpu_codec_costs
+from pcr_explore.swap.profiles import PROFILES
 
 
 def test_builtin_profiles_link_anchors():
@@ -24,7 +17,22 @@ def test_builtin_profiles_link_anchors():
     assert p.transfer_time(0) == 0
     assert p.transfer_time(1e9) == pytest.approx(10e-6 + 1 / (15.75 * 0.8))
     assert p.compute_time(15.7e12 * 0.6) == pytest.approx(1.0)
-    assert "zvc" in p.codecs and "lz4" not in p.codecs
+    assert p.compute_time(0, 900e9 * 0.7) == pytest.approx(1.0)
+    assert list(p.codecs) == ["zvc", "bitmap", "csr", "delta8", "rle", "zfp", "binarize"]
+    assert get_profile(p) is p
+
+
+def test_default_gpu_costs_follow_memory_traffic():
+    costs = gpu_codec_costs(900.0)
+    zvc = costs["zvc"].compress
+    # 4.125 bytes per element and 4 per non-zero at 25% of 900 GB/s, two 5 us launches
+    assert (zvc.alpha, zvc.beta, zvc.gamma) == pytest.approx(
+        (10e-6, 4.125 / (0.25 * 900e9), 4.0 / (0.25 * 900e9))
+    )
+    assert costs["zvc"].decompress == zvc
+    assert costs["bitmap"].compress.beta == pytest.approx(zvc.beta / 2)  # coalesced: 2x faster
+    assert costs["binarize"].compress.gamma == 0 and costs["zfp"].compress.gamma == 0
+    assert get_profile("h100-pcie5").codecs == gpu_codec_costs(2000.0)
 
 
 def test_profiles_are_frozen_but_editable():
@@ -48,39 +56,14 @@ def test_bad_profiles():
         get_profile("v100-pcie3").replace(link_gbps=-1.0)
     with pytest.raises(SwapError, match="efficiency"):
         get_profile("v100-pcie3").replace(link_efficiency=1.5)
+    with pytest.raises(SwapError, match="latency"):
+        get_profile("v100-pcie3").replace(link_latency_s=-1e-6)
+    with pytest.raises(SwapError, match="CodecCost"):
+        get_profile("v100-pcie3").with_codec("lz4", KernelCost(0, 0, 0))  # type: ignore[arg-type]
     with pytest.raises(SwapError, match="finite"):
         KernelCost(float("nan"), 0, 0)
 
 
-def test_fit_recovers_exact_linear_model():
-    rng = np.random.default_rng(0)
-    n = rng.integers(1 << 10, 1 << 24, 40).astype(float)
-    nnz = n * rng.random(40)
-    t = 3e-5 + 2e-11 * n + 5e-11 * nnz
-    k = fit_kernel_cost(n, nnz, t)
-    assert (k.alpha, k.beta, k.gamma) == pytest.approx((3e-5, 2e-11, 5e-11), rel=1e-6)
-    # one sparsity only: n and nnz collinear, predictions along that line still exact
-    k1 = fit_kernel_cost(n, 0.3 * n, 3e-5 + 2e-11 * n + 5e-11 * 0.3 * n)
-    assert k1.time(1e7, 3e6) == pytest.approx(3e-5 + 2e-4 + 1.5e-4, rel=1e-6)
-    with pytest.raises(SwapError):
-        fit_kernel_cost([], [], [])
-
-
 def test_kernel_time_never_negative():
     assert KernelCost(-1.0, 0.0, 0.0).time(10, 5) == 0.0
-
-
-def test_calibrate_fits_this_machine():
-    cal = calibrate(
-        "bitmap", sizes=(1 << 12, 1 << 15, 1 << 18), sparsities=(0.0, 0.5, 0.9), repeats=2
-    )
-    assert cal.codec == "bitmap" and cal.n.size == 9
-    assert cal.cost.compress.beta > 0 or cal.cost.compress.gamma > 0
-    assert cal.r2[0] > 0.8 and cal.r2[1] > 0.8
-    big = cal.cost.compress.time(1 << 18, 1 << 17)
-    small = cal.cost.compress.time(1 << 12, 1 << 11)
-    assert big > small
-    with pytest.raises(SwapError):
-        calibrate("zvc", sizes=())
-    with pytest.raises(SwapError):
-        calibrate("zvc", sizes=(100,), sparsities=(2.0,))
+    assert KernelCost(1e-5, 1e-9, 2e-9).time(1000, 400) == pytest.approx(1.18e-5)

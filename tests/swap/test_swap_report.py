@@ -1,0 +1,109 @@
+"""swap.report: several policies on one trace and device, as a table and JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pcr_explore.errors import SwapError
+from pcr_explore.swap import report, simulate_many
+from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
+
+
+def test_report_equals_simulating_the_same_trace():
+    rep = report("resnet50", "a100-pcie4", ["vdnn", "cswap"], batch=4, resolution=128)
+    trace = resnet50_trace(batch=4, resolution=128, sparsity=0.65)
+    assert rep.trace.name == trace.name and rep.trace.tensors == trace.tensors
+    np.testing.assert_array_equal(rep.trace.sparsity, trace.sparsity)
+    want = simulate_many(trace, "a100-pcie4", ["vdnn", "cswap"])
+    assert list(rep.results) == ["vdnn", "cswap"]
+    for name, r in want.items():
+        assert rep.results[name].stall_seconds == r.stall_seconds
+        assert rep.results[name].swap_seconds == r.swap_seconds
+        np.testing.assert_array_equal(rep.results[name].choice, r.choice)
+
+
+def test_report_dict_per_tensor_and_per_policy():
+    rep = report(
+        "resnet50",
+        "a100-pcie4",
+        ["vdnn", "cswap", "oracle:zvc"],
+        batch=4,
+        resolution=128,
+        sparsity=(0.3, 0.8),
+    )
+    d = rep.to_dict()
+    assert json.loads(json.dumps(d, allow_nan=False)) == d
+    assert (d["trace"], d["profile"]) == ("resnet50-b4-r128", "a100-pcie4")
+    assert d["total_bytes"] == rep.trace.total_bytes
+    assert d["mean_sparsity"] == pytest.approx(rep.trace.mean_sparsity)
+    assert len(d["tensors"]) == 51
+    t = d["tensors"][1]
+    assert t["name"] == "stem.relu" and t["bytes"] == 4 * 64 * 64 * 64 * 4
+    assert t["sparsity"] == pytest.approx(0.3)
+    assert t["decisions"]["vdnn"] == {
+        "codec": "raw",
+        "bytes": t["bytes"],
+        "stall_seconds": rep.results["vdnn"].decisions()[1].actual_stall,
+        "reason": "vdnn swaps every tensor raw",
+    }
+    for name, r in rep.results.items():
+        assert d["policies"][name]["stall_seconds"] == r.stall_seconds
+        assert d["policies"][name]["link_bytes"] == r.link_bytes
+        total = sum(x["decisions"][name]["stall_seconds"] for x in d["tensors"])
+        assert total == pytest.approx(r.stall_seconds, rel=1e-12)
+
+
+def test_report_text_table():
+    rep = report("vgg16", "v100-pcie3", ["vdnn", "always:zvc"], batch=8, sparsity=0.7)
+    lines = rep.to_text().splitlines()
+    assert lines[0] == "vgg16-b8-r224 on v100-pcie3: 21 tensors, 0.45 GiB, mean sparsity 0.69"
+    assert lines[2].split() == ["vdnn", "77.81", "40.70", "0.908", "126.54", "+0.0%", "raw:21"]
+    z = rep.results["always:zvc"]
+    rel = (z.swap_seconds / rep.results["vdnn"].swap_seconds - 1) * 100
+    assert lines[3].split()[0] == "always:zvc" and lines[3].split()[5] == f"{rel:+.1f}%"
+    assert lines[3].endswith("zvc:21")
+    no_base = report("vgg16", "v100-pcie3", ["always:zvc"], batch=1).to_text()
+    assert no_base.splitlines()[2].split()[5] == "zvc:21"  # no "vs vdnn" column value
+
+
+def test_report_from_a_trace_file_with_drift(tmp_path):
+    path = tmp_path / "t.json"
+    vgg16_trace(batch=2, resolution=64, sparsity=0.5).save(path)
+    rep = report(trace=path, policies=["vdnn", "cswap"], iterations=4, drift=0.3, seed=1)
+    assert rep.trace.name == "vgg16-b2-r64" and rep.trace.iterations == 4
+    np.testing.assert_allclose(
+        rep.trace.sparsity[-1, 1:] - rep.trace.sparsity[0, 1:], 0.3, atol=0.05
+    )
+    assert rep.results["cswap"].per_iteration["stall_seconds"].shape == (4,)
+    same = report(trace=rep.trace, policies=["vdnn"], sparsity=0.9)
+    assert same.trace.sparsity[0, 1] == pytest.approx(0.9)
+
+
+def test_report_save_writes_strict_json(tmp_path):
+    rep = report("vgg16", "h100-pcie5", ["vdnn"], batch=1)
+    out = tmp_path / "r.json"
+    rep.save(out)
+    assert json.loads(out.read_text()) == rep.to_dict()
+    with pytest.raises(SwapError, match="cannot write"):
+        rep.save(tmp_path / "missing" / "r.json")
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"profile": "k80"}, "unknown profile"),
+        ({"policies": ["random"]}, "unknown policy"),
+        ({"sparsity": 1.5}, r"\[0, 1\]"),
+        ({"batch": 0}, "batch"),
+        ({"iterations": 0}, "iterations"),
+        ({"model": "alexnet"}, "unknown model"),
+        ({"trace": "/nonexistent/t.json"}, "cannot read"),
+        ({"policies": ["always:zstd"]}, "no kernel cost"),
+    ],
+)
+def test_report_bad_input(kwargs, match):
+    with pytest.raises(SwapError, match=match):
+        report(**{"batch": 1, **kwargs})
