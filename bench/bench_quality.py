@@ -1,4 +1,11 @@
-"""Benchmark: all-level quality of one image, and a 1,000-image audit.
+"""Benchmark: the Gaussian window, all-level quality of one image, a 1,000-image audit.
+
+0. The SSIM window as the package applies it (``metrics._filter.filter_valid``:
+   banded matrix products in float32, only where the window fits) against
+   ``scipy.ndimage.correlate1d`` along both axes on the same float32 planes,
+   then cropped to the same region: the like-for-like baseline. Stacks the
+   size MS-SSIM filters (3 channels x y, y^2, xy at 500x375 and its scales).
+   Also the block width of the banded products (16, 32, 64). Prints ratios.
 
 1. Per image, every scan level against the full image: ``level_quality``
    (one pass: each level decoded once, the reference's statistics shared,
@@ -42,11 +49,14 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
+from scipy import ndimage  # noqa: E402
 from skimage.metrics import structural_similarity  # noqa: E402
 
+import pcr_explore.metrics._filter as _filter  # noqa: E402
 from pcr_explore import transcode  # noqa: E402
 from pcr_explore.audit import audit  # noqa: E402
-from pcr_explore.quality import level_quality, quality_curve  # noqa: E402
+from pcr_explore.metrics import SIGMA, WINDOW  # noqa: E402
+from pcr_explore.quality import QualityCurve, level_quality, quality_curve  # noqa: E402
 from pcr_explore.tuner import recommend  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -118,6 +128,50 @@ def _best(fn, repeat: int) -> tuple[float, object]:  # type: ignore[no-untyped-d
     return best, res
 
 
+def _ndimage_valid(stack: np.ndarray, radius: int) -> np.ndarray:
+    """The baseline: separable Gaussian with scipy.ndimage, cropped to the valid region."""
+    x = np.arange(-radius, radius + 1, dtype=np.float64)
+    w = np.exp(-0.5 * (x / SIGMA) ** 2)
+    w /= w.sum()
+    rows = ndimage.correlate1d(stack, w, axis=2, mode="constant")
+    both = ndimage.correlate1d(rows, w, axis=1, mode="constant")
+    return both[:, radius:-radius, radius:-radius]
+
+
+def bench_filter(repeat: int) -> dict[str, object]:
+    radius = (WINDOW - 1) // 2
+    rng = np.random.default_rng(0)
+    rows: list[dict[str, Any]] = []
+    for h, w in ((375, 500), (188, 250), (94, 125), (47, 63)):  # MS-SSIM's five scales
+        stack = ((rng.random((9, h, w)) - 0.5) * 255).astype(np.float32)
+        t_base, base = _best(lambda: _ndimage_valid(stack, radius), repeat)  # noqa: B023
+        t_band, band = _best(lambda: _filter.filter_valid(stack, radius, SIGMA), repeat)  # noqa: B023
+        diff = float(np.max(np.abs(np.asarray(base) - np.asarray(band))))
+        by_block = {}
+        for block in (16, 32, 64):
+            _filter.BLOCK = block
+            _filter._band.cache_clear()
+            by_block[block], _ = _best(
+                lambda: _filter.filter_valid(stack, radius, SIGMA),  # noqa: B023
+                repeat,
+            )
+        _filter.BLOCK = 32
+        _filter._band.cache_clear()
+        rows.append(
+            {
+                "shape": f"9x{h}x{w}",
+                "ndimage_s": t_base,
+                "banded_s": t_band,
+                "ratio": t_base / t_band,
+                "block_s": by_block,
+                "max_abs_diff": diff,
+            }
+        )
+    tot_base = sum(r["ndimage_s"] for r in rows)
+    tot_band = sum(r["banded_s"] for r in rows)
+    return {"stacks": rows, "ratio_total": tot_base / tot_band}
+
+
 def bench_per_image(folder: Path, n_images: int, repeat: int) -> dict[str, object]:
     files = sorted(folder.rglob("*.jpg"))[:n_images]
     rows: list[dict[str, Any]] = []
@@ -179,8 +233,6 @@ def bench_audit(folder: Path, sample: int, full_cache: Path) -> dict[str, object
             list(full.per_image.names),
         )
         np.savez(full_cache, values=values, bytes=nbytes, names=np.array(names), seconds=full_s)
-    from pcr_explore.quality import QualityCurve
-
     full_curve = QualityCurve.from_values(values, nbytes, names=names)
     frac = report.bytes_fraction
     checks = []
@@ -234,6 +286,20 @@ def main() -> None:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} at start")
 
+    filt = bench_filter(max(3, args.repeat))
+    print("\n0. the Gaussian window on float32 planes (seconds, best of repeats)")
+    print(
+        f"{'stack':<14}{'ndimage':>9}{'banded':>9}{'ratio':>7}"
+        f"{'block16':>9}{'block32':>9}{'block64':>9}{'diff':>10}"
+    )
+    for r in filt["stacks"]:  # type: ignore[attr-defined]
+        b = r["block_s"]
+        print(
+            f"{r['shape']:<14}{r['ndimage_s']:9.4f}{r['banded_s']:9.4f}{r['ratio']:6.1f}x"
+            f"{b[16]:9.4f}{b[32]:9.4f}{b[64]:9.4f}{r['max_abs_diff']:10.1e}"
+        )
+    print(f"banded matrix products vs scipy.ndimage, all scales: {filt['ratio_total']:.1f}x")
+
     per = bench_per_image(folder, args.per_image, args.repeat)
     print(
         f"\n1. all-level quality of one image (10 levels, seconds per image, best of {args.repeat})"
@@ -275,6 +341,7 @@ def main() -> None:
             "python": platform.python_version(),
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         },
+        "filter": filt,
         "per_image": per,
         "audit": au,
     }
