@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from .discover import find_sources
-from .jpeg import GRAY_LEVELS_IN_COLOR
+from .jpeg import GRAY_LEVELS_IN_COLOR, Size, decode
 from .manifest import MANIFEST, NUM_LEVELS
 from .reader import PCRDataset, open_dataset
 from .transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
@@ -167,6 +168,47 @@ class FolderSource:
         if pj.num_components == 1:
             return ends[[gray_scans_at(k) - 1 for k in range(1, NUM_LEVELS + 1)]]
         return ends
+
+    def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
+        """Image *i* decoded at level *scan*, as for :meth:`PCRDataset.image`."""
+        return decode(self.jpeg_bytes(i, scan), size, source=f"{self.path(i)} (level {scan})")
+
+    def iter(
+        self,
+        scan: int | None = None,
+        size: Size | None = None,
+        shuffle: bool = False,
+        seed: int | None = None,
+        *,
+        mode: str | None = None,
+    ) -> Iterator[tuple[np.ndarray, int]]:
+        """Yield ``(image, label)`` for every image at level *scan*, as :meth:`PCRDataset.iter`.
+
+        Each image is transcoded in memory on first use; for repeated passes
+        over many images, encode the folder once with :func:`encode_dataset`.
+        """
+        order = np.arange(len(self))
+        if shuffle:
+            order = np.random.default_rng(seed).permutation(len(self))
+        for i in order:
+            data = self.jpeg_bytes(int(i), scan)
+            yield decode(data, size, mode=mode, source=str(self.path(int(i)))), int(self._labels[i])
+
+    def bytes_per_scan(self) -> list[int]:
+        """Total bytes of every image's JPEG at levels 1..num_scans (transcodes them all)."""
+        total = np.zeros(NUM_LEVELS, np.int64)
+        for i in range(len(self)):
+            total += self.level_bytes(i)
+        return [int(v) for v in total]
+
+    def bytes_at(self, scan: int | None) -> int:
+        """Bytes of every image's JPEG at level *scan* (None: full), as for a dataset.
+
+        A folder has no record headers, so this is the images' bytes only.
+        """
+        if scan is not None and not 1 <= scan <= NUM_LEVELS:
+            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{NUM_LEVELS}")
+        return self.bytes_per_scan()[(scan or NUM_LEVELS) - 1]
 
 
 def open_source(source: str | os.PathLike[str] | LevelSource, **kwargs: object) -> LevelSource:

@@ -27,6 +27,18 @@ def test_folder_and_dataset_agree_level_by_level(photo_folder: Path, tmp_path: P
         np.testing.assert_array_equal(folder.level_bytes(i), ds.level_bytes(i))
         for k in (1, 3, 10):
             assert folder.jpeg_bytes(i, k) == ds.jpeg_bytes(i, k)
+        np.testing.assert_array_equal(folder.image(i, 2, size=48), ds.image(i, 2, size=48))
+    # The reading verbs agree too: iteration (with a seeded shuffle) and byte totals.
+    a = list(folder.iter(scan=4, size=32, shuffle=True, seed=5))
+    b = list(ds.iter(scan=4, size=32, shuffle=True, seed=5))
+    assert [lab for _, lab in a] == [lab for _, lab in b]
+    assert all(np.array_equal(x, y) for (x, _), (y, _) in zip(a, b))
+    headers = [ds.header(r).header_len for r in range(len(ds.records))]
+    per_level = [ds.bytes_at(k) - sum(headers) for k in range(1, 11)]
+    # a dataset's bytes hold each image's pieces; a folder's count whole JPEG files
+    # (the pieces plus the EOI marker each)
+    assert [folder.bytes_at(k) - 2 * len(folder) for k in range(1, 11)] == per_level
+    assert folder.bytes_at(None) == folder.bytes_per_scan()[-1]
 
 
 def test_single_file_source(
