@@ -24,8 +24,8 @@ system-deps:
 	@if ! command -v jpegtran >/dev/null || ! command -v chromium >/dev/null; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  if command -v apt-get >/dev/null; then \
-	    $$SUDO apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	    $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
 	      libjpeg-turbo-progs chromium >/dev/null; \
 	  else echo "install jpegtran (libjpeg-turbo) and chromium with your package manager"; fi; \
 	fi
