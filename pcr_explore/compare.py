@@ -44,6 +44,16 @@ def jpeg_size(data: bytes) -> tuple[int, int]:
     -------
     (int, int)
         Width and height in pixels.
+
+    Raises
+    ------
+    PIL.UnidentifiedImageError
+        If *data* is not an image.
+
+    Examples
+    --------
+    >>> jpeg_size(encode_jpeg(np.zeros((30, 40), np.uint8)))
+    (40, 30)
     """
     with Image.open(io.BytesIO(data)) as im:
         return im.size
@@ -67,6 +77,12 @@ def encode_jpeg(pixels: np.ndarray, quality: int = 90) -> bytes:
     ------
     ValueError
         If *pixels* is not a 2-D or 3-channel uint8 array.
+
+    Examples
+    --------
+    >>> data = encode_jpeg(np.full((8, 8, 3), 200, np.uint8))
+    >>> data[:2].hex(), data[-2:].hex()  # SOI ... EOI
+    ('ffd8', 'ffd9')
     """
     arr = np.asarray(pixels)
     if arr.dtype != np.uint8 or not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] == 3)):
@@ -101,7 +117,11 @@ def display_jpeg(data: bytes, max_side: int | None = 768, quality: int = 90) -> 
 
     Examples
     --------
-    >>> small = display_jpeg(src.jpeg_bytes(0, 3), max_side=256)  # doctest: +SKIP
+    >>> data = encode_jpeg(np.zeros((300, 600, 3), np.uint8))
+    >>> display_jpeg(data, max_side=600) is data
+    True
+    >>> jpeg_size(display_jpeg(data, max_side=150))
+    (150, 75)
     """
     if max_side is None or max(jpeg_size(data)) <= max_side:
         return data

@@ -38,11 +38,9 @@ def drawable(values: Any, metric: str) -> np.ndarray:
     """Return metric values as a figure draws them: identical-image PSNR left out.
 
     A level identical to the full image has infinite PSNR, counted at
-    :data:`~pcr_explore.metrics.PSNR_CAP` in statistics
-    (:func:`~pcr_explore.metrics.capped`). Neither is a point worth drawing:
-    it would squash the rest of the curve. Such PSNR values (``inf`` or at
-    the cap) become NaN, which Bokeh and the static charts leave out; other
-    metrics pass unchanged.
+    :data:`~pcr_explore.metrics.PSNR_CAP` in statistics. Drawn, either would
+    squash the rest of the curve, so such values become NaN, which Bokeh and
+    the static charts leave out; other metrics pass unchanged.
 
     Parameters
     ----------
@@ -161,7 +159,11 @@ def recommended_data(curve: QualityCurve | None, scan: int | None) -> dict[str, 
 
 
 class CurveFigure(NamedTuple):
-    """A bytes-vs-quality figure and the sources that feed it."""
+    """A bytes-vs-quality figure and the sources that feed it (see :func:`quality_figure`).
+
+    ``source`` holds :func:`curve_data`, ``images`` :func:`images_data`,
+    ``recommended`` :func:`recommended_data`; ``target`` is the target rule.
+    """
 
     figure: Any
     source: ColumnDataSource
@@ -360,7 +362,7 @@ def bytes_data(level_bytes: Sequence[int] | np.ndarray) -> dict[str, Any]:
 
 
 class BytesFigure(NamedTuple):
-    """A bytes-per-level bar chart and its source."""
+    """A bytes-per-level bar chart and its source of :func:`bytes_data` columns."""
 
     figure: Any
     source: ColumnDataSource

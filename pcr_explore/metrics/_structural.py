@@ -100,7 +100,15 @@ class _Scale:
 
 
 class Similarity(NamedTuple):
-    """SSIM and MS-SSIM of one image against an :class:`SSIMReference`."""
+    """SSIM and MS-SSIM of one image against an :class:`SSIMReference`.
+
+    Attributes
+    ----------
+    ssim : float
+        Mean SSIM at full resolution, averaged over channels.
+    ms_ssim : float
+        MS-SSIM over the reference's scales, averaged over channels.
+    """
 
     ssim: float
     ms_ssim: float

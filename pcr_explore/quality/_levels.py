@@ -47,6 +47,23 @@ class LevelQuality:
         MS-SSIM scales used (5 unless the image is small).
     note : str
         Why fewer scales (or a smaller window) were used, or "".
+
+    See Also
+    --------
+    level_quality : measures one.
+
+    Examples
+    --------
+    >>> q = LevelQuality(
+    ...     scans=np.array([1, 2]),
+    ...     bytes=np.array([40, 100]),
+    ...     bytes_fraction=np.array([0.4, 1.0]),
+    ...     mssim=np.array([0.93, 1.0]),
+    ...     ssim=np.array([0.88, 1.0]),
+    ...     psnr=np.array([31.2, np.inf]),
+    ... )
+    >>> q.num_scans, q.metric("psnr").tolist()
+    (2, [31.2, inf])
     """
 
     scans: np.ndarray
