@@ -277,6 +277,6 @@ def write_stand_in_archive(
                 jpg = io.BytesIO()
                 Image.fromarray(_pattern(kind, side, rng)).save(jpg, "JPEG", quality=90)
                 add(f"flower_photos/{kind}/{kind}_{k:04d}.jpg", jpg.getvalue())
-    with out.open("wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as gz:
+    with out.open("wb") as f, gzip.GzipFile(filename="", fileobj=f, mode="wb", mtime=0) as gz:
         gz.write(buf.getvalue())
     return out

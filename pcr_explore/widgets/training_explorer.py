@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Sequence
 
@@ -156,6 +155,7 @@ class TrainingExplorer(Explorer):
         self.gradient: GradientTuneResult | None = None
         self.quality: TuneResult | None = None
         self._runs: dict[str, LevelRun] = {}
+        self._readout: list[tuple[str, str]] = []
         self.view = w.VBox(
             [
                 w.HBox([w.HTML("<b>scan levels</b>&nbsp;"), *self.level_boxes.values()]),
@@ -223,14 +223,13 @@ class TrainingExplorer(Explorer):
         last = run.epochs[-1]
         mb = sum(r.bytes_read for r in self._runs.values()) / 1e6
         secs = sum(float(r.cumulative_seconds()[-1]) for r in self._runs.values())
-        self.progress.value = html_table(
-            [
-                ("training", f"{run.label}, epoch {last.epoch} of {self.epochs.value}"),
-                ("validation accuracy", f"{last.val_accuracy:.3f}"),
-                ("read from storage so far", f"{mb:,.1f} MB"),
-                ("training time so far", f"{secs:,.1f} s (load + compute)"),
-            ]
-        )
+        self._readout = [
+            ("training", f"{run.label}, epoch {last.epoch} of {self.epochs.value}"),
+            ("validation accuracy", f"{last.val_accuracy:.3f}"),
+            ("read from storage so far", f"{mb:,.1f} MB"),
+            ("training time so far", f"{secs:,.1f} s (load + compute)"),
+        ]
+        self.progress.value = html_table(self._readout)
 
     def _tune(self, scans: list[int]) -> None:
         assert self.result is not None  # train() sets it first
@@ -274,21 +273,26 @@ class TrainingExplorer(Explorer):
     def snapshot(self) -> bytes:
         """The accuracy curves, the readouts and the similarity bars, drawn with Pillow."""
         runs = list(self._runs.values())
-        if runs:
-            chart = line_chart(
-                [(r.label, np.arange(1, len(r.epochs) + 1), r.val_accuracy) for r in runs],
-                title="Validation accuracy per epoch",
-                xlabel="epoch",
-                ylabel="accuracy",
-            )
-        else:
-            chart = text_panel(["Training at scan levels: press Train."], 480)
-        lines = [_plain(self.progress.value)]
+        chart = line_chart(
+            [(r.label, np.arange(1, len(r.epochs) + 1), r.val_accuracy) for r in runs],
+            title="Validation accuracy per epoch" if runs else "No training yet: press Train",
+            xlabel="epoch",
+            ylabel="accuracy",
+        )
+        lines = [f"{k}: {v}" for k, v in self._readout]
         if self.gradient is not None:
-            lines += [self.gradient.summary()[:90]]
+            g = self.gradient
+            lines += [
+                "",
+                f"gradient similarity: scan {g.scan} ({g.bytes_fraction[g.scan]:.0%} of the bytes)",
+                "  " + ", ".join(f"scan {k}: {g.similarity[k]:.3f}" for k in g.scans),
+            ]
         if self.quality is not None:
-            lines += [f"MS-SSIM tuner: scan {self.quality.scan} (target {self.quality.target:g})"]
-        parts = [hstack([chart, text_panel(lines, 520)])]
+            q = self.quality
+            lines.append(
+                f"MS-SSIM >= {q.target:g}: scan {q.scan} ({q.bytes_fraction:.0%} of the bytes)"
+            )
+        parts = [hstack([chart, text_panel(lines, 440)])]
         if self.gradient is not None:
             g = self.gradient
             parts.append(
@@ -300,12 +304,3 @@ class TrainingExplorer(Explorer):
                 )
             )
         return to_jpeg(vstack(parts))
-
-
-def _plain(markup: str) -> str:
-    """Readout HTML as one line of text for the static picture."""
-    import re
-
-    text = re.sub(r"</td><td>", ": ", markup)
-    text = re.sub(r"</tr>", "; ", text)
-    return html.unescape(re.sub(r"<[^>]+>", "", text)).strip("; ")[:120]

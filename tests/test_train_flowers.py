@@ -1,0 +1,156 @@
+"""The flowers loader: download over a real loopback HTTP server, checksum, cache, split."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import io
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pcr_explore.errors import DatasetError
+from pcr_explore.reader import open_dataset
+from pcr_explore.train import (
+    FLOWERS_ENV,
+    FLOWERS_SHA256,
+    FLOWERS_URL,
+    download,
+    extract,
+    load_flowers,
+    sha256_of,
+    split_folder,
+    write_stand_in_archive,
+)
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("served")
+    return write_stand_in_archive(root / "flower_photos.tgz", per_class=6, side=24)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture
+def server(archive: Path) -> Iterator[tuple[str, list[str]]]:
+    """Serves the archive's folder on loopback; yields the base URL and the paths asked for."""
+    asked: list[str] = []
+
+    class Handler(_Quiet):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            super().do_GET()
+
+    handler = functools.partial(Handler, directory=str(archive.parent))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", asked
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_constants_name_the_public_archive() -> None:
+    assert FLOWERS_URL.endswith("/example_images/flower_photos.tgz")
+    assert len(FLOWERS_SHA256) == 64 and int(FLOWERS_SHA256, 16) >= 0
+
+
+def test_stand_in_archive_is_reproducible(archive: Path, tmp_path: Path) -> None:
+    again = write_stand_in_archive(tmp_path / "again.tgz", per_class=6, side=24)
+    assert sha256_of(again) == sha256_of(archive)
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+    assert "flower_photos/LICENSE.txt" in names
+    assert sum(n.endswith(".jpg") for n in names) == 30
+
+
+def test_download_checks_sha_and_caches(
+    server: tuple[str, list[str]], archive: Path, tmp_path: Path
+) -> None:
+    base, asked = server
+    sha = sha256_of(archive)
+    cache = tmp_path / "cache"
+    data = load_flowers(
+        url=f"{base}/flower_photos.tgz", sha256=sha, cache_dir=cache, workers=1, progress=False
+    )
+    assert asked == ["/flower_photos.tgz"]
+    assert (cache / "flower_photos.tgz").read_bytes() == archive.read_bytes()
+    assert data.classes == ("checks", "dots", "rings", "stripes", "waves")
+    # round(6 * 0.2) = 1 validation image per class.
+    assert (data.train_images, data.val_images) == (25, 5)
+    train, val = open_dataset(str(data.train)), open_dataset(str(data.val))
+    assert len(train) == 25 and len(val) == 5 and not set(train.names) & set(val.names)
+    # A second call finds everything cached: no request, same datasets.
+    again = load_flowers(
+        url=f"{base}/flower_photos.tgz", sha256=sha, cache_dir=cache, workers=1, progress=False
+    )
+    assert asked == ["/flower_photos.tgz"] and again == data
+
+
+def test_wrong_sha_fails_and_leaves_nothing(server: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, _ = server
+    with pytest.raises(DatasetError, match="SHA-256 .* does not match the expected 0000"):
+        download(f"{base}/flower_photos.tgz", tmp_path / "f.tgz", sha256="0" * 64, progress=False)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(DatasetError, match="download failed"):
+        download(f"{base}/missing.tgz", tmp_path / "m.tgz", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_split_is_reproducible_and_stable(archive: Path, tmp_path: Path) -> None:
+    src = extract(archive, tmp_path / "unpacked")
+    assert src.name == "flower_photos" and (src / "dots").is_dir()
+
+    def listing(out: Path) -> dict[str, list[str]]:
+        train, val = split_folder(src, out, val_fraction=0.34)
+        return {
+            side.name: sorted(p.relative_to(side).as_posix() for p in side.rglob("*.jpg"))
+            for side in (train, val)
+        }
+
+    a, b = listing(tmp_path / "a"), listing(tmp_path / "b")
+    assert a == b and len(a["val"]) == 10 and len(a["train"]) == 20
+    # A file's side depends only on its name: removing other files keeps it.
+    (src / "dots" / "dots_0000.jpg").unlink()
+    c = listing(tmp_path / "c")
+    keep = [n for n in a["val"] if n != "dots/dots_0000.jpg"]
+    assert set(keep) <= set(c["val"])
+    other_seed = split_folder(src, tmp_path / "d", val_fraction=0.34, seed=1)[1]
+    assert sorted(p.name for p in other_seed.rglob("*.jpg")) != [Path(n).name for n in c["val"]]
+
+
+def test_local_copy_from_env_and_split_folder(
+    archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = extract(archive, tmp_path / "unpacked")
+    monkeypatch.setenv(FLOWERS_ENV, str(src))
+    data = load_flowers(cache_dir=tmp_path / "cache", workers=1, progress=False, per_class=4)
+    assert (data.train_images, data.val_images) == (15, 5)
+    # A folder already split into train/ and val/ keeps its split.
+    monkeypatch.delenv(FLOWERS_ENV)
+    presplit = load_flowers(data.images, cache_dir=tmp_path / "cache2", workers=1, progress=False)
+    assert (presplit.train_images, presplit.val_images) == (15, 5)
+    with pytest.raises(DatasetError, match="no such folder or archive"):
+        load_flowers(tmp_path / "nowhere", cache_dir=tmp_path / "cache3", progress=False)
+
+
+def test_unsafe_archive_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tgz"
+    with tarfile.open(bad, "w:gz") as tar:
+        info = tarfile.TarInfo("../escape.txt")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"hi"))
+    with pytest.raises(DatasetError, match="refusing unsafe member '../escape.txt'"):
+        extract(bad, tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out").exists()
+    assert hashlib.sha256(b"hi").hexdigest() != sha256_of(bad)

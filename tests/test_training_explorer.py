@@ -1,0 +1,93 @@
+"""TrainingExplorer in the kernel: press Train, watch the streamed curves and readouts."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import pytest
+from bokeh.models import ColumnDataSource
+from PIL import Image
+
+from pcr_explore.train import SplitDatasets, load_flowers, write_stand_in_archive
+
+pytest.importorskip("torch")
+
+from pcr_explore.widgets.training_explorer import TrainingExplorer  # noqa: E402
+
+SIZE = 32
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> SplitDatasets:
+    tmp = tmp_path_factory.mktemp("explorer")
+    archive = write_stand_in_archive(tmp / "flower_photos.tgz", per_class=6, side=SIZE)
+    return load_flowers(archive, cache_dir=tmp / "cache", workers=1, progress=False)
+
+
+def _picture(widget: TrainingExplorer) -> Image.Image:
+    bundle = widget._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    pic = base64.b64decode(bundle["image/jpeg"])
+    im = Image.open(io.BytesIO(pic))
+    assert im.width >= 300 and im.height >= 200
+    return im
+
+
+@pytest.mark.filterwarnings("ignore::pcr_explore.errors.FewerScalesWarning")
+def test_train_button_streams_curves_then_tunes(
+    data: SplitDatasets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ex = TrainingExplorer(
+        data.train,
+        data.val,
+        scans=(1, 10),
+        size=SIZE,
+        epochs=2,
+        batch_size=8,
+        tune_batches=1,
+        sample=4,
+        workers=1,
+    )
+    before = _picture(ex)
+    streamed: list[tuple[str, list[int]]] = []
+    real_stream = ColumnDataSource.stream
+
+    def spy(self: ColumnDataSource, new_data: dict, rollover: int | None = None) -> None:
+        streamed.append((self.name, list(new_data["epoch"])))
+        real_stream(self, new_data, rollover)
+
+    monkeypatch.setattr(ColumnDataSource, "stream", spy)
+    ex.train_button.click()
+    assert ex.last_error is None and ex.result is not None
+    # One streamed point per epoch and level, in training order.
+    assert streamed == [("scan 1", [1]), ("scan 1", [2]), ("scan 10", [1]), ("scan 10", [2])]
+    for label in ("scan 1", "scan 10"):
+        src = ex.figure.sources[label].data
+        assert src["epoch"] == [1, 2]
+        assert src["accuracy"] == ex.result.level(int(label.split()[1])).val_accuracy.tolist()
+    assert "epoch 2 of 2" in ex.progress.value and "MB" in ex.progress.value
+    assert "scan 10" in ex.table.value
+    assert ex.gradient is not None and ex.quality is not None
+    assert ex.similarity.source.data["scan"] == ["1", "10"]
+    assert f"scan {ex.gradient.scan}" in ex.comparison.value
+    assert "MS-SSIM tuner" in ex.comparison.value
+    after = _picture(ex)
+    assert after.height > before.height  # the similarity bars joined the picture
+
+    # A new choice of levels draws a new figure with a line per level.
+    ex.level_boxes[5].value = True
+    ex.level_boxes[1].value = False
+    ex.epochs.value = 1
+    ex.train()
+    assert sorted(ex.figure.sources) == ["scan 10", "scan 5"]
+    assert ex.plot_box.children[0]._model is ex.figure.layout
+
+
+def test_no_level_ticked_shows_an_error(data: SplitDatasets) -> None:
+    ex = TrainingExplorer(data.train, data.val, scans=(1,), size=SIZE, workers=1)
+    ex.level_boxes[1].value = False
+    ex.train_button.click()
+    assert isinstance(ex.last_error, ValueError)
+    assert "tick at least one scan level" in str(ex.errors.outputs)
+    assert not ex.train_button.disabled
