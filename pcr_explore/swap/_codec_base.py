@@ -89,7 +89,18 @@ class CodecError:
 
     @classmethod
     def between(cls, original: np.ndarray, decoded: np.ndarray) -> CodecError:
-        """Error of ``decoded`` against ``original`` (computed in float64)."""
+        """Measure the error of ``decoded`` against ``original`` (computed in float64).
+
+        Parameters
+        ----------
+        original, decoded : ndarray
+            Arrays of the same number of elements.
+
+        Returns
+        -------
+        CodecError
+            Largest absolute difference and relative L2 error.
+        """
         a = np.asarray(original, dtype=np.float64).ravel()
         b = np.asarray(decoded, dtype=np.float64).ravel()
         if a.size == 0:
@@ -193,7 +204,23 @@ class Codec(abc.ABC):
 
     @abc.abstractmethod
     def decode(self, encoded: Encoded) -> np.ndarray:
-        """Decode an :class:`Encoded` back to an array of the original shape and dtype."""
+        """Decode an :class:`Encoded` back to an array of the original shape and dtype.
+
+        Parameters
+        ----------
+        encoded : Encoded
+            What :meth:`encode` of the same codec returned.
+
+        Returns
+        -------
+        ndarray
+            Bit-identical to the input for lossless codecs.
+
+        Raises
+        ------
+        SwapError
+            If the data was encoded by another codec or is corrupt.
+        """
 
     @abc.abstractmethod
     def _size(self, n: Any, nnz: Any, itemsize: int, shape: tuple[int, ...] | None) -> Any:
@@ -242,7 +269,27 @@ class Codec(abc.ABC):
     def size_for_nnz(
         self, n: int, nnz: int, *, itemsize: int = 4, shape: tuple[int, ...] | None = None
     ) -> float:
-        """Analytic size for an exact non-zero count (see :meth:`encoded_size`)."""
+        """Return the analytic size for an exact non-zero count (see :meth:`encoded_size`).
+
+        Parameters
+        ----------
+        n, nnz : int
+            Elements and non-zero elements.
+        itemsize : int, optional
+            Bytes per element.
+        shape : tuple of int, optional
+            Tensor shape, for shape-dependent codecs.
+
+        Returns
+        -------
+        float
+            Bytes.
+
+        Raises
+        ------
+        SwapError
+            If a count is negative or ``nnz > n``.
+        """
         _check_n(n)
         _check_n(nnz)
         if nnz > n:
@@ -251,7 +298,18 @@ class Codec(abc.ABC):
         return out.item()
 
     def error(self, original: np.ndarray, decoded: np.ndarray) -> CodecError:
-        """Reconstruction error (zero for lossless codecs)."""
+        """Measure the reconstruction error (zero for lossless codecs).
+
+        Parameters
+        ----------
+        original, decoded : ndarray
+            The tensor and its round trip through this codec.
+
+        Returns
+        -------
+        CodecError
+            Zero for lossless codecs, else see :meth:`CodecError.between`.
+        """
         if self.lossless:
             return CodecError(0.0, 0.0)
         return CodecError.between(original, decoded)

@@ -18,7 +18,13 @@ _ZFP_HEADER_BITS = 96
 
 
 def zfp_available() -> bool:
-    """Whether ``zfpy`` can be imported (the ``[zfp]`` extra)."""
+    """Tell whether ``zfpy`` can be imported (the ``[zfp]`` extra).
+
+    Returns
+    -------
+    bool
+        True when the ``zfp`` codec can run.
+    """
     try:
         import zfpy  # noqa: F401
     except ImportError:
@@ -58,6 +64,13 @@ class ZFP(Codec):
         Bits per value, 4 to 32 (float32) or 64 (float64). Default 16.
         zfpy 1.0 corrupts memory below 3 bits per value for 1-D arrays, and
         the CSWAP authors report training diverging at rate 4 anyway.
+
+    References
+    ----------
+    .. [1] P. Chen et al., "Accelerating tensor swapping in GPUs with
+       self-tuning compression," IEEE Transactions on Parallel and
+       Distributed Systems 33(12), 2022 (adds fixed-rate ZFP for dense
+       tensors to CSWAP, IEEE CLUSTER 2021).
     """
 
     rate: int = 16
