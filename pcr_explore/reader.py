@@ -20,9 +20,10 @@ import numpy as np
 
 from ._pool import ordered_map
 from .errors import CorruptRecordError, DatasetError
-from .format import RecordHeader, RecordPrefix, parse_header, parse_prefix
+from .format import RecordHeader, parse_header
 from .jpeg import Size, decode
 from .manifest import MANIFEST, check_manifest
+from .prefix import RecordPrefix, parse_prefix
 from .summary import DatasetSummary
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]

@@ -21,7 +21,7 @@ ROOT = Path(pcr_explore.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "_atomic", "_json", "_pool", "_lock"),
     ("jpeg", "metrics"),
-    ("transcode", "format", "manifest", "summary"),
+    ("transcode", "format", "prefix", "manifest", "summary"),
     ("discover", "_journal"),
     ("encoder", "reader"),
     ("sources", "loader", "throughput", "compare", "sample", "verify"),

@@ -19,10 +19,10 @@ from pcr_explore.format import (
     RecordImage,
     encode_record,
     parse_header,
-    parse_prefix,
     read_header,
     write_record,
 )
+from pcr_explore.prefix import parse_prefix
 
 S = 4
 
