@@ -152,6 +152,7 @@ class Sampler:
         QualityCurve
         """
         res = [o for o in self.results if o.quality is not None]
+        levels = [o.quality for o in res if o.quality is not None]
         s = self.source.num_scans
         idx = np.array([o.index for o in res], np.int64)
 
@@ -159,14 +160,14 @@ class Sampler:
             return np.stack(rows) if rows else np.zeros((0, s), dtype)
 
         if isinstance(self.metric, str):
-            metrics = {m: stacked([o.quality.metric(m) for o in res]) for m in METRICS}  # type: ignore[union-attr]
+            metrics = {m: stacked([q.metric(m) for q in levels]) for m in METRICS}
         else:
             metrics = {self.metric_name: stacked([o.custom for o in res if o.custom is not None])}
         table = PerImageQuality(
             indices=idx,
             names=tuple(self._names[i] for i in idx),
             labels=self._labels[idx] if len(idx) else np.zeros(0, np.int32),
-            bytes=stacked([o.quality.bytes for o in res], np.int64),  # type: ignore[union-attr]
+            bytes=stacked([q.bytes for q in levels], np.int64),
             values=metrics[self.metric_name],
             metrics=metrics,
         )
