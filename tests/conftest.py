@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 from PIL import Image
 from skimage import data
 
@@ -17,6 +19,13 @@ from pcr_explore.transcode import find_jpegtran
 needs_jpegtran = pytest.mark.skipif(
     find_jpegtran() is None, reason="jpegtran not installed (Debian: libjpeg-turbo-progs)"
 )
+
+
+# Property tests: a short search by default; HYPOTHESIS_PROFILE=long for a
+# deeper one (about 50x the examples) before a release or after a format change.
+settings.register_profile("default", max_examples=100, deadline=None)
+settings.register_profile("long", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,0 +1,163 @@
+"""Property tests: the record writer and parser, the manifest checker, the journal loader.
+
+Each runs a short search in ``make test``; ``HYPOTHESIS_PROFILE=long`` (see
+conftest) searches 50x longer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pcr_explore._journal import JOURNAL, PLAN, Journal
+from pcr_explore.errors import DatasetError
+from pcr_explore.format import RecordImage, encode_record, parse_header
+from pcr_explore.jpeg import EOI
+from pcr_explore.manifest import FORMAT_NAME, FORMAT_VERSION, check_manifest
+from pcr_explore.prefix import parse_prefix
+
+# Names a record must store exactly: any Unicode text but surrogates and NUL.
+_names = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=40
+)
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> tuple[list[RecordImage], int]:
+    scans = draw(st.integers(1, 12))
+    n = draw(st.integers(1, 6))
+    images = []
+    for _ in range(n):
+        pieces = [draw(st.binary(max_size=40)) for _ in range(scans)]
+        images.append(
+            RecordImage(
+                draw(_names),
+                draw(st.integers(-1, 2**31 - 1)),
+                draw(st.integers(1, 65535)),
+                draw(st.integers(1, 65535)),
+                draw(st.sampled_from([1, 3])),
+                pieces,
+            )
+        )
+    return images, scans
+
+
+@given(_records())
+def test_every_field_and_level_round_trips(record: tuple[list[RecordImage], int]) -> None:
+    images, scans = record
+    data = b"".join(encode_record(images, scans))
+    h = parse_header(data, "p.pcr", file_size=len(data))
+    assert (h.num_images, h.num_scans, h.file_size) == (len(images), scans, len(data))
+    assert list(h.names) == [im.name for im in images]
+    assert h.labels.tolist() == [im.label for im in images]
+    assert h.widths.tolist() == [im.width for im in images]
+    assert h.heights.tolist() == [im.height for im in images]
+    for k in {1, (scans + 1) // 2, scans}:
+        prefix = parse_prefix(data[: h.prefix_length(k)], "p.pcr", k)
+        for i, im in enumerate(images):
+            assert prefix.jpeg_bytes(i) == b"".join(im.pieces[:k]) + EOI
+
+
+def _manifest() -> dict[str, object]:
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "num_scans": 2,
+        "images": 3,
+        "classes": ["a"],
+        "records": [
+            {
+                "file": "record-00000.pcr",
+                "images": 3,
+                "header_bytes": 100,
+                "bytes_per_scan": [150, 200],
+                "checksum": "0badf00d",
+            }
+        ],
+    }
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(
+    path=st.sampled_from(
+        [
+            ("num_scans",),
+            ("images",),
+            ("classes",),
+            ("records",),
+            ("records", 0),
+            ("records", 0, "file"),
+            ("records", 0, "images"),
+            ("records", 0, "header_bytes"),
+            ("records", 0, "bytes_per_scan"),
+            ("records", 0, "bytes_per_scan", 1),
+            ("records", 0, "checksum"),
+        ]
+    ),
+    value=_json_values,
+)
+def test_the_manifest_checker_raises_only_dataset_errors(
+    path: tuple[str | int, ...], value: object
+) -> None:
+    m: object = _manifest()
+    check_manifest(m, "m.json")  # the unmodified manifest is valid
+    target = m
+    for key in path[:-1]:
+        target = target[key]  # type: ignore[index]
+    target[path[-1]] = value  # type: ignore[index]
+    try:
+        check_manifest(m, "m.json")
+    except DatasetError as exc:
+        assert str(exc).startswith("m.json: ")
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(plan=st.binary(max_size=200), journal=st.binary(max_size=400))
+def test_the_journal_loader_never_crashes(tmp_path: Path, plan: bytes, journal: bytes) -> None:
+    (tmp_path / PLAN).write_bytes(plan)
+    (tmp_path / JOURNAL).write_bytes(journal)
+    j = Journal(tmp_path, "d" * 64, {"seed": 0})
+    try:
+        done = j.load()
+    except DatasetError as exc:
+        assert "interrupted encode" in str(exc)
+    else:
+        # No record file exists here, so only entries without one can be kept.
+        assert all(e["file"] is None and e["images"] == 0 for e in done)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        json.dumps(
+            {
+                "start": 0,
+                "end": 3,
+                "file": None,
+                "images": 0,
+                "skipped": [],
+                "notes": [],
+                "source_bytes": 0,
+            }
+        )
+        + "\n"
+    ],
+)
+def test_a_skipped_only_entry_is_kept(tmp_path: Path, line: str) -> None:
+    (tmp_path / PLAN).write_text(json.dumps({"digest": "d" * 64, "options": {}}))
+    (tmp_path / JOURNAL).write_text(line)
+    assert [e["end"] for e in Journal(tmp_path, "d" * 64, {}).load()] == [3]
