@@ -28,7 +28,7 @@ __all__ = ["audit"]
 
 @dataclass
 class _Target:
-    """What is audited: its images, their classes, and what its manifest records."""
+    """What is audited: its images, their classes, and what a dataset's manifest records."""
 
     kind: str
     source: LevelSource
@@ -105,8 +105,14 @@ def _inspect(
         desc="audit",
         preload=("pcr_explore.audit",),
     )
-    t.conversions = [{"file": i.name, "note": i.conversion} for i in infos if i.conversion]
     return infos
+
+
+def _conversions(t: _Target, infos: list[FileInfo]) -> list[dict[str, str]]:
+    """Return the sources not transcoded losslessly: as recorded, or as just found."""
+    if t.dataset is not None:
+        return t.conversions
+    return [{"file": i.name, "note": i.conversion} for i in infos if i.conversion]
 
 
 def _duplicates(infos: list[FileInfo]) -> list[list[str]]:
@@ -292,7 +298,7 @@ def audit(
         coding=dict(Counter(i.coding for i in infos).most_common()),
         problems=_problems(t, infos, duplicates, sampled),
         duplicates=duplicates,
-        conversions=t.conversions,
+        conversions=_conversions(t, infos),
         level_bytes=level_bytes,
         source_bytes=int(sum(i.file_bytes for i in ok)),
         tune=sampled.tune,
