@@ -53,10 +53,10 @@ from scipy import ndimage  # noqa: E402
 from skimage.metrics import structural_similarity  # noqa: E402
 
 import pcr_explore.metrics._filter as _filter  # noqa: E402
-from pcr_explore import transcode  # noqa: E402
 from pcr_explore.audit import audit  # noqa: E402
 from pcr_explore.metrics import SIGMA, WINDOW  # noqa: E402
 from pcr_explore.quality import QualityCurve, level_quality, quality_curve  # noqa: E402
+from pcr_explore.transcode import transcode  # noqa: E402
 from pcr_explore.tuner import recommend  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

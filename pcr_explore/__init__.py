@@ -3,14 +3,27 @@
 Progressive Compressed Records (PCRs) store each image as a progressive JPEG
 and lay records out scan group by scan group, so a prefix read of a record
 gives every image at a lower fidelity. This package encodes them, reads them
-at any level, measures quality per level and picks the level for a target;
-its ``swap`` subpackage simulates compressed activation swapping.
+at any level, measures quality per level and picks the level for a target,
+audits image folders, and (``pcr_explore.train``, with PyTorch) trains at
+each level. Its ``swap`` subpackage measures and simulates compressed
+activation swapping.
+
+The names here are the user's verbs and their results; lower-level tools
+(scan splitting, metric kernels, the record format) are imported from their
+modules, e.g. ``from pcr_explore.jpeg import split_scans``.
+
+References
+----------
+.. [1] M. Kuchnik, G. Amvrosiadis, V. Smith, "Progressive Compressed
+   Records: Taking a Byte out of Deep Learning Data", PVLDB 14(11), 2021.
+.. [2] P. Chen et al., "CSWAP: A Self-Tuning Compression Framework for
+   Accelerating Tensor Swapping in GPUs", IEEE CLUSTER 2021, and its journal
+   version in IEEE TPDS 33(12), 2022.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
+from ._version import __version__
 from .audit import AuditReport, audit
 from .discover import find_sources
 from .encoder import EncodeSummary, encode_dataset
@@ -19,75 +32,60 @@ from .errors import (
     DatasetError,
     FewerScalesWarning,
     JPEGError,
+    LabelWarning,
+    MissingExtraError,
     PCRError,
     PCRFormatError,
     ScanScriptError,
     SourceImageError,
+    SwapError,
     WorkerError,
 )
-from .jpeg import ProgressiveJPEG, check_scan_script, decode, split_scans
-from .quality import (
-    METRICS,
-    LevelQuality,
-    QualityCurve,
-    image_quality,
-    level_quality,
-    ms_ssim,
-    psnr,
-    quality_curve,
-    ssim,
-)
-from .reader import PCRDataset, ReadStats, open_dataset
+from .quality import LevelQuality, QualityCurve, image_quality, quality_curve
+from .reader import PCRDataset, open_dataset
 from .sample import build_sample
 from .sources import FolderSource, LevelSource, open_source
-from .transcode import TranscodeResult, find_jpegtran, transcode
-from .tuner import TuneResult, recommend, tune
-
-try:
-    __version__ = version("pcr-explore")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
+from .summary import DatasetSummary
+from .transcode import find_jpegtran
+from .tuner import TuneResult, tune
+from .verify import VerifyReport, verify_dataset
 
 __all__ = [
-    "METRICS",
-    "AuditReport",
-    "FewerScalesWarning",
-    "LevelQuality",
-    "QualityCurve",
-    "TuneResult",
-    "WorkerError",
-    "audit",
-    "image_quality",
-    "level_quality",
-    "ms_ssim",
-    "psnr",
-    "quality_curve",
-    "recommend",
-    "ssim",
-    "tune",
-    "CorruptRecordError",
-    "DatasetError",
+    "__version__",
+    # encode, open, read
+    "encode_dataset",
     "EncodeSummary",
-    "FolderSource",
-    "JPEGError",
-    "LevelSource",
+    "find_sources",
+    "find_jpegtran",
+    "open_dataset",
     "PCRDataset",
+    "DatasetSummary",
+    "open_source",
+    "FolderSource",
+    "LevelSource",
+    "verify_dataset",
+    "VerifyReport",
+    "build_sample",
+    # measure, tune, audit
+    "quality_curve",
+    "QualityCurve",
+    "image_quality",
+    "LevelQuality",
+    "tune",
+    "TuneResult",
+    "audit",
+    "AuditReport",
+    # errors and warnings
     "PCRError",
-    "PCRFormatError",
-    "ProgressiveJPEG",
-    "ReadStats",
+    "JPEGError",
     "ScanScriptError",
     "SourceImageError",
-    "TranscodeResult",
-    "__version__",
-    "build_sample",
-    "check_scan_script",
-    "decode",
-    "encode_dataset",
-    "find_jpegtran",
-    "find_sources",
-    "open_dataset",
-    "open_source",
-    "split_scans",
-    "transcode",
+    "PCRFormatError",
+    "CorruptRecordError",
+    "DatasetError",
+    "WorkerError",
+    "SwapError",
+    "MissingExtraError",
+    "FewerScalesWarning",
+    "LabelWarning",
 ]

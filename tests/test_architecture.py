@@ -19,7 +19,7 @@ ROOT = Path(pcr_explore.__file__).parent
 
 # Lowest first. A module may import its own layer or a lower one.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_atomic", "_json", "_pool", "_lock"),
+    ("errors", "_atomic", "_json", "_pool", "_lock", "_version"),
     ("jpeg", "metrics"),
     ("transcode", "format", "prefix", "manifest", "summary"),
     ("discover", "_journal"),
@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("sources", "loader", "throughput", "compare", "sample", "verify"),
     ("quality",),
     ("tuner",),
+    ("plots",),  # figure builders shared by the audit report and the widgets
     ("audit", "train", "swap"),
-    ("plots",),
     ("widgets", "cli", "__main__"),
 ]
 

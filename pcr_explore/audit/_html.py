@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from .._version import __version__
 from ._findings import AuditFindings
 
 __all__ = ["render_fragment", "render_page"]
@@ -77,19 +77,12 @@ def _counts_table(title: str, counts: dict[str, int]) -> str:
     return f"<div><h3>{_e(title)}</h3>{_table(('', 'images'), rows, (1,))}{more}</div>"
 
 
-def _version() -> str:
-    try:
-        return version("pcr-explore")
-    except PackageNotFoundError:  # running from a source tree
-        return "0+unknown"
-
-
 def _header(r: AuditFindings) -> str:
     return (
         f"<h1>Dataset audit: {_e(r.path)}</h1>"
         f"<p class='meta'>{_e(r.kind)}; {r.images:,} images, {r.readable:,} readable, "
         f"{len(r.problems):,} problems; audited in {r.seconds:.1f} s by pcr-explore "
-        f"{_e(_version())}</p>"
+        f"{_e(__version__)}</p>"
     )
 
 

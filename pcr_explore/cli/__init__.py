@@ -11,7 +11,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..errors import PCRError
 
 __all__ = ["main", "build_parser"]
