@@ -149,7 +149,7 @@ def train_at_levels(
     num_classes = _check_labels(train_ds, val_ds)
     full = train_ds.num_scans
     plan = _plan(scans, full)
-    reader = throttled(train_ds, bw) if bw is not None else open_dataset(train_ds.url)
+    reader = throttled(train_ds, bw) if bw is not None else train_ds
     val_level = read_level(val_ds, None, size, workers=workers)
 
     from tqdm.auto import tqdm

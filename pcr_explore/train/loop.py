@@ -148,6 +148,17 @@ def to_input(images: Any) -> Any:
     torch.Tensor
         ``float32``, each channel shifted and scaled by ImageNet's mean and
         standard deviation.
+
+    Raises
+    ------
+    MissingExtraError
+        If PyTorch is not installed.
+
+    Examples
+    --------
+    >>> x = to_input(torch.full((1, 3, 2, 2), 255, dtype=torch.uint8))  # doctest: +SKIP
+    >>> round(float(x[0, 0, 0, 0]), 3)  # doctest: +SKIP
+    2.249
     """
     torch = require_torch("to_input")
     mean = torch.tensor(_MEAN).view(1, 3, 1, 1)

@@ -37,10 +37,26 @@ _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
 
 def run_data(run: LevelRun | None, pipelined: bool = False) -> dict[str, Any]:
-    """The columns of one run's line: ``epoch``, ``accuracy``, ``mbytes``, ``seconds``, ...
+    """The columns of one run's line in a :class:`TrainingFigure`.
 
-    ``mbytes`` and ``seconds`` are cumulative (bytes read and training time
-    by the end of each epoch); ``scan`` is the level each epoch read.
+    Parameters
+    ----------
+    run : LevelRun or None
+        The run (None: empty columns).
+    pipelined : bool
+        Count ``max(load, compute)`` per epoch in ``seconds``.
+
+    Returns
+    -------
+    dict of str to list
+        ``epoch``, ``accuracy``, ``mbytes`` and ``seconds`` (cumulative bytes
+        read and training time by the end of each epoch), ``loss``, and
+        ``scan`` (the level each epoch read).
+
+    Examples
+    --------
+    >>> sorted(run_data(None))
+    ['accuracy', 'epoch', 'loss', 'mbytes', 'scan', 'seconds']
     """
     if run is None or not run.epochs:
         return {c: [] for c in _COLUMNS}
@@ -152,7 +168,24 @@ def training_figure(
 
 
 def similarity_data(result: GradientTuneResult | None) -> dict[str, Any]:
-    """Columns of the similarity bars: ``scan``, ``mean``, ``lo``, ``hi``, ``color``."""
+    """The columns of a :class:`SimilarityFigure`'s bars.
+
+    Parameters
+    ----------
+    result : GradientTuneResult or None
+        The measurement (None: empty columns).
+
+    Returns
+    -------
+    dict of str to list
+        ``scan`` (as text), ``mean``, ``lo`` and ``hi`` (mean -/+ one standard
+        deviation over batches), ``color`` (the chosen scan in red).
+
+    Examples
+    --------
+    >>> similarity_data(None)["mean"]
+    []
+    """
     if result is None:
         return {"scan": [], "mean": [], "lo": [], "hi": [], "color": []}
     scans = [str(k) for k in result.scans]

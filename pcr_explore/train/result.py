@@ -200,6 +200,13 @@ class TrainResult:
     classes: tuple[str, ...]
     models: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        runs = ", ".join(f"{r.label}: best {r.best_val_accuracy:.3f}" for r in self.levels)
+        return (
+            f"<TrainResult {self.train_images} images at {self.size}px, {self.epochs} epochs, "
+            f"{self.model}, seed {self.seed}; {runs}>"
+        )
+
     def level(self, scan: int | str) -> LevelRun:
         """The run at level *scan* (or ``"auto"``).
 

@@ -94,7 +94,7 @@ class TrainingExplorer(Explorer):
 
     Examples
     --------
-    >>> from pcr_explore.widgets import TrainingExplorer
+    >>> from pcr_explore.widgets.training_explorer import TrainingExplorer
     >>> ex = TrainingExplorer("flowers/train.pcr", "flowers/val.pcr")  # doctest: +SKIP
     >>> ex  # then press Train  # doctest: +SKIP
     """
