@@ -208,6 +208,14 @@ def test_quality_curve_with_metric_switches_without_recompute(folder: Path) -> N
         c.with_metric("lpips")
 
 
+def test_reprs_are_one_short_line(folder: Path) -> None:
+    c = quality_curve(folder, sample=3, seed=1, workers=1)
+    text = repr(c)
+    assert "\n" not in text and len(text) < 300
+    assert text.startswith("<QualityCurve mssim, 3 of ") and "10: 1.000}" in text
+    assert repr(c.per_image) == "<PerImageQuality 3 images x 10 levels>"
+
+
 def test_quality_curve_replaces_broken_images(folder: Path, tmp_path: Path) -> None:
     root = tmp_path / "f"
     shutil.copytree(folder, root)

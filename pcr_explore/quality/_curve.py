@@ -54,6 +54,10 @@ class PerImageQuality:
     values: np.ndarray
     metrics: Mapping[str, np.ndarray] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        n, s = self.values.shape
+        return f"<PerImageQuality {n} images x {s} levels>"
+
     def __len__(self) -> int:
         return len(self.indices)
 
@@ -170,6 +174,14 @@ class QualityCurve:
     failed: tuple[tuple[str, str], ...] = ()
     notes: tuple[tuple[str, str], ...] = ()
     seed: int = 0
+
+    def __repr__(self) -> str:
+        # One line: the arrays are in the notebook table (_repr_html_) and .summary().
+        levels = ", ".join(f"{k}: {m:.3f}" for k, m in zip(self.scans.tolist(), self.mean))
+        return (
+            f"<QualityCurve {self.metric}, {self.sample_size} of {self.population} images; "
+            f"mean per level {{{levels}}}>"
+        )
 
     @property
     def sample_size(self) -> int:

@@ -76,6 +76,12 @@ class LevelQuality:
     scales: int = len(MSSSIM_WEIGHTS)
     note: str = ""
 
+    def __repr__(self) -> str:
+        ms = ", ".join(f"{v:.3f}" for v in self.mssim)
+        return (
+            f"<LevelQuality {len(self.scans)} levels, {int(self.bytes[-1])} bytes; MS-SSIM [{ms}]>"
+        )
+
     def metric(self, name: str) -> np.ndarray:
         """Return the per-level values of metric *name* ("mssim", "ssim" or "psnr").
 

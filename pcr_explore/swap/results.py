@@ -139,6 +139,14 @@ class SimResult:
     _cf: np.ndarray = field(repr=False)
     _cb: np.ndarray = field(repr=False)
 
+    def __repr__(self) -> str:
+        # One line: a list of results must stay readable (details: summary(), to_dict()).
+        return (
+            f"<SimResult {self.policy} on {self.trace.name} / {self.profile.name}: "
+            f"stall {self.stall_seconds * 1e3:.3f} ms, swap {self.swap_seconds * 1e3:.3f} ms "
+            "(simulated)>"
+        )
+
     @property
     def step_seconds(self) -> float:
         """Compute plus stall of one iteration, seconds."""

@@ -85,3 +85,11 @@ def test_to_dict_writes_infinite_ratios_as_null():
     d = simulate(t, "v100-pcie3", "always:bitmap").to_dict()
     assert d["decisions"][0]["bytes"] == 0 and d["decisions"][0]["ratio"] is None
     json.dumps(d, allow_nan=False)
+
+
+def test_a_list_of_results_prints_short():
+    t = vgg16_trace(batch=8, sparsity=0.5)
+    results = [simulate(t, "v100-pcie3", pol, noise=0.0) for pol in ("vdnn", "always:zvc")]
+    text = repr(results)
+    assert len(text) < 400 and text.count("<SimResult") == 2 and "(simulated)" in text
+    assert repr(t).startswith(f"<Trace {t.name}: {len(t.tensors)} tensors, 1 iteration(s)")

@@ -129,3 +129,52 @@ def test_saved_meta_with_non_finite_numbers_is_strict_json(tmp_path):
     text = path.read_text()
     assert "Infinity" not in text and json.loads(text)["meta"] == {"loss": None, "note": "x"}
     assert Trace.load(path).meta == {"loss": None, "note": "x"}
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda kids: (
+        st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3)
+    ),
+    max_leaves=15,
+)
+
+
+@given(
+    field=st.sampled_from(
+        [
+            "name",
+            "tensors",
+            "sparsity",
+            "tail_fwd_flops",
+            "meta",
+            "shape",
+            "dtype",
+            "fwd_flops",
+            "kind",
+            "measured_bytes",
+        ]
+    ),
+    value=_json_values,
+)
+def test_the_trace_loader_raises_only_swap_errors(field, value):
+    obj = vgg16_trace(batch=2, resolution=32).to_json()
+    if field in ("shape", "dtype", "fwd_flops", "kind", "measured_bytes"):
+        obj["tensors"][0][field] = value
+    else:
+        obj[field] = value
+    try:
+        Trace.from_json(obj, source="fuzz.json")
+    except SwapError as exc:
+        assert str(exc).startswith("fuzz.json: ")
+
+
+def test_absurd_shapes_and_deep_nesting_are_named(tmp_path):
+    obj = vgg16_trace(batch=2, resolution=32).to_json()
+    obj["tensors"][0]["shape"] = [2**70]
+    with pytest.raises(SwapError, match=r"fuzz\.json: .*more than 281,474,976,710,656 elements"):
+        Trace.from_json(obj, source="fuzz.json")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SwapError, match=r"deep\.json: not a trace file \(RecursionError\)"):
+        Trace.load(deep)
