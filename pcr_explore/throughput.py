@@ -125,6 +125,7 @@ def read_pass(
     *,
     workers: int = 1,
     limit: int | None = None,
+    progress: bool = False,
 ) -> LevelReading:
     """Iterate *dataset* once at level *scan*, timing it and counting bytes read.
 
@@ -140,15 +141,27 @@ def read_pass(
         Decoding threads.
     limit : int, optional
         Stop after this many images.
+    progress : bool
+        Show a progress bar (images read and decoded).
+
+    Returns
+    -------
+    LevelReading
+        Images, bytes read from storage and wall time of the pass.
     """
+    from tqdm.auto import tqdm
+
     level = dataset._check_scan(scan)
+    total = len(dataset) if limit is None else min(limit, len(dataset))
     before = dataset.stats.bytes_read
     n = 0
     t0 = time.perf_counter()
-    for _ in dataset.iter(level, size, workers=workers):
-        n += 1
-        if limit is not None and n >= limit:
-            break
+    with tqdm(total=total, unit="img", desc=f"read scan {level}", disable=not progress) as bar:
+        for _ in dataset.iter(level, size, workers=workers):
+            n += 1
+            bar.update(1)
+            if limit is not None and n >= limit:
+                break
     seconds = time.perf_counter() - t0
     return LevelReading(level, n, dataset.stats.bytes_read - before, seconds)
 

@@ -334,7 +334,7 @@ def tune(
     seed: int = 0,
     *,
     workers: int | None = None,
-    progress: bool = False,
+    progress: bool = True,
     luminance: bool = False,
     confidence: float = 0.95,
     n_boot: int = 2000,

@@ -55,6 +55,7 @@ def register(sub: Any) -> None:
     p.add_argument("--size", type=int, default=None, help="longer side in pixels")
     p.add_argument("--workers", type=int, default=1, help="decoding threads (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_read)
 
     p = sub.add_parser("sample", help="build the bundled sample dataset from scikit-image photos")
@@ -113,7 +114,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _read(args: argparse.Namespace) -> int:
     ds = open_dataset(args.path)
-    r = read_pass(ds, args.scan, args.size, workers=args.workers)
+    r = read_pass(ds, args.scan, args.size, workers=args.workers, progress=not args.quiet)
     out = {
         "scan": r.scan,
         "size": args.size,

@@ -188,7 +188,7 @@ def quality_curve(
     seed: int = 0,
     metric: str | MetricFn = "mssim",
     workers: int | None = None,
-    progress: bool = False,
+    progress: bool = True,
     *,
     luminance: bool = False,
 ) -> QualityCurve:
@@ -214,7 +214,8 @@ def quality_curve(
         Worker processes (default: all cores; small samples run in-process).
         Custom callables always run in-process.
     progress : bool
-        Show a progress bar.
+        Show a progress bar (default; tqdm's notebook bar in Jupyter), one
+        step per image measured.
     luminance : bool
         Measure on the Y channel only (default RGB).
 

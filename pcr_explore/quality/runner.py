@@ -89,7 +89,9 @@ def run_jobs(
     w = default_workers(total) if workers is None else max(1, int(workers))
     own_bar = not hasattr(progress, "update")
     bar: Any = (
-        tqdm(total=total, desc=desc, disable=not progress, leave=False) if own_bar else progress
+        tqdm(total=total, desc=desc, unit="img", disable=not progress, leave=False)
+        if own_bar
+        else progress
     )
     out: list[_R] = []
     try:
