@@ -157,27 +157,32 @@ def main() -> None:
     }
     try:
         # -- encoding ---------------------------------------------------------
-        def enc(workers: int) -> None:
+        def enc(workers: int, parallel: str = "threads", backend: str = "jpegtran") -> None:
             encode_dataset(
                 src,
-                work / f"ds{workers}",
-                backend="jpegtran",
+                work / f"ds{workers}{parallel}{backend}",
+                backend=backend,  # type: ignore[arg-type]
                 workers=workers,
+                parallel=parallel,  # type: ignore[arg-type]
                 record_size=args.record_size,
                 overwrite=True,
                 progress=False,
             )
 
         # interleaved, best of each: the machine's background load drifts
-        loop_t, enc1_t, enc2_t = [], [], []
+        loop_t, enc1_t, enc2_t, enc2p_t, pil_t, pilp_t = [], [], [], [], [], []
         for _ in range(args.repeat):
             loop_t.append(best_of(1, lambda: jpegtran_loop(files, work / "loop")))
             enc2_t.append(best_of(1, lambda: enc(2)))
+            enc2p_t.append(best_of(1, lambda: enc(2, "processes")))
             enc1_t.append(best_of(1, lambda: enc(1)))
+            pil_t.append(best_of(1, lambda: enc(2, "threads", "pillow")))
+            pilp_t.append(best_of(1, lambda: enc(2, "processes", "pillow")))
         t_loop, t_enc1, t_enc2 = min(loop_t), min(enc1_t), min(enc2_t)
+        t_enc2p, t_pil, t_pilp = min(enc2p_t), min(pil_t), min(pilp_t)
 
         # -- sizes --------------------------------------------------------------
-        ds = open_dataset(str(work / "ds2"))
+        ds = open_dataset(str(work / "ds2threadsjpegtran"))
         headers = sum(r["header_bytes"] for r in ds.records)
         total = ds.total_bytes
         source = ds.source_bytes
@@ -218,7 +223,7 @@ def main() -> None:
 
         # -- memory -------------------------------------------------------------
         out = subprocess.run(
-            [sys.executable, "-c", PEAK_SCRIPT, str(work / "ds2")],
+            [sys.executable, "-c", PEAK_SCRIPT, str(work / "ds2threadsjpegtran")],
             capture_output=True,
             text=True,
             check=True,
@@ -231,7 +236,10 @@ def main() -> None:
     rows = [
         ("encode: jpegtran per-file loop", n / t_loop, "img/s", 1.0),
         ("encode: encode_dataset workers=1", n / t_enc1, "img/s", t_loop / t_enc1),
-        ("encode: encode_dataset workers=2", n / t_enc2, "img/s", t_loop / t_enc2),
+        ("encode: encode_dataset workers=2 (threads)", n / t_enc2, "img/s", t_loop / t_enc2),
+        ("encode: workers=2, processes", n / t_enc2p, "img/s", t_loop / t_enc2p),
+        ("encode, Pillow re-encode: 2 processes", n / t_pilp, "img/s", 1.0),
+        ("encode, Pillow re-encode: 2 threads", n / t_pil, "img/s", t_pilp / t_pil),
         ("read: folder of progressive JPEGs (Pillow)", n / t_folder, "img/s", 1.0),
         ("read: PCR full level", n / t_full, "img/s", t_folder / t_full),
         ("read: PCR level 1, full size", n / t_l1_full, "img/s", t_folder / t_l1_full),
@@ -266,6 +274,9 @@ def main() -> None:
             "workers1_img_s": n / t_enc1,
             "workers2_img_s": n / t_enc2,
             "speedup_workers2": t_loop / t_enc2,
+            "workers2_processes_img_s": n / t_enc2p,
+            "threads_vs_processes_jpegtran": t_enc2p / t_enc2,
+            "pillow_threads_vs_processes": t_pilp / t_pil,
         },
         read={
             "folder_img_s": n / t_folder,

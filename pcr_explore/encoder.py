@@ -21,9 +21,10 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -151,6 +152,7 @@ def encode_dataset(
     overwrite: bool = False,
     progress: bool = True,
     on_record: Callable[[int], None] | None = None,
+    parallel: Literal["threads", "processes"] = "threads",
 ) -> EncodeSummary:
     """Encode the images under *src* into a PCR dataset in *out*.
 
@@ -168,7 +170,12 @@ def encode_dataset(
         Target payload bytes per record; a record is closed once it reaches
         this size, and the last one may be smaller.
     workers : int, optional
-        Worker processes (default: all cores). 1 runs in this process.
+        Parallel transcodes (default: all cores). 1 runs in this thread.
+    parallel : {"threads", "processes"}
+        How the workers run. Threads (default) need no start-up and no
+        ``if __name__ == "__main__":`` guard in a script; processes suit a
+        Pillow-heavy encode (non-JPEG sources) where Python-level work
+        dominates.
     labels : path, optional
         ``file,label`` CSV.
     shuffle : bool
@@ -197,7 +204,7 @@ def encode_dataset(
     --------
     >>> encode_dataset("photos/", "photos.pcr", workers=2)  # doctest: +SKIP
     """
-    _check_options(backend, quality, record_size, workers)
+    _check_options(backend, quality, record_size, workers, parallel)
     src_p, out_p = Path(src).resolve(), Path(out).resolve()
     if out_p == src_p or src_p in out_p.parents:
         raise DatasetError(f"{out_p}: output folder must not be inside the source folder {src_p}")
@@ -239,7 +246,7 @@ def encode_dataset(
         writer = _RecordWriter(out_p, journal, done, start, on_record)
         bar = tqdm(total=len(items), initial=start, unit="img", desc="encode", disable=not progress)
         try:
-            for res in _run_tasks(tasks, workers):
+            for res in _run_tasks(tasks, workers, parallel):
                 bar.update(1)
                 if res.image is None and strict:
                     raise DatasetError(res.error)
@@ -265,9 +272,13 @@ def encode_dataset(
     )
 
 
-def _check_options(backend: str, quality: int, record_size: int, workers: int | None) -> None:
+def _check_options(
+    backend: str, quality: int, record_size: int, workers: int | None, parallel: str
+) -> None:
     """Reject bad options before anything is created on disk."""
     check_backend_and_quality(backend, quality)
+    if parallel not in ("threads", "processes"):
+        raise ValueError(f"parallel must be 'threads' or 'processes', got {parallel!r}")
     if isinstance(record_size, bool) or not isinstance(record_size, int) or record_size < 1:
         raise ValueError(f"record_size must be a positive number of bytes, got {record_size!r}")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
@@ -392,17 +403,23 @@ def _transcode_batch(batch: list[tuple[Any, ...]]) -> list[_Done]:
 _BATCH = 4
 
 
-def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None) -> Iterator[_Done]:
+def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None, parallel: str) -> Iterator[_Done]:
     """Run transcode tasks in order, with a bounded number in flight."""
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if workers == 1 or len(tasks) <= 1 or not main_is_importable():
+    if workers == 1 or len(tasks) <= 1 or (parallel == "processes" and not main_is_importable()):
         for t in tasks:
             yield _transcode_task(*t)
         return
     window = 4 * workers  # batches in flight: a few MB, lets workers run on during writes
     batches = (tasks[i : i + _BATCH] for i in range(0, len(tasks), _BATCH))
-    with worker_pool(workers, preload=["pcr_explore.encoder"]) as pool:
-        for done in ordered_map(_transcode_batch, batches, pool, window):
+    pool: Any
+    if parallel == "threads":
+        # jpegtran runs as a child process and Pillow's codecs release the
+        # GIL, so threads keep the cores busy without worker start-up, and a
+        # script needs no `if __name__ == "__main__":` guard.
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pcr-encode")
+    else:
+        pool = worker_pool(workers, preload=["pcr_explore.encoder"])
+    with pool as ex:
+        for done in ordered_map(_transcode_batch, batches, ex, window):
             yield from done

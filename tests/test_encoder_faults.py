@@ -74,7 +74,7 @@ def test_workers_end_when_the_encode_is_killed(
         "from pcr_explore.encoder import encode_dataset\n"
         "if __name__ == '__main__':\n"
         f"    encode_dataset({str(src)!r}, {str(tmp_path / 'o')!r}, workers=2,"
-        " record_size=20_000, progress=False, backend='pillow')\n"
+        " record_size=20_000, progress=False, backend='pillow', parallel='processes')\n"
     )
     (tmp_path / "enc.py").write_text(script)
     proc = subprocess.Popen([sys.executable, str(tmp_path / "enc.py")])

@@ -29,7 +29,12 @@ def register(sub: Any) -> None:
         help=f"target bytes per record (default {DEFAULT_RECORD_SIZE})",
     )
     p.add_argument(
-        "--workers", type=int, default=None, help="worker processes (default: all cores)"
+        "--workers", type=int, default=None, help="parallel transcodes (default: all cores)"
+    )
+    p.add_argument(
+        "--processes",
+        action="store_true",
+        help="run workers as processes instead of threads (for Pillow-heavy, non-JPEG sources)",
     )
     p.add_argument("--labels", metavar="CSV", help="CSV with a file,label header")
     p.add_argument("--no-shuffle", action="store_true", help="keep sorted order")
@@ -88,6 +93,7 @@ def _run_encode(args: argparse.Namespace) -> EncodeSummary:
         quality=args.quality,
         record_size=args.record_size,
         workers=args.workers,
+        parallel="processes" if args.processes else "threads",
         labels=args.labels,
         shuffle=not args.no_shuffle,
         seed=args.seed,
