@@ -86,7 +86,12 @@ def _job_levels(job: ImageJob) -> list[bytes]:
     return _levels_from_full(res.jpeg.data, job.num_scans, job.name)
 
 
-def measure(job: ImageJob, luminance: bool, custom: MetricFn | None = None) -> Outcome:
+def measure(
+    job: ImageJob,
+    luminance: bool,
+    custom: MetricFn | None = None,
+    max_pixels: int | None = None,
+) -> Outcome:
     """Measure every level of one image; never raises on bad data.
 
     Parameters
@@ -98,6 +103,9 @@ def measure(job: ImageJob, luminance: bool, custom: MetricFn | None = None) -> O
     custom : callable, optional
         A custom metric scored instead of the built-in ones (then
         ``Outcome.quality`` holds the bytes and NaN metrics).
+    max_pixels : int, optional
+        Measure the built-in metrics of a larger image at a reduced size
+        (see :func:`~pcr_explore.quality.level_quality`).
 
     Returns
     -------
@@ -110,7 +118,9 @@ def measure(job: ImageJob, luminance: bool, custom: MetricFn | None = None) -> O
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", FewerScalesWarning)
             if custom is None:
-                q = level_quality(levels, luminance=luminance, source=job.name)
+                q = level_quality(
+                    levels, luminance=luminance, source=job.name, max_pixels=max_pixels
+                )
                 return Outcome(job.index, quality=q, note=q.note)
             q = level_quality(levels, luminance=luminance, metrics=(), source=job.name)
             values = custom_level_values(levels, custom, source=job.name)

@@ -6,7 +6,7 @@ import io
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -115,16 +115,41 @@ class LevelQuality:
         )
 
 
-def _decode(data: bytes, luminance: bool, source: str) -> np.ndarray:
-    """Decode JPEG bytes to (H, W) or (H, W, 3) uint8 (Y only when *luminance*)."""
+def _decode(data: bytes, luminance: bool, source: str, shrink: int = 1) -> np.ndarray:
+    """Decode JPEG bytes to (H, W) or (H, W, 3) uint8 (Y only when *luminance*).
+
+    ``shrink > 1`` decodes at about 1/shrink of each side: libjpeg's DCT
+    scaling (up to 1/8) first, then a box reduction for the rest, so every
+    level of one image shrinks to the same shape.
+    """
     try:
         with Image.open(io.BytesIO(data)) as im:
-            if luminance and im.mode != "L":
-                im.draft("L", im.size)  # libjpeg hands over Y, skipping colour conversion
+            w = im.width
+            size = (-(-im.width // shrink), -(-im.height // shrink)) if shrink > 1 else im.size
+            if (luminance and im.mode != "L") or shrink > 1:
+                # one draft call (a second is ignored): libjpeg hands over Y only,
+                # skipping colour conversion, and/or scales in the DCT domain
+                im.draft("L" if luminance else im.mode, size)
             out = im.convert("L" if luminance or im.mode == "L" else "RGB")
+            rest = -(-shrink * out.width // w)  # what DCT scaling left to do
+            if rest > 1:
+                out = out.reduce(rest)
             return np.asarray(out)
     except (OSError, SyntaxError, ValueError) as exc:
         raise JPEGError(f"{source}: cannot decode JPEG: {exc}") from exc
+
+
+def _shrink_for(data: bytes, max_pixels: int | None) -> tuple[int, str]:
+    """Return the side reduction that brings an image under *max_pixels*, and a note."""
+    if max_pixels is None:
+        return 1, ""
+    with Image.open(io.BytesIO(data)) as im:
+        w, h = im.size
+    if w * h <= max_pixels:
+        return 1, ""
+    f = math.ceil(math.sqrt(w * h / max_pixels))
+    note = f"measured at 1/{f} size: {w}x{h} px is over the {max_pixels:,}-pixel bound"
+    return f, note
 
 
 def level_quality(
@@ -133,6 +158,7 @@ def level_quality(
     luminance: bool = False,
     metrics: Iterable[str] = METRICS,
     source: str = "<bytes>",
+    max_pixels: int | None = None,
 ) -> LevelQuality:
     """Measure every level of one image against its last (full) level.
 
@@ -152,6 +178,10 @@ def level_quality(
         Which of "mssim", "ssim", "psnr" to compute; the others are NaN.
     source : str
         Name used in error messages.
+    max_pixels : int, optional
+        Measure an image larger than this at a reduced size (DCT scaling,
+        then a box reduction), every level alike, so that memory stays
+        bounded; ``note`` then says so. Default: full size.
 
     Returns
     -------
@@ -191,17 +221,24 @@ def level_quality(
             raise ValueError(f"unknown metric {m!r}; choose from {', '.join(METRICS)}")
     if not levels:
         raise ValueError("level_quality needs the bytes of at least one level")
+    try:
+        shrink, shrunk = _shrink_for(levels[-1], max_pixels)
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise JPEGError(f"{source} (full): cannot decode JPEG: {exc}") from exc
     with one_blas_thread():
-        return _level_quality(levels, luminance, wanted, source)
+        q = _level_quality(levels, luminance, wanted, source, shrink)
+    if shrunk:
+        q = replace(q, note="; ".join(n for n in (shrunk, q.note) if n))
+    return q
 
 
 def _level_quality(
-    levels: Sequence[bytes], luminance: bool, wanted: tuple[str, ...], source: str
+    levels: Sequence[bytes], luminance: bool, wanted: tuple[str, ...], source: str, shrink: int
 ) -> LevelQuality:
     s = len(levels)
     nbytes = np.array([len(b) for b in levels], np.int64)
     out = {m: np.full(s, np.nan) for m in METRICS}
-    full = _decode(levels[-1], luminance, f"{source} (full)")
+    full = _decode(levels[-1], luminance, f"{source} (full)", shrink)
     ref = None
     if "mssim" in wanted or "ssim" in wanted:
         ref = SSIMReference(full, scales=len(MSSSIM_WEIGHTS) if "mssim" in wanted else 1)
@@ -212,7 +249,11 @@ def _level_quality(
             for m in METRICS:
                 out[m][k] = out[m][j]
             continue
-        y = full if k == s - 1 else _decode(levels[k], luminance, f"{source} (scan {k + 1})")
+        y = (
+            full
+            if k == s - 1
+            else _decode(levels[k], luminance, f"{source} (scan {k + 1})", shrink)
+        )
         if y.shape != full.shape:
             raise JPEGError(
                 f"{source}: scan {k + 1} decodes to {y.shape}, the full image to {full.shape}"

@@ -45,6 +45,9 @@ class Sampler:
     order : sequence of int, optional
         The order to take images in, instead of the seeded permutation (the
         audit passes the permutation restricted to readable images).
+    max_pixels : int, optional
+        Measure images larger than this at a reduced size, so that memory
+        stays bounded (see :func:`~pcr_explore.quality.level_quality`).
 
     Attributes
     ----------
@@ -78,6 +81,7 @@ class Sampler:
         workers: int | None = None,
         progress: bool | Any = False,
         order: Sequence[int] | None = None,
+        max_pixels: int | None = None,
     ) -> None:
         self.source = open_source(source)
         self.seed = seed
@@ -86,6 +90,7 @@ class Sampler:
         self.luminance = luminance
         self.workers = workers
         self.progress = progress
+        self.max_pixels = max_pixels
         self.order = (
             np.asarray(order, np.int64)
             if order is not None
@@ -118,7 +123,9 @@ class Sampler:
         """
         t0 = time.perf_counter()
         custom = None if isinstance(self.metric, str) else self.metric
-        task = functools.partial(measure, luminance=self.luminance, custom=custom)
+        task = functools.partial(
+            measure, luminance=self.luminance, custom=custom, max_pixels=self.max_pixels
+        )
         while len(self.results) < n and not self.exhausted:
             take = self.order[self._next : self._next + n - len(self.results)]
             self._next += len(take)
