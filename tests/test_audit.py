@@ -48,11 +48,15 @@ def planted(
 
 @pytest.fixture(scope="module")
 def report(planted: Path) -> AuditReport:
-    return audit(planted, sample=6, workers=2, seed=1)
+    return audit(planted, sample=6, workers=2, seed=1, progress=False)
 
 
 def _issues(report: AuditReport, file: str) -> list[str]:
     return [p["issue"] for p in report.problems if p["file"] == file]
+
+
+def _types(report: AuditReport, file: str) -> list[str]:
+    return [p["type"] for p in report.problems if p["file"] == file]
 
 
 @pytest.mark.jpegtran
@@ -60,18 +64,61 @@ def test_planted_problems_are_found(report: AuditReport) -> None:
     assert report.images == 10 and report.readable == 9  # only the truncated file fails
     (truncated,) = _issues(report, "space/truncated.jpg")
     assert truncated.startswith("cannot decode: image file is truncated")
-    assert _issues(report, "space/renamed.jpg") == ["a PNG file named .jpg"]
-    assert _issues(report, "space/coffee_copy.jpg") == [
-        "duplicate of cats/coffee.jpg (identical bytes)"
+    assert _types(report, "space/truncated.jpg") == ["bad_file"]
+    assert _issues(report, "space/renamed.jpg") == [
+        "grayscale: stored with one channel (mode L) in a colour dataset",
+        "a PNG file named .jpg",
     ]
+    assert _types(report, "space/coffee_copy.jpg") == ["exact_duplicate", "label_leak"]
+    assert _issues(report, "space/coffee_copy.jpg")[0] == (
+        "exact duplicate of cats/coffee.jpg (identical bytes)"
+    )
     assert report.duplicates == [["cats/coffee.jpg", "space/coffee_copy.jpg"]]
-    assert _issues(report, "space/cmyk.jpg") == [CMYK_ISSUE]
-    assert _issues(report, "space/tiny.jpg") == [
-        f"tiny image 4x4 px (a side under {TINY_SIDE} px; SSIM's window is 11 px)"
+    # the CMYK file is the astronaut re-coded: a near duplicate with the same pHash
+    assert _types(report, "space/cmyk.jpg") == ["cmyk", "near_duplicate"]
+    assert _issues(report, "space/cmyk.jpg") == [
+        CMYK_ISSUE,
+        "near duplicate of space/astronaut.jpg (pHash distance 0 of 64 bits)",
     ]
-    assert len(report.problems) == 5  # nothing reported for the five good photos
-    files = [(p["file"], p["issue"]) for p in report.problems]
-    assert files == sorted(files)
+    assert _types(report, "space/tiny.jpg") == ["grayscale", "low_information", "odd_size", "tiny"]
+    assert f"tiny image 4x4 px (a side under {TINY_SIDE} px; SSIM's window is 11 px)" in (
+        _issues(report, "space/tiny.jpg")
+    )
+    assert _types(report, "space/camera.jpg") == ["grayscale"]  # mode L among colour photos
+    assert _types(report, "cats/coffee.jpg") == ["label_leak"]
+    for clean in ("cats/chelsea.jpg", "space/astronaut.jpg", "space/rocket.jpg"):
+        assert _types(report, clean) == []
+    assert len(report.problems) == 13
+    keys = [(p["file"], p["type"], p["issue"]) for p in report.problems]
+    assert keys == sorted(keys)
+    assert report.issue_counts == {
+        "bad_file": 1,
+        "misnamed": 1,
+        "exact_duplicate": 1,
+        "near_duplicate": 1,
+        "label_leak": 2,
+        "low_information": 1,
+        "grayscale": 3,
+        "odd_size": 1,
+        "tiny": 1,
+        "cmyk": 1,
+    }
+    assert report.duplicate_sets == [
+        {
+            "kind": "exact",
+            "files": ["cats/coffee.jpg", "space/coffee_copy.jpg"],
+            "classes": ["cats", "space"],
+            "max_distance": 0,
+            "label_leak": True,
+        },
+        {
+            "kind": "near",
+            "files": ["space/astronaut.jpg", "space/cmyk.jpg"],
+            "classes": ["space", "space"],
+            "max_distance": 0,
+            "label_leak": False,
+        },
+    ]
 
 
 @pytest.mark.jpegtran
@@ -125,8 +172,25 @@ def test_json(report: AuditReport, tmp_path: Path) -> None:
     assert d["levels"] == report.levels()
     assert [lev["scan"] for lev in d["levels"]] == list(range(1, 11))
     assert d["levels"][-1]["bytes_fraction"] == 1.0 and d["levels"][-1]["mean"] == 1.0
-    assert {"file": "space/renamed.jpg", "issue": "a PNG file named .jpg"} in d["problems"]
+    renamed = {"file": "space/renamed.jpg", "type": "misnamed", "issue": "a PNG file named .jpg"}
+    assert renamed in d["problems"]
     assert [set(w) for w in d["worst"]] == [{"file", "index", "value", "bytes_fraction"}] * 6
+    # one scores row per image, in index order; the unreadable file's scores are null
+    assert [row["file"] for row in d["scores"]] == [r["file"] for r in report.scores]
+    assert len(d["scores"]) == 10
+    (trunc,) = [row for row in d["scores"] if row["file"] == "space/truncated.jpg"]
+    assert trunc["dark"] is None and trunc["phash"] is None
+    (tiny,) = [row for row in d["scores"] if row["file"] == "space/tiny.jpg"]
+    assert tiny["low_information"] == 0.0 and tiny["odd_aspect_ratio"] == 1.0
+    assert d["duplicate_sets"] == report.duplicate_sets
+    assert d["issue_counts"]["label_leak"] == 2
+    assert d["checks"]["dark"] == {
+        "score": "99th percentile of pixel brightness (0-1)",
+        "threshold": 0.32,
+        "flagged_when": "score < threshold",
+    }
+    assert d["examples"]["odd_size"] == [{"file": "space/tiny.jpg", "score": tiny["odd_size"]}]
+    assert "thumb" not in text  # thumbnails stay out of the JSON
 
 
 @pytest.mark.jpegtran
@@ -139,9 +203,25 @@ def test_standalone_html(report: AuditReport, tmp_path: Path) -> None:
     assert not re.findall(r"<link[^>]+href=[\"']?(?:https?:)?//", page, re.I)
     assert not re.findall(r"<img[^>]+src=[\"']?(?:https?:)?//", page, re.I)
     assert page.count("Bokeh.embed.embed_items") == 1  # the plots, with BokehJS inlined
-    assert page.count("data:image/jpeg;base64,") == 2 * len(report.worst)
+    # the worst images (full and level) and the issue thumbnails, all inlined
+    shown = page.count("data:image/jpeg;base64,")
+    assert shown >= 2 * len(report.worst) + len(report.thumbnails)
+    assert set(report.thumbnails) == {
+        "cats/coffee.jpg",
+        "space/coffee_copy.jpg",
+        "space/astronaut.jpg",
+        "space/cmyk.jpg",
+        "space/tiny.jpg",
+        "space/camera.jpg",
+        "space/renamed.jpg",
+    }
+    assert all(uri in page for uri in report.thumbnails.values())
     assert "p5 to p95 of images" in page and "Bytes read per scan level" in page
     assert "<td>space/renamed.jpg</td><td>a PNG file named .jpg</td>" in page
+    # a section per issue type, and the duplicate sets side by side, leaks marked
+    for kind in report.issue_counts:
+        assert f"id='issue-{kind}'" in page
+    assert page.count("<div class='dupset leak'>") == 1 and page.count("<div class='dupset'>") == 1
     assert f"Recommended scan level: {report.recommended_scan} of 10" in page
     assert f"<tr class='rec'><td>{report.recommended_scan}</td>" in page
 
@@ -150,10 +230,15 @@ def test_standalone_html(report: AuditReport, tmp_path: Path) -> None:
 def test_repr_html_and_summary(report: AuditReport) -> None:
     frag = report._repr_html_()
     assert "<script" not in frag and "<td>space/tiny.jpg</td>" in frag
-    assert frag.count("data:image/jpeg;base64,") == 2 * len(report.worst)
+    assert all(uri in frag for uri in report.thumbnails.values())
+    assert "Duplicate sets (2)" in frag and "label leak" in frag
     text = report.summary()
     assert str(report) == text
-    assert text.startswith(f"{report.path}: folder, 10 images (9 readable), 2 classes, 5 problems")
+    assert text.startswith(
+        f"{report.path}: folder, 10 images (9 readable), 2 classes, 13 problems, 2 duplicate sets"
+    )
+    assert "exact duplicates: cats/coffee.jpg, space/coffee_copy.jpg  LABEL LEAK" in text
+    assert "  Grayscale                                     3  [grayscale score < 0.02]" in text
     marked = [line for line in text.splitlines() if line.endswith("<- recommended")]
     assert len(marked) == 1 and marked[0].split()[0] == str(report.recommended_scan)
 
@@ -167,27 +252,39 @@ def test_audit_pcr_dataset(planted: Path, tmp_path: Path) -> None:
             shutil.copy(planted / cls / f"{n}.jpg", src / cls)
     shutil.copy(planted / "space" / "truncated.jpg", src / "space")
     encode_dataset(src, tmp_path / "pcr", workers=1, progress=False)
-    r = audit(tmp_path / "pcr", sample=3, workers=1)
+    r = audit(tmp_path / "pcr", sample=3, workers=2, progress=False)
     assert r.kind == "pcr" and r.images == 5 and r.readable == 5
     assert r.classes == {"cats": 2, "space": 3}
     assert r.coding == {"standard progressive JPEG": 5}
-    assert [p["file"] for p in r.problems] == ["space/truncated.jpg"]  # skipped at encode
-    assert r.problems[0]["issue"].startswith("skipped at encode")
+    # skipped at encode, and the grayscale camera among colour photos
+    assert [(p["file"], p["type"]) for p in r.problems] == [
+        ("space/camera.jpg", "grayscale"),
+        ("space/truncated.jpg", "bad_file"),
+    ]
+    assert r.problems[1]["issue"].startswith("skipped at encode")
     assert r.duplicates == [] and r.recommended_scan is not None
-    folder = audit(src, sample=None, workers=1)
+    folder = audit(src, sample=None, workers=1, progress=False)
     # the same images give the same bytes per level either way
     np.testing.assert_array_equal(r.level_bytes, folder.level_bytes)
+    # and the same properties, within what the transcode (lossless here) leaves
+    by_file = {row["file"]: row for row in folder.scores}
+    for row in r.scores:
+        other = by_file[row["file"]]
+        assert row["phash"] == other["phash"]
+        for k in ("dark", "light", "blurry", "low_information", "odd_size"):
+            assert row[k] == pytest.approx(other[k], abs=0.02)
 
 
 def test_all_broken_folder_still_gets_an_audit(tmp_path: Path) -> None:
     (tmp_path / "a.jpg").write_bytes(b"\xff\xd8\xff\xe0 broken")
     (tmp_path / "b.png").write_bytes(b"")
-    r = audit(tmp_path, sample=4, workers=1)
+    r = audit(tmp_path, sample=4, workers=1, progress=False)
     assert r.images == 2 and r.readable == 0 and r.recommended_scan is None
     assert r.problems == [
-        {"file": "a.jpg", "issue": "cannot decode: Truncated File Read"},
-        {"file": "b.png", "issue": "empty file"},
+        {"file": "a.jpg", "type": "bad_file", "issue": "cannot decode: Truncated File Read"},
+        {"file": "b.png", "type": "bad_file", "issue": "empty file"},
     ]
+    assert r.duplicate_sets == [] and r.scores[1]["dark"] is None
     np.testing.assert_array_equal(r.level_bytes, np.zeros(10))
     d = json.loads(r.to_json())
     assert d["recommended_scan"] is None and d["levels"][0]["mean"] is None
@@ -201,6 +298,8 @@ def test_audit_bad_arguments(tmp_path: Path) -> None:
         audit(tmp_path / "missing")
     with pytest.raises(ValueError, match="unknown metric 'vif'"):
         audit(tmp_path, metric="vif")
+    with pytest.raises(ValueError, match=r"an MS-SSIM target must be in \(0, 1\], got 95"):
+        audit(tmp_path / "missing", target=95)  # options first: the path is not looked at
     with pytest.raises(ValueError, match="unknown statistic 'max'"):
         audit(tmp_path, statistic="max")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="sample must be a positive"):
@@ -238,7 +337,7 @@ def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "<- recommended" in out and "problem: space/tiny.jpg" in out
     d = json.loads(js.read_text())
     assert d["metric"] == "ssim" and d["target"] == 0.9 and d["statistic"] == "p5"
-    assert d["sample_size"] == 3 and d["images"] == 10 and len(d["problems"]) == 5
+    assert d["sample_size"] == 3 and d["images"] == 10 and len(d["problems"]) == 13
     html = page.read_text(encoding="utf-8")
     assert f"Recommended scan level: {d['recommended_scan']} of 10" in html
     assert html.count("Bokeh.embed.embed_items") == 1

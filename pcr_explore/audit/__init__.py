@@ -1,23 +1,39 @@
-"""Dataset audit: contents, bytes and quality per scan level, the level to use, problems.
+"""Dataset audit: broken and odd images, duplicates, and bytes and quality per scan level.
 
-What a folder of images (or a PCR dataset) holds, what each scan level costs
-and is worth, which level to train on, and what is broken.
+What a folder of images (or a PCR dataset) holds, what is wrong with it, what
+each scan level costs and is worth, and which level to train on.
 
-:func:`audit` reads every file once (in worker processes): its content hash,
-format, colour mode, size, how its JPEG is coded, and its bytes at each scan
-level after the progressive transcode, computed from the scan offsets, without
-decoding. Only a random sample is decoded at every level to measure quality
-(:class:`~pcr_explore.quality.Sampler`), from which
-:func:`~pcr_explore.tuner.recommend` picks the level. Broken files never stop
-the audit: each one becomes an entry in ``problems``. The
-:class:`AuditReport` saves as JSON, prints as text, shows in a notebook and
-writes a standalone HTML page.
+:func:`audit` checks its options first, then reads every image once (in
+worker processes): its content hash, format, colour mode, size and JPEG
+coding; one small decode (:data:`ANALYSIS_SIDE` pixels, DCT scaling) on which
+every image property of :data:`CHECKS` is scored (blurry, dark, light, low
+information, grayscale, odd aspect ratio, odd size) and a perceptual hash is
+taken; and its bytes at each scan level after the progressive transcode.
+Exact and near duplicates are grouped into sets, and a set that spans
+classes is called out as a label leak. Only a random sample is decoded at
+every level to measure quality (:class:`~pcr_explore.quality.Sampler`), from
+which :func:`~pcr_explore.tuner.recommend` picks the level. Broken files
+never stop the audit: each one becomes an entry in ``problems`` with its
+reason. The :class:`AuditReport` saves as JSON, prints as text, becomes a
+pandas frame, shows in a notebook and writes a standalone HTML page.
 """
 
 from __future__ import annotations
 
 from ._audit import audit
+from ._checks import CHECKS, Check
 from ._inspect import TINY_SIDE
+from ._options import DEFAULT_TARGETS, MAX_QUALITY_PIXELS
+from ._properties import ANALYSIS_SIDE
 from ._report import AuditReport
 
-__all__ = ["TINY_SIDE", "AuditReport", "audit"]
+__all__ = [
+    "ANALYSIS_SIDE",
+    "CHECKS",
+    "DEFAULT_TARGETS",
+    "MAX_QUALITY_PIXELS",
+    "TINY_SIDE",
+    "AuditReport",
+    "Check",
+    "audit",
+]

@@ -1,204 +1,168 @@
-"""The audit: open what was given, inspect every file, measure a sample, assemble the report."""
+"""The audit: check the options, inspect every image, flag, measure a sample, report."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
 
-from ..discover import find_sources
-from ..manifest import MANIFEST, NUM_LEVELS
-from ..metrics import MSSSIM_WEIGHTS, metric_name
+from ..manifest import NUM_LEVELS
+from ..metrics import MSSSIM_WEIGHTS
 from ..quality.runner import run_jobs
-from ..reader import PCRDataset, open_dataset
-from ..sources import FolderSource, LevelSource
-from ..transcode import IMAGE_SUFFIXES
-from ..tuner import STATISTICS, Statistic
-from ._inspect import TINY_SIDE, FileInfo, FileJob, inspect_dataset, inspect_file
+from ..tuner import Statistic
+from ._checks import CHECKS
+from ._flags import ImageFindings, find_issues
+from ._inspect import FileInfo, FileJob, inspect_file
 from ._measure import SampleQuality, measure_sample
+from ._options import MAX_QUALITY_PIXELS, Options, check_options
+from ._properties import ANALYSIS_SIDE
 from ._report import AuditReport
+from ._target import Target, class_counts, open_target, size_summary
+from ._thumbs import gallery
 
 __all__ = ["audit"]
 
 
-@dataclass
-class _Target:
-    """What is audited: its images, their classes, and what a dataset's manifest records."""
-
-    kind: str
-    source: LevelSource
-    names: list[str]
-    labels: np.ndarray
-    classes: list[str]
-    root: Path
-    dataset: PCRDataset | None = None
-    problems: list[dict[str, str]] = field(default_factory=list)
-    conversions: list[dict[str, str]] = field(default_factory=list)
+def _jobs(t: Target, o: Options) -> Iterator[FileJob]:
+    """One job per image: a folder's file path, or a dataset image's stored JPEG."""
+    if t.dataset is None:
+        for i, nm in enumerate(t.names):
+            yield FileJob(i, nm, path=str(t.root / nm), backend=o.backend, quality=o.quality)
+        return
+    for idx, data, _label in t.dataset.iter_jpeg(None):
+        yield FileJob(idx, t.names[idx], data=data)
 
 
-def _check_options(metric: str, statistic: str, sample: int | None) -> None:
-    metric_name(metric)
-    if statistic not in STATISTICS:
-        raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
-    if sample is not None and int(sample) < 1:
-        raise ValueError(f"sample must be a positive number of images, got {sample}")
-
-
-def _open(path: str | os.PathLike[str], backend: str, quality: int) -> _Target:
-    """Return the target: a PCR dataset, one image file or a folder of images."""
-    p = Path(path)
-    remote = "://" in os.fspath(path)
-    if not p.exists() and not remote:
-        raise FileNotFoundError(f"{p}: no such file or folder")
-    if remote or (p.is_dir() and (p / MANIFEST).exists()):
-        ds = open_dataset(os.fspath(path))
-        return _Target(
-            "pcr",
-            ds,
-            ds.names,
-            ds.labels,
-            ds.classes,
-            p,
-            dataset=ds,
-            problems=[
-                {
-                    "file": str(s.get("file", "?")),
-                    "issue": f"skipped at encode: {s.get('issue', '')}",
-                }
-                for s in ds.manifest.get("skipped", [])
-            ],
-            conversions=[
-                {"file": str(c.get("file", "?")), "note": str(c.get("note", ""))}
-                for c in ds.manifest.get("conversions", [])
-            ],
-        )
-    if p.is_file():
-        if p.suffix.lower() not in IMAGE_SUFFIXES:
-            raise ValueError(f"{p}: not an image file ({', '.join(sorted(IMAGE_SUFFIXES))})")
-        src = FolderSource(p, backend=backend, quality=quality)  # type: ignore[arg-type]
-        return _Target("file", src, [p.name], np.array([-1]), [], p.parent)
-    items, classes = find_sources(p)
-    index = {c: i for i, c in enumerate(classes)}
-    labels = np.array([index[it.label] if it.label is not None else -1 for it in items])
-    src = FolderSource(p, backend=backend, quality=quality)  # type: ignore[arg-type]
-    return _Target("folder", src, [it.name for it in items], labels, classes, p)
-
-
-def _inspect(
-    t: _Target, backend: str, quality: int, workers: int | None, bar: Any
-) -> list[FileInfo]:
-    """Return every file's facts; a folder's files are read in worker processes."""
-    if t.dataset is not None:
-        return inspect_dataset(t.dataset, bar)
-    jobs = (FileJob(i, str(t.root / nm), nm, backend, quality) for i, nm in enumerate(t.names))
+def _inspect(t: Target, o: Options, bar: Any) -> list[FileInfo]:
+    """Return every image's facts, in index order, computed in worker processes."""
     infos = run_jobs(
         inspect_file,
-        jobs,
+        _jobs(t, o),
         total=len(t.names),
-        workers=workers,
+        workers=o.workers,
         progress=bar,
-        desc="audit",
         preload=("pcr_explore.audit",),
     )
+    infos.sort(key=lambda i: i.index)
+    if t.dataset is not None:  # bytes per level from the record index, not a transcode
+        ds = t.dataset
+        infos = [i if i.broken else replace(i, level_bytes=ds.level_bytes(i.index)) for i in infos]
     return infos
 
 
-def _conversions(t: _Target, infos: list[FileInfo]) -> list[dict[str, str]]:
+def _conversions(t: Target, infos: list[FileInfo]) -> list[dict[str, str]]:
     """Return the sources not transcoded losslessly: as recorded, or as just found."""
     if t.dataset is not None:
         return t.conversions
     return [{"file": i.name, "note": i.conversion} for i in infos if i.conversion]
 
 
-def _duplicates(infos: list[FileInfo]) -> list[list[str]]:
-    """Return the groups of files with identical bytes, each sorted."""
-    by_digest: dict[str, list[str]] = {}
-    for info in infos:
-        if info.digest:
-            by_digest.setdefault(info.digest, []).append(info.name)
-    return [sorted(g) for g in by_digest.values() if len(g) > 1]
-
-
 def _problems(
-    t: _Target, infos: list[FileInfo], duplicates: list[list[str]], sampled: SampleQuality
+    t: Target, infos: list[FileInfo], found: ImageFindings, sampled: SampleQuality
 ) -> list[dict[str, str]]:
-    """Return every problem found, sorted by file then issue."""
-    problems = list(t.problems)
-    problems += [{"file": i.name, "issue": issue} for i in infos for issue in i.issues]
+    """Return every problem found, sorted by file, then type, then issue."""
+    problems = [{"file": p["file"], "type": "bad_file", "issue": p["issue"]} for p in t.problems]
     problems += [
-        {"file": other, "issue": f"duplicate of {group[0]} (identical bytes)"}
-        for group in duplicates
-        for other in group[1:]
+        {"file": i.name, "type": kind, "issue": text} for i in infos for kind, text in i.issues
     ]
+    problems += found.problems
     problems += [
-        {"file": name, "issue": f"cannot measure quality: {issue}"}
+        {"file": name, "type": "quality", "issue": f"cannot measure quality: {issue}"}
         for name, issue in sampled.failed
     ]
-    return sorted(problems, key=lambda d: (d["file"], d["issue"]))
+    return sorted(problems, key=lambda d: (d["file"], d["type"], d["issue"]))
 
 
-def _classes(t: _Target, infos: list[FileInfo]) -> dict[str, int]:
-    counts = Counter(t.labels[i.index] for i in infos)
-    classes = {c: int(counts.get(k, 0)) for k, c in enumerate(t.classes)}
-    if counts.get(-1):
-        classes["(no class)"] = int(counts[-1])
-    return classes
+def _notes(found: ImageFindings, sampled: SampleQuality, o: Options) -> list[str]:
+    """Say how the numbers were made where it changes how to read them."""
+    notes = [
+        "image properties and perceptual hashes are measured on one decode per image, "
+        f"its longer side at most {ANALYSIS_SIDE} px (DCT scaling for JPEGs)"
+    ]
+    curve = sampled.tune.curve if sampled.tune is not None else None
+    shrunk = [
+        n for n, text in (curve.notes if curve is not None else ()) if "measured at 1/" in text
+    ]
+    if shrunk:
+        notes.append(
+            f"{len(shrunk)} sampled image(s) larger than {o.max_pixels:,} pixels had their "
+            f"quality measured at a reduced size, to bound memory (first: {shrunk[0]})"
+        )
+    if not found.colour_dataset:
+        notes.append("most images are grayscale, so grayscale images are not flagged")
+    return notes
 
 
-def _summary(values: np.ndarray) -> dict[str, float]:
-    if len(values) == 0:
-        return {}
-    lo, med, hi = np.percentile(values, [0, 50, 100])
-    return {"min": float(lo), "median": float(med), "max": float(hi)}
+def _sample(
+    t: Target, ok: list[FileInfo], level_bytes: np.ndarray, o: Options, progress: bool
+) -> SampleQuality:
+    """Measure quality on the seeded sample of readable images, with its own progress bar."""
+    from tqdm.auto import tqdm
 
-
-def _shorter_side_buckets(widths: np.ndarray, heights: np.ndarray) -> dict[str, int]:
-    edges = [0, TINY_SIDE, 128, 256, 512, 1024, 2048]
-    side = np.minimum(widths, heights)
-    out = {}
-    for lo, hi in zip(edges, [*edges[1:], None]):
-        label = f"{lo}-{hi - 1}" if hi is not None else f"{lo}+"
-        out[label] = int(np.count_nonzero((side >= lo) & ((side < hi) if hi else True)))
-    return out
-
-
-def _sizes(widths: np.ndarray, heights: np.ndarray) -> dict[str, Any]:
-    return {
-        "width": _summary(widths),
-        "height": _summary(heights),
-        "megapixels": _summary(widths * heights / 1e6),
-        "shorter_side": _shorter_side_buckets(widths, heights),
-    }
+    n = len(t.names)
+    want = n if o.sample is None else min(o.sample, n)
+    if not ok or not want:
+        return SampleQuality()
+    readable = {i.index for i in ok}
+    perm = np.random.default_rng(o.seed).permutation(n)
+    with tqdm(
+        total=min(want, len(ok)),
+        desc=f"audit: quality sample ({NUM_LEVELS} levels each)",
+        unit="img",
+        disable=not progress,
+    ) as bar:
+        return measure_sample(
+            t.source,
+            [int(i) for i in perm if int(i) in readable],
+            want,
+            level_bytes=level_bytes,
+            target=o.target,
+            metric=o.metric,
+            statistic=o.statistic,  # type: ignore[arg-type]
+            seed=o.seed,
+            luminance=o.luminance,
+            worst=o.worst,
+            workers=o.workers,
+            progress=bar,
+            max_pixels=o.max_pixels,
+        )
 
 
 def audit(
     path: str | os.PathLike[str],
     sample: int | None = 64,
-    target: float = 0.95,
+    target: float | None = None,
     metric: str = "mssim",
     statistic: Statistic = "mean",
     workers: int | None = None,
-    progress: bool = False,
+    progress: bool = True,
     *,
     seed: int = 0,
     luminance: bool = False,
     worst: int = 6,
     backend: Literal["auto", "jpegtran", "pillow"] = "auto",
     quality: int = 90,
+    thresholds: Mapping[str, float] | None = None,
+    max_pixels: int = MAX_QUALITY_PIXELS,
 ) -> AuditReport:
     """Audit a folder of images, one image file, or a PCR dataset.
 
-    Every file is read once (in worker processes): its content hash, format,
-    colour mode, size, how its JPEG is coded, and its bytes at each scan
-    level after the progressive transcode, from the scan offsets, without
-    decoding. Only a random sample is decoded at every level to measure
-    quality, from which :func:`~pcr_explore.tuner.recommend` picks the
-    level. Broken files never stop the audit: each becomes a problem.
+    Every option is checked before any file is opened. Then every image is
+    read once, in worker processes: its content hash, format, colour mode,
+    size and JPEG coding; one small decode (DCT scaling) on which
+    brightness, information, sharpness, colour and a perceptual hash are
+    measured; and its bytes at each scan level after the progressive
+    transcode, from the scan offsets. The checks of :data:`CHECKS` flag
+    images against their thresholds, duplicates are grouped into sets (a set
+    across classes is a label leak), and only a random sample is decoded at
+    every level to measure quality, from which
+    :func:`~pcr_explore.tuner.recommend` picks the level. Broken files never
+    stop the audit: each becomes a problem with its reason.
 
     Parameters
     ----------
@@ -207,8 +171,9 @@ def audit(
         or a PCR dataset folder (one holding ``manifest.json``).
     sample : int or None
         Images decoded at every level to measure quality (None: all).
-    target : float
-        Quality target for the recommended level.
+    target : float, optional
+        Quality target for the recommended level; default per metric
+        (:data:`DEFAULT_TARGETS`: 0.95 for MS-SSIM and SSIM, 35 dB for PSNR).
     metric : {"mssim", "ssim", "psnr"}
         The metric the target refers to.
     statistic : {"mean", "p5"}
@@ -216,15 +181,22 @@ def audit(
     workers : int, optional
         Worker processes (default: all cores).
     progress : bool
-        Show a progress bar.
+        Show progress: one bar over the files (fast), one over the quality
+        sample (slow: every level of each image).
     seed : int
         Seed of the quality sample.
     luminance : bool
         Measure quality on the Y channel only (default RGB).
     worst : int
-        How many worst-degrading images to show.
+        Worst images shown per issue type, and worst-degrading images shown.
     backend, quality
         How folder images are transcoded (see :func:`~pcr_explore.transcode.transcode`).
+    thresholds : mapping of str to float, optional
+        Thresholds to use instead of the defaults of :data:`CHECKS`, by issue
+        type (e.g. ``{"blurry": 0.1}``).
+    max_pixels : int
+        A sampled image larger than this is measured for quality at a reduced
+        size, so a worker's memory stays bounded (the report says so).
 
     Returns
     -------
@@ -232,85 +204,102 @@ def audit(
 
     Raises
     ------
-    DatasetError
-        If the folder holds no image files or the dataset is malformed.
+    ValueError
+        If an option is out of range (checked before any work).
     FileNotFoundError
         If *path* does not exist.
-    ValueError
-        If an option is out of range.
+    DatasetError
+        If the folder holds no image files or the dataset is malformed.
 
     Examples
     --------
     >>> report = audit("photos/", sample=64)  # doctest: +SKIP
-    >>> report.recommended_scan, len(report.problems)  # doctest: +SKIP
-    (5, 3)
+    >>> report.recommended_scan, report.issue_counts  # doctest: +SKIP
+    (5, {'near_duplicate': 2, 'blurry': 3})
     >>> report.to_html("audit.html")  # doctest: +SKIP
     """
-    _check_options(metric, statistic, sample)
+    o = check_options(
+        sample=sample,
+        target=target,
+        metric=metric,
+        statistic=statistic,
+        workers=workers,
+        seed=seed,
+        luminance=luminance,
+        worst=worst,
+        backend=backend,
+        quality=quality,
+        thresholds=thresholds,
+        max_pixels=max_pixels,
+    )
     from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
-    t = _open(path, backend, quality)
-    n = len(t.names)
-    want = n if sample is None else min(int(sample), n)
-    bar = tqdm(total=n + want, desc="audit", disable=not progress)
-    try:
-        infos = _inspect(t, backend, quality, workers, bar)
-        ok = [i for i in infos if i.level_bytes is not None]
-        per_file = [i.level_bytes for i in ok if i.level_bytes is not None]
-        level_bytes = np.zeros(NUM_LEVELS, np.int64)
-        if per_file:
-            level_bytes = np.sum(per_file, axis=0, dtype=np.int64)
-        sampled = SampleQuality()
-        if ok:
-            readable = {i.index for i in ok}
-            perm = np.random.default_rng(seed).permutation(n)
-            sampled = measure_sample(
-                t.source,
-                [int(i) for i in perm if int(i) in readable],
-                want,
-                level_bytes=level_bytes,
-                target=target,
-                metric=metric,
-                statistic=statistic,
-                seed=seed,
-                luminance=luminance,
-                worst=worst,
-                workers=workers,
-                progress=bar,
-            )
-    finally:
-        bar.close()
+    t = open_target(path, o.backend, o.quality)
+    with tqdm(total=len(t.names), desc="audit: files", unit="file", disable=not progress) as bar:
+        infos = _inspect(t, o, bar)
+    t_files = time.perf_counter()
+    found = find_issues(infos, t.names, [t.class_of(i) for i in range(len(t.names))], o.thresholds)
+    ok = [i for i in infos if not i.broken and i.level_bytes is not None]
+    level_bytes = np.zeros(NUM_LEVELS, np.int64)
+    if ok:
+        level_bytes = np.sum([i.level_bytes for i in ok if i.level_bytes is not None], axis=0)
+    t_checks = time.perf_counter()
+    sampled = _sample(t, ok, level_bytes, o, progress)
+    t_sample = time.perf_counter()
+    problems = _problems(t, infos, found, sampled)
+    examples, thumbs = gallery(problems, found.scores, found.duplicate_sets, t.load, o.worst)
     widths = np.array([i.width for i in ok], np.int64)
     heights = np.array([i.height for i in ok], np.int64)
-    duplicates = _duplicates(infos)
+    end = time.perf_counter()
     return AuditReport(
         path=os.fspath(path),
         kind=t.kind,
-        images=n,
+        images=len(t.names),
         readable=len(ok),
         formats=dict(Counter(i.format for i in infos if i.format).most_common()),
         modes=dict(Counter(i.mode for i in infos if i.mode).most_common()),
-        sizes=_sizes(widths, heights),
+        sizes=size_summary(widths, heights),
         widths=widths,
         heights=heights,
-        classes=_classes(t, infos),
+        classes=class_counts(t, infos),
         coding=dict(Counter(i.coding for i in infos).most_common()),
-        problems=_problems(t, infos, duplicates, sampled),
-        duplicates=duplicates,
+        problems=problems,
+        duplicates=found.exact,
         conversions=_conversions(t, infos),
         level_bytes=level_bytes,
         source_bytes=int(sum(i.file_bytes for i in ok)),
         tune=sampled.tune,
         worst=sampled.worst,
         options={
-            "sample": sample,
-            "target": target,
-            "metric": metric,
-            "statistic": statistic,
-            "seed": seed,
-            "luminance": luminance,
+            "sample": o.sample,
+            "target": o.target,
+            "metric": o.metric,
+            "statistic": o.statistic,
+            "seed": o.seed,
+            "luminance": o.luminance,
             "msssim_scales": len(MSSSIM_WEIGHTS),
+            "max_pixels": o.max_pixels,
+            "analysis_side": ANALYSIS_SIDE,
         },
-        seconds=time.perf_counter() - t0,
+        seconds=end - t0,
+        scores=found.scores,
+        duplicate_sets=found.duplicate_sets,
+        checks={
+            k: {
+                "score": c.score,
+                "threshold": o.thresholds[k],
+                "flagged_when": "score <= threshold" if c.at_most else "score < threshold",
+            }
+            for k, c in CHECKS.items()
+        },
+        examples=examples,
+        thumbnails=thumbs,
+        notes=_notes(found, sampled, o),
+        timings={
+            "files": t_files - t0,
+            "checks": t_checks - t_files,
+            "quality_sample": t_sample - t_checks,
+            "report": end - t_sample,
+        },
     )

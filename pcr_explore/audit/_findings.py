@@ -11,8 +11,10 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._json import json_safe, to_json
+from ..errors import MissingExtraError
 from ..quality import QualityCurve
 from ..tuner import TuneResult
+from ._checks import ISSUE_TITLES
 
 __all__ = ["AuditFindings"]
 
@@ -47,6 +49,67 @@ class AuditFindings:
     worst: list[dict[str, Any]]
     options: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    duplicate_sets: list[dict[str, Any]] = field(default_factory=list)
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    examples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    thumbnails: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def issue_counts(self) -> dict[str, int]:
+        """Files with each issue type, in report order (types with none left out)."""
+        files: dict[str, set[str]] = {}
+        for p in self.problems:
+            files.setdefault(p.get("type", ""), set()).add(p["file"])
+        order = [*ISSUE_TITLES, *sorted(set(files) - set(ISSUE_TITLES))]
+        return {k: len(files[k]) for k in order if k in files}
+
+    def flagged(self, issue: str) -> list[str]:
+        """Return the files with problems of type *issue*, sorted.
+
+        Parameters
+        ----------
+        issue : str
+            A problem type, e.g. "blurry" or "label_leak".
+
+        Returns
+        -------
+        list of str
+        """
+        return sorted({p["file"] for p in self.problems if p.get("type") == issue})
+
+    def to_frame(self) -> Any:
+        """Return one row per image: its scores, size, class and issue types (pandas).
+
+        Columns: ``file``, ``class``, ``width``, ``height``, ``format``,
+        ``mode``, one score column per check (lower is worse; NaN for an
+        image that could not be decoded), ``entropy_bits``, ``phash`` and
+        ``issues`` (the problem types of that file, comma-separated).
+
+        Returns
+        -------
+        pandas.DataFrame
+
+        Raises
+        ------
+        MissingExtraError
+            If pandas is not installed.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise MissingExtraError(
+                "AuditReport.to_frame needs pandas: pip install pcr-explore[pandas]"
+            ) from exc
+        types: dict[str, list[str]] = {}
+        for p in self.problems:
+            kinds = types.setdefault(p["file"], [])
+            if p.get("type", "") not in kinds:
+                kinds.append(p.get("type", ""))
+        rows = [{**r, "issues": ",".join(types.get(r["file"], []))} for r in self.scores]
+        return pd.DataFrame(rows)
 
     @property
     def recommended_scan(self) -> int | None:
@@ -88,7 +151,13 @@ class AuditFindings:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict (no thumbnails, no per-image arrays; NaN as None)."""
+        """Return a JSON-ready dict (no thumbnails; NaN as None).
+
+        ``problems`` is one ``{"file", "type", "issue"}`` per problem,
+        ``scores`` one row per image (as :meth:`to_frame`), and
+        ``duplicate_sets`` one ``{"kind", "files", "classes",
+        "max_distance", "label_leak"}`` per set.
+        """
         curve = self.curve
         d = {
             "path": self.path,
@@ -101,7 +170,13 @@ class AuditFindings:
             "classes": self.classes,
             "coding": self.coding,
             "problems": self.problems,
+            "issue_counts": self.issue_counts,
+            "checks": self.checks,
             "duplicates": self.duplicates,
+            "duplicate_sets": self.duplicate_sets,
+            "examples": self.examples,
+            "scores": self.scores,
+            "notes": self.notes,
             "conversions": self.conversions,
             "source_bytes": self.source_bytes,
             "levels": self.levels(),
@@ -120,6 +195,7 @@ class AuditFindings:
             ],
             "options": self.options,
             "seconds": self.seconds,
+            "timings": self.timings,
         }
         return json_safe(d)  # type: ignore[no-any-return]
 

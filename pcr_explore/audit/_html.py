@@ -7,64 +7,16 @@ fragment is the same without the plots (no JavaScript), for ``_repr_html_``.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterable, Sequence
-from typing import Any
-
 from .._version import __version__
 from ._findings import AuditFindings
+from ._html_base import CSS as _CSS
+from ._html_base import MAX_ROWS as _MAX_ROWS
+from ._html_base import esc as _e
+from ._html_base import fmt as _fmt
+from ._html_base import table as _table
+from ._html_issues import render_issues
 
 __all__ = ["render_fragment", "render_page"]
-
-_MAX_ROWS = 500
-
-_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto;
-       max-width: 1100px; color: #222; padding: 0 1em; }
-h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
-.meta { color: #666; font-size: 0.9em; }
-.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0; }
-.clear { border-left: 5px solid #1a7f37; } .unclear { border-left: 5px solid #9a6700; }
-table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
-th, td { border-bottom: 1px solid #eee; padding: 0.25em 0.7em; text-align: left; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.rec td { background: #fff3f3; font-weight: 600; }
-.strip { display: flex; flex-wrap: wrap; gap: 1em; }
-.strip figure { margin: 0; border: 1px solid #ddd; border-radius: 4px; padding: 0.4em; }
-.strip .pair { display: flex; gap: 0.3em; }
-.strip img { display: block; max-height: 160px; }
-.strip figcaption { font-size: 0.8em; max-width: 330px; word-break: break-all; }
-.cols { display: flex; flex-wrap: wrap; gap: 2em; }
-"""
-
-
-def _e(x: object) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _fmt(v: Any, digits: int = 4) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return _e(v)
-
-
-def _table(
-    header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = ()
-) -> str:
-    head = "".join(
-        f"<th class='num'>{_e(h)}</th>" if i in numeric else f"<th>{_e(h)}</th>"
-        for i, h in enumerate(header)
-    )
-    body = []
-    for r in rows:
-        cells = "".join(
-            f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>"
-            for i, c in enumerate(r)
-        )
-        body.append(f"<tr>{cells}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
 def _counts_table(title: str, counts: dict[str, int]) -> str:
@@ -183,18 +135,7 @@ def _overview(r: AuditFindings) -> str:
 
 
 def _problems(r: AuditFindings) -> str:
-    out = [f"<h2>Problems ({len(r.problems):,})</h2>"]
-    if not r.problems:
-        out.append("<p>None found.</p>")
-    else:
-        rows = [(_e(p["file"]), _e(p["issue"])) for p in r.problems[:_MAX_ROWS]]
-        out.append(_table(("file", "issue"), rows))
-        if len(r.problems) > _MAX_ROWS:
-            out.append(f"<p class='meta'>and {len(r.problems) - _MAX_ROWS:,} more (see JSON)</p>")
-    if r.duplicates:
-        out.append(f"<h3>Duplicate groups ({len(r.duplicates):,})</h3><ul>")
-        out.extend("<li>" + ", ".join(_e(n) for n in g) + "</li>" for g in r.duplicates[:_MAX_ROWS])
-        out.append("</ul>")
+    out = [render_issues(r)]
     if r.conversions:
         rows = [(_e(c["file"]), _e(c["note"])) for c in r.conversions[:_MAX_ROWS]]
         out.append(

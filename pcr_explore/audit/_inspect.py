@@ -1,15 +1,21 @@
-"""What one file holds: hash, format, mode, size, JPEG coding, bytes per level, issues.
+"""What one file holds: hash, format, mode, size, coding, properties, bytes per level, issues.
 
-:func:`inspect_file` runs in a worker process per file of a folder and never
-raises on bad data: a broken file becomes a :class:`FileInfo` with issues.
-:func:`inspect_dataset` gathers the same facts for a PCR dataset's images,
-reading them once, in order.
+:func:`inspect_file` runs in a worker process per image and never raises on
+bad data: a broken file becomes a :class:`FileInfo` with issues. It decodes
+the image once, small (:func:`~pcr_explore.audit._properties.reduced_image`),
+which also finds truncated or corrupt data, and measures every property on
+that decode. A folder's file is then transcoded (``jpegtran`` for a JPEG: no
+decode) for its bytes at each scan level; a PCR dataset's image already is
+the progressive JPEG, and its bytes per level come from the record index.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
+import stat
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +27,9 @@ from ..errors import JPEGError, PCRError, ScanScriptError
 from ..jpeg import ProgressiveJPEG, check_scan_script, split_scans
 from ..manifest import NUM_LEVELS
 from ..metrics import WINDOW
-from ..reader import PCRDataset
 from ..sources import gray_scans_at
-from ..transcode import transcode
+from ..transcode import MAX_PIXELS, MAX_SOURCE_BYTES, transcode
+from ._properties import ONE_CHANNEL_MODES, Properties, measure, reduced_image
 
 __all__ = [
     "BASELINE",
@@ -35,7 +41,6 @@ __all__ = [
     "UNREADABLE",
     "FileInfo",
     "FileJob",
-    "inspect_dataset",
     "inspect_file",
 ]
 
@@ -67,18 +72,25 @@ UNREADABLE = "unreadable"
 
 @dataclass(frozen=True)
 class FileJob:
-    """One file to inspect, as a worker receives it."""
+    """One image to inspect, as a worker receives it: a file's path, or a dataset's bytes."""
 
     index: int
-    path: str
     name: str
-    backend: str
-    quality: int
+    path: str | None = None
+    data: bytes | None = None
+    backend: str = "auto"
+    quality: int = 90
 
 
 @dataclass(frozen=True)
 class FileInfo:
-    """What inspection learned about one file (``level_bytes`` None: unreadable)."""
+    """What inspection learned about one image.
+
+    ``issues`` holds ``(type, text)`` pairs; ``level_bytes`` is None when the
+    image cannot be transcoded (or, for a dataset image, until the audit
+    fills it in from the record index); ``props`` is None when it cannot be
+    decoded.
+    """
 
     index: int
     name: str
@@ -90,8 +102,14 @@ class FileInfo:
     height: int = 0
     coding: str = UNREADABLE
     level_bytes: np.ndarray | None = None
-    issues: tuple[str, ...] = ()
+    issues: tuple[tuple[str, str], ...] = ()
     conversion: str = ""
+    props: Properties | None = None
+
+    @property
+    def broken(self) -> bool:
+        """True when the image cannot be read, decoded or transcoded."""
+        return any(kind == "bad_file" for kind, _ in self.issues)
 
 
 def _coding(pj: ProgressiveJPEG, name: str) -> tuple[str, str]:
@@ -115,72 +133,100 @@ def _tiny(w: int, h: int) -> str:
     return f"tiny image {w}x{h} px (a side under {TINY_SIDE} px; SSIM's window is {WINDOW} px)"
 
 
+def _read(job: FileJob) -> tuple[bytes | None, str, int]:
+    """Return (bytes or None, why not, size): a regular file of sane size, read whole."""
+    if job.data is not None:
+        return job.data, "", len(job.data)
+    assert job.path is not None  # for mypy: a job has a path or its data
+    try:
+        with open(job.path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file", 0
+            if st.st_size > MAX_SOURCE_BYTES:
+                why = f"{st.st_size:,} bytes: larger than any image source allowed"
+                return None, why, st.st_size
+            return f.read(), "", st.st_size
+    except OSError as exc:
+        return None, f"cannot read file: {exc.strerror or exc}", 0
+
+
+def _bad(base: dict[str, Any], text: str, *issues: tuple[str, str]) -> FileInfo:
+    return FileInfo(**base, issues=(*issues, ("bad_file", text)))
+
+
 def inspect_file(job: FileJob) -> FileInfo:
-    """Hash, identify, check and transcode one file; never raises on bad data.
+    """Hash, identify, decode once (small), measure, check and transcode one image.
+
+    Never raises on bad data.
 
     Parameters
     ----------
     job : FileJob
-        The file, its name in the report and how to transcode it.
+        The image (a file's path, or a dataset image's JPEG bytes), its name
+        in the report and how to transcode it.
 
     Returns
     -------
     FileInfo
-        The file's facts; ``issues`` says what is wrong with it, and
-        ``level_bytes`` (bytes at each scan level after the progressive
-        transcode, from the scan offsets, without decoding) is None when it
-        cannot be transcoded.
+        The image's facts and properties; ``issues`` says what is wrong with
+        it, and ``level_bytes`` holds a file's bytes at each scan level after
+        the progressive transcode, from the scan offsets.
     """
-    name = job.name
-    try:
-        raw = Path(job.path).read_bytes()
-    except OSError as exc:
-        return FileInfo(job.index, name, issues=(f"cannot read file: {exc.strerror or exc}",))
-    base: dict[str, Any] = {
-        "index": job.index,
-        "name": name,
-        "file_bytes": len(raw),
-        "digest": hashlib.sha256(raw).hexdigest(),
-    }
+    base: dict[str, Any] = {"index": job.index, "name": job.name}
+    raw, why, size = _read(job)
+    if raw is None:
+        return _bad({**base, "file_bytes": size}, why)
+    base.update(file_bytes=len(raw), digest=hashlib.sha256(raw).hexdigest())
     if not raw:
-        return FileInfo(**base, issues=("empty file",))
-    issues: list[str] = []
+        return _bad(base, "empty file")
     try:
-        with Image.open(io.BytesIO(raw)) as im:
-            fmt, mode, (w, h) = im.format or "?", im.mode, im.size
-            base.update(format=fmt, mode=mode, width=w, height=h)
-            im.load()  # a full decode finds truncated or corrupt data
+        with warnings.catch_warnings():
+            # Pillow warns above 89 M pixels; the audit says so itself, below.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(raw))
+        fmt, mode, (w, h) = im.format or "?", im.mode, im.size
+        base.update(format=fmt, mode=mode, width=w, height=h)
+        if w * h > MAX_PIXELS:
+            return _bad(base, f"{w}x{h} pixels is more than the {MAX_PIXELS:,} allowed")
+        small = reduced_image(im)
     except UnidentifiedImageError:
-        return FileInfo(
-            **base, issues=(f"not a recognised image format (first bytes: {raw[:8].hex(' ')})",)
-        )
+        # The file's own bytes are never quoted: a reason lands in reports.
+        return _bad(base, "not a recognised image format")
     except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
-        return FileInfo(**base, issues=(f"cannot decode: {_first_line(exc)}",))
-    suffix = Path(name).suffix.lower()
+        return _bad(base, f"cannot decode: {_first_line(exc)}")
+    issues: list[tuple[str, str]] = []
+    suffix = Path(job.name).suffix.lower()
     expected = _SUFFIX_FORMATS.get(suffix, ())
-    if expected and fmt not in expected:
-        issues.append(f"a {fmt} file named {suffix}")
+    if job.data is None and expected and fmt not in expected:
+        issues.append(("misnamed", f"a {fmt} file named {suffix}"))
     coding = NOT_JPEG
     if fmt in ("JPEG", "MPO"):
         try:
-            coding, odd = _coding(split_scans(raw, source=name), name)
+            coding, odd = _coding(split_scans(raw, source=job.name), job.name)
         except JPEGError as exc:
-            return FileInfo(**base, coding=UNREADABLE, issues=(*issues, str(exc)))
+            return _bad(base, str(exc), *issues)
         if odd:
-            issues.append(odd)
+            issues.append(("coding", odd))
     if min(w, h) < TINY_SIDE:
-        issues.append(_tiny(w, h))
+        issues.append(("tiny", _tiny(w, h)))
     if mode == "CMYK":
         issues.append(
-            "CMYK image: converted to RGB with a lossy re-encode (its 18-scan progression "
-            "would not share levels with the others)"
+            (
+                "cmyk",
+                "CMYK image: converted to RGB with a lossy re-encode (its 18-scan progression "
+                "would not share levels with the others)",
+            )
         )
+    props = measure(small, w, h, one_channel=mode in ONE_CHANNEL_MODES)
+    del small, im  # before the transcode, which may decode the image again
+    base.update(coding=coding, props=props)
+    if job.data is not None:  # a dataset image: bytes per level come from its record
+        return FileInfo(**base, issues=tuple(issues))
     try:
-        res = transcode(raw, backend=job.backend, quality=job.quality, name=name)  # type: ignore[arg-type]
+        res = transcode(job.path or raw, backend=job.backend, quality=job.quality, name=job.name)  # type: ignore[arg-type]
     except (PCRError, OSError, ValueError) as exc:
-        return FileInfo(
-            **base, coding=coding, issues=(*issues, f"cannot transcode: {_first_line(exc)}")
-        )
+        return _bad(base, f"cannot transcode: {_first_line(exc)}", *issues)
     pj = res.jpeg
     ends = np.asarray(pj.scan_ends, np.int64) + 2  # + EOI
     if pj.num_components == 1:
@@ -188,54 +234,4 @@ def inspect_file(job: FileJob) -> FileInfo:
     conversion = res.note
     if not res.lossless:
         conversion = res.note or f"{fmt} {mode} source encoded as JPEG (quality {job.quality})"
-    return FileInfo(
-        **base, coding=coding, level_bytes=ends, issues=tuple(issues), conversion=conversion
-    )
-
-
-def inspect_dataset(ds: PCRDataset, progress: Any) -> list[FileInfo]:
-    """Return the facts of every image of a PCR dataset, read once, in order.
-
-    Parameters
-    ----------
-    ds : PCRDataset
-        The dataset.
-    progress : tqdm bar
-        Advanced by one per image.
-
-    Returns
-    -------
-    list of FileInfo
-        One per image, in index order; ``level_bytes`` from the dataset's index.
-    """
-    names = ds.names
-    out: list[FileInfo] = []
-    for idx, data, _label in ds.iter_jpeg(None):
-        name = names[idx]
-        try:
-            pj = split_scans(data, source=name)
-            coding, odd = _coding(pj, name)
-        except JPEGError as exc:
-            out.append(FileInfo(idx, name, file_bytes=len(data), issues=(str(exc),)))
-            progress.update(1)
-            continue
-        issues = [odd] if odd else []
-        if min(pj.width, pj.height) < TINY_SIDE:
-            issues.append(f"tiny image {pj.width}x{pj.height} px (a side under {TINY_SIDE} px)")
-        out.append(
-            FileInfo(
-                idx,
-                name,
-                file_bytes=len(data),
-                digest=hashlib.sha256(data).hexdigest(),
-                format="JPEG",
-                mode="L" if pj.num_components == 1 else "RGB",
-                width=pj.width,
-                height=pj.height,
-                coding=coding,
-                level_bytes=ds.level_bytes(idx),
-                issues=tuple(issues),
-            )
-        )
-        progress.update(1)
-    return out
+    return FileInfo(**base, level_bytes=ends, issues=tuple(issues), conversion=conversion)

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import io
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from ..errors import PCRError
-from ..jpeg import decode
 from ..quality import Sampler
 from ..sources import LevelSource
 from ..tuner import Statistic, TuneResult, recommend
+from ._thumbs import thumb_uri
 
 __all__ = ["SampleQuality", "measure_sample"]
 
@@ -42,6 +39,7 @@ def measure_sample(
     worst: int,
     workers: int | None,
     progress: Any,
+    max_pixels: int | None = None,
 ) -> SampleQuality:
     """Measure *want* images taken in *order* and recommend a level.
 
@@ -64,6 +62,8 @@ def measure_sample(
         Worker processes.
     progress : tqdm bar
         Advanced by one per image measured.
+    max_pixels : int, optional
+        Larger images are measured at a reduced size (bounded memory).
 
     Returns
     -------
@@ -78,6 +78,7 @@ def measure_sample(
         workers=workers,
         progress=progress,
         order=order,
+        max_pixels=max_pixels,
     )
     sampler.grow(want)
     curve = sampler.curve()
@@ -86,14 +87,6 @@ def measure_sample(
     frac = level_bytes / level_bytes[-1]
     result = recommend(curve, target, statistic, seed=seed, bytes_fraction=frac)
     return SampleQuality(result, _worst_images(src, result, worst), curve.failed)
-
-
-def _thumb_uri(data: bytes, size: int = 192) -> str:
-    """Return a small JPEG of *data* as a ``data:`` URI (for a self-contained report)."""
-    arr = decode(data, size)
-    buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, "JPEG", quality=85)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _worst_images(src: LevelSource, result: TuneResult, n: int) -> list[dict[str, Any]]:
@@ -107,8 +100,8 @@ def _worst_images(src: LevelSource, result: TuneResult, n: int) -> list[dict[str
             "bytes_fraction": row["bytes_fraction"],
         }
         try:
-            entry["thumb_level"] = _thumb_uri(src.jpeg_bytes(row["index"], result.scan))
-            entry["thumb_full"] = _thumb_uri(src.jpeg_bytes(row["index"]))
+            entry["thumb_level"] = thumb_uri(src.jpeg_bytes(row["index"], result.scan))
+            entry["thumb_full"] = thumb_uri(src.jpeg_bytes(row["index"]))
         except (PCRError, OSError, ValueError):
             pass  # the report shows the numbers without pictures
         rows.append(entry)
