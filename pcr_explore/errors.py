@@ -19,6 +19,8 @@ __all__ = [
     "MissingExtraError",
     "FewerScalesWarning",
     "LabelWarning",
+    "RemoteReadError",
+    "RangeIgnoredWarning",
 ]
 
 
@@ -72,3 +74,53 @@ class FewerScalesWarning(UserWarning):
 
 class LabelWarning(UserWarning):
     """Some images get no class label (for example, files beside the class folders)."""
+
+
+class RemoteReadError(PCRError, OSError):
+    """A remote read failed for good: retries spent, or the server cannot serve it.
+
+    The message names the URL, the record, the bytes asked for and the last
+    answer (an HTTP status or the connection error). The same facts are
+    attributes, for code that handles the failure.
+
+    Attributes
+    ----------
+    url : str
+        The file asked for.
+    start, end : int or None
+        The byte range asked for (``end`` exclusive); None for a whole file.
+    status : int or None
+        The last HTTP status received (None: no answer, e.g. a dropped
+        connection or a timeout).
+    attempts : int
+        Requests made before giving up.
+    range_ignored : bool
+        The server answered a range request with the whole file (no Range
+        support), so retrying the same request cannot help.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        start: int | None = None,
+        end: int | None = None,
+        status: int | None = None,
+        attempts: int = 1,
+        range_ignored: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.start = start
+        self.end = end
+        self.status = status
+        self.attempts = attempts
+        self.range_ignored = range_ignored
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class RangeIgnoredWarning(UserWarning):
+    """A server ignores Range requests: each record is downloaded whole, once, into the cache."""

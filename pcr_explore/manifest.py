@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
+import urllib.parse
 from typing import Any
 
 from ._atomic import atomic_write
@@ -22,6 +24,7 @@ __all__ = [
     "FORMAT_VERSION",
     "NUM_LEVELS",
     "check_manifest",
+    "check_record_name",
     "write_json_atomic",
 ]
 
@@ -38,6 +41,44 @@ def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
 
 _HEX8 = re.compile(r"[0-9a-f]{8}")
 _RECORD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
+
+
+def check_record_name(name: Any) -> str:
+    """Return *name* if it is a safe record file name, else raise ``ValueError``.
+
+    A record name is joined to the dataset's folder, path or URL, so it must
+    name a file *in* that folder however it is read: after URL-decoding (as
+    many times as it changes) and Unicode normalisation it must still be the
+    same plain name, with no separator, no ``..``, no scheme or drive
+    (``:``), no leading dot and no control character.
+
+    Examples
+    --------
+    >>> check_record_name("record-00000.pcr")
+    'record-00000.pcr'
+    >>> check_record_name("%2e%2e%2fsecret.pcr")
+    Traceback (most recent call last):
+    ...
+    ValueError: unsafe file name '%2e%2e%2fsecret.pcr' (URL-decodes to '../secret.pcr')
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"no file name (file: {name!r:.60})")
+    decoded = name
+    for _ in range(8):  # %252e -> %2e -> .
+        step = urllib.parse.unquote(decoded, errors="replace")
+        if step == decoded:
+            break
+        decoded = step
+    if decoded != name:
+        raise ValueError(f"unsafe file name {name!r:.60} (URL-decodes to {decoded!r:.60})")
+    if unicodedata.normalize("NFKC", name) != name or not _RECORD_NAME.fullmatch(name):
+        raise ValueError(
+            f"unsafe file name {name!r:.60} (letters, digits, '_', '.', '-' only, "
+            "not starting with '.' or '-')"
+        )
+    if ".." in name:
+        raise ValueError(f"unsafe file name {name!r:.60} (contains '..')")
+    return name
 
 
 def _int(value: Any, what: str, minimum: int = 0) -> int:
@@ -98,11 +139,10 @@ def _check_fields(m: dict[str, Any]) -> None:
     for i, r in enumerate(records):
         if not isinstance(r, dict):
             raise ValueError(f"record entry {i} must be an object, got {r!r:.60}")
-        name = r["file"]
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"record entry {i} has no file name (file: {name!r:.60})")
-        if not _RECORD_NAME.fullmatch(name) or ".." in name:
-            raise ValueError(f"record entry {i} has an unsafe file name {name!r:.60}")
+        try:
+            name = check_record_name(r["file"])
+        except ValueError as exc:
+            raise ValueError(f"record entry {i}: {exc}") from None
         if name in seen:
             raise ValueError(f"record entry {i} names {name!r} a second time")
         seen.add(name)

@@ -1,58 +1,38 @@
 """Read a PCR dataset at any scan level, locally or from a remote store.
 
-``open_dataset`` takes a local path or any URL fsspec understands
-(``http://``, ``s3://`` with the matching fsspec backend installed). Reading
-level *k* of a record is a single range read of its header and scan groups
-``1..k``; nothing past group *k* is fetched. Every byte read is counted in
+``open_dataset`` takes a local path, an ``http(s)://`` URL, or any other URL
+fsspec understands (``s3://`` with ``pcr-explore[s3]``). Reading level *k* of
+a record is a single range read of its header and scan groups ``1..k``;
+nothing past group *k* is fetched. Every byte read is counted in
 :attr:`PCRDataset.stats`.
+
+With ``cache_dir``, the prefixes read are kept on local disk
+(:mod:`pcr_explore.cache`): raising the level later fetches only the missing
+scan groups of each record, lowering it reads nothing from the store. Remote
+reads are retried and time out as :mod:`pcr_explore.remote` describes.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import posixpath
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
 from ._pool import ordered_map
+from .cache import PrefixCache
 from .errors import CorruptRecordError, DatasetError
 from .format import RecordHeader, parse_header
 from .jpeg import Size, decode
-from .manifest import MANIFEST, check_manifest
 from .prefix import RecordPrefix, parse_prefix
+from .remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from .summary import DatasetSummary
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
-
-
-@dataclass
-class ReadStats:
-    """Bytes and requests a dataset has read from storage."""
-
-    bytes_read: int = 0
-    requests: int = 0
-    metadata_bytes: int = 0
-
-    def reset(self) -> None:
-        """Set every counter back to zero."""
-        self.bytes_read = self.requests = self.metadata_bytes = 0
-
-
-def _fs_for(url: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]:
-    import fsspec
-
-    try:
-        fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
-    except ImportError as exc:
-        raise ImportError(
-            f"{url}: reading this kind of URL needs an extra package ({exc}); "
-            "for http(s) install pcr-explore[http]"
-        ) from exc
-    return fs, root.rstrip("/") or root
 
 
 class PCRDataset:
@@ -61,7 +41,15 @@ class PCRDataset:
     Use :func:`open_dataset` to make one.
     """
 
-    def __init__(self, fs: Any, root: str, manifest: dict[str, Any], url: str) -> None:
+    def __init__(
+        self,
+        fs: Any,
+        root: str,
+        manifest: dict[str, Any],
+        url: str,
+        *,
+        cache: PrefixCache | None = None,
+    ) -> None:
         self._fs = fs
         self._root = root
         self.url = url
@@ -75,9 +63,9 @@ class PCRDataset:
             len(self.records), self.num_scans
         )
         self._headers: dict[int, RecordHeader] = {}
-        self._checked: set[int] = set()  # records whose file type and size were checked
         self._prefix: tuple[int, RecordPrefix] | None = None
         self.stats = ReadStats()
+        self._fetch = RecordFetcher(fs, root, self.records, self.stats, cache)
 
     # -- metadata --------------------------------------------------------
     def __len__(self) -> int:
@@ -141,6 +129,11 @@ class PCRDataset:
             raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
         return int(scan)
 
+    @property
+    def cache(self) -> PrefixCache | None:
+        """The local prefix cache (None: every read goes to the store)."""
+        return self._fetch.cache
+
     def _path(self, r: int) -> str:
         return posixpath.join(self._root, self.records[r]["file"])
 
@@ -148,13 +141,42 @@ class PCRDataset:
         """The parsed header of record *r* (read once, then cached)."""
         h = self._headers.get(r)
         if h is None:
-            rec = self.records[r]
-            n = int(rec["header_bytes"])
-            buf = self._read(r, 0, n)
-            h = parse_header(buf, self._path(r), expected_len=n if len(buf) == n else None)
-            self._check_header(r, h)
-            self._headers[r] = h
+            n = int(self.records[r]["header_bytes"])
+            h = self._checked_read(r, n, None)[0]
         return h
+
+    def _checked_read(
+        self, r: int, end: int, scan: int | None, verify: bool = True
+    ) -> tuple[RecordHeader, RecordPrefix | None]:
+        """Record *r*'s header and (with *scan*) its first groups, from *end* bytes read.
+
+        Bytes from the prefix cache are always checked; if they fail, they are
+        dropped and fetched again from the store, once.
+        """
+        buf, have = self._fetch.prefix(r, end)
+        try:
+            header, prefix = self._parse(r, buf, scan, verify or self.cache is not None)
+        except CorruptRecordError:
+            if not have:
+                raise
+            self._fetch.forget(r)
+            buf, have = self._fetch.prefix(r, end)
+            header, prefix = self._parse(r, buf, scan, True)
+        self._headers[r] = header
+        self._fetch.commit(r, buf, have)
+        return header, prefix
+
+    def _parse(
+        self, r: int, buf: bytes, scan: int | None, verify: bool
+    ) -> tuple[RecordHeader, RecordPrefix | None]:
+        header = self._headers.get(r)
+        if header is None:
+            n = int(self.records[r]["header_bytes"])
+            header = parse_header(buf, self._path(r), expected_len=n)
+            self._check_header(r, header)
+        if scan is None:
+            return header, None
+        return header, parse_prefix(buf, self._path(r), scan, header, verify=verify)
 
     def _check_header(self, r: int, h: RecordHeader) -> None:
         rec = self.records[r]
@@ -198,59 +220,14 @@ class PCRDataset:
         return r, int(i - self._starts[r])
 
     # -- reading ---------------------------------------------------------
-    def _check_file(self, r: int) -> None:
-        """One stat (or HEAD) per record before its first read: a regular file of the right size.
-
-        A FIFO would block a read forever; a length that the file cannot hold
-        would otherwise be allocated before the read fails.
-        """
-        if r in self._checked:
-            return
-        path = self._path(r)
-        try:
-            info = self._fs.info(path)
-        except FileNotFoundError as exc:
-            raise DatasetError(f"{path}: record file is missing") from exc
-        if info.get("type") != "file":
-            raise DatasetError(f"{path}: not a regular file ({info.get('type')})")
-        size, want = info.get("size"), int(self.records[r]["bytes_per_scan"][-1])
-        if size is not None and int(size) != want:
-            how = "truncated" if int(size) < want else "has trailing bytes"
-            raise CorruptRecordError(
-                f"{path}: {how}: the file has {int(size):,} bytes, the manifest says {want:,}"
-            )
-        self._checked.add(r)
-
-    def _read(self, r: int, start: int, end: int) -> bytes:
-        self._check_file(r)
-        path = self._path(r)
-        try:
-            buf = self._fs.cat_file(path, start=start, end=end)
-        except FileNotFoundError as exc:
-            raise DatasetError(f"{path}: record file is missing") from exc
-        self.stats.bytes_read += len(buf)
-        self.stats.requests += 1
-        if len(buf) != end - start:
-            raise CorruptRecordError(
-                f"{path}: truncated: asked for bytes {start}..{end}, got {len(buf)}"
-            )
-        return bytes(buf)
-
     def read_record(self, r: int, scan: int | None = None, verify: bool = True) -> RecordPrefix:
-        """Read record *r*'s header and scan groups 1..*scan* in one request."""
+        """Read record *r*'s header and scan groups 1..*scan* in one request (or none, cached)."""
         k = self._check_scan(scan)
         if not 0 <= r < len(self.records):
             raise IndexError(f"record {r} out of range for {len(self.records)} records")
         if self._prefix is not None and self._prefix[0] == r and self._prefix[1].scan == k:
             return self._prefix[1]
-        end = int(self._cum[r, k - 1])
-        buf = self._read(r, 0, end)
-        header = self._headers.get(r)
-        if header is None:
-            header = parse_header(buf, self._path(r))
-            self._check_header(r, header)
-            self._headers[r] = header
-        prefix = parse_prefix(buf, self._path(r), k, header, verify=verify)
+        prefix = cast(RecordPrefix, self._checked_read(r, int(self._cum[r, k - 1]), k, verify)[1])
         self._prefix = (r, prefix)
         return prefix
 
@@ -276,7 +253,7 @@ class PCRDataset:
             return prefix.header.assemble(j, [bytes(buf[o : o + n]) for o, n in zip(offs, lens)])
         h = self.header(r)
         offs, lens = h.piece_ranges(j, k)
-        pieces = [self._read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
+        pieces = [self._fetch.read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
         return h.assemble(j, pieces)
 
     def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
@@ -377,6 +354,30 @@ class PCRDataset:
             posixpath.basename(p.rstrip("/")) for p in self._fs.ls(self._root, detail=False)
         )
 
+    def prefetch(self, scan: int | None = None) -> ReadStats:
+        """Read every record's prefix at level *scan* (into the cache, if there is one).
+
+        Nothing is decoded. Returns what this call read: bytes from the
+        store, requests, and bytes the cache served.
+
+        Examples
+        --------
+        >>> ds = open_dataset("https://host/ds", cache_dir="cache")  # doctest: +SKIP
+        >>> ds.prefetch(1).bytes_read == ds.bytes_at(1)  # doctest: +SKIP
+        True
+        >>> ds.prefetch(3).bytes_read == ds.bytes_at(3) - ds.bytes_at(1)  # doctest: +SKIP
+        True
+        """
+        before = ReadStats(**vars(self.stats))
+        for r in range(len(self.records)):
+            self.read_record(r, scan)
+            self._prefix = None
+        return ReadStats(
+            bytes_read=self.stats.bytes_read - before.bytes_read,
+            requests=self.stats.requests - before.requests,
+            cache_bytes=self.stats.cache_bytes - before.cache_bytes,
+        )
+
     def verify(self) -> int:
         """Read every record in full and check every checksum; returns images checked."""
         total = 0
@@ -386,29 +387,37 @@ class PCRDataset:
         return total
 
 
-def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
-    """The most useful message for a dataset path without a readable manifest."""
-    try:
-        if fs.isfile(root):
-            return DatasetError(
-                f"{url}: is a file, not a dataset folder; give the folder that holds {MANIFEST}"
-            )
-        if not fs.exists(root):
-            return DatasetError(f"{url}: no such folder")
-    except OSError:  # pragma: no cover - a store that cannot answer: keep the plain message
-        pass
-    return DatasetError(f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)")
-
-
-def open_dataset(path: str, storage_options: dict[str, Any] | None = None) -> PCRDataset:
+def open_dataset(
+    path: str,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    retries: int = DEFAULT_RETRIES,
+) -> PCRDataset:
     """Open a PCR dataset directory (local path or URL).
 
     Parameters
     ----------
     path : str
-        Directory holding ``manifest.json`` and the record files.
+        Directory holding ``manifest.json`` and the record files: a local
+        path, ``http(s)://...``, ``s3://bucket/prefix`` (``pcr-explore[s3]``)
+        or another fsspec URL.
     storage_options : dict, optional
-        Passed to fsspec for remote URLs.
+        Passed to fsspec for remote URLs (for ``s3://``: ``key``, ``secret``,
+        ``client_kwargs={"endpoint_url": ...}``); for ``http(s)://`` only
+        ``headers``.
+    cache_dir : path, optional
+        Keep the record prefixes read under this folder and fetch only what
+        a higher level adds (see :mod:`pcr_explore.cache`). Needed to read a
+        server that ignores Range requests.
+    timeout : float
+        Seconds a remote request may go without an answer before it counts
+        as failed.
+    retries : int
+        Retries of a remote request after a 5xx, a dropped connection or a
+        timeout (waiting 0.2 s, then 0.4 s, ...) before a
+        :class:`~pcr_explore.errors.RemoteReadError`.
 
     Returns
     -------
@@ -418,28 +427,23 @@ def open_dataset(path: str, storage_options: dict[str, Any] | None = None) -> PC
     ------
     DatasetError
         If the manifest is missing or malformed.
+    RemoteReadError
+        If the manifest cannot be fetched.
 
     Examples
     --------
     >>> ds = open_dataset("data/sample-pcr")  # doctest: +SKIP
     >>> ds.bytes_at(1) / ds.bytes_at(None)  # doctest: +SKIP
     0.09
+    >>> ds = open_dataset("https://host/ds", cache_dir="~/.cache/pcr")  # doctest: +SKIP
     """
     url = str(path)
-    fs, root = _fs_for(url, storage_options)
-    mpath = posixpath.join(root, MANIFEST)
-    try:
-        raw = fs.cat_file(mpath)
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise _missing_manifest(fs, root, url) from exc
-    except IsADirectoryError as exc:  # pragma: no cover - odd filesystems
-        raise DatasetError(f"{mpath}: is a directory") from exc
-    try:
-        manifest = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise DatasetError(f"{mpath}: not valid JSON: {why}") from exc
-    check_manifest(manifest, mpath)
-    ds = PCRDataset(fs, root, manifest, url)
+    fs, root = open_store(url, storage_options, RetryPolicy(retries=retries, timeout=timeout))
+    manifest, raw = load_manifest(fs, root, url)
+    cache = None
+    if cache_dir is not None:
+        folder = os.path.expanduser(os.fspath(cache_dir))
+        cache = PrefixCache(folder, url, bytes(raw), manifest["records"])
+    ds = PCRDataset(fs, root, manifest, url, cache=cache)
     ds.stats.metadata_bytes += len(raw)
     return ds

@@ -21,9 +21,9 @@ ROOT = Path(pcr_explore.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "_atomic", "_json", "_pool", "_lock", "_version"),
     ("jpeg", "metrics"),
-    ("transcode", "format", "prefix", "manifest", "summary"),
-    ("discover", "_journal"),
-    ("encoder", "reader"),
+    ("transcode", "format", "prefix", "manifest", "summary", "remote", "cache", "_output"),
+    ("discover", "_journal", "_fetch", "_plan", "_shard"),
+    ("encoder", "reader", "distributed"),
     ("sources", "loader", "throughput", "compare", "sample", "verify"),
     ("quality",),
     ("tuner",),
