@@ -2,22 +2,23 @@
 
 Two files beside the records while an encode runs:
 
-* ``.pcr-plan.json``: a digest of the source list (names, labels, sizes,
-  modification times) and the options. A re-run with the same digest
-  resumes; a different one is refused unless the caller overwrites.
-* ``.pcr-journal.jsonl``: one line per finished record (or per run of
-  sources that were all skipped), appended and fsynced after the record's
-  atomic write. On resume the lines are checked against the files on disk;
-  the first line that does not hold (torn, malformed, a record missing or of
-  the wrong size, a gap in the source order) ends the kept prefix, and
-  everything from there is redone.
+* ``.pcr-plan.json``: the plan's digest (source names, labels, sizes,
+  modification times, and the options; see :mod:`pcr_explore._plan`). A
+  re-run with the same digest resumes; a different one is refused unless the
+  caller overwrites.
+* ``.pcr-journal.jsonl``: one line per finished record (or per planned
+  record whose sources were all skipped), appended and fsynced after the
+  record's atomic write, in the order records finish (any order, on Dask).
+  On resume each line is checked against the plan and the files on disk;
+  the first line that does not hold (torn, malformed, not a planned record,
+  a record missing or of the wrong size) ends the kept lines, and every
+  record not kept is redone.
 
 Both are removed once the manifest is written.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -25,37 +26,31 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._atomic import atomic_write
-from .discover import SourceItem
+from ._plan import record_file
 from .errors import DatasetError
 
 PLAN = ".pcr-plan.json"
 JOURNAL = ".pcr-journal.jsonl"
 
-_ENTRY_KEYS = ("start", "end", "skipped", "notes", "source_bytes", "images", "file")
+_ENTRY_KEYS = ("slice", "start", "end", "skipped", "notes", "source_bytes", "images", "file")
 
 
-def plan_digest(items: Sequence[SourceItem], src: Path, options: dict[str, Any]) -> str:
-    """SHA-256 over the options and each source's name, label, size and mtime."""
-    h = hashlib.sha256(json.dumps(options, sort_keys=True).encode())
-    for it in items:
-        st = (src / it.name).stat()
-        line = f"{it.name}\0{it.label}\0{st.st_size}\0{st.st_mtime_ns}\n"
-        h.update(line.encode("utf-8", "surrogateescape"))  # names are bytes on POSIX
-    return h.hexdigest()
-
-
-def _valid_entry(entry: Any, out: Path, expected_start: int) -> bool:
-    """Whether one journal line describes a finished record still on disk."""
+def _valid_entry(
+    entry: Any, out: Path, slices: Sequence[tuple[int, int]], seen: dict[int, Any]
+) -> bool:
+    """Whether one journal line describes a planned record still on disk."""
     if not isinstance(entry, dict) or any(k not in entry for k in _ENTRY_KEYS):
         return False
-    if entry["start"] != expected_start or not isinstance(entry["end"], int):
+    i = entry["slice"]
+    if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(slices) or i in seen:
         return False
-    if entry["file"] is None:  # a run of sources that were all skipped
+    if [entry["start"], entry["end"]] != list(slices[i]):
+        return False
+    if entry["file"] is None:  # a planned record whose sources were all skipped
         return entry["images"] == 0
-    name = entry["file"]
-    if not isinstance(name, str) or "/" in name or name.startswith("."):
+    if entry["file"] != record_file(i):
         return False
-    rec = out / name
+    rec = out / entry["file"]
     cum = entry.get("bytes_per_scan")
     return isinstance(cum, list) and bool(cum) and rec.is_file() and rec.stat().st_size == cum[-1]
 
@@ -68,7 +63,7 @@ class Journal:
     out : Path
         The output folder.
     digest : str
-        :func:`plan_digest` of this run.
+        The digest of this run's plan (:class:`~pcr_explore._plan.EncodePlan`).
     options : dict
         This run's options, recorded in the plan so that a refused resume
         can say which option differs.
@@ -80,8 +75,8 @@ class Journal:
         self.options = options
         self._fh: TextIO | None = None
 
-    def load(self) -> list[dict[str, Any]]:
-        """Entries an earlier run of the same plan finished, verified on disk.
+    def load(self, slices: Sequence[tuple[int, int]]) -> dict[int, dict[str, Any]]:
+        """Entries an earlier run of the same plan finished, verified on disk, by record.
 
         Raises
         ------
@@ -90,20 +85,20 @@ class Journal:
         """
         plan = self.out / PLAN
         if not plan.exists():
-            return []
+            return {}
         try:
             old = json.loads(plan.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return []  # a torn plan: nothing can be trusted, start over
+            return {}  # a torn plan: nothing can be trusted, start over
         if not isinstance(old, dict) or not isinstance(old.get("digest"), str):
-            return []  # not a plan this encoder wrote whole: start over
+            return {}  # not a plan this encoder wrote whole: start over
         if old["digest"] != self.digest:
             raise DatasetError(
                 f"{self.out}: holds an interrupted encode of different sources or options "
                 f"({self._difference(old.get('options'))}); re-run with the same options "
                 "to resume, or pass overwrite=True (--overwrite) to start again"
             )
-        done: list[dict[str, Any]] = []
+        done: dict[int, dict[str, Any]] = {}
         journal = self.out / JOURNAL
         if not journal.exists():
             return done
@@ -112,9 +107,9 @@ class Journal:
                 entry = json.loads(line)
             except ValueError:
                 break  # a torn last line: that record is redone
-            if not _valid_entry(entry, self.out, done[-1]["end"] if done else 0):
+            if not _valid_entry(entry, self.out, slices, done):
                 break
-            done.append(entry)
+            done[entry["slice"]] = entry
         return done
 
     def _difference(self, old: Any) -> str:
@@ -129,12 +124,12 @@ class Journal:
             return "options differ: " + ", ".join(changed)
         return "same options, but the source files were added, removed or modified"
 
-    def start(self, resumed: Sequence[dict[str, Any]]) -> None:
+    def start(self, resumed: dict[int, dict[str, Any]]) -> None:
         """Open the journal for appending; a fresh run rewrites the plan first."""
         journal = self.out / JOURNAL
         if resumed:
-            # Drop lines past the kept prefix so the file stays a valid prefix.
-            atomic_write(journal, "".join(json.dumps(e) + "\n" for e in resumed))
+            # Drop lines past the kept ones so that every line stays valid.
+            atomic_write(journal, "".join(json.dumps(e) + "\n" for e in resumed.values()))
         else:
             journal.unlink(missing_ok=True)
             atomic_write(

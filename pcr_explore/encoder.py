@@ -5,39 +5,41 @@ A dataset is a directory of record files plus ``manifest.json``. The encoder:
 * finds the images (labels from class sub-folders, a ``file,label`` CSV, or
   none) and shuffles them with a seed before sharding, as the paper does, so
   every record holds a mix of classes;
-* transcodes them in parallel worker processes, keeping only a bounded
-  window of results in memory;
-* cuts a record when its payload reaches ``record_size`` bytes (the last,
-  partial record is kept) and writes it atomically;
-* journals each finished record, so an interrupted run resumes where it
-  stopped; the manifest is written last;
+* plans the records before transcoding anything: a record closes once its
+  sources' bytes reach ``record_size`` (the last, partial record is kept), so
+  each record is an independent task (see :mod:`pcr_explore._plan`);
+* transcodes in parallel threads or processes, keeping only a bounded window
+  of results in memory, or on a Dask cluster (``client=``), one task per
+  record; the output is byte-identical either way;
+* writes each record whole and atomically, to a folder or to object storage
+  (``s3://...``), journals it (in a folder), so an interrupted run resumes,
+  and writes the manifest last;
 * never writes to the source folder, and skips unreadable files with a
   report in the manifest (``skipped``) unless ``strict``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from ._journal import Journal, plan_digest
+from ._journal import Journal
 from ._lock import FolderLock
+from ._output import FolderOutput, ObjectOutput, open_output
+from ._plan import EncodePlan, make_plan
 from ._pool import main_is_importable, ordered_map, worker_pool
-from .discover import display_name, find_sources
-from .errors import DatasetError, PCRError
-from .format import RecordImage, write_record
-from .jpeg import GRAY_LEVELS_IN_COLOR
+from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
+from .errors import DatasetError
 from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, NUM_LEVELS, write_json_atomic
-from .transcode import Backend, check_backend_and_quality, find_jpegtran, transcode
+from .transcode import Backend, check_backend_and_quality, find_jpegtran
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
@@ -77,48 +79,6 @@ class EncodeSummary:
         )
 
 
-@dataclass(frozen=True)
-class _Done:
-    """A worker's answer for one source: the image, or why it was skipped."""
-
-    index: int
-    image: RecordImage | None
-    source_bytes: int
-    backend: str = ""
-    note: str = ""
-    error: str = ""
-
-
-def _transcode_task(
-    index: int, path: str, name: str, label: int, backend: Backend, quality: int
-) -> _Done:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return _Done(
-            index,
-            None,
-            0,
-            error=f"{display_name(name)}: file name is not valid UTF-8 (records store names "
-            "as UTF-8); rename the file",
-        )
-    try:
-        size = os.path.getsize(path)
-        r = transcode(path, backend=backend, quality=quality, name=name)
-    except (PCRError, OSError) as exc:
-        return _Done(index, None, 0, error=str(exc))
-    pj = r.jpeg
-    pieces = pj.pieces()
-    if pj.num_components == 1:
-        slots = [b""] * NUM_LEVELS
-        for level, piece in zip(GRAY_LEVELS_IN_COLOR, pieces):
-            slots[level - 1] = piece
-        pieces = slots
-    crcs = [zlib.crc32(p) for p in pieces]  # here, in parallel, not in the writing process
-    image = RecordImage(name, label, pj.width, pj.height, pj.num_components, pieces, crcs)
-    return _Done(index, image, size, r.backend, r.note)
-
-
 # What the encoder writes into an output folder, and nothing else: a user's
 # own files there (``old-model.pcr``, notes) are never touched.
 _OWN_FILE = re.compile(r"record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json")
@@ -153,24 +113,30 @@ def encode_dataset(
     progress: bool = True,
     on_record: Callable[[int], None] | None = None,
     parallel: Literal["threads", "processes"] = "threads",
+    client: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> EncodeSummary:
     """Encode the images under *src* into a PCR dataset in *out*.
 
     Parameters
     ----------
     src : path
-        Folder of source images (see :func:`find_sources`).
-    out : path
-        Output folder; created if missing. Must not be inside *src*.
+        Folder of source images (see :func:`find_sources`). With *client*,
+        every Dask worker must be able to read it at the same path.
+    out : path or URL
+        Output folder, created if missing, not inside *src*; or an object
+        storage prefix such as ``s3://bucket/ds`` (``pcr-explore[s3]``).
     backend : {"auto", "jpegtran", "pillow"}
         Transcoder (see :mod:`pcr_explore.transcode`).
     quality : int
         JPEG quality for sources that are not JPEG.
     record_size : int
-        Target payload bytes per record; a record is closed once it reaches
-        this size, and the last one may be smaller.
+        A record is closed once its sources' bytes reach this size (the
+        last one may be smaller). Planned from source file sizes before any
+        transcoding, so that every record is an independent task.
     workers : int, optional
         Parallel transcodes (default: all cores). 1 runs in this thread.
+        Ignored with *client*.
     parallel : {"threads", "processes"}
         How the workers run. Threads (default) need no start-up and no
         ``if __name__ == "__main__":`` guard in a script; processes suit a
@@ -187,9 +153,16 @@ def encode_dataset(
     overwrite : bool
         Replace a dataset or an unrelated interrupted encode already in *out*.
     progress : bool
-        Show a progress bar.
+        Show a progress bar (images done).
     on_record : callable, optional
-        Called with the record index once each record is written and journaled.
+        Called with the record index once each record is written (and
+        journaled).
+    client : dask.distributed.Client, optional
+        Run one task per record on this Dask cluster (``pcr-explore[dask]``);
+        workers write records straight to *out*. The output is
+        byte-identical to a local encode with the same options.
+    storage_options : dict, optional
+        fsspec options for an *out* URL (credentials, ``client_kwargs``).
 
     Returns
     -------
@@ -200,20 +173,30 @@ def encode_dataset(
     DatasetError
         Bad folders, an existing dataset in *out*, or (strict) a bad source.
 
+    Notes
+    -----
+    A folder output is locked, journaled and resumable. On object storage
+    each record and then the manifest is one whole-object PUT, so readers
+    never see part of a file and a dataset is there once its manifest is;
+    there is no lock or journal, and an interrupted encode starts again.
+
     Examples
     --------
     >>> encode_dataset("photos/", "photos.pcr", workers=2)  # doctest: +SKIP
+    >>> from dask.distributed import Client  # doctest: +SKIP
+    >>> encode_dataset("/shared/photos", "s3://bucket/ds", client=Client())  # doctest: +SKIP
     """
     _check_options(backend, quality, record_size, workers, parallel)
-    src_p, out_p = Path(src).resolve(), Path(out).resolve()
-    if out_p == src_p or src_p in out_p.parents:
-        raise DatasetError(f"{out_p}: output folder must not be inside the source folder {src_p}")
-    if out_p.exists() and not out_p.is_dir():
-        raise DatasetError(f"{out_p}: exists and is not a folder; choose another output folder")
-    items, classes = find_sources(src_p, labels)
-    order = np.arange(len(items))
-    if shuffle:
-        order = np.random.default_rng(seed).permutation(len(items))
+    src_p = Path(src).resolve()
+    output = open_output(out, storage_options)
+    if isinstance(output, FolderOutput):
+        out_p = output.folder
+        if out_p == src_p or src_p in out_p.parents:
+            raise DatasetError(
+                f"{out_p}: output folder must not be inside the source folder {src_p}"
+            )
+        if out_p.exists() and not out_p.is_dir():
+            raise DatasetError(f"{out_p}: exists and is not a folder; choose another output folder")
     options = {
         "backend": backend,
         "quality": quality,
@@ -222,54 +205,20 @@ def encode_dataset(
         "seed": seed,
         "labels": str(labels) if labels else None,
     }
-    out_p.mkdir(parents=True, exist_ok=True)
-    with FolderLock(out_p):
-        _tidy(out_p, overwrite)
-        if (out_p / MANIFEST).exists():
-            raise DatasetError(f"{out_p}: already holds a dataset (manifest.json); use overwrite")
-        journal = Journal(out_p, plan_digest(items, src_p, options), options)
-        done = journal.load()
-        journal.start(done)
-        start = done[-1]["end"] if done else 0
-        class_index = {c: i for i, c in enumerate(classes)}
-        tasks = [
-            (
-                int(pos),
-                str(src_p / items[j].name),
-                items[j].name,
-                class_index.get(items[j].label or "", -1),
-                backend,
-                quality,
+    plan = make_plan(src_p, labels, shuffle, seed, record_size, options)
+    run = _Run(plan, output, options, strict, progress, on_record)
+    if isinstance(output, ObjectOutput):
+        run.clear_remote(overwrite)
+        return run.encode(workers, parallel, client)
+    output.folder.mkdir(parents=True, exist_ok=True)
+    with FolderLock(output.folder):
+        _tidy(output.folder, overwrite)
+        if output.exists(MANIFEST):
+            raise DatasetError(
+                f"{output.folder}: already holds a dataset (manifest.json); use overwrite"
             )
-            for pos, j in enumerate(order)
-        ][start:]
-        writer = _RecordWriter(out_p, journal, done, start, on_record)
-        bar = tqdm(total=len(items), initial=start, unit="img", desc="encode", disable=not progress)
-        try:
-            for res in _run_tasks(tasks, workers, parallel):
-                bar.update(1)
-                if res.image is None and strict:
-                    raise DatasetError(res.error)
-                writer.add(res, items[order[res.index]].name)
-                if writer.pending_bytes >= record_size:
-                    writer.flush(res.index + 1)
-            writer.finish(len(items))
-        finally:
-            bar.close()
-            journal.close()
-        manifest = _manifest(writer.entries, classes, src_p, options)
-        write_json_atomic(out_p / MANIFEST, manifest)
-        journal.remove()
-    kept = [r for r in writer.entries if r["images"]]
-    return EncodeSummary(
-        out=str(out_p),
-        images=manifest["images"],
-        records=len(kept),
-        skipped=len(manifest["skipped"]),
-        source_bytes=manifest["source_bytes"],
-        total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
-        resumed_records=len([r for r in done if r["images"]]),
-    )
+        run.journal = Journal(output.folder, plan.digest, options)
+        return run.encode(workers, parallel, client)
 
 
 def _check_options(
@@ -290,90 +239,123 @@ def _check_options(
         )
 
 
-class _RecordWriter:
-    """Collects transcoded images and writes them out one record at a time.
-
-    Each flush writes the record file atomically, then journals it; the
-    journal entry (start/end positions in the shuffled source order, the
-    sources skipped or converted on the way) is what the manifest is built
-    from, for records of this run and of an earlier, interrupted one alike.
-    """
+class _Run:
+    """One encode of a plan into an output: the records still to do, and the manifest."""
 
     def __init__(
         self,
-        out: Path,
-        journal: Journal,
-        resumed: list[dict[str, Any]],
-        start: int,
+        plan: EncodePlan,
+        output: FolderOutput | ObjectOutput,
+        options: dict[str, Any],
+        strict: bool,
+        progress: bool,
         on_record: Callable[[int], None] | None,
     ) -> None:
-        self.out = out
-        self.journal = journal
-        self.entries = list(resumed)
+        self.plan = plan
+        self.output = output
+        self.options = options
+        self.strict = strict
+        self.progress = progress
         self.on_record = on_record
-        self._records = sum(1 for r in resumed if r["images"])
-        self._start = start
-        self._reset()
+        self.journal: Journal | None = None
+        self.entries: dict[int, dict[str, Any]] = {}
 
-    def _reset(self) -> None:
-        self.images: list[RecordImage] = []
-        self.skipped: list[dict[str, str]] = []
-        self.notes: list[dict[str, str]] = []
-        self.pending_bytes = 0
-        self.source_bytes = 0
+    def clear_remote(self, overwrite: bool) -> None:
+        """Object storage: refuse to replace a dataset unless told to; drop our leftovers.
 
-    def add(self, res: _Done, name: str) -> None:
-        """Add one worker result: an image to store, or a source skipped."""
-        if res.image is None:
-            self.skipped.append({"file": display_name(name), "issue": res.error})
-            return
-        self.images.append(res.image)
-        self.pending_bytes += sum(len(p) for p in res.image.pieces)
-        self.source_bytes += res.source_bytes
-        if res.note:
-            self.notes.append({"file": res.image.name, "note": res.note})
+        The manifest goes first, so that no reader ever sees a manifest whose
+        records are being replaced.
+        """
+        out = self.output
+        names = out.names()
+        if MANIFEST in names:
+            if not overwrite:
+                raise DatasetError(
+                    f"{out.url}: already holds a dataset (manifest.json); use overwrite"
+                )
+            out.remove(MANIFEST)
+        for name in names:
+            if name != MANIFEST and _OWN_FILE.fullmatch(name):
+                out.remove(name)
 
-    def flush(self, end: int) -> None:
-        """Write what was added as one record covering sources up to *end*."""
-        entry: dict[str, Any] = {
-            "start": self._start,
-            "end": end,
-            "skipped": self.skipped,
-            "notes": self.notes,
-            "source_bytes": self.source_bytes,
-            "images": len(self.images),
-            "file": None,
-            "header_bytes": 0,
-            "bytes_per_scan": [0] * NUM_LEVELS,
-            "checksum": None,
-        }
-        idx: int | None = None
-        if self.images:
-            idx = self._records
-            fname = f"record-{idx:05d}.pcr"
-            header = write_record(self.out / fname, self.images, NUM_LEVELS)
-            entry.update(
-                file=fname,
-                header_bytes=header.header_len,
-                bytes_per_scan=header.cumulative_bytes(),
-                checksum=f"{header.header_crc:08x}",
-            )
-            self._records += 1
-        self.journal.append(entry)
-        if self.on_record is not None and idx is not None:
-            self.on_record(idx)
-        self.entries.append(entry)
-        self._start = end
-        self._reset()
+    def finished(self, entry: dict[str, Any]) -> None:
+        """Record one written record (journal first: it must survive a crash after this)."""
+        if self.journal is not None:
+            self.journal.append(entry)
+        self.entries[entry["slice"]] = entry
+        if self.on_record is not None and entry["file"] is not None:
+            self.on_record(entry["slice"])
 
-    def finish(self, total: int) -> None:
-        """Flush the last, partial record (kept, never dropped)."""
-        if self.images or self.skipped or self._start < total:
-            self.flush(total)
+    def encode(self, workers: int | None, parallel: str, client: Any) -> EncodeSummary:
+        """Do every record not done yet, then publish the manifest."""
+        plan, journal = self.plan, self.journal
+        done = journal.load(plan.slices) if journal is not None else {}
+        if journal is not None:
+            journal.start(done)
+        self.entries = dict(done)
+        todo = [i for i in range(len(plan.slices)) if i not in done]
+        initial = sum(e["end"] - e["start"] for e in done.values())
+        bar = tqdm(
+            total=len(plan), initial=initial, unit="img", desc="encode", disable=not self.progress
+        )
+        try:
+            if client is not None:
+                from .distributed import run_on_dask
+
+                run_on_dask(
+                    client, plan, self.output, todo, self.options, self.strict, self.finished, bar
+                )
+            else:
+                self._run_local(todo, workers, parallel, bar)
+        finally:
+            bar.close()
+            if journal is not None:
+                journal.close()
+        manifest = _manifest(
+            [self.entries[i] for i in sorted(self.entries)], plan.classes, plan.src, self.options
+        )
+        if isinstance(self.output, FolderOutput):
+            _tidy(self.output.folder, False)  # temporary files of workers that died
+            write_json_atomic(self.output.folder / MANIFEST, manifest)
+        else:
+            self.output.write(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+        if journal is not None:
+            journal.remove()
+        kept = manifest["records"]
+        return EncodeSummary(
+            out=self.output.url,
+            images=manifest["images"],
+            records=len(kept),
+            skipped=len(manifest["skipped"]),
+            source_bytes=manifest["source_bytes"],
+            total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
+            resumed_records=len([r for r in done.values() if r["images"]]),
+        )
+
+    def _run_local(self, todo: list[int], workers: int | None, parallel: str, bar: Any) -> None:
+        """Transcode the sources of the records in *todo* in a pool; write each record in order."""
+        plan = self.plan
+        backend, quality = self.options["backend"], self.options["quality"]
+        tasks = [t for i in todo for t in plan.tasks(i, backend, quality)]
+        pending = iter(todo)
+        current = next(pending, None)
+        results: list[Transcoded] = []
+        for res in _run_tasks(tasks, workers, parallel):
+            bar.update(1)
+            if res.image is None and self.strict:
+                raise DatasetError(res.error)
+            results.append(res)
+            if current is None:  # pragma: no cover - more results than planned
+                raise RuntimeError("more transcode results than planned sources")
+            start, end = plan.slices[current]
+            if len(results) == end - start:
+                self.finished(write_shard(self.output, current, start, end, results))
+                results = []
+                current = next(pending, None)
 
 
 def _manifest(
-    entries: list[dict[str, Any]], classes: list[str], src: Path, options: dict[str, Any]
+    entries: list[dict[str, Any]], classes: tuple[str, ...], src: Path, options: dict[str, Any]
 ) -> dict[str, Any]:
     kept = [r for r in entries if r["images"]]
     return {
@@ -381,7 +363,7 @@ def _manifest(
         "format_version": FORMAT_VERSION,
         "num_scans": NUM_LEVELS,
         "images": sum(r["images"] for r in kept),
-        "classes": classes,
+        "classes": list(classes),
         "source": str(src),
         "source_bytes": sum(r["source_bytes"] for r in entries),
         "options": options,
@@ -394,21 +376,19 @@ def _manifest(
     }
 
 
-def _transcode_batch(batch: list[tuple[Any, ...]]) -> list[_Done]:
-    return [_transcode_task(*t) for t in batch]
-
-
 # Tasks go to workers a few at a time: one round trip through the pool per
 # image cost the writing process more CPU than the record writing itself.
 _BATCH = 4
 
 
-def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None, parallel: str) -> Iterator[_Done]:
+def _run_tasks(
+    tasks: list[tuple[Any, ...]], workers: int | None, parallel: str
+) -> Iterator[Transcoded]:
     """Run transcode tasks in order, with a bounded number in flight."""
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers == 1 or len(tasks) <= 1 or (parallel == "processes" and not main_is_importable()):
         for t in tasks:
-            yield _transcode_task(*t)
+            yield transcode_source(*t)
         return
     window = 4 * workers  # batches in flight: a few MB, lets workers run on during writes
     batches = (tasks[i : i + _BATCH] for i in range(0, len(tasks), _BATCH))
@@ -419,7 +399,7 @@ def _run_tasks(tasks: list[tuple[Any, ...]], workers: int | None, parallel: str)
         # script needs no `if __name__ == "__main__":` guard.
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pcr-encode")
     else:
-        pool = worker_pool(workers, preload=["pcr_explore.encoder"])
+        pool = worker_pool(workers, preload=["pcr_explore._shard"])
     with pool as ex:
-        for done in ordered_map(_transcode_batch, batches, ex, window):
+        for done in ordered_map(transcode_batch, batches, ex, window):
             yield from done

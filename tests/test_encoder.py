@@ -210,9 +210,9 @@ def _interrupt_after(idx_stop: int):  # type: ignore[no-untyped-def]
 def test_resume_after_a_run_of_skipped_sources(
     photo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Unreadable files sorted last, unshuffled: the run ends with a journal
-    # entry that has no record file ("file": null). Killed before the
-    # manifest is written, a resume must accept that entry.
+    # Unreadable files sorted last, unshuffled, one planned record each: the
+    # run ends with journal entries that have no record file ("file": null).
+    # Killed before the manifest is written, a resume must accept them.
     for i in range(3):
         (photo_copy / "things" / f"zz-broken-{i}.jpg").write_bytes(b"not a jpeg")
     out = tmp_path / "o"
@@ -227,8 +227,8 @@ def test_resume_after_a_run_of_skipped_sources(
         m.setattr("pcr_explore.encoder.write_json_atomic", killed)
         with pytest.raises(KeyboardInterrupt):
             encode_dataset(photo_copy, out, **kw)
-    last = json.loads((out / ".pcr-journal.jsonl").read_text().splitlines()[-1])
-    assert last["file"] is None and len(last["skipped"]) == 3
+    lines = [json.loads(x) for x in (out / ".pcr-journal.jsonl").read_text().splitlines()]
+    assert [(e["file"], len(e["skipped"])) for e in lines[-3:]] == [(None, 1)] * 3
     written: list[int] = []
     summary = encode_dataset(photo_copy, out, on_record=written.append, **kw)
     assert written == [] and summary.resumed_records == ref.records == 7
