@@ -127,29 +127,41 @@ class HTTPStore:
         self.headers = dict(headers or {})
         self.range_support: bool | None = None
         self.retried = 0
-        self._local = threading.local()
+        # one kept-alive connection per (thread, scheme, host)
+        self._pool: dict[tuple[int, str, str], http.client.HTTPConnection] = {}
+        self._lock = threading.Lock()
 
     # -- connections -------------------------------------------------------
     def _connection(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
-        pool: dict[tuple[str, str], http.client.HTTPConnection] = self._local.__dict__.setdefault(
-            "pool", {}
-        )
-        key = (url.scheme, url.netloc)
-        conn = pool.get(key)
-        if conn is None:
-            t = self.policy.timeout
-            if url.scheme == "https":
-                ctx = ssl.create_default_context()
-                conn = http.client.HTTPSConnection(url.netloc, timeout=t, context=ctx)
-            else:
-                conn = http.client.HTTPConnection(url.netloc, timeout=t)
-            pool[key] = conn
+        key = (threading.get_ident(), url.scheme, url.netloc)
+        with self._lock:
+            conn = self._pool.get(key)
+            if conn is None:
+                t = self.policy.timeout
+                if url.scheme == "https":
+                    ctx = ssl.create_default_context()
+                    conn = http.client.HTTPSConnection(url.netloc, timeout=t, context=ctx)
+                else:
+                    conn = http.client.HTTPConnection(url.netloc, timeout=t)
+                self._pool[key] = conn
         return conn
 
     def _drop(self, url: urllib.parse.SplitResult) -> None:
-        conn = self._local.__dict__.get("pool", {}).pop((url.scheme, url.netloc), None)
+        with self._lock:
+            conn = self._pool.pop((threading.get_ident(), url.scheme, url.netloc), None)
         if conn is not None:
             conn.close()
+
+    def close(self) -> None:
+        """Close every kept-alive connection (a later request opens a new one)."""
+        with self._lock:
+            conns, self._pool = list(self._pool.values()), {}
+        for conn in conns:
+            conn.close()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_pool"):
+            self.close()
 
     def _open(
         self, method: str, url: str, headers: dict[str, str]

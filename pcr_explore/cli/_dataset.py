@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from .._json import to_json
+from ..distributed import connect, local_cluster
 from ..encoder import DEFAULT_RECORD_SIZE, EncodeSummary, encode_dataset
-from ..reader import open_dataset
+from ..reader import PCRDataset, open_dataset
+from ..remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ..sample import build_sample
 from ..throughput import read_pass
 from ..verify import verify_dataset
@@ -18,7 +20,7 @@ def register(sub: Any) -> None:
     """Add the encode, inspect, read and sample sub-commands to *sub*."""
     p = sub.add_parser("encode", help="encode a folder of images into a PCR dataset")
     p.add_argument("src", help="folder of images (class sub-folders give labels)")
-    p.add_argument("out", help="output dataset folder")
+    p.add_argument("out", help="output dataset folder, or an object storage URL (s3://bucket/ds)")
     p.add_argument("--backend", choices=["auto", "jpegtran", "pillow"], default="auto")
     p.add_argument("--quality", type=int, default=90, help="JPEG quality for non-JPEG sources")
     p.add_argument(
@@ -42,11 +44,24 @@ def register(sub: Any) -> None:
     p.add_argument("--strict", action="store_true", help="stop at the first unreadable file")
     p.add_argument("--overwrite", action="store_true", help="replace what OUT holds")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    dask = p.add_mutually_exclusive_group()
+    dask.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="encode on this Dask cluster (tcp://HOST:PORT); needs pcr-explore[dask]",
+    )
+    dask.add_argument(
+        "--dask-workers",
+        type=int,
+        metavar="N",
+        help="start a local Dask cluster of N worker processes to encode on",
+    )
     p.set_defaults(func=_encode)
 
     p = sub.add_parser("inspect", help="bytes per scan level of a dataset")
     p.add_argument("path", help="dataset folder or URL")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _remote_options(p)
     p.set_defaults(func=_inspect)
 
     p = sub.add_parser("verify", help="check every record's checksums; exit 1 on any problem")
@@ -61,12 +76,40 @@ def register(sub: Any) -> None:
     p.add_argument("--workers", type=int, default=1, help="decoding threads (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _remote_options(p)
+    p.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="keep the prefixes read here; a later, higher level fetches only what it adds",
+    )
     p.set_defaults(func=_read)
 
     p = sub.add_parser("sample", help="build the bundled sample dataset from scikit-image photos")
     p.add_argument("out", nargs="?", default="data/sample", help="folder (default data/sample)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_sample)
+
+
+def _remote_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds a remote request may go unanswered (default {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=DEFAULT_RETRIES,
+        metavar="N",
+        help=f"retries after a 5xx, a dropped connection or a timeout (default {DEFAULT_RETRIES})",
+    )
+
+
+def _open(args: argparse.Namespace) -> PCRDataset:
+    cache = getattr(args, "cache_dir", None)
+    return open_dataset(args.path, cache_dir=cache, timeout=args.timeout, retries=args.retries)
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -86,6 +129,23 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _run_encode(args: argparse.Namespace) -> EncodeSummary:
+    if args.scheduler:
+        client = connect(args.scheduler)
+        try:
+            return _encode_with(args, client)
+        finally:
+            client.close()
+    if args.dask_workers is not None:
+        cluster, client = local_cluster(args.dask_workers)
+        try:
+            return _encode_with(args, client)
+        finally:
+            client.close()
+            cluster.close()
+    return _encode_with(args, None)
+
+
+def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:
     return encode_dataset(
         args.src,
         args.out,
@@ -100,11 +160,12 @@ def _run_encode(args: argparse.Namespace) -> EncodeSummary:
         strict=args.strict,
         overwrite=args.overwrite,
         progress=not args.quiet,
+        client=client,
     )
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    info = open_dataset(args.path).summary()
+    info = _open(args).summary()
     if args.json:
         print(to_json(info.to_dict()))
     else:
@@ -119,7 +180,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _read(args: argparse.Namespace) -> int:
-    ds = open_dataset(args.path)
+    ds = _open(args)
     r = read_pass(ds, args.scan, args.size, workers=args.workers, progress=not args.quiet)
     out = {
         "scan": r.scan,
@@ -128,15 +189,17 @@ def _read(args: argparse.Namespace) -> int:
         "images": r.images,
         "bytes_read": r.bytes_read,
         "requests": ds.stats.requests,
+        "cache_bytes": ds.stats.cache_bytes,
         "seconds": r.seconds,
         "images_per_second": r.images_per_s if r.seconds > 0 else None,
     }
     if args.json:
         print(to_json(out))
     else:
+        cached = f" (+{ds.stats.cache_bytes:,} from the cache)" if ds.cache is not None else ""
         print(
             f"scan {r.scan}: {r.images} images, {r.bytes_read:,} bytes in {ds.stats.requests} "
-            f"reads, {r.seconds:.3f} s ({r.images_per_s:.1f} images/s)"
+            f"reads{cached}, {r.seconds:.3f} s ({r.images_per_s:.1f} images/s)"
         )
     return 0
 
@@ -144,4 +207,7 @@ def _read(args: argparse.Namespace) -> int:
 def _sample(args: argparse.Namespace) -> int:
     pcr = build_sample(args.out, progress=not args.quiet)
     print(f"sample dataset: {pcr}")
-    return _inspect(argparse.Namespace(path=str(pcr), json=False))
+    ns = argparse.Namespace(
+        path=str(pcr), json=False, timeout=DEFAULT_TIMEOUT, retries=DEFAULT_RETRIES
+    )
+    return _inspect(ns)

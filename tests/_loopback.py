@@ -1,0 +1,242 @@
+"""Real servers on loopback for remote-read tests and benchmarks.
+
+* :class:`FileServer`: static files over HTTP/1.1 (kept-alive connections),
+  with switches for the faults real servers show: no Range support, a 503 on
+  every Nth request, a connection dropped half-way through every Nth body,
+  requests that stall without an answer. Every request is logged with the
+  bytes of body actually written.
+* :func:`s3_server`: moto's S3 API (its server mode, a real HTTP server on
+  loopback) behind a WSGI layer that logs each request and the body bytes
+  it sent.
+
+Both listen on 127.0.0.1 only and stop when their ``with`` block ends.
+"""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import os
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    range: str | None
+    status: int
+    sent: int = 0
+
+
+@dataclass
+class FileServer:
+    """Serve *root* on a free loopback port; use as a context manager.
+
+    Parameters
+    ----------
+    root : Path
+        Folder served.
+    ranges : bool
+        Honour ``Range`` (False: answer 200 with the whole file).
+    fail_every : int
+        Answer 503 to every Nth request (0: never).
+    drop_every : int
+        Close the connection half-way through every Nth GET body (0: never).
+    stall : int
+        The first *stall* requests get no answer until the server stops
+        (-1: all of them).
+    only : str
+        Faults hit only GETs of paths ending with this (default: every GET).
+        HEAD requests are always answered.
+    """
+
+    root: Path
+    ranges: bool = True
+    fail_every: int = 0
+    drop_every: int = 0
+    stall: int = 0
+    only: str = ""
+    log: list[Request] = field(default_factory=list)
+    url: str = ""
+
+    def __post_init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def gets(self, suffix: str = ".pcr") -> list[Request]:
+        """Logged GETs of files whose path ends with *suffix*."""
+        return [r for r in self.log if r.method == "GET" and r.path.endswith(suffix)]
+
+    def __enter__(self) -> FileServer:
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                owner._serve(self, body=False)
+
+            def do_GET(self) -> None:
+                owner._serve(self, body=True)
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _serve(self, h: http.server.BaseHTTPRequestHandler, body: bool) -> None:
+        rng = h.headers.get("Range")
+        req = Request(h.command, urllib.parse.unquote(h.path), rng, 0)
+        self.log.append(req)
+        n = 0
+        if body and req.path.endswith(self.only):
+            with self._lock:
+                self._count += 1
+                n = self._count
+        if n and self.stall and (self.stall < 0 or n <= self.stall):
+            self._stop.wait(60)  # no answer; the client must give up first
+            h.close_connection = True
+            return
+        if n and self.fail_every and n % self.fail_every == 0:
+            req.status = 503
+            h.send_response(503)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        # Naive path handling on purpose (as many static servers): the
+        # reader, not the server, must keep names inside the dataset.
+        path = Path(os.path.normpath(str(self.root) + req.path))
+        if not path.is_file():
+            req.status = 404
+            h.send_response(404)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        data = path.read_bytes()
+        m = re.fullmatch(r"bytes=(\d+)-(\d*)", (rng or "").strip())
+        if self.ranges and m:
+            start = int(m.group(1))
+            end = min(int(m.group(2)) + 1 if m.group(2) else len(data), len(data))
+            payload = data[start:end]
+            req.status = 206
+            h.send_response(206)
+            h.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        else:
+            payload = data
+            req.status = 200
+            h.send_response(200)
+        h.send_header("Content-Length", str(len(payload)))
+        h.send_header("Content-Type", "application/octet-stream")
+        if self.ranges:
+            h.send_header("Accept-Ranges", "bytes")
+        h.end_headers()
+        if not body:
+            return
+        if n and self.drop_every and n % self.drop_every == 0 and len(payload) > 1:
+            half = payload[: len(payload) // 2]
+            h.wfile.write(half)
+            h.wfile.flush()
+            req.sent = len(half)
+            h.close_connection = True
+            return
+        try:
+            for i in range(0, len(payload), 65536):
+                chunk = payload[i : i + 65536]
+                h.wfile.write(chunk)
+                req.sent += len(chunk)
+        except OSError:  # the client hung up (as a reader that refuses a whole file does)
+            h.close_connection = True
+
+
+class _Counting:
+    """WSGI layer: log each request and the body bytes the app sent."""
+
+    def __init__(self, app: Any, log: list[Request]) -> None:
+        self.app = app
+        self.log = log
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        req = Request(
+            environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("HTTP_RANGE"), 0
+        )
+
+        def start(status: str, headers: Any, *rest: Any) -> Any:
+            req.status = int(status.split()[0])
+            return start_response(status, headers, *rest)
+
+        body = self.app(environ, start)
+        try:
+            chunks = [bytes(c) for c in body]
+        finally:
+            if hasattr(body, "close"):
+                body.close()
+        if req.method != "HEAD":
+            req.sent = sum(len(c) for c in chunks)
+        self.log.append(req)
+        return chunks
+
+
+@dataclass
+class S3:
+    endpoint: str
+    log: list[Request]
+    bucket: str = "pcr"
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-east-1"},
+        }
+
+    def gets(self, suffix: str = ".pcr") -> list[Request]:
+        return [r for r in self.log if r.method == "GET" and r.path.endswith(suffix)]
+
+
+@contextmanager
+def s3_server() -> Iterator[S3]:
+    """moto's S3 server on a free loopback port, with one bucket, ``pcr``."""
+    import boto3
+    from moto.server import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    # Credentials are given explicitly; never look for instance metadata.
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    log: list[Request] = []
+    app = _Counting(DomainDispatcherApplication(create_backend_app), log)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    s3 = S3(f"http://127.0.0.1:{server.server_address[1]}", log)
+    try:
+        boto3.client(
+            "s3",
+            endpoint_url=s3.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket=s3.bucket)
+        yield s3
+    finally:
+        server.shutdown()
+        server.server_close()

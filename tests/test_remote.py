@@ -1,0 +1,168 @@
+"""Remote reads against real loopback servers that misbehave the ways real ones do."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _loopback import FileServer
+
+from pcr_explore.cli import main
+from pcr_explore.encoder import encode_dataset
+from pcr_explore.errors import DatasetError, RangeIgnoredWarning, RemoteReadError
+from pcr_explore.reader import PCRDataset, open_dataset
+
+
+@pytest.fixture(scope="module")
+def served(photo_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the dataset ``ds`` (and, beside it, a file that must stay private)."""
+    root = tmp_path_factory.mktemp("srv")
+    encode_dataset(photo_folder, root / "ds", record_size=20_000, workers=1, progress=False)
+    (root / "secret.pcr").write_bytes(b"password=hunter2")
+    return root
+
+
+@pytest.fixture(scope="module")
+def local(served: Path) -> PCRDataset:
+    return open_dataset(str(served / "ds"))
+
+
+def _images(ds: PCRDataset, scan: int) -> list[np.ndarray]:
+    return [img for img, _ in ds.iter(scan=scan, size=32)]
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.fixture
+def server(served: Path, request: pytest.FixtureRequest) -> Iterator[FileServer]:
+    with FileServer(served, **getattr(request, "param", {})) as srv:
+        yield srv
+
+
+def test_a_level_read_is_one_ranged_get_per_record(server: FileServer, local: PCRDataset) -> None:
+    for k in (1, 3, 10):
+        server.log.clear()
+        ds = open_dataset(f"{server.url}/ds")
+        assert _same(_images(ds, k), _images(local, k))
+        gets = server.gets()
+        assert len(gets) == len(ds.records) and all(g.status == 206 for g in gets)
+        assert sum(g.sent for g in gets) == ds.stats.bytes_read == local.bytes_at(k)
+        assert [g.range for g in gets] == [
+            f"bytes=0-{r['bytes_per_scan'][k - 1] - 1}" for r in ds.records
+        ]
+
+
+@pytest.mark.parametrize("server", [{"ranges": False}], indirect=True)
+def test_no_range_server_without_a_cache_fails_at_the_first_answer(
+    server: FileServer, local: PCRDataset
+) -> None:
+    ds = open_dataset(f"{server.url}/ds")
+    t0 = time.monotonic()
+    with pytest.raises(RemoteReadError, match=r"record 0: .*ignores Range.*cache_dir") as info:
+        ds.read_record(0, 2)
+    assert time.monotonic() - t0 < 2  # no retries: another try cannot help
+    assert info.value.range_ignored and info.value.status == 200
+    assert ds.stats.bytes_read == 0 and len(server.gets()) == 1
+    # The full level asks for the whole file: a 200 with all of it is the right answer.
+    assert ds.read_record(0).header.num_images == local.records[0]["images"]
+
+
+@pytest.mark.parametrize("server", [{"ranges": False}], indirect=True)
+def test_no_range_server_with_a_cache_downloads_each_record_once(
+    server: FileServer, local: PCRDataset, tmp_path: Path
+) -> None:
+    ds = open_dataset(f"{server.url}/ds", cache_dir=tmp_path)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert _same(_images(ds, 1), _images(local, 1))
+    assert [w.category for w in seen] == [RangeIgnoredWarning]
+    assert "ignores Range" in str(seen[0].message) and f"{local.total_bytes:,}" in str(
+        seen[0].message
+    )
+    assert ds.stats.bytes_read == local.total_bytes
+    # the first answer was refused unread; every record then came whole, once
+    assert len(server.gets()) == len(ds.records) + 1
+    n = len(server.log)
+    ds.stats.reset()
+    assert _same(_images(ds, 10), _images(local, 10)) and _same(_images(ds, 3), _images(local, 3))
+    assert ds.stats.bytes_read == 0 and len(server.log) == n
+
+
+@pytest.mark.parametrize("server", [{"fail_every": 2}], indirect=True)
+def test_5xx_answers_are_retried(server: FileServer, local: PCRDataset) -> None:
+    ds = open_dataset(f"{server.url}/ds")
+    assert _same(_images(ds, 5), _images(local, 5))
+    assert any(r.status == 503 for r in server.log)
+    assert ds._fs.retried >= 1
+    assert ds.stats.bytes_read == local.bytes_at(5)
+
+
+@pytest.mark.parametrize("server", [{"fail_every": 1, "only": ".pcr"}], indirect=True)
+def test_spent_retries_name_the_url_record_range_and_status(server: FileServer) -> None:
+    ds = open_dataset(f"{server.url}/ds", retries=2)
+    end = ds.records[1]["bytes_per_scan"][1]
+    with pytest.raises(RemoteReadError) as info:
+        ds.read_record(1, 2)
+    msg = str(info.value)
+    assert msg.startswith(f"record 1: {server.url}/ds/record-00001.pcr: bytes 0..{end}: ")
+    assert "failed 3 times (last: HTTP 503)" in msg
+    assert (info.value.status, info.value.attempts, info.value.end) == (503, 3, end)
+    assert len(server.gets()) == 3
+
+
+@pytest.mark.parametrize("server", [{"drop_every": 2}], indirect=True)
+def test_a_body_cut_short_is_resumed_without_fetching_a_byte_twice(
+    server: FileServer, local: PCRDataset
+) -> None:
+    ds = open_dataset(f"{server.url}/ds")
+    assert _same(_images(ds, 6), _images(local, 6))
+    gets = server.gets()
+    resumed = [g for g in gets if g.range and not g.range.startswith("bytes=0-")]
+    assert resumed and len(gets) == len(ds.records) + len(resumed)
+    assert sum(g.sent for g in gets) == local.bytes_at(6) == ds.stats.bytes_read
+
+
+@pytest.mark.parametrize("server", [{"stall": -1, "only": ".pcr"}], indirect=True)
+def test_a_stalled_server_times_out(server: FileServer) -> None:
+    ds = open_dataset(f"{server.url}/ds", timeout=0.3, retries=1)
+    t0 = time.monotonic()
+    with pytest.raises(RemoteReadError, match=r"failed 2 times \(last: timed out\)") as info:
+        ds.read_record(0, 1)
+    assert 0.6 <= time.monotonic() - t0 < 5 and info.value.status is None
+
+
+@pytest.mark.parametrize("server", [{"stall": 1, "only": ".pcr"}], indirect=True)
+def test_one_stalled_request_is_retried(server: FileServer, local: PCRDataset) -> None:
+    ds = open_dataset(f"{server.url}/ds", timeout=0.3)
+    assert _same(_images(ds, 2), _images(local, 2))
+    assert ds._fs.retried == 1
+
+
+def test_encoded_names_cannot_leave_the_dataset_folder(
+    server: FileServer, served: Path, tmp_path: Path
+) -> None:
+    m = json.loads((served / "ds" / "manifest.json").read_text())
+    m["records"][0]["file"] = "%2e%2e%2fsecret.pcr"
+    bad = served / "bad"
+    bad.mkdir(exist_ok=True)
+    (bad / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DatasetError, match=r"unsafe file name .*URL-decodes to '\.\./secret\.pcr'"):
+        open_dataset(f"{server.url}/bad")
+    assert not [r for r in server.log if "secret" in r.path]
+
+
+@pytest.mark.parametrize("server", [{"fail_every": 1, "only": ".pcr"}], indirect=True)
+def test_cli_reports_a_failed_remote_read_in_one_line(
+    server: FileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["read", f"{server.url}/ds", "--scan", "2", "--quiet", "--retries", "1"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.startswith("pcr-explore: error: record 0: ") and "(last: HTTP 503)" in err
