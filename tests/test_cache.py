@@ -1,0 +1,135 @@
+"""The prefix cache: delta fetches, reads with no network, CRC checks, stale caches."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _loopback import FileServer
+
+from pcr_explore.cache import cache_folder
+from pcr_explore.encoder import encode_dataset
+from pcr_explore.reader import PCRDataset, open_dataset
+
+LEVELS = (1, 3, 5, 10)
+
+
+@pytest.fixture
+def served(photo_folder: Path, tmp_path: Path) -> Iterator[tuple[FileServer, Path]]:
+    root = tmp_path / "srv"
+    encode_dataset(photo_folder, root / "ds", record_size=20_000, workers=1, progress=False)
+    with FileServer(root) as srv:
+        yield srv, root / "ds"
+
+
+def _images(ds: PCRDataset, scan: int) -> list[np.ndarray]:
+    return [img for img, _ in ds.iter(scan=scan, size=32)]
+
+
+def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_raising_the_level_fetches_only_the_missing_groups(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    srv, path = served
+    local = open_dataset(str(path))
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "cache")
+    srv.log.clear()
+    prev = 0
+    for k in LEVELS:
+        got = ds.prefetch(k)
+        assert got.bytes_read == local.bytes_at(k) - (local.bytes_at(prev) if prev else 0)
+        assert got.requests == len(ds.records)  # one ranged request per record
+        assert got.cache_bytes == (local.bytes_at(prev) if prev else 0)
+        prev = k
+    # each request started where the record's cached prefix ended
+    starts = [int(str(g.range).split("=")[1].split("-")[0]) for g in srv.gets()]
+    assert starts == [
+        (r["bytes_per_scan"][e - 1] if e else 0) for e in [0, 1, 3, 5] for r in ds.records
+    ]
+    fetched = sum(g.sent for g in srv.gets())
+    cold = sum(local.bytes_at(k) for k in LEVELS)
+    assert fetched == local.bytes_at(10) < cold
+    # lowering the level: no network at all, same pixels as a local read
+    n = len(srv.log)
+    for k in (3, 1, 7):
+        ds.stats.reset()
+        assert _same(_images(ds, k), _images(local, k))
+        assert ds.stats.bytes_read == ds.stats.requests == 0
+        assert ds.stats.cache_bytes == local.bytes_at(k)
+    assert len(srv.log) == n
+    # a new process (a new dataset object) finds the cache as it was left
+    again = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "cache")
+    assert again.prefetch(10).bytes_read == 0 and again.cache.stale_dropped == 0  # type: ignore[union-attr]
+
+
+def test_cached_bytes_are_checked_and_refetched_when_bad(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    srv, path = served
+    local = open_dataset(str(path))
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+    ds.prefetch(5)
+    cache = ds.cache
+    assert cache is not None
+    f = cache.path(1)
+    data = bytearray(f.read_bytes())
+    data[ds.header(1).header_len + 5] ^= 0xFF  # inside scan group 1
+    f.write_bytes(bytes(data))
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+    assert _same(_images(ds, 3), _images(local, 3))
+    assert ds.stats.bytes_read == ds.records[1]["bytes_per_scan"][2]  # record 1, fetched again
+    real = (path / "record-00001.pcr").read_bytes()
+    assert cache.path(1).read_bytes() == real[: ds.records[1]["bytes_per_scan"][2]]
+
+
+def test_a_cache_file_cut_short_is_trimmed_to_a_group_boundary(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    srv, path = served
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+    ds.prefetch(4)
+    cache = ds.cache
+    assert cache is not None
+    cum = ds.records[0]["bytes_per_scan"]
+    with open(cache.path(0), "r+b") as f:
+        f.truncate(cum[3] - 7)  # a crash in the middle of appending group 4
+    assert cache.length(0) == cum[2] and cache.path(0).stat().st_size == cum[2]
+    ds.stats.reset()
+    ds.read_record(0, 4)
+    assert ds.stats.bytes_read == cum[3] - cum[2] and ds.stats.requests == 1
+    assert cache.path(0).read_bytes() == (path / "record-00000.pcr").read_bytes()[: cum[3]]
+
+
+def test_a_changed_dataset_is_detected_and_refetched(
+    served: tuple[FileServer, Path], photo_folder: Path, tmp_path: Path
+) -> None:
+    srv, path = served
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+    ds.prefetch(10)
+    old = sorted(p.name for p in cache_folder(tmp_path, f"{srv.url}/ds").glob("record-*"))
+    # the same URL now serves another encode (another shuffle)
+    shutil.rmtree(path)
+    encode_dataset(photo_folder, path, record_size=20_000, seed=1, workers=1, progress=False)
+    fresh = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+    assert fresh.cache is not None and fresh.cache.stale_dropped == len(old)
+    local = open_dataset(str(path))
+    assert _same(_images(fresh, 3), _images(local, 3))
+    assert fresh.stats.bytes_read == local.bytes_at(3)
+    now = sorted(p.name for p in fresh.cache.folder.glob("record-*"))
+    assert not set(now) & set(old)
+
+
+def test_a_local_dataset_can_be_cached_too(photo_folder: Path, tmp_path: Path) -> None:
+    encode_dataset(photo_folder, tmp_path / "ds", record_size=20_000, workers=1, progress=False)
+    ds = open_dataset(str(tmp_path / "ds"), cache_dir=tmp_path / "c")
+    assert [ds.prefetch(k).bytes_read for k in (2, 2, 6)] == [
+        ds.bytes_at(2),
+        0,
+        ds.bytes_at(6) - ds.bytes_at(2),
+    ]
