@@ -27,9 +27,9 @@ from .errors import (
     RemoteReadError,
 )
 from .manifest import MANIFEST, check_manifest
-from .remote import FsspecStore, HTTPStore, RetryPolicy
+from .remote import HTTPStore, RetryPolicy, with_retries
 
-__all__ = ["ReadStats", "RecordFetcher", "load_manifest", "open_store"]
+__all__ = ["FsspecStore", "ReadStats", "RecordFetcher", "load_manifest", "open_store"]
 
 
 @dataclass
@@ -49,6 +49,55 @@ class ReadStats:
     def reset(self) -> None:
         """Set every counter back to zero."""
         self.bytes_read = self.requests = self.metadata_bytes = self.cache_bytes = 0
+
+
+# fsspec stores report "not there" and "not allowed" as these; retrying cannot help.
+_FINAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, _FINAL):
+        return False
+    if isinstance(exc, OSError):
+        return True
+    mod = type(exc).__module__.split(".")[0]
+    return mod in ("aiohttp", "botocore", "aiobotocore", "urllib3", "requests")
+
+
+class FsspecStore:
+    """An fsspec file system whose reads are retried like an HTTP store's.
+
+    Every attribute not defined here is the wrapped file system's.
+    """
+
+    def __init__(self, fs: Any, policy: RetryPolicy | None = None) -> None:
+        self.fs = fs
+        self.policy = policy or RetryPolicy()
+        self.range_support: bool | None = True
+        self.retried = 0
+
+    def _call(self, fn: Any, path: str, start: int | None = None, end: int | None = None) -> Any:
+        return with_retries(
+            self.policy, fn, path, start, end, transient=_transient, on_retry=self._count
+        )
+
+    def _count(self) -> None:
+        self.retried += 1
+
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes *start*..*end* of *path*, retried on transient failures."""
+        return bytes(
+            self._call(lambda: self.fs.cat_file(path, start=start, end=end), path, start, end)
+        )
+
+    def info(self, path: str) -> dict[str, Any]:
+        """The wrapped file system's ``info``, retried on transient failures."""
+        return dict(self._call(lambda: self.fs.info(path), path))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "fs":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.fs, name)
 
 
 _EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure"}

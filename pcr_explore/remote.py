@@ -1,21 +1,20 @@
 """Remote reads that survive real servers: ranges checked, retries, timeouts.
 
-Two stores with the few file-system verbs the reader uses (``cat_file``,
-``info``, ``isfile``, ``exists``, ``ls``):
+:class:`HTTPStore` has the few file-system verbs the reader uses
+(``cat_file``, ``info``, ``isfile``, ``exists``, ``ls``) and speaks HTTP(S)
+itself (the standard library's ``http.client``, one kept-alive connection per
+thread and host), so it can look at the status line *before* the body: a
+server that answers a range request with ``200`` and the whole file (no Range
+support) is detected on that first response and the body is not downloaded;
+the reader then falls back to one full download per record into its cache,
+or fails at once.
 
-* :class:`HTTPStore` speaks HTTP(S) itself (the standard library's
-  ``http.client``, one kept-alive connection per thread and host), so it can
-  look at the status line *before* the body: a server that answers a range
-  request with ``200`` and the whole file (no Range support) is detected on
-  that first response and the body is not downloaded; the reader then falls
-  back to one full download per record into its cache, or fails at once.
-* :class:`FsspecStore` wraps any fsspec file system (``s3://`` through s3fs,
-  for one) with the same retry policy.
-
-Both retry a request that meets a 5xx status, a 408 or 429, a dropped
-connection or a timeout: :data:`DEFAULT_RETRIES` more times, waiting
-:data:`BACKOFF` seconds before the first retry and twice as long before each
-next one; then they raise :class:`~pcr_explore.errors.RemoteReadError`,
+:func:`with_retries` is its retry loop, which the reader also wraps around
+other fsspec file systems (``s3://`` through s3fs, for one). A request that
+meets a 5xx status, a 408 or 429, a dropped connection or a timeout is tried
+:data:`DEFAULT_RETRIES` more times, waiting :data:`BACKOFF` seconds before the
+first retry and twice as long before each next one; then it raises
+:class:`~pcr_explore.errors.RemoteReadError`,
 naming the URL, the bytes asked for and the last status. A request that
 receives nothing for ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT`)
 counts as failed. A body cut short is resumed from where it stopped.
@@ -38,9 +37,9 @@ __all__ = [
     "BACKOFF",
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT",
-    "FsspecStore",
     "HTTPStore",
     "RetryPolicy",
+    "with_retries",
 ]
 
 DEFAULT_RETRIES = 3
@@ -100,6 +99,51 @@ class _Retry(Exception):
         super().__init__(why)
         self.status = status
         self.why = why
+
+
+def with_retries(
+    policy: RetryPolicy,
+    fn: Callable[[], _T],
+    url: str,
+    start: int | None = None,
+    end: int | None = None,
+    *,
+    transient: Callable[[BaseException], bool] = lambda exc: isinstance(exc, _Retry),
+    on_retry: Callable[[], None] | None = None,
+) -> _T:
+    """Call *fn* until it succeeds, retrying the failures *transient* accepts.
+
+    Raises
+    ------
+    RemoteReadError
+        Once ``policy.retries`` retries have failed too; it names *url*, the
+        bytes *start*..*end* and the last status or error.
+    """
+    delays = policy.delays()
+    for attempt in range(len(delays) + 1):
+        if attempt:
+            time.sleep(delays[attempt - 1])
+            if on_retry is not None:
+                on_retry()
+        try:
+            return fn()
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            status = getattr(exc, "status", None)
+            if attempt == len(delays):
+                last = f"HTTP {status}" if status is not None else _describe(exc)
+                raise RemoteReadError(
+                    f"{url}: {_span(start, end)}: failed {attempt + 1} times (last: {last}); "
+                    "the server may be down or overloaded: try again later, or raise "
+                    "retries/timeout",
+                    url=url,
+                    start=start,
+                    end=end,
+                    status=status if isinstance(status, int) else None,
+                    attempts=attempt + 1,
+                ) from exc
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class HTTPStore:
@@ -187,28 +231,14 @@ class HTTPStore:
             return resp, parts
         raise RemoteReadError(f"{url}: more than {_REDIRECTS} redirects", url=url)
 
-    def _attempts(self, what: Callable[[], _T], url: str, start: Any, end: Any) -> _T:
-        """Run *what* until it succeeds, retrying the failures a retry may cure."""
-        delays = self.policy.delays()
-        last = _Retry(None, "no attempt made")
-        for attempt in range(len(delays) + 1):
-            if attempt:
-                time.sleep(delays[attempt - 1])
-                self.retried += 1
-            try:
-                return what()
-            except _Retry as exc:
-                last = exc
-        status = f"HTTP {last.status}" if last.status is not None else last.why
-        raise RemoteReadError(
-            f"{url}: {_span(start, end)}: failed {len(delays) + 1} times (last: {status}); "
-            "the server may be down or overloaded: try again later, or raise retries/timeout",
-            url=url,
-            start=start,
-            end=end,
-            status=last.status,
-            attempts=len(delays) + 1,
-        )
+    def _count_retry(self) -> None:
+        self.retried += 1
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"policy": self.policy, "headers": self.headers}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["policy"], state["headers"])  # type: ignore[misc]
 
     # -- file-system verbs -------------------------------------------------
     def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
@@ -253,7 +283,7 @@ class HTTPStore:
                 self._drop(parts)
             return bytes(got)
 
-        return self._attempts(once, path, start, end)
+        return with_retries(self.policy, once, path, start, end, on_retry=self._count_retry)
 
     def _check_status(
         self,
@@ -320,7 +350,7 @@ class HTTPStore:
             size = resp.getheader("Content-Length")
             return {"name": path, "type": "file", "size": int(size) if size else None}
 
-        return self._attempts(once, path, None, None)
+        return with_retries(self.policy, once, path, on_retry=self._count_retry)
 
     def isfile(self, path: str) -> bool:
         """Whether a HEAD of *path* answers like a file (never for a folder URL)."""
@@ -382,68 +412,8 @@ def _check_content_range(
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, _Retry):
+        return exc.why
     if isinstance(exc, TimeoutError):
         return "timed out"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-# fsspec stores report "not there" and "not allowed" as these; retrying cannot help.
-_FINAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
-
-
-def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, _FINAL):
-        return False
-    if isinstance(exc, OSError):
-        return True
-    mod = type(exc).__module__.split(".")[0]
-    return mod in ("aiohttp", "botocore", "aiobotocore", "urllib3", "requests")
-
-
-class FsspecStore:
-    """An fsspec file system whose reads are retried like :class:`HTTPStore`'s.
-
-    Every attribute not defined here is the wrapped file system's.
-    """
-
-    def __init__(self, fs: Any, policy: RetryPolicy | None = None) -> None:
-        self.fs = fs
-        self.policy = policy or RetryPolicy()
-        self.range_support: bool | None = True
-        self.retried = 0
-
-    def _call(self, fn: Callable[[], _T], path: str, start: Any, end: Any) -> _T:
-        delays = self.policy.delays()
-        for attempt in range(len(delays) + 1):
-            if attempt:
-                time.sleep(delays[attempt - 1])
-                self.retried += 1
-            try:
-                return fn()
-            except Exception as exc:
-                if not _transient(exc):
-                    raise
-                if attempt == len(delays):
-                    raise RemoteReadError(
-                        f"{path}: {_span(start, end)}: failed {attempt + 1} times "
-                        f"(last: {_describe(exc)})",
-                        url=path,
-                        start=start,
-                        end=end,
-                        status=getattr(exc, "status", None),
-                        attempts=attempt + 1,
-                    ) from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
-        """Bytes *start*..*end* of *path*, retried on transient failures."""
-        return self._call(lambda: self.fs.cat_file(path, start=start, end=end), path, start, end)
-
-    def info(self, path: str) -> dict[str, Any]:
-        """The wrapped file system's ``info``, retried on transient failures."""
-        return self._call(lambda: self.fs.info(path), path, None, None)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "fs":  # not set yet (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.fs, name)

@@ -166,3 +166,16 @@ def test_cli_reports_a_failed_remote_read_in_one_line(
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err
     assert err.startswith("pcr-explore: error: record 0: ") and "(last: HTTP 503)" in err
+
+
+def test_a_remote_dataset_pickles_and_reads_in_the_copy(
+    server: FileServer, local: PCRDataset, tmp_path: Path
+) -> None:
+    import pickle
+
+    ds = open_dataset(f"{server.url}/ds", cache_dir=tmp_path, timeout=5.0)
+    ds.prefetch(1)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy._fs.policy.timeout == 5.0
+    assert _same(_images(copy, 2), _images(local, 2))
+    assert copy.stats.cache_bytes >= local.bytes_at(1)
