@@ -153,7 +153,7 @@ def test_a_worker_dying_mid_task_has_its_record_redone(
                         os._exit(1)
                     real_os.replace(src, dst)
 
-            shard.transcode_source = dying_transcode
+            shard.transcode_source = dying_transcode  # type: ignore[assignment]
             atomic.os = DyingOS()  # type: ignore[assignment]
 
     client.register_plugin(Dying())

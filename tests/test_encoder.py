@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -105,12 +105,12 @@ def test_shuffle_is_seeded_and_sharding_keeps_the_last_record(
 
 @pytest.mark.parametrize("parallel", ["threads", "processes"])
 def test_parallel_output_equals_serial(
-    photo_folder: Path, tmp_path: Path, encoded: Path, parallel: str
+    photo_folder: Path, tmp_path: Path, encoded: Path, parallel: Literal["threads", "processes"]
 ) -> None:
     out = tmp_path / "p"
     encode_dataset(
         photo_folder, out, record_size=20_000, workers=2, progress=False, parallel=parallel
-    )  # type: ignore[arg-type]
+    )
     assert _tree_digest(out) == _tree_digest(encoded)
 
 
