@@ -248,11 +248,14 @@ class RecordFetcher:
         if cache is None:
             return self.fetch(r, 0, end), 0
         have = cache.length(r)
-        if have >= end:
-            data = cache.read(r, end)
-            self.stats.cache_bytes += end
-            return data, end
-        head = cache.read(r, have) if have else b""
+        try:
+            if have >= end:
+                data = cache.read(r, end)
+                self.stats.cache_bytes += end
+                return data, end
+            head = cache.read(r, have) if have else b""
+        except FileNotFoundError:  # another process dropped it just now: read it cold
+            have, head = 0, b""
         self.stats.cache_bytes += have
         if getattr(self.fs, "range_support", None) is False:
             return self._whole(r, have, end)

@@ -23,7 +23,7 @@ from typing import Any
 
 from ._plan import EncodePlan
 from ._shard import encode_shard
-from .errors import DatasetError, MissingExtraError
+from .errors import DatasetError, MissingExtraError, WorkerError
 
 __all__ = ["connect", "local_cluster", "require_distributed", "run_on_dask"]
 
@@ -99,6 +99,8 @@ def run_on_dask(
     ------
     DatasetError
         With *strict*, at the first record that skipped a source.
+    WorkerError
+        If the workers running a record kept dying.
     """
     distributed = require_distributed()
     backend, quality = options["backend"], options["quality"]
@@ -125,7 +127,14 @@ def run_on_dask(
     try:
         for fut in futures:
             live.discard(fut)
-            entry = fut.result()
+            try:
+                entry = fut.result()
+            except distributed.KilledWorker as exc:
+                raise WorkerError(
+                    f"{fut.key}: every Dask worker that ran this record died (killed or out of "
+                    "memory, more often than distributed.scheduler.allowed-failures allows); "
+                    "finished records are journaled: run the encode again to resume"
+                ) from exc
             if strict and entry["skipped"]:
                 raise DatasetError(entry["skipped"][0]["issue"])
             finished(entry)

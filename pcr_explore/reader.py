@@ -443,7 +443,7 @@ def open_dataset(
     cache = None
     if cache_dir is not None:
         folder = os.path.expanduser(os.fspath(cache_dir))
-        cache = PrefixCache(folder, url, bytes(raw), manifest["records"])
+        cache = PrefixCache(folder, url.rstrip("/"), raw, manifest["records"])
     ds = PCRDataset(fs, root, manifest, url, cache=cache)
     ds.stats.metadata_bytes += len(raw)
     return ds

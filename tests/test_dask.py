@@ -163,6 +163,43 @@ def test_a_worker_dying_mid_task_has_its_record_redone(
     assert _tree(out) == _tree(reference)  # every record complete, no temporary file left
 
 
+def test_a_record_whose_workers_keep_dying_is_a_worker_error(
+    client: Any, photo_folder: Path, tmp_path: Path
+) -> None:
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    from pcr_explore.errors import WorkerError
+
+    stop = str(tmp_path / "stop-killing")
+
+    class Killing(WorkerPlugin):
+        name = "pcr-test-killing"
+
+        def setup(self, worker: Any) -> None:
+            import os
+
+            import pcr_explore._shard as shard
+
+            transcode = shard.transcode_source
+
+            def dying(index: int, *args: Any) -> Any:
+                if not os.path.exists(stop):
+                    os._exit(1)
+                return transcode(index, *args)
+
+            shard.transcode_source = dying  # type: ignore[assignment]
+
+    scheduler = client.cluster.scheduler
+    allowed, scheduler.allowed_failures = scheduler.allowed_failures, 0
+    client.register_plugin(Killing())
+    try:
+        with pytest.raises(WorkerError, match=r"pcr-record-\d{5}-\w+: every Dask worker that ran"):
+            encode_dataset(photo_folder, tmp_path / "o", client=client, **KW)
+    finally:
+        Path(stop).touch()  # patched workers, and restarted ones, pass through from now on
+        scheduler.allowed_failures = allowed
+
+
 def test_cli_starts_a_local_cluster(photo_folder: Path, reference: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     code = main(
