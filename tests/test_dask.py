@@ -65,6 +65,14 @@ def test_dask_encode_is_byte_identical_to_the_local_one(
     assert _tree(tmp_path / "l") == _tree(reference)
 
 
+def test_cli_encodes_on_a_running_scheduler(
+    client: Any, photo_folder: Path, reference: Path, tmp_path: Path
+) -> None:
+    argv = ["encode", str(photo_folder), str(tmp_path / "s"), "--quiet", "--record-size", "20000"]
+    assert main([*argv, "--scheduler", client.scheduler.address]) == 0
+    assert _tree(tmp_path / "s") == _tree(reference)
+
+
 def test_strict_stops_at_a_bad_source(client: Any, photo_copy: Path, tmp_path: Path) -> None:
     (photo_copy / "things" / "broken.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(DatasetError, match=r"broken\.jpg: not a recognised image format"):
