@@ -139,7 +139,9 @@ def _read(job: FileJob) -> tuple[bytes | None, str, int]:
         return job.data, "", len(job.data)
     assert job.path is not None  # for mypy: a job has a path or its data
     try:
-        with open(job.path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO named like an image must not wait for a writer
+        fd = os.open(job.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 return None, "not a regular file", 0

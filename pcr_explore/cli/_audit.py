@@ -6,16 +6,25 @@ import argparse
 import sys
 from typing import Any
 
-from ..audit import audit
+from ..audit import CHECKS, DEFAULT_TARGETS, MAX_QUALITY_PIXELS, audit
 from ..metrics import METRICS
 from ..tuner import STATISTICS
 
 
-def _fraction(text: str) -> float:
-    v = float(text)
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-    return v
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or name not in CHECKS:
+        raise argparse.ArgumentTypeError(
+            f"expected ISSUE=VALUE with ISSUE one of {', '.join(CHECKS)}, got {text!r}"
+        )
+    return name, _number(value)
 
 
 def _positive(text: str) -> int:
@@ -28,14 +37,20 @@ def _positive(text: str) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "audit",
-        help="audit a folder of images or a PCR dataset: bytes and quality per scan level, "
-        "recommended level, problem files",
+        help="audit a folder of images or a PCR dataset: broken, odd and duplicate images, "
+        "bytes and quality per scan level, recommended level",
     )
     p.add_argument("path", help="folder of images, image file, or PCR dataset folder")
     p.add_argument(
         "--sample", type=_positive, default=64, help="images measured for quality (default 64)"
     )
-    p.add_argument("--target", type=_fraction, default=0.95, help="quality target (default 0.95)")
+    defaults = ", ".join(f"{m} {t:g}" for m, t in DEFAULT_TARGETS.items())
+    p.add_argument(
+        "--target",
+        type=_number,
+        default=None,
+        help=f"quality target; default per metric ({defaults}; PSNR in dB)",
+    )
     p.add_argument("--metric", choices=METRICS, default="mssim", help="quality metric")
     p.add_argument(
         "--statistic",
@@ -49,6 +64,22 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the quality sample")
     p.add_argument(
         "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
+    )
+    p.add_argument(
+        "--threshold",
+        type=_threshold,
+        action="append",
+        default=[],
+        metavar="ISSUE=VALUE",
+        help="override a check's threshold (repeatable), e.g. blurry=0.1; the defaults are "
+        + ", ".join(f"{k} {c.threshold:g}" for k, c in CHECKS.items()),
+    )
+    p.add_argument(
+        "--max-pixels",
+        type=_positive,
+        default=MAX_QUALITY_PIXELS,
+        help="measure the quality of larger sampled images at a reduced size "
+        f"(bounds memory; default {MAX_QUALITY_PIXELS:,})",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
     p.set_defaults(func=_audit)
@@ -65,6 +96,8 @@ def _audit(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         seed=args.seed,
         luminance=args.luminance,
+        thresholds=dict(args.threshold),
+        max_pixels=args.max_pixels,
     )
     to_stdout = args.json == "-"
     if not args.quiet and not to_stdout:
