@@ -305,7 +305,9 @@ def transcode(
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
                 note = "CMYK converted to RGB (its 18-scan progression would not share levels)"
             im.seek(0)
-            upright = ImageOps.exif_transpose(im) or im
+            # exif_transpose copies an image it does not turn: for a 13,000 x 13,000
+            # source that copy alone is 500 MB, so only call it to turn
+            upright = (ImageOps.exif_transpose(im) or im) if orientation in _JPEGTRAN_ORIENT else im
             src_jpeg = im if fmt in ("JPEG", "MPO") and mode in ("L", "RGB") else None
             out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg)
     except UnidentifiedImageError as exc:
