@@ -120,9 +120,13 @@ def reduced_image(im: Image.Image, side: int = ANALYSIS_SIDE) -> Image.Image:
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         im.load()
     small = _to_8bit(im)
-    if small is im:
-        small = im.copy()  # thumbnail works in place: leave the caller's image alone
-    small.thumbnail((side, side), Image.Resampling.BILINEAR)
+    if max(small.size) > side:
+        # resize makes a new image (thumbnail would work in place on the caller's)
+        scale = side / max(small.size)
+        size = (max(1, round(small.width * scale)), max(1, round(small.height * scale)))
+        small = small.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
+    elif small is im:
+        small = im.copy()
     if orientation in _TRANSPOSE:
         small = small.transpose(_TRANSPOSE[orientation])
     return small
