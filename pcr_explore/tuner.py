@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .errors import DatasetError
-from .metrics import MetricFn, capped, metric_name
+from .metrics import MetricFn, capped, format_value, metric_label, metric_name
 from .quality import QualityCurve, Sampler
 from .sources import LevelSource
 
@@ -192,17 +192,29 @@ class TuneResult:
         }
 
     def _repr_html_(self) -> str:
-        lo, hi = self.ci
+        label = html.escape(metric_label(self.metric).removesuffix(" (dB)"))
+        target = format_value(self.target, "psnr") if self.metric == "psnr" else f"{self.target:g}"
+
+        def fmt(v: float) -> str:
+            return format_value(v, self.metric)
+
+        exact = self.sample_size >= self.population
+
+        def with_ci(v: float, ci: tuple[float, float]) -> str:
+            # every image measured: the value is exact, an interval would mislead
+            return fmt(v) if exact else f"{fmt(v)} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
         below = (
-            f"{self.value_below:.4f} [{self.ci_below[0]:.4f}, {self.ci_below[1]:.4f}]"
+            with_ci(self.value_below, self.ci_below)
             if self.ci_below is not None and self.value_below is not None
             else "-"
         )
         colour = "#1a7f37" if self.decided else "#9a6700"
+        stat = "mean" if self.statistic == "mean" else "5th percentile"
         rows = [
             ("recommended scan", f"<b>{self.scan}</b> of {self.curve.num_scans}"),
-            ("target", f"{self.statistic} {html.escape(self.metric)} &ge; {self.target:g}"),
-            ("at this scan", f"{self.value:.4f} [{lo:.4f}, {hi:.4f}]"),
+            ("target", f"{stat} {label} &ge; {target}"),
+            ("at this scan", with_ci(self.value, self.ci)),
             ("scan below", below),
             ("bytes", f"{self.bytes_fraction:.1%} ({self.bandwidth_saving:.1%} saved)"),
             ("sample", f"{self.sample_size} of {self.population} images"),

@@ -10,9 +10,16 @@ import pytest
 from pcr_explore.compare import (
     LevelCache,
     difference_map,
+    difference_scale,
     display_jpeg,
     encode_jpeg,
     jpeg_size,
+    level_note,
+    level_strip,
+    scan_content,
+    split_view,
+    worst_detail,
+    worst_window,
     zoom_crop,
 )
 from pcr_explore.jpeg import decode
@@ -109,3 +116,88 @@ def test_level_cache_of_size_zero_recomputes(source) -> None:
     cache.per_image("q", 0, lambda: calls.append(1))
     cache.per_image("q", 0, lambda: calls.append(1))
     assert calls == [1, 1]
+
+
+def test_difference_scale_names_the_saturation() -> None:
+    assert difference_scale(4.0) == [(0.0, 0), (0.25, 16), (0.5, 32), (0.75, 48), (1.0, 64)]
+    assert difference_scale(1.0, ticks=2) == [(0.0, 0), (1.0, 255)]
+    with pytest.raises(ValueError, match="gain"):
+        difference_scale(0)
+    with pytest.raises(ValueError, match="ticks"):
+        difference_scale(4.0, ticks=1)
+
+
+def test_worst_window_finds_the_damaged_corner() -> None:
+    rng = np.random.default_rng(0)
+    full = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    level = full.copy()
+    level[45:60, 60:80] = 0  # the bottom-right 20x15 block lost
+    assert worst_window(level, full, 0.25) == (0.875, 0.875)
+    assert worst_window(full, full, 1.0) == (0.5, 0.5)
+    with pytest.raises(ValueError, match="window"):
+        worst_window(level, full, 0.0)
+    d = worst_detail(level, full, zoom=4.0, out_size=(40, 30))
+    assert d["center"] == (0.875, 0.875)
+    assert d["level"].shape == (30, 40, 3) and not d["level"].any()  # all of it lost
+    np.testing.assert_array_equal(d["full"], zoom_crop(full, (0.875, 0.875), 4.0, (40, 30)))
+    assert d["difference"].shape == (30, 40) and d["difference"].min() > 0
+    assert worst_detail(level, full, zoom=4.0)["level"].shape == (15, 20, 3)  # 1:1 by default
+
+
+def test_split_view_puts_the_level_left_of_the_line() -> None:
+    level = np.zeros((2, 10, 3), np.uint8)
+    full = np.full((2, 10, 3), 50, np.uint8)
+    out = split_view(level, full, 0.3)
+    assert (out[:, :2] == 0).all() and (out[:, 2:4] == 255).all() and (out[:, 4:] == 50).all()
+    with pytest.raises(ValueError, match="shapes"):
+        split_view(level, full[:, :5])
+    with pytest.raises(ValueError, match="at"):
+        split_view(level, full, 1.5)
+
+
+def test_level_notes_explain_empty_colour_scans() -> None:
+    assert [scan_content(k).split(":")[0] for k in (1, 2, 3, 4)] == [
+        "all channels",
+        "brightness (Y)",
+        "red-difference colour (Cr)",
+        "blue-difference colour (Cb)",
+    ]
+    assert scan_content(1, 6).startswith("brightness (Y): 8x8 block averages")
+    assert scan_content(2, 4) == ""  # not a standard script
+    with pytest.raises(ValueError, match="outside"):
+        scan_content(11)
+    gray = [900, 1500, 1500, 1500, 4000, 5000, 5100, 5100, 5100, 6000]
+    assert level_note(gray, 1).startswith("scan 1 adds 900 bytes: all channels")
+    assert "blue-difference colour (Cb) only" in level_note(gray, 4)
+    assert level_note(gray, 9).endswith("looks exactly like scan 8")
+    assert (
+        level_note([5, 5], 2) == "scan 2 adds no bytes to this image: it looks exactly like scan 1"
+    )
+    with pytest.raises(ValueError, match="outside"):
+        level_note(gray, 0)
+
+
+def test_level_strip_shows_what_the_model_is_fed(source) -> None:
+    n = source.num_scans
+    strip = level_strip(source, 0, [1, n], size=64, gap=4)
+    first = decode(source.jpeg_bytes(0, 1), 64)
+    assert strip.mode == "RGB"
+    assert strip.size == (2 * first.shape[1] + 4, first.shape[0] + 20)
+    with pytest.raises(ValueError, match="no level"):
+        level_strip(source, 0, [0, n + 1])
+
+
+def test_level_cache_views_for_each_mode(source) -> None:
+    cache = LevelCache(source, max_side=None)
+    left, right = cache.views(0, 2)
+    assert left is cache.display(0, 2) and right is None
+    left, right = cache.views(0, 2, "side")
+    assert right is cache.display(0, None)
+    level, full = cache.pixels(0, 2), cache.pixels(0, None)
+    left, right = cache.views(0, 2, "diff", gain=2.0)
+    assert right == encode_jpeg(difference_map(level, full, 2.0))
+    left, right = cache.views(0, 2, "split", zoom=2.0, center=(0.4, 0.5))
+    assert right is None
+    assert left == encode_jpeg(zoom_crop(split_view(level, full, 0.4), (0.4, 0.5), 2.0))
+    with pytest.raises(ValueError, match="mode"):
+        cache.views(0, 2, "wipe")

@@ -11,15 +11,23 @@ from bokeh.resources import INLINE
 
 from pcr_explore.metrics import PSNR_CAP
 from pcr_explore.plots import (
+    axis_label,
     bytes_data,
     bytes_figure,
     curve_data,
     drawable,
     images_data,
+    level_labels,
     quality_figure,
+    reading_data,
+    reading_figure,
     recommended_data,
+    set_font_size,
+    target_location,
+    to_db,
 )
 from pcr_explore.quality import QualityCurve
+from pcr_explore.throughput import LevelReading, ReadingReport
 
 BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
 
@@ -42,7 +50,8 @@ def test_curve_figure_columns(curve: QualityCurve) -> None:
     np.testing.assert_allclose(d["mean"], curve.mean)
     np.testing.assert_allclose(d["p5"], curve.p5)
     np.testing.assert_allclose(d["p95"], curve.p95)
-    assert d["label"] == [str(k) for k in range(1, 11)]
+    # levels less than 4% of the bytes from the first of their run share its label
+    assert d["label"] == ["1", "2-4", "", "", "5", "6-7", "", "8-9", "", "10"]
     assert len(imgs.data["xs"]) == 20 and imgs.data["xs"][0][-1] == 1.0
     assert rec.data["scan"] == [6]
     assert rec.data["bytes_fraction"] == [pytest.approx(curve.bytes_fraction[5])]
@@ -124,3 +133,71 @@ def test_standalone_render_without_warnings(curve: QualityCurve) -> None:
     )
     assert page.count("Quality per scan level") == 2 and "Bytes read per scan level" in page
     assert "<script src=" not in page.replace('<script src="data:', "")
+
+
+def test_star_sits_on_the_statistic_it_was_chosen_by(curve: QualityCurve) -> None:
+    mean = recommended_data(curve, 6)
+    p5 = recommended_data(curve, 6, "p5")
+    assert mean["value"] == [pytest.approx(curve.mean[5])]
+    assert p5["value"] == [pytest.approx(curve.p5[5])]
+    assert p5["value"][0] < mean["value"][0]
+    cf = quality_figure(curve, target=0.95, recommended=6, statistic="p5")
+    assert cf.recommended.data["value"] == p5["value"]
+    # the 5th percentile is drawn as a line of its own, not only as the band's edge
+    lines = [r for r in cf.figure.renderers if type(r.glyph).__name__ == "Line"]
+    assert "p5" in {r.glyph.y for r in lines}
+    cf.update(curve, recommended=6, statistic="mean")
+    assert cf.recommended.data["value"] == mean["value"]
+
+
+def test_db_scale_spreads_the_top_levels(curve: QualityCurve) -> None:
+    np.testing.assert_allclose(to_db([0.9, 0.99, 0.999]), [10, 20, 30])
+    assert np.isinf(to_db([1.0])[0])
+    d = curve_data(curve, "db")
+    np.testing.assert_allclose(d["mean"][:-1], to_db(curve.mean[:-1]))
+    assert np.isnan(d["mean"][-1])  # the full level is the full image
+    np.testing.assert_array_equal(drawable([30.0], "psnr", "db"), [30.0])  # PSNR is dB already
+    cf = quality_figure(curve, target=0.99, scale="db")
+    assert cf.target.location == pytest.approx(20.0)
+    assert cf.figure.yaxis[0].axis_label == axis_label("mssim", "db")
+    assert target_location(1.0, "mssim", "db") is None
+    with pytest.raises(ValueError, match="scale"):
+        drawable([0.5], "mssim", "log")
+
+
+def test_level_labels_merge_crowded_levels() -> None:
+    assert level_labels([0.1, 0.5, 1.0]) == ["1", "2", "3"]
+    assert level_labels([0.1, 0.11, 0.12, 0.5], min_gap=0.05) == ["1-3", "", "", "4"]
+    assert level_labels([]) == []
+
+
+def test_font_sizes_for_a_projector(curve: QualityCurve) -> None:
+    fig = quality_figure(curve, title="t").figure
+    set_font_size(fig, "large")
+    assert fig.title.text_font_size == "20px" and fig.legend[0].label_text_font_size == "16px"
+    assert fig.yaxis[0].axis_label_text_font_size == "18px"
+    labels = [r for r in fig.center if type(r).__name__ == "LabelSet"]
+    assert labels and all(lab.text_font_size == "13pt" for lab in labels)
+    set_font_size(fig, "normal", legend="11px")
+    assert fig.title.text_font_size == "13px" and fig.legend[0].label_text_font_size == "11px"
+    with pytest.raises(ValueError, match="size"):
+        set_font_size(fig, "huge")
+
+
+def test_reading_figure_plots_bytes_and_speed_per_level() -> None:
+    levels = (
+        LevelReading(1, 16, 100, 0.02, (0.02, 0.04, 0.01)),
+        LevelReading(10, 16, 400, 0.08, (0.08, 0.08, 0.08)),
+    )
+    rep = ReadingReport(levels, 1e8, 224)
+    d = reading_data(rep)
+    assert d["level"] == ["1", "full"] and d["label"] == ["25%", "100%"]
+    assert d["images_per_s"] == [800.0, 200.0]
+    assert (d["low"], d["high"]) == ([400.0, 200.0], [1600.0, 200.0])  # slowest, fastest pass
+    assert d["speedup"] == [4.0, 1.0]
+    row = reading_figure(rep)
+    left, right = row.children
+    assert left.x_range is right.x_range and list(left.x_range.factors) == ["1", "full"]
+    assert right.y_range.end == pytest.approx(1600 * 1.12)
+    page = file_html(row, INLINE, "reading")  # renders without a validation warning
+    assert "Images per second" in page

@@ -17,12 +17,22 @@ import pytest
 from PIL import Image
 
 from pcr_explore import encode_dataset, open_dataset
-from pcr_explore.compare import difference_map, display_jpeg, encode_jpeg, jpeg_size, zoom_crop
+from pcr_explore.compare import (
+    difference_map,
+    encode_jpeg,
+    jpeg_size,
+    split_view,
+    worst_detail,
+    zoom_crop,
+)
 from pcr_explore.jpeg import decode
+from pcr_explore.plots import to_db
 from pcr_explore.quality import image_quality, quality_curve
-from pcr_explore.swap import builtin_trace, get_profile, ratio_curve, simulate_many
+from pcr_explore.swap import builtin_trace, ratio_curve, simulate_many
+from pcr_explore.swap.applicability import applicable_codecs
 from pcr_explore.tuner import recommend
 from pcr_explore.widgets import ScanExplorer, SwapExplorer, TunerDashboard
+from pcr_explore.widgets._explorer import Debounced
 
 
 def _is_jpeg(data: bytes) -> bool:
@@ -90,6 +100,7 @@ def test_scan_level_slider_shows_the_levels_own_bytes(scan: ScanExplorer) -> Non
         assert f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,} bytes" in scan.image_caption.value
     assert dict(scan.readout_rows())["PSNR vs full"] == "identical"
     assert scan.reference.layout.display == "none"
+    assert "scan level" not in scan.readout.value  # the caption says it, next to the picture
 
 
 def test_scan_picker_and_buttons_change_image_and_curve(scan: ScanExplorer) -> None:
@@ -190,6 +201,102 @@ def test_scan_static_picture(scan: ScanExplorer) -> None:
     _check_bundle(scan)
 
 
+def test_scan_display_puts_a_fallback_style_before_the_widget(
+    scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown: list[dict[str, object]] = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
+    scan._ipython_display_()
+    style, bundle = shown  # no kernel here: no BokehJS loader before them
+    html = str(style["text/html"])
+    key = html.split("<div class='")[1].split("'")[0]
+    assert key.startswith("pcr-fallback-") and html.count(key) >= 4
+    pic = str(bundle["image/jpeg"])
+    assert f"data:image/jpeg;base64,{pic}" in html  # the same picture, shown without a kernel
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert ":not(:has(.widget-box))" in html and "model" not in html
+
+
+def test_scan_click_on_the_curve_shows_that_level(scan: ScanExplorer) -> None:
+    scan.level.value = 2
+    scan.sources["image"].selected.indices = [6]  # what a tap on level 7 sends
+    assert scan.level.value == 7
+    assert scan.sources["image"].selected.indices == []  # ready for the next click
+    assert scan.last_error is None
+
+
+def test_scan_play_button_is_linked_to_the_slider(scan: ScanExplorer) -> None:
+    assert (scan.play.min, scan.play.max) == (1, scan.source.num_scans)
+    assert scan._play_link.source == (scan.play, "value")
+    assert scan._play_link.target == (scan.level, "value")
+
+
+def test_scan_db_scale_spreads_the_upper_levels(scan: ScanExplorer) -> None:
+    q = image_quality(scan.source, scan.index)
+    scan.scale.value = "db"
+    try:
+        y = scan.sources["image"].data["y"]
+        np.testing.assert_allclose(y[:-1], to_db(q.mssim[:-1]))
+        assert np.isnan(y[-1])  # identical to the full image: not drawn
+        assert scan.figure.yaxis[0].axis_label.startswith("MS-SSIM in dB")
+        ds = scan.sources["dataset"].data
+        assert np.nanmax(ds["mean"]) > 10  # dB, not a similarity
+    finally:
+        scan.scale.value = "value"
+    np.testing.assert_allclose(scan.sources["image"].data["y"], q.mssim)
+    labels = scan.sources["image"].data["label"]
+    assert labels[0] == "1" and len(labels) == scan.source.num_scans
+
+
+def test_scan_zoom_readouts_split_and_difference_scale(scan: ScanExplorer) -> None:
+    src = scan.source
+    scan.picker.value = 0
+    scan.level.value = 2
+    scan.mode.value = "level"
+    scan.zoom.value = 1.0
+    assert scan.zoom_x.disabled and scan.zoom_y.disabled  # nothing to move at zoom 1
+    scan.zoom_x.value, scan.zoom_y.value = 0.25, 0.75
+    scan.zoom.value = 4.0
+    assert not scan.zoom_x.disabled and not scan.zoom_y.disabled
+    assert "zoom x4 at (25%, 75%)" in scan.image_caption.value
+    scan.zoom.value = 1.0
+    scan.mode.value = "split"
+    assert not scan.zoom_x.disabled and scan.zoom_y.disabled  # x places the line
+    level, full = decode(src.jpeg_bytes(0, 2)), decode(src.jpeg_bytes(0))
+    assert scan.image.value == encode_jpeg(split_view(level, full, 0.25))
+    assert scan.reference.layout.display == "none"
+    scan.mode.value = "diff"
+    assert (
+        "0 <span" in scan.reference_caption.value and "64+ of 255" in scan.reference_caption.value
+    )
+    scan.mode.value = "level"
+    scan.zoom_x.value, scan.zoom_y.value = 0.5, 0.5
+    assert scan.last_error is None
+
+
+def test_scan_says_why_a_grayscale_level_looks_the_same(scan: ScanExplorer) -> None:
+    gray = next(i for i, n in enumerate(scan.source.names) if "camera" in n)
+    scan.picker.value = gray
+    scan.level.value = 3
+    assert "adds no bytes to this image" in scan.image_caption.value
+    assert "grayscale" in scan.image_caption.value
+    scan.level.value = 5
+    assert "adds no bytes" not in scan.image_caption.value
+    scan.picker.value = 0
+
+
+def test_scan_presentation_mode(scan: ScanExplorer) -> None:
+    scan.presentation.value = True
+    try:
+        assert "pcr-present" in scan.view._dom_classes
+        assert scan.figure.title.text_font_size == "20px"
+        assert scan.figure.xaxis[0].major_label_text_font_size == "16px"
+    finally:
+        scan.presentation.value = False
+    assert "pcr-present" not in scan.view._dom_classes
+    assert scan.figure.title.text_font_size == "13px"
+
+
 def test_scan_reads_a_pcr_dataset_without_reading_it_all(dataset_path: Path) -> None:
     ds = open_dataset(str(dataset_path))
     ex = ScanExplorer(ds, level=1, dataset_sample=0, workers=1)
@@ -223,37 +330,92 @@ def test_tuner_target_slider_recommends_from_the_measured_sample(tuner: TunerDas
         np.testing.assert_allclose(tuner.curve_figure.source.data["p95"], curve.p95)
 
 
-def test_tuner_gallery_shows_the_worst_images_at_the_level(tuner: TunerDashboard) -> None:
+def test_tuner_gallery_shows_the_worst_images_where_they_differ_most(
+    tuner: TunerDashboard,
+) -> None:
     tuner.target.value = 0.97
     r = tuner.result
     rows = r.curve.per_image.worst(r.scan, 2)
     assert [row["index"] for row in tuner.worst_images()] == [row["index"] for row in rows]
     assert rows[0]["value"] <= rows[1]["value"]
-    src = tuner.source
     for slot, row in enumerate(rows):
-        level = tuner.gallery_level[slot].value
-        assert level == display_jpeg(src.jpeg_bytes(row["index"], r.scan), 120)
-        assert max(jpeg_size(level)) == 120
-        assert tuner.gallery_full[slot].value == display_jpeg(src.jpeg_bytes(row["index"]), 120)
+        i = row["index"]
+        level, full = tuner.pictures.pixels(i, r.scan), tuner.pictures.pixels(i, None)
+        h, w = full.shape[:2]
+        d = worst_detail(level, full, tuner.zoom, (120, round(120 * h / w)))
+        assert tuner.gallery_level[slot].value == encode_jpeg(d["level"])
+        assert tuner.gallery_full[slot].value == encode_jpeg(d["full"])
+        assert tuner.gallery_diff[slot].value == encode_jpeg(d["difference"])
+        assert jpeg_size(tuner.gallery_level[slot].value)[0] == 120
         assert row["name"] in tuner.gallery_captions[slot].value
+        cx, cy = d["center"]
+        assert f"window at ({cx:.0%}, {cy:.0%})" in tuner.gallery_captions[slot].value
+    # the pictures behind the crops are big enough for a x3 zoom of 120 px crops
+    assert tuner.pictures.max_side == 360
     assert f"scan {r.scan}" in tuner.gallery_title.value
 
 
 def test_tuner_metric_statistic_and_sample(tuner: TunerDashboard) -> None:
+    tuner.metric.value = "mssim"
+    tuner.target.value = 0.97
     tuner.metric.value = "psnr"
     assert (tuner.target.min, tuner.target.max, tuner.target.value) == (20.0, 50.0, 35.0)
+    assert tuner.target.readout_format == ".1f"
     assert tuner.result.metric == "psnr" and tuner.result.target == 35.0
+    # one slider per metric: only the chosen one is on show, no range ever changes
+    shown = [m for m, sl in tuner.targets.items() if sl.layout.display != "none"]
+    assert shown == ["psnr"]
+    assert "mean PSNR &ge; 35.0 dB" in tuner.readout.value
+    assert "dB" in tuner.readout.value and "psnr" not in tuner.readout.value
     tuner.statistic.value = "p5"
     p5 = tuner.result
     tuner.statistic.value = "mean"
     assert p5.statistic == "p5" and p5.scan >= tuner.result.scan
     tuner.metric.value = "mssim"
-    assert tuner.target.value == 0.95 and tuner.target.max == 0.999
+    assert tuner.target.value == 0.97 and tuner.target.max == 0.999  # kept its own value
     assert tuner.sample.options == (2, 4)
     tuner.sample.value = 4
     assert tuner.result.sample_size == 4 and tuner.result.decided  # all images: exact
+    assert "[" not in tuner.readout.value.split("at this scan")[1].split("</tr>")[0]
     tuner.sample.value = 2
+    tuner.target.value = 0.95
     assert tuner.last_error is None
+
+
+def test_tuner_star_follows_the_statistic(tuner: TunerDashboard) -> None:
+    tuner.statistic.value = "p5"
+    try:
+        r = tuner.result
+        star = tuner.curve_figure.recommended.data
+        assert star["scan"] == [r.scan]
+        assert star["value"] == [pytest.approx(r.curve.p5[r.scan - 1])]
+        assert star["value"] == [pytest.approx(r.value)]  # the star sits where the readout says
+        assert len(tuner.curve_figure.source.data["p5"]) == r.curve.num_scans  # the p5 line
+    finally:
+        tuner.statistic.value = "mean"
+
+
+def test_tuner_db_scale(tuner: TunerDashboard) -> None:
+    tuner.scale.value = "db"
+    try:
+        src = tuner.curve_figure.source.data
+        np.testing.assert_allclose(src["mean"][:-1], to_db(tuner.result.curve.mean[:-1]))
+        assert tuner.curve_figure.target.location == pytest.approx(float(to_db([0.95])[0]))
+        assert "dB" in tuner.curve_figure.figure.yaxis[0].axis_label
+    finally:
+        tuner.scale.value = "value"
+
+
+def test_tuner_says_it_is_busy_while_measuring(tuner: TunerDashboard) -> None:
+    seen: list[str] = []
+    tuner.status.observe(lambda c: seen.append(c.new), names="value")
+    tuner._curves.cache_clear()
+    tuner._measured.clear()
+    tuner.sample.value = 4
+    tuner.sample.value = 2
+    assert "measuring 4 images" in seen[0] and seen[1] == ""
+    assert "measuring 2 images" in seen[2] and seen[-1] == ""
+    assert "pcr-busy" not in tuner.view._dom_classes
 
 
 def test_tuner_rejects_bad_arguments(dataset_path: Path) -> None:
@@ -299,10 +461,21 @@ def test_swap_sparsity_slider_resimulates_the_step(swap: SwapExplorer) -> None:
     assert "less than vDNN" in swap.readout.value
 
 
-def test_swap_default_codecs_are_the_profiles_lossless_ones(swap: SwapExplorer) -> None:
-    assert set(swap.codecs) == set(get_profile("v100-pcie3").codecs) - {"zfp"}
+def test_swap_default_codecs_are_the_lossless_ones_that_apply(swap: SwapExplorer) -> None:
+    assert swap.codecs == applicable_codecs(swap.trace, "v100-pcie3")
+    assert "zfp" not in swap.codecs
     assert swap.policies()[0] == "vdnn"
     assert swap.policies()[-2].startswith("cswap:") and swap.policies()[-1].startswith("oracle:")
+    resnet = SwapExplorer("resnet50", batch=8, measured=False)
+    # ResNet-50 has no ReLU feeding a max-pool here: binarize is not ticked
+    assert "binarize" not in resnet.codecs and "zvc" in resnet.codecs
+    assert resnet.notes.value == ""
+    resnet.codec_boxes["binarize"].value = True
+    assert "binarize</b>: binarize needs a ReLU output that feeds a max-pool" in resnet.notes.value
+    assert "as vDNN does" in resnet.notes.value
+    resnet.codec_boxes["lz4"].value = True
+    assert "prices no GPU kernel for lz4" in resnet.notes.value
+    assert "always:lz4" not in resnet.policies()
 
 
 def test_swap_stall_falls_as_sparsity_rises_under_cswap(swap: SwapExplorer) -> None:
@@ -377,3 +550,78 @@ def test_swap_errors_show_in_the_output_pane(swap: SwapExplorer) -> None:
 
 def test_swap_static_picture(swap: SwapExplorer) -> None:
     _check_bundle(swap)
+
+
+def test_swap_measured_points_name_the_size_measured(swap: SwapExplorer) -> None:
+    swap.tensor_size.value = 1 << 12  # a 16 KiB tensor is measured at its own size
+    labels = [str(getattr(item.label, "value", "")) for item in swap.ratio_fig.legend[0].items]
+    assert "measured on 16 KiB" in labels
+    assert "16 KiB tensors" in swap.ratio_fig.title.text
+    swap.tensor_size.value = 1 << 20  # 4 MiB: measured on 1 MiB (the cap), and it says so
+    labels = [str(getattr(item.label, "value", "")) for item in swap.ratio_fig.legend[0].items]
+    assert "measured on 1 MiB" in labels
+
+
+def test_swap_bars_update_in_place_while_dragging(swap: SwapExplorer) -> None:
+    from bokeh.document.events import ColumnsPatchedEvent, ModelChangedEvent
+
+    swap.sparsity.value = 0.5
+    bars = swap.sources["bars"]
+    events: list[object] = []
+    bars.document.on_change(events.append)
+    try:
+        swap.sparsity.value = 0.55
+    finally:
+        bars.document.remove_on_change(events.append)
+    mine = [e for e in events if getattr(e, "model", None) is bars]
+    # what crosses to the page for the bars: a patch of the numbers, not new data
+    assert mine and all(isinstance(e, ColumnsPatchedEvent) for e in mine)
+    assert not [e for e in mine if isinstance(e, ModelChangedEvent)]
+    patched = {c for e in mine for c in e.patches}  # type: ignore[attr-defined]
+    assert patched <= {"swap_ms", "stall_ms", "label"}
+    expected = simulate_many(
+        builtin_trace("vgg16", batch=8).with_sparsity(0.55),
+        "v100-pcie3",
+        swap.policies(),
+        noise=0.0,
+    )
+    np.testing.assert_allclose(
+        bars.data["stall_ms"], [r.stall_seconds * 1e3 for r in expected.values()], rtol=1e-12
+    )
+
+
+def test_swap_one_tooltip_per_bar(swap: SwapExplorer) -> None:
+    hovers = [t for t in swap.bars_fig.tools if type(t).__name__ == "HoverTool"]
+    assert len(hovers) == 1 and len(hovers[0].renderers) == 1
+
+
+def test_swap_readouts_in_percent_and_timeline_caption(swap: SwapExplorer) -> None:
+    swap.sparsity.value = 0.8
+    assert swap.sparsity.readout_format == ".0%"
+    rows = dict(swap.readout_rows())
+    assert rows["sparsity"] == "80% for every ReLU and pooling output"
+    assert "at sparsity 80% for every" in swap.timeline_caption.value
+    assert "ms of stall" in swap.timeline_caption.value
+
+
+def test_debounced_runs_once_after_the_calls_stop() -> None:
+    import asyncio
+
+    calls: list[int] = []
+    d = Debounced(lambda: calls.append(1), delay=0.05)
+    d()  # no running loop: at once
+    assert calls == [1]
+
+    async def drag() -> None:
+        for _ in range(5):
+            d()
+            assert d.pending
+            await asyncio.sleep(0.01)
+        assert calls == [1]  # still moving
+        await asyncio.sleep(0.1)
+        assert calls == [1, 1] and not d.pending
+        d()
+        d.flush()
+        assert calls == [1, 1, 1] and not d.pending
+
+    asyncio.run(drag())

@@ -14,7 +14,16 @@ statistics (:data:`PSNR_CAP`, :func:`capped`).
 from __future__ import annotations
 
 from ._filter import one_blas_thread
-from ._names import METRIC_LABELS, METRICS, PSNR_CAP, MetricFn, capped, metric_label, metric_name
+from ._names import (
+    METRIC_LABELS,
+    METRICS,
+    PSNR_CAP,
+    MetricFn,
+    capped,
+    format_value,
+    metric_label,
+    metric_name,
+)
 from ._psnr import psnr, psnr_from_mse
 from ._structural import (
     K1,
@@ -41,6 +50,7 @@ __all__ = [
     "SSIMReference",
     "Similarity",
     "capped",
+    "format_value",
     "metric_label",
     "metric_name",
     "ms_ssim",

@@ -18,6 +18,7 @@ __all__ = [
     "PSNR_CAP",
     "MetricFn",
     "capped",
+    "format_value",
     "metric_label",
     "metric_name",
 ]
@@ -90,6 +91,34 @@ def metric_label(metric: str) -> str:
     ('MS-SSIM', 'neg_mae')
     """
     return METRIC_LABELS.get(metric, metric)
+
+
+def format_value(value: float, metric: str) -> str:
+    """Return a metric value as a readout shows it, with the precision it deserves.
+
+    PSNR in decibels to one decimal ("identical" when infinite, i.e. at or
+    above :data:`PSNR_CAP`); SSIM, MS-SSIM and custom scores to four
+    decimals, where their differences between scan levels live.
+
+    Parameters
+    ----------
+    value : float
+    metric : str
+        The metric's name.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> format_value(35.04, "psnr"), format_value(np.inf, "psnr"), format_value(0.97123, "mssim")
+    ('35.0 dB', 'identical', '0.9712')
+    """
+    v = float(value)
+    if metric == "psnr":
+        return "identical" if v >= PSNR_CAP else f"{v:.1f} dB"
+    return f"{v:.4f}"
 
 
 def capped(values: Any) -> np.ndarray:

@@ -1,20 +1,29 @@
-"""What every explorer widget shares: error capture and a static fallback picture."""
+"""What every explorer widget shares: display, error capture, presentation mode, busy state."""
 
 from __future__ import annotations
 
 import base64
 import functools
+import io
 import traceback
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import ipywidgets as w
 from bokeh.models import LayoutDOM
 from jupyter_bokeh import BokehModel
+from PIL import Image
 
-__all__ = ["Explorer", "html_table"]
+from ..plots import set_font_size
+from ._page import bokehjs_loaded_here, page_style
+
+__all__ = ["Explorer", "Debounced", "html_table"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class Explorer:
@@ -22,22 +31,35 @@ class Explorer:
 
     A subclass builds ``self.view`` (an ipywidgets box that ends with
     ``self.errors``) and implements :meth:`snapshot`. Displaying the object
-    in a notebook shows the live view; where widgets cannot run (a notebook
-    saved and rendered on GitHub) the JPEG from :meth:`snapshot` shows
-    instead, because it travels in the same output bundle.
+    in a notebook puts BokehJS into the page (every time: the page may have
+    been reloaded since the last display), then the live view, whose output
+    also carries the JPEG from :meth:`snapshot` for renderers without
+    widgets (GitHub, nbviewer). In JupyterLab, where a saved widget output
+    without its kernel reads "model not found", a style sheet shows that
+    picture in its place.
     """
 
     view: w.Box
 
     def __init__(self) -> None:
-        _load_bokehjs()
         self.errors = w.Output(layout=w.Layout(max_height="12em", overflow="auto"))
         self.last_error: BaseException | None = None
         self._plots: list[tuple[BokehModel, LayoutDOM]] = []
+        self.presentation = w.ToggleButton(
+            value=False,
+            description="presentation",
+            icon="tv",
+            tooltip="larger text for a projector",
+            layout=w.Layout(width="auto"),
+        )
+        self.presentation.observe(self._guarded(self._on_presentation), names="value")
+        self.status = w.HTML(layout=w.Layout(min_height="1.2em"))
 
-    def _plot(self, figure: LayoutDOM) -> BokehModel:
-        """Wrap a Bokeh figure as a widget, refreshed each time the view is displayed."""
-        model = BokehModel(figure)
+    def _plot(self, figure: LayoutDOM, **layout: str) -> BokehModel:
+        """Wrap a Bokeh figure as a widget that takes the width its box gives it."""
+        model = BokehModel(
+            figure, layout=w.Layout(min_width="0", flex="1 1 auto", width="100%", **layout)
+        )
         self._plots.append((model, figure))
         return model
 
@@ -64,54 +86,144 @@ class Explorer:
 
         return run  # type: ignore[return-value]
 
+    # -- presentation and busy state ---------------------------------------------
+
+    def _on_presentation(self, change: Any = None) -> None:
+        on = bool(self.presentation.value)
+        for _, figure in self._plots:
+            for fig in _figures_in(figure):
+                set_font_size(fig, "large" if on else "normal", legend=self._legend_size(fig))
+        if on:
+            self.view.add_class("pcr-present")
+        else:
+            self.view.remove_class("pcr-present")
+
+    def _legend_size(self, figure: Any) -> str | None:
+        """A figure's legend font size in normal mode, when it is not Bokeh's default."""
+        return None
+
+    @contextmanager
+    def busy(self, message: str) -> Iterator[None]:
+        """Show *message* and dim the view while a slow step runs.
+
+        Widget messages leave the kernel as they are set, so the page shows
+        the message before the work starts, and clears it when it ends.
+        """
+        self.status.value = f"<span class='pcr-busy-note'>&#8987; {message}</span>"
+        self.view.add_class("pcr-busy")
+        try:
+            yield
+        finally:
+            self.view.remove_class("pcr-busy")
+            self.status.value = ""
+
+    # -- display ---------------------------------------------------------------------
+
     def snapshot(self) -> bytes:
         """A JPEG picture of the widget's current state (the static fallback)."""
         raise NotImplementedError
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _bundle(self, picture: bytes | None) -> dict[str, Any]:
         # jupyter_bokeh applies data changes only to views that exist; a view
         # created now renders from the bundle, so bring the bundle up to date.
         for model, figure in self._plots:
             model.update_from_model(figure)
         data = dict(self.view._repr_mimebundle_())
-        try:
-            data["image/jpeg"] = base64.b64encode(self.snapshot()).decode("ascii")
-        except Exception as exc:  # the live view must still show if the picture fails
-            data["text/plain"] = f"{data.get('text/plain', '')} (no static picture: {exc})"
+        if picture is not None:
+            data["image/jpeg"] = base64.b64encode(picture).decode("ascii")
         return data
 
+    def _picture(self) -> tuple[bytes | None, str]:
+        try:
+            return self.snapshot(), ""
+        except Exception as exc:  # the live view must still show if the picture fails
+            return None, f" (no static picture: {exc})"
 
-_bokehjs_loaded = False
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        picture, note = self._picture()
+        data = self._bundle(picture)
+        if note:
+            data["text/plain"] = f"{data.get('text/plain', '')}{note}"
+        return data
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        bokehjs_loaded_here()
+        picture, note = self._picture()
+        key = f"pcr-fallback-{uuid.uuid4().hex[:12]}"
+        size = Image.open(io.BytesIO(picture)).size if picture is not None else None
+        display({"text/html": page_style(key, picture, size)}, raw=True)
+        data = self._bundle(picture)
+        if note:
+            data["text/plain"] = f"{data.get('text/plain', '')}{note}"
+        display(data, raw=True)
 
 
-def _load_bokehjs() -> None:
-    """Put BokehJS into the notebook page, once per kernel.
+def _figures_in(item: Any) -> list[Any]:
+    """The Bokeh figures in a figure or a layout of figures."""
+    children = getattr(item, "children", None)
+    if children is None:
+        return [item]
+    out: list[Any] = []
+    for child in children:
+        out += _figures_in(child[0] if isinstance(child, tuple) else child)
+    return out
 
-    ``jupyter_bokeh`` renders with the page's ``window.Bokeh`` and does not
-    load it; without this every plot shows a JavaScript error. Inline
-    resources (the core bundle only, ~1.3 MB) keep it working offline.
+
+class Debounced:
+    """Run *fn* once the calls have stopped for *delay* seconds (on the kernel's event loop).
+
+    A drag sends a value every few milliseconds; work that only matters
+    once the hand stops (redrawing hundreds of timeline bars) waits for the
+    last one. Outside a running event loop (a script, a test) each call
+    runs *fn* at once, so results never depend on timing there.
     """
-    global _bokehjs_loaded
-    if _bokehjs_loaded:
-        return
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - ipywidgets depends on IPython
-        return
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "kernel"):
-        return  # plain Python or a terminal IPython: no page to load into
-    from bokeh.io import output_notebook
-    from bokeh.resources import Resources
 
-    output_notebook(Resources(mode="inline", components=["bokeh"]), hide_banner=True)
-    _bokehjs_loaded = True
+    def __init__(self, fn: Callable[[], None], delay: float = 0.25) -> None:
+        self.fn = fn
+        self.delay = delay
+        self._handle: Any = None
+
+    def __call__(self, *args: Any) -> None:
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.fn()
+            return
+        self.cancel()
+        self._handle = loop.call_later(self.delay, self._fire)
+
+    @property
+    def pending(self) -> bool:
+        """True while a call waits for the calls to stop."""
+        return self._handle is not None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.fn()
+
+    def cancel(self) -> None:
+        """Forget a waiting call."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def flush(self) -> None:
+        """Run a waiting call now."""
+        if self._handle is not None:
+            self.cancel()
+            self.fn()
 
 
 def html_table(rows: list[tuple[str, str]]) -> str:
     """A two-column HTML table of label/value readouts."""
     cells = "".join(
-        f"<tr><td style='padding:0 1em 0 0;color:#555'>{k}</td><td><b>{v}</b></td></tr>"
+        f"<tr><td style='padding:0 1em 0 0;color:#555;vertical-align:top;white-space:nowrap'>"
+        f"{k}</td>"
+        f"<td><b>{v}</b></td></tr>"
         for k, v in rows
     )
-    return f"<table style='font-size:13px;line-height:1.5'>{cells}</table>"
+    return f"<table class='pcr-readout' style='font-size:13px;line-height:1.5'>{cells}</table>"

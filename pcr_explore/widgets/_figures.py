@@ -1,14 +1,28 @@
 """Bokeh figures the widgets need beyond :mod:`pcr_explore.plots`.
 
 Each builder returns the figure and the named ``ColumnDataSource`` objects a
-widget updates, always by replacing ``source.data`` in one assignment, so a
-change crosses the comm as a single patch.
+widget updates, by replacing ``source.data`` in one assignment (one patch
+crosses the comm) or, for a fixed number of rows, by patching the columns in
+place. Every figure stretches to the width of its box.
 """
 
 from __future__ import annotations
 
-from bokeh.models import ColumnDataSource, DataRange1d, FactorRange, HoverTool, Range1d
-from bokeh.models.annotations import Span
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bokeh.models import (
+    CDSView,
+    ColumnDataSource,
+    DataRange1d,
+    FactorRange,
+    GroupFilter,
+    HoverTool,
+    NumeralTickFormatter,
+    Range1d,
+    TapTool,
+)
+from bokeh.models.annotations import LabelSet, Span
 from bokeh.plotting import figure
 
 from ._static import PALETTE
@@ -19,39 +33,44 @@ __all__ = [
     "policy_bars_figure",
     "timeline_figure",
     "TIMELINE_COLORS",
+    "update_source",
 ]
 
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
 
 def scan_curve_figure(
-    metric_label: str, *, width: int = 460, height: int = 320
+    axis_label: str, *, height: int = 300
 ) -> tuple[figure, dict[str, ColumnDataSource]]:
-    """Bytes fraction vs quality for one image, the dataset's band, the current level.
+    """Bytes read vs quality for one image, the dataset's band, the current level.
 
     Sources (all columns start empty):
 
     ``image``
-        ``x`` bytes fraction, ``y`` metric, ``scan``, ``bytes`` per level.
+        ``x`` bytes fraction, ``y`` drawn value, ``scan``, ``bytes``, ``label``
+        (level labels, merged where points crowd) per level. Tapping a point
+        selects it (``image.selected.indices``).
     ``current``
-        the same columns, one row: the level shown.
+        ``x``, ``y``, ``scan``, ``bytes``: one row, the level shown.
     ``dataset``
         ``x``, ``mean``, ``lo``, ``hi``: the dataset's mean and quantile band.
     """
     src = {
-        "image": ColumnDataSource({"x": [], "y": [], "scan": [], "bytes": []}),
+        "image": ColumnDataSource({"x": [], "y": [], "scan": [], "bytes": [], "label": []}),
         "current": ColumnDataSource({"x": [], "y": [], "scan": [], "bytes": []}),
         "dataset": ColumnDataSource({"x": [], "mean": [], "lo": [], "hi": []}),
     }
     fig = figure(
-        width=width,
         height=height,
+        min_width=280,
+        sizing_mode="stretch_width",
         tools=_TOOLS,
-        x_range=Range1d(start=0, end=1.02),
-        title=f"Bytes vs {metric_label}",
-        x_axis_label="fraction of the full image's bytes",
-        y_axis_label=metric_label,
+        x_range=Range1d(start=-0.03, end=1.07),  # the last level's marker is not cut
+        title="Bytes read vs quality",
+        x_axis_label="bytes read (% of the full image)",
+        y_axis_label=axis_label,
     )
+    fig.xaxis.formatter = NumeralTickFormatter(format="0%")
     fig.varea(
         "x",
         "lo",
@@ -78,7 +97,27 @@ def scan_curve_figure(
         line_width=2,
         legend_label="this image",
     )
-    pts = fig.scatter("x", "y", source=src["image"], size=7, color=PALETTE[1])
+    pts = fig.scatter(
+        "x",
+        "y",
+        source=src["image"],
+        size=9,
+        color=PALETTE[1],
+        nonselection_alpha=1.0,
+        selection_color=PALETTE[1],
+    )
+    fig.add_layout(
+        LabelSet(
+            x="x",
+            y="y",
+            text="label",
+            source=src["image"],
+            text_align="center",
+            y_offset=-20,
+            text_font_size="9pt",
+            text_color="#444444",
+        )
+    )
     fig.scatter(
         "x",
         "y",
@@ -96,10 +135,11 @@ def scan_curve_figure(
             tooltips=[
                 ("scan", "@scan"),
                 ("bytes", "@bytes{0,0}"),
-                ("fraction", "@x{0.000}"),
-                (metric_label, "@y{0.0000}"),
+                ("of the full image", "@x{0.0%}"),
+                (axis_label, "@y{0.0000}"),
             ],
-        )
+        ),
+        TapTool(renderers=[pts]),
     )
     fig.legend.location = "bottom_right"
     fig.legend.click_policy = "hide"
@@ -107,9 +147,7 @@ def scan_curve_figure(
     return fig, src
 
 
-def ratio_figure(
-    *, width: int = 520, height: int = 340
-) -> tuple[figure, dict[str, ColumnDataSource], Span]:
+def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSource], Span]:
     """Compression ratio vs sparsity: analytic lines, measured points, the current sparsity.
 
     Sources:
@@ -122,7 +160,8 @@ def ratio_figure(
         ``x``, ``y``, ``codec``, ``color``: each codec's ratio at the current sparsity.
 
     The returned ``Span`` is the vertical line at the current sparsity (move
-    it through its ``location``).
+    it through its ``location``). The measured points' legend entry is the
+    one whose renderer draws ``measured`` (its label can name the size measured).
     """
     src = {
         "lines": ColumnDataSource({"xs": [], "ys": [], "codec": [], "color": []}),
@@ -130,15 +169,17 @@ def ratio_figure(
         "current": ColumnDataSource({"x": [], "y": [], "codec": [], "color": []}),
     }
     fig = figure(
-        width=width,
         height=height,
+        min_width=320,
+        sizing_mode="stretch_width",
         tools=_TOOLS,
         y_axis_type="log",
         x_range=Range1d(start=0, end=1),
         title="Compression ratio vs sparsity",
-        x_axis_label="sparsity (fraction of zeros)",
+        x_axis_label="sparsity (share of zeros)",
         y_axis_label="raw bytes / encoded bytes",
     )
+    fig.xaxis.formatter = NumeralTickFormatter(format="0%")
     lines = fig.multi_line(
         "xs", "ys", source=src["lines"], line_color="color", line_width=2, legend_field="codec"
     )
@@ -151,7 +192,7 @@ def ratio_figure(
         fill_color="white",
         line_color="color",
         line_width=2,
-        legend_label="measured (real encodes)",
+        legend_label="measured",
     )
     cur = fig.scatter("x", "y", source=src["current"], size=10, color="color")
     fig.add_tools(
@@ -160,38 +201,41 @@ def ratio_figure(
     span = Span(location=0.0, dimension="height", line_color="#444444", line_dash="dotted")
     fig.add_layout(span)
     fig.legend.location = "top_left"
-    fig.legend.ncols = 3
-    fig.legend.label_text_font_size = "8pt"
+    fig.legend.ncols = 2
+    fig.legend.label_text_font_size = "11px"
     fig.legend.spacing = 0
+    fig.legend.background_fill_alpha = 0.75
     fig.toolbar.logo = None
     return fig, src, span
 
 
 def policy_bars_figure(
-    policies: list[str], *, width: int = 460, height: int = 340
+    policies: list[str], *, height: int = 330
 ) -> tuple[figure, dict[str, ColumnDataSource]]:
     """Swap time and stall per policy, as horizontal bars (milliseconds).
 
     Source ``bars``: ``policy``, ``swap_ms``, ``stall_ms``, ``label``. When
-    the policies change, set ``figure.y_range.factors`` too.
+    the policies change, set ``figure.y_range.factors`` too. One tooltip per
+    bar: the stall bar lies inside its swap bar, and only the swap bar answers.
     """
     src = {"bars": ColumnDataSource({"policy": [], "swap_ms": [], "stall_ms": [], "label": []})}
     fig = figure(
-        width=width,
         height=height,
+        min_width=300,
+        sizing_mode="stretch_width",
         tools="save,reset",
         y_range=FactorRange(factors=list(reversed(policies))),
         x_range=DataRange1d(start=0),
-        title="One training step: swap time and stall per policy",
+        title="One step: swap time and stall",
         x_axis_label="milliseconds per step",
     )
-    fig.hbar(
+    swap = fig.hbar(
         y="policy",
         right="swap_ms",
         height=0.8,
         source=src["bars"],
         color="#c6dbef",
-        legend_label="swap time (codec + copy)",
+        legend_label="swap (codec + copy)",
     )
     fig.hbar(
         y="policy",
@@ -199,20 +243,22 @@ def policy_bars_figure(
         height=0.45,
         source=src["bars"],
         color="#d62728",
-        legend_label="stall added to the step",
+        legend_label="stall added",
     )
     fig.add_tools(
         HoverTool(
+            renderers=[swap],
             tooltips=[
                 ("policy", "@policy"),
                 ("swap", "@swap_ms{0.00} ms"),
                 ("stall", "@stall_ms{0.00} ms"),
                 ("", "@label"),
-            ]
+            ],
         )
     )
     fig.add_layout(fig.legend[0], "below")
     fig.legend.orientation = "horizontal"
+    fig.legend.label_text_font_size = "11px"
     fig.toolbar.logo = None
     return fig, src
 
@@ -226,44 +272,70 @@ TIMELINE_COLORS = {
 }
 
 
-def timeline_figure(
-    *, width: int = 1000, height: int = 220
-) -> tuple[figure, dict[str, ColumnDataSource]]:
+def timeline_figure(*, height: int = 210) -> tuple[figure, dict[str, ColumnDataSource]]:
     """The events of one step on the compute and copy streams.
 
     Source ``events``: the columns of
     :meth:`pcr_explore.swap.SimResult.timeline` with ``start``/``end`` in
-    milliseconds, plus ``lane`` (the y factor) and ``color``.
+    milliseconds, plus ``lane`` (the y factor). One renderer per event kind
+    filters the source, so the legend is fixed and a new step is one
+    assignment without regrouping.
     """
-    cols = ("tensor", "name", "phase", "stream", "kind", "codec", "start", "end", "lane", "color")
+    cols = ("tensor", "name", "phase", "stream", "kind", "codec", "start", "end", "lane")
     src = {"events": ColumnDataSource({c: [] for c in cols})}
     fig = figure(
-        width=width,
         height=height,
+        min_width=320,
+        sizing_mode="stretch_width",
         tools="xpan,xwheel_zoom,reset,save",
         y_range=FactorRange(factors=["copy", "compute"]),
         title="Timeline of the step (forward, then backward)",
         x_axis_label="milliseconds from the start of the step",
     )
-    fig.hbar(
-        legend_field="kind",
-        y="lane",
-        left="start",
-        right="end",
-        height=0.7,
-        color="color",
-        line_color=None,
-        source=src["events"],
-    )
+    renderers: list[Any] = [
+        fig.hbar(
+            y="lane",
+            left="start",
+            right="end",
+            height=0.7,
+            color=color,
+            line_color=None,
+            source=src["events"],
+            view=CDSView(filter=GroupFilter(column_name="kind", group=kind)),
+            legend_label=kind,
+        )
+        for kind, color in TIMELINE_COLORS.items()
+    ]
     fig.add_tools(
         HoverTool(
+            renderers=renderers,
             tooltips=[
                 ("", "@kind @name (@phase)"),
                 ("codec", "@codec"),
                 ("ms", "@start{0.000} - @end{0.000}"),
-            ]
+            ],
         )
     )
     fig.add_layout(fig.legend[0], "right")
+    fig.legend.label_text_font_size = "11px"
     fig.toolbar.logo = None
     return fig, src
+
+
+def update_source(source: ColumnDataSource, data: Mapping[str, Sequence[Any]]) -> None:
+    """Show *data* in *source*: patch the changed columns in place when the rows match.
+
+    While a slider drags, the same rows (policies, codecs) change only some
+    values: a patch of those columns is a smaller message than new data and
+    BokehJS updates its arrays in place. Other columns or another row count
+    replace the data in one assignment.
+    """
+    old = source.data
+    n = len(next(iter(data.values()), []))
+    same_rows = set(old) == set(data) and all(len(old[c]) == n for c in data)
+    if not same_rows or n == 0:
+        source.data = dict(data)
+        return
+    changed = {c: list(v) for c, v in data.items() if list(old[c]) != list(v)}
+    if changed:
+        source.patch({c: [(slice(0, n), v)] for c, v in changed.items()})

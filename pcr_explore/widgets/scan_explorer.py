@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
-import io
+import html
 import os
-from typing import Any, Literal
+from typing import Any
 
 import ipywidgets as w
 import numpy as np
-from PIL import Image
 
-from ..compare import LevelCache, difference_map, encode_jpeg, zoom_crop
-from ..metrics import METRIC_LABELS, METRICS
-from ..plots import drawable
+from ..compare import LevelCache, difference_scale, level_note
+from ..metrics import METRIC_LABELS, METRICS, format_value
+from ..plots import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..sources import LevelSource, open_source
 from ._explorer import Explorer, html_table
 from ._figures import scan_curve_figure
-from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
+from ._snapshots import scan_picture
 
 __all__ = ["ScanExplorer"]
 
-Mode = Literal["level", "side", "diff"]
+_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
 class ScanExplorer(Explorer):
     """Slide through the scan levels of an image: pixels, bytes and quality.
 
-    Controls: a level slider, an image picker with previous/next buttons, a
-    view toggle (the level alone, next to the full image, or an amplified
-    difference map) and a zoom with its centre. Readouts: bytes at the level,
-    fraction of the full image, MS-SSIM, SSIM and PSNR against the full
-    image. The plot shows this image's bytes-vs-quality curve, the dataset's
-    mean curve with its p5-p95 band, and the level shown.
+    Controls: a level slider with a play button, an image picker with
+    previous/next buttons, a view toggle (the level alone, next to the full
+    image, a split with the full image right of a line, or an amplified
+    difference map) and a zoom with its centre. The picture sits next to a
+    plot of this image's bytes-vs-quality curve (with the dataset's mean and
+    p5-p95 band); clicking a point shows that level. Readouts: bytes at the
+    level, share of the full image, what the scan adds, MS-SSIM, SSIM and
+    PSNR against the full image.
 
     Parameters
     ----------
@@ -62,8 +63,13 @@ class ScanExplorer(Explorer):
 
     Attributes
     ----------
-    level, picker, prev_button, next_button, mode, zoom, zoom_x, zoom_y
+    level, play, picker, prev_button, next_button, mode, zoom, zoom_x, zoom_y
         The controls (ipywidgets); set ``level.value = 3`` from code to move.
+    scale : ipywidgets.ToggleButtons
+        The quality axis: the metric itself, or (SSIM, MS-SSIM) its loss in
+        dB, which spreads the upper levels out.
+    presentation : ipywidgets.ToggleButton
+        Larger text for a projector.
     image, reference : ipywidgets.Image
         The level shown, and the full image or difference map next to it.
     readout : ipywidgets.HTML
@@ -105,36 +111,54 @@ class ScanExplorer(Explorer):
         self.gain = gain
         self.cache = LevelCache(self.source, max_side=max_side, maxsize=cache_size)
         n = self.cache.num_scans
-        names = self.source.names
+        start = level if level is not None else max(1, n // 2)
 
         self.level = w.IntSlider(
-            value=level if level is not None else max(1, n // 2),
+            value=start,
             min=1,
             max=n,
             description="scan level",
             continuous_update=True,
-            layout=w.Layout(width="420px"),
-        )
-        self.picker = w.Dropdown(
-            options=[(name, i) for i, name in enumerate(names)],
-            value=image,
-            description="image",
             layout=w.Layout(width="360px"),
         )
+        self.play = w.Play(
+            value=start,
+            min=1,
+            max=n,
+            interval=700,
+            description="play the levels",
+            show_repeat=False,
+            layout=w.Layout(width="auto"),
+        )
+        # Linked in the page: playing moves the slider without a round trip.
+        self._play_link = w.jslink((self.play, "value"), (self.level, "value"))
+        self.picker = w.Dropdown(
+            options=[(name, i) for i, name in enumerate(self.source.names)],
+            value=image,
+            description="image",
+            layout=w.Layout(width="300px"),
+        )
         self.prev_button = w.Button(
-            icon="arrow-left", tooltip="previous image", layout=w.Layout(width="40px")
+            icon="arrow-left", tooltip="previous image", layout=w.Layout(width="36px")
         )
         self.next_button = w.Button(
-            icon="arrow-right", tooltip="next image", layout=w.Layout(width="40px")
+            icon="arrow-right", tooltip="next image", layout=w.Layout(width="36px")
         )
         self.mode = w.ToggleButtons(
             options=[
                 ("level", "level"),
                 ("side by side", "side"),
+                ("split", "split"),
                 (f"difference x{gain:g}", "diff"),
             ],
             value="level",
-            style={"button_width": "110px"},
+            style={"button_width": "auto"},
+            tooltips=[
+                "the level alone",
+                "the full image next to it",
+                "the full image right of the line (move it with x)",
+                "where the level differs from the full image",
+            ],
         )
         self.zoom = w.FloatSlider(
             value=1.0,
@@ -142,33 +166,44 @@ class ScanExplorer(Explorer):
             max=8.0,
             step=0.5,
             description="zoom",
+            readout_format=".1f",
             continuous_update=True,
-            layout=w.Layout(width="260px"),
+            layout=w.Layout(width="220px"),
         )
-        self.zoom_x = w.FloatSlider(
-            value=0.5,
-            min=0.0,
-            max=1.0,
-            step=0.01,
-            description="x",
-            readout=False,
-            layout=w.Layout(width="200px"),
+        self.zoom_x, self.zoom_y = (
+            w.FloatSlider(
+                value=0.5,
+                min=0.0,
+                max=1.0,
+                step=0.01,
+                description=axis,
+                readout_format=".0%",
+                disabled=True,
+                layout=w.Layout(width="190px"),
+                style={"description_width": "1.2em"},
+            )
+            for axis in ("x", "y")
         )
-        self.zoom_y = w.FloatSlider(
-            value=0.5,
-            min=0.0,
-            max=1.0,
-            step=0.01,
-            description="y",
-            readout=False,
-            layout=w.Layout(width="200px"),
+        label = METRIC_LABELS[metric]
+        self.scale = w.ToggleButtons(
+            options=[(label, "value"), (f"{label} in dB", "db")],
+            value="value",
+            style={"button_width": "auto"},
+            tooltips=["the metric itself", "-10 log10(1 - value): spreads the upper levels"],
+            layout=w.Layout(display="none" if metric == "psnr" else None),
         )
-        self.image = w.Image(format="jpeg", layout=w.Layout(max_width="100%"))
-        self.reference = w.Image(format="jpeg", layout=w.Layout(max_width="100%", display="none"))
+        picture = {
+            "flex": "0 1 auto",
+            "min_width": "0",
+            "max_width": "100%",
+            "object_fit": "contain",
+        }
+        self.image = w.Image(format="jpeg", layout=w.Layout(**picture))
+        self.reference = w.Image(format="jpeg", layout=w.Layout(**picture, display="none"))
         self.image_caption = w.HTML()
         self.reference_caption = w.HTML()
         self.readout = w.HTML()
-        self.figure, self.sources = scan_curve_figure(METRIC_LABELS[metric])
+        self.figure, self.sources = scan_curve_figure(axis_label(metric))
         self.plot = self._plot(self.figure)
 
         self._shown: tuple[int, LevelQuality] | None = None  # image index, its quality
@@ -180,28 +215,33 @@ class ScanExplorer(Explorer):
                 seed=seed,
                 metric=metric,
                 workers=workers,
+                progress=False,
             )
-            c = self._dataset_curve
-            self.sources["dataset"].data = {
-                "x": np.asarray(c.bytes_fraction, float),
-                "mean": drawable(c.mean, metric),
-                "lo": drawable(c.p5, metric),
-                "hi": drawable(c.p95, metric),
-            }
 
+        left = w.VBox(
+            [self.image_caption, w.HBox([self.image, self.reference]), self.reference_caption],
+            layout=w.Layout(flex="1 1 52%", min_width="0"),
+        )
+        hint = w.HTML("<span style='color:#777'>click a point to show its level</span>")
+        right = w.VBox(
+            [self.plot, w.HBox([self.scale, hint], layout=_ROW), self.readout],
+            layout=w.Layout(flex="1 1 40%", min_width="300px", margin="0 0 0 12px"),
+        )
         self.view = w.VBox(
             [
-                w.HBox([self.picker, self.prev_button, self.next_button, self.mode]),
-                w.HBox([self.level, self.zoom, self.zoom_x, self.zoom_y]),
                 w.HBox(
-                    [
-                        w.VBox([self.image_caption, self.image]),
-                        w.VBox([self.reference_caption, self.reference]),
-                    ]
+                    [self.picker, self.prev_button, self.next_button, self.mode, self.presentation],
+                    layout=_ROW,
                 ),
-                w.HBox([self.plot, self.readout]),
+                w.HBox([self.play, self.level, self.zoom, self.zoom_x, self.zoom_y], layout=_ROW),
+                self.status,
+                w.HBox(
+                    [left, right],
+                    layout=w.Layout(flex_flow="row wrap", width="100%", align_items="flex-start"),
+                ),
                 self.errors,
-            ]
+            ],
+            layout=w.Layout(width="100%"),
         )
 
         self._on_image = self._guarded(self._show_image)
@@ -209,8 +249,11 @@ class ScanExplorer(Explorer):
         self.picker.observe(self._on_image, names="value")
         for control in (self.level, self.mode, self.zoom, self.zoom_x, self.zoom_y):
             control.observe(self._on_view, names="value")
+        self.scale.observe(self._guarded(self._draw_curves), names="value")
         self.prev_button.on_click(self._guarded(lambda _: self.step(-1)))
         self.next_button.on_click(self._guarded(lambda _: self.step(+1)))
+        tapped = self._guarded(self._on_tap)
+        self.sources["image"].selected.on_change("indices", lambda attr, old, new: tapped(new))
         self._show_image()
 
     # -- what the widget shows -------------------------------------------------
@@ -239,20 +282,49 @@ class ScanExplorer(Explorer):
         """Show the image *delta* places after the current one (wrapping round)."""
         self.picker.value = (self.index + delta) % len(self.source)
 
+    def _on_tap(self, indices: list[int]) -> None:
+        """A point of the curve was clicked: show its level."""
+        if not indices:
+            return
+        self.level.value = int(self.sources["image"].data["scan"][indices[0]])
+        self.sources["image"].selected.indices = []
+
     def _show_image(self, change: Any = None) -> None:
         # The picture and its bytes go out first; the quality of a new image
         # takes a moment (every level against the full image) and follows.
         self._render()
         i = self.index
-        q = self.quality(i)
+        if self.cache.cached("quality", i) is None:
+            with self.busy(f"measuring {html.escape(self.source.names[i])} at every level..."):
+                q = self.quality(i)
+        else:
+            q = self.quality(i)
         self._shown = (i, q)
-        nbytes = self.cache.level_bytes(i)
-        self.sources["image"].data = {
-            "x": nbytes / nbytes[-1],
-            "y": drawable(q.metric(self.metric), self.metric),
-            "scan": np.arange(1, len(nbytes) + 1),
-            "bytes": nbytes,
-        }
+        self._draw_curves()
+
+    def _draw_curves(self, change: Any = None) -> None:
+        """Fill the curve sources: this image, and the dataset, on the chosen scale."""
+        scale = str(self.scale.value)
+        if self._shown is not None:
+            i, q = self._shown
+            nbytes = self.cache.level_bytes(i)
+            x = nbytes / nbytes[-1]
+            self.sources["image"].data = {
+                "x": x,
+                "y": drawable(q.metric(self.metric), self.metric, scale),
+                "scan": np.arange(1, len(nbytes) + 1),
+                "bytes": nbytes,
+                "label": level_labels(x),
+            }
+        c = self._dataset_curve
+        if c is not None:
+            self.sources["dataset"].data = {
+                "x": np.asarray(c.bytes_fraction, float),
+                "mean": drawable(c.mean, self.metric, scale),
+                "lo": drawable(c.p5, self.metric, scale),
+                "hi": drawable(c.p95, self.metric, scale),
+            }
+        self.figure.yaxis.axis_label = axis_label(self.metric, scale)
         self._render()
 
     def _known_quality(self, i: int) -> LevelQuality | None:
@@ -262,26 +334,13 @@ class ScanExplorer(Explorer):
         q = self.cache.cached("quality", i)
         return q if isinstance(q, LevelQuality) else None
 
-    def _pictures(self, i: int, k: int, mode: Mode) -> tuple[bytes, bytes | None]:
-        """The JPEG bytes of the two pictures for image *i* at level *k*."""
-        zoom = float(self.zoom.value)
-        if zoom <= 1.0 and mode != "diff":
-            right = self.cache.display(i, None) if mode == "side" else None
-            return self.cache.display(i, k), right
-        level = self.cache.pixels(i, k)
-        full = self.cache.pixels(i, None)
-        center = (float(self.zoom_x.value), float(self.zoom_y.value))
-
-        def view(arr: np.ndarray) -> bytes:
-            return encode_jpeg(zoom_crop(arr, center, zoom) if zoom > 1.0 else arr)
-
-        if mode == "diff":
-            return view(level), view(difference_map(level, full, self.gain))
-        return view(level), (view(full) if mode == "side" else None)
-
     def _render(self, change: Any = None) -> None:
         i, k, mode = self.index, int(self.level.value), self.mode.value
-        left, right = self._pictures(i, k, mode)
+        zoomed = float(self.zoom.value) > 1.0
+        self.zoom_x.disabled = not (zoomed or mode == "split")
+        self.zoom_y.disabled = not zoomed
+        center = (float(self.zoom_x.value), float(self.zoom_y.value))
+        left, right = self.cache.views(i, k, mode, float(self.zoom.value), center, self.gain)
         self.image.value = left
         if right is None:
             self.reference.layout.display = "none"
@@ -290,10 +349,11 @@ class ScanExplorer(Explorer):
             self.reference.layout.display = None
         nbytes = self.cache.level_bytes(i)
         q = self._known_quality(i)
+        scale = str(self.scale.value)
         y = (
             float("nan")
             if q is None
-            else float(drawable(q.metric(self.metric), self.metric)[k - 1])
+            else float(drawable(q.metric(self.metric), self.metric, scale)[k - 1])
         )
         self.sources["current"].data = {
             "x": [float(nbytes[k - 1] / nbytes[-1])],
@@ -301,40 +361,65 @@ class ScanExplorer(Explorer):
             "scan": [k],
             "bytes": [int(nbytes[k - 1])],
         }
-        zoom = f", zoom x{self.zoom.value:g}" if self.zoom.value > 1 else ""
-        # the byte counter sits right above the picture, in view while sliding
-        self.image_caption.value = (
-            f"<b>scan {k} of {len(nbytes)}</b> &middot; {int(nbytes[k - 1]):,} of "
-            f"{int(nbytes[-1]):,} bytes ({nbytes[k - 1] / nbytes[-1]:.1%}){zoom}"
+        self.image_caption.value = self._caption(i, k, mode)
+        self.reference_caption.value = self._reference_caption(mode, right is not None)
+        # the picker and the caption already name the image and the level
+        rows = [r for r in self.readout_rows() if r[0] not in ("image", "scan level")]
+        self.readout.value = html_table(rows)
+
+    def _caption(self, i: int, k: int, mode: str) -> str:
+        """The byte counter right above the picture, in view while sliding."""
+        nbytes = self.cache.level_bytes(i)
+        have, full = int(nbytes[k - 1]), int(nbytes[-1])
+        parts = [
+            f"<b>scan {k} of {len(nbytes)}</b>",
+            f"{have:,} of {full:,} bytes ({have / full:.1%})",
+        ]
+        if self.zoom.value > 1:
+            parts.append(
+                f"zoom x{self.zoom.value:g} at ({self.zoom_x.value:.0%}, {self.zoom_y.value:.0%})"
+            )
+        if mode == "split":
+            parts.append(f"left: scan {k}, right of the line: full image")
+        note = level_note(nbytes, k)
+        hint = f"<br><i style='color:#9a6700'>{html.escape(note)}</i>" if "no bytes" in note else ""
+        return " &middot; ".join(parts) + hint
+
+    def _reference_caption(self, mode: str, shown: bool) -> str:
+        if not shown:
+            return ""
+        if mode == "side":
+            return "<b>full image</b>"
+        ticks = difference_scale(self.gain)
+        top = ticks[-1][1]
+        bar = (
+            "<span style='display:inline-block;width:140px;height:10px;vertical-align:middle;"
+            "border:1px solid #888;background:linear-gradient(90deg,#000,#fff)'></span>"
         )
-        self.reference_caption.value = (
-            ""
-            if right is None
-            else "<b>full image</b>"
-            if mode == "side"
-            else f"<b>|level - full| x {self.gain:g}</b>"
+        return (
+            f"<b>|level - full| x {self.gain:g}</b>, per pixel (largest channel): "
+            f"0 {bar} {top}+ of 255"
         )
-        self.readout.value = html_table(self.readout_rows())
 
     def readout_rows(self) -> list[tuple[str, str]]:
         """Return the readouts for the level shown, as (label, value) pairs."""
         i, k = self.index, int(self.level.value)
         nbytes = self.cache.level_bytes(i)
         rows = [
-            ("image", self.source.names[i]),
+            ("image", html.escape(self.source.names[i])),
             ("scan level", f"{k} / {len(nbytes)}"),
             ("bytes at this level", f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"),
-            ("fraction of full", f"{nbytes[k - 1] / nbytes[-1]:.1%}"),
+            ("share of the full image", f"{nbytes[k - 1] / nbytes[-1]:.1%}"),
+            ("this scan", html.escape(level_note(nbytes, k).partition(": ")[2] or "-")),
         ]
         q = self._known_quality(i)
         if q is None:
             return [*rows, ("quality vs full", "measuring...")]
-        psnr = float(q.psnr[k - 1])
         return [
             *rows,
-            ("MS-SSIM vs full", f"{float(q.mssim[k - 1]):.4f}"),
-            ("SSIM vs full", f"{float(q.ssim[k - 1]):.4f}"),
-            ("PSNR vs full", "identical" if not np.isfinite(psnr) else f"{psnr:.1f} dB"),
+            ("MS-SSIM vs full", format_value(q.mssim[k - 1], "mssim")),
+            ("SSIM vs full", format_value(q.ssim[k - 1], "ssim")),
+            ("PSNR vs full", format_value(q.psnr[k - 1], "psnr")),
         ]
 
     # -- static picture ----------------------------------------------------------
@@ -347,28 +432,4 @@ class ScanExplorer(Explorer):
         bytes
             A JPEG, for places where widgets cannot run.
         """
-        shown = [self.image.value]
-        if self.reference.layout.display != "none" and self.reference.value:
-            shown.append(self.reference.value)
-        pics = []
-        for data in shown:
-            pic = Image.open(io.BytesIO(data))
-            pic.thumbnail((480, 480))
-            pics.append(pic)
-        top = hstack(pics)
-        img, cur, ds = (self.sources[n].data for n in ("image", "current", "dataset"))
-        series = [("this image", np.asarray(img["x"]), np.asarray(img["y"]))]
-        band = None
-        if len(ds["x"]):
-            series.insert(0, ("dataset mean", np.asarray(ds["x"]), np.asarray(ds["mean"])))
-            band = (np.asarray(ds["x"]), np.asarray(ds["lo"]), np.asarray(ds["hi"]))
-        chart = line_chart(
-            series,
-            band=band,
-            highlight=(cur["x"][0], cur["y"][0]),
-            title=f"Bytes vs {METRIC_LABELS[self.metric]}",
-            xlabel="fraction of the full image's bytes",
-            ylabel=METRIC_LABELS[self.metric],
-        )
-        text = text_panel([f"{k}: {v}" for k, v in self.readout_rows()], 360)
-        return to_jpeg(vstack([top, hstack([chart, text])]))
+        return scan_picture(self)

@@ -7,8 +7,9 @@ from typing import Any, cast
 
 import ipywidgets as w
 import numpy as np
+from bokeh.core.property.vectorization import value
 from bokeh.models import FactorRange
-from bokeh.models.annotations import Title
+from bokeh.models.annotations import LegendItem, Title
 
 from ..swap import (
     SimResult,
@@ -20,11 +21,13 @@ from ..swap import (
     ratio_curve,
     simulate_many,
 )
-from ..swap.policies import candidate_codecs, policies_for_codecs
+from ..swap.applicability import applicable_codecs, codec_notes
+from ..swap.policies import policies_for_codecs
 from ..swap.ratios import measured_ratio_curve
-from ._explorer import Explorer, html_table
-from ._figures import TIMELINE_COLORS, policy_bars_figure, ratio_figure, timeline_figure
-from ._static import PALETTE, bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
+from ._explorer import Debounced, Explorer, html_table
+from ._figures import policy_bars_figure, ratio_figure, timeline_figure, update_source
+from ._snapshots import swap_picture
+from ._static import PALETTE
 
 __all__ = ["SwapExplorer"]
 
@@ -32,6 +35,7 @@ _CURVE = np.round(np.linspace(0.0, 0.99, 45), 4)  # sparsities of the analytic l
 _MEASURED = (0.1, 0.3, 0.5, 0.7, 0.9)  # sparsities encoded for real
 _MEASURE_CAP = 1 << 18  # elements; larger tensors are measured at this size (speed)
 _SIZES = [1 << k for k in range(12, 27, 2)]  # tensor elements offered: 4 Ki .. 64 Mi
+_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
 def _size_label(n: int) -> str:
@@ -43,8 +47,14 @@ def _size_label(n: int) -> str:
 
 
 def _measure_shape(n: int) -> tuple[int, int, int, int]:
-    """Return an NCHW shape of about *n* float32 elements (16 channels of 32x32)."""
-    return (max(1, n // (16 * 32 * 32)), 16, 32, 32)
+    """Return an NCHW shape of *n* float32 elements (32x32 planes, up to 16 channels).
+
+    >>> [_measure_shape(n) for n in (1 << 12, 1 << 14, 1 << 18)]
+    [(1, 4, 32, 32), (1, 16, 32, 32), (16, 16, 32, 32)]
+    """
+    planes = max(1, n // (32 * 32))
+    channels = min(16, planes)
+    return (max(1, planes // channels), channels, 32, 32)
 
 
 class SwapExplorer(Explorer):
@@ -57,7 +67,10 @@ class SwapExplorer(Explorer):
     :func:`~pcr_explore.swap.ratio_curve`, triangles from real encodes by
     :func:`~pcr_explore.swap.ratios.measured_ratio_curve`), swap time and stall of the
     step under every policy (:func:`~pcr_explore.swap.simulate_many`), and
-    the timeline of the step under one policy.
+    the timeline of the step under one policy, redrawn when the sparsity
+    slider stops. A ticked codec that cannot act (the device prices no
+    kernel for it, or no tensor of the trace suits it) is explained under
+    the boxes (:func:`~pcr_explore.swap.applicability.codec_notes`).
 
     Parameters
     ----------
@@ -67,7 +80,9 @@ class SwapExplorer(Explorer):
         Device profile name (see :func:`~pcr_explore.swap.profile_names`).
     codecs : sequence of str, optional
         Codecs ticked at the start (default: the profile's lossless codecs
-        and binarize; tick ``zfp`` to let the policies lose precision).
+        that suit at least one tensor of the trace,
+        :func:`~pcr_explore.swap.applicability.applicable_codecs`; tick
+        ``zfp`` to let the policies lose precision).
     sparsity : float
         Starting sparsity of ReLU and pooling outputs.
     tensor_elements : int
@@ -78,12 +93,14 @@ class SwapExplorer(Explorer):
         Draw measured ratios (real encodes, cached per size and codec set).
     noise, seed
         Passed to the simulator.
+    timeline_delay : float
+        Seconds the sparsity must rest before the timeline is redrawn.
 
     Attributes
     ----------
     sparsity, ramp, shape, tensor_size, profile, codec_boxes, timeline_policy
         The controls.
-    readout : ipywidgets.HTML
+    readout, notes, timeline_caption : ipywidgets.HTML
     ratio_plot, bars_plot, timeline_plot : jupyter_bokeh.BokehModel
     sources : dict of str to ColumnDataSource
         ``lines``, ``measured``, ``current``, ``bars``, ``events``.
@@ -109,6 +126,7 @@ class SwapExplorer(Explorer):
         measured: bool = True,
         noise: float = 0.05,
         seed: int = 0,
+        timeline_delay: float = 0.3,
     ) -> None:
         super().__init__()
         if isinstance(trace_or_model, Trace):
@@ -117,25 +135,25 @@ class SwapExplorer(Explorer):
             self.trace = builtin_trace(str(trace_or_model), batch=batch)
         self.noise, self.seed, self.measured = noise, seed, measured
         prof = get_profile(profile)
-        all_codecs = codec_names()
-        # Lossy ZFP changes what training reads: ticked only on request.
-        ticked = set(candidate_codecs(prof) if codecs is None else codecs)
+        ticked = set(applicable_codecs(self.trace, prof) if codecs is None else codecs)
 
         self.sparsity = w.FloatSlider(
             value=sparsity,
             min=0.0,
             max=0.99,
             step=0.01,
+            readout_format=".0%",
             description="sparsity",
             continuous_update=True,
-            layout=w.Layout(width="380px"),
+            layout=w.Layout(width="340px"),
         )
         self.ramp = w.FloatRangeSlider(
             value=(max(0.0, sparsity - 0.25), min(0.99, sparsity + 0.25)),
             min=0.0,
             max=0.99,
             step=0.01,
-            description="shallow-deep",
+            readout_format=".0%",
+            description="shallow to deep",
             continuous_update=True,
             disabled=True,
             layout=w.Layout(width="380px"),
@@ -144,25 +162,33 @@ class SwapExplorer(Explorer):
         self.shape = w.ToggleButtons(
             options=[("one value", "constant"), ("ramp with depth", "ramp")],
             value="constant",
-            style={"button_width": "130px"},
-            layout=w.Layout(width="auto", flex="0 0 auto"),
+            style={"button_width": "auto"},
         )
         self.tensor_size = w.SelectionSlider(
             options=[(_size_label(n), n) for n in _SIZES],
             value=min(_SIZES, key=lambda n: abs(n - tensor_elements)),
             description="tensor",
             continuous_update=False,
-            layout=w.Layout(width="300px"),
+            layout=w.Layout(width="260px"),
         )
-        self.profile = w.Dropdown(options=profile_names(), value=prof.name, description="device")
+        self.profile = w.Dropdown(
+            options=profile_names(),
+            value=prof.name,
+            description="device",
+            layout=w.Layout(width="230px"),
+        )
         self.codec_boxes = {
             c: w.Checkbox(
-                value=c in ticked, description=c, indent=False, layout=w.Layout(width="90px")
+                value=c in ticked, description=c, indent=False, layout=w.Layout(width="84px")
             )
-            for c in all_codecs
+            for c in codec_names()
         }
-        self.timeline_policy = w.Dropdown(description="timeline of", options=[], value=None)
+        self.timeline_policy = w.Dropdown(
+            description="timeline of", options=[], value=None, layout=w.Layout(width="260px")
+        )
         self.readout = w.HTML()
+        self.notes = w.HTML()
+        self.timeline_caption = w.HTML()
 
         self.ratio_fig, src, self.span = ratio_figure()
         self.bars_fig, bars = policy_bars_figure(["vdnn"])
@@ -177,24 +203,35 @@ class SwapExplorer(Explorer):
         self._simulate = functools.lru_cache(maxsize=128)(self._simulate_uncached)
         self._curves = functools.lru_cache(maxsize=64)(self._curves_uncached)
         self._measure = functools.lru_cache(maxsize=64)(self._measure_uncached)
+        self._timeline_later = Debounced(self._guarded(self._update_timeline), timeline_delay)
 
+        half = {"flex": "1 1 45%", "min_width": "320px"}
         self.view = w.VBox(
             [
-                w.HBox([self.shape, self.sparsity, self.ramp]),
-                w.HBox([self.profile, self.tensor_size, self.timeline_policy]),
-                w.HBox(list(self.codec_boxes.values())),
-                w.HBox([self.ratio_plot, self.bars_plot]),
+                w.HBox([self.shape, self.sparsity, self.ramp], layout=_ROW),
+                w.HBox([self.profile, self.tensor_size, self.presentation], layout=_ROW),
+                w.HBox(list(self.codec_boxes.values()), layout=_ROW),
+                self.notes,
+                w.HBox(
+                    [
+                        w.Box([self.ratio_plot], layout=w.Layout(**half)),
+                        w.Box([self.bars_plot], layout=w.Layout(**half)),
+                    ],
+                    layout=w.Layout(flex_flow="row wrap", width="100%"),
+                ),
+                w.HBox([self.timeline_policy, self.timeline_caption], layout=_ROW),
                 self.timeline_plot,
                 self.readout,
                 self.errors,
-            ]
+            ],
+            layout=w.Layout(width="100%"),
         )
         on_step = self._guarded(self._update_step)
         on_ratios = self._guarded(self._update_all)
         self.sparsity.observe(on_step, names="value")
         self.ramp.observe(on_step, names="value")
         self.shape.observe(self._guarded(self._on_shape), names="value")
-        self.profile.observe(on_step, names="value")
+        self.profile.observe(on_ratios, names="value")
         self.tensor_size.observe(on_ratios, names="value")
         for box in self.codec_boxes.values():
             box.observe(on_ratios, names="value")
@@ -233,13 +270,17 @@ class SwapExplorer(Explorer):
         return ratio_curve(codecs, _CURVE, n)
 
     def _measure_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
-        shape = _measure_shape(min(n, _MEASURE_CAP))
-        return measured_ratio_curve(codecs, _MEASURED, shape, self.seed)
+        return measured_ratio_curve(
+            codecs, _MEASURED, _measure_shape(min(n, _MEASURE_CAP)), self.seed
+        )
 
     # -- updates -------------------------------------------------------------------
 
     def _color(self, codec: str) -> str:
         return PALETTE[list(self.codec_boxes).index(codec) % len(PALETTE)]
+
+    def _legend_size(self, figure: Any) -> str | None:
+        return "11px"
 
     def _on_shape(self, change: Any = None) -> None:
         ramp = self.shape.value == "ramp"
@@ -248,7 +289,7 @@ class SwapExplorer(Explorer):
         self._update_step()
 
     def _update_all(self, change: Any = None) -> None:
-        """Redraw the ratio lines and measured points, then the step."""
+        """Redraw the ratio lines, measured points and notes, then the step."""
         codecs, n = tuple(self.codecs), int(self.tensor_size.value)
         curves = self._curves(codecs, n)
         self.sources["lines"].data = {
@@ -258,23 +299,29 @@ class SwapExplorer(Explorer):
             "color": [self._color(c) for c in curves],
         }
         meas = self._measure(codecs, n) if self.measured and codecs else {}
-        xs = np.tile(_MEASURED, len(meas))
         self.sources["measured"].data = {
-            "x": xs,
+            "x": np.tile(_MEASURED, len(meas)),
             "y": np.concatenate(list(meas.values())) if meas else np.array([]),
             "codec": [c for c in meas for _ in _MEASURED],
             "color": [self._color(c) for c in meas for _ in _MEASURED],
         }
-        m = min(n, _MEASURE_CAP)
+        m = int(np.prod(_measure_shape(min(n, _MEASURE_CAP))))
         cast(
             Title, self.ratio_fig.title
-        ).text = (
-            f"Compression ratio vs sparsity: {_size_label(n)} tensor (measured at {_size_label(m)})"
+        ).text = f"Compression ratio vs sparsity, {_size_label(n)} tensors"
+        for item in self.ratio_fig.legend[0].items:
+            if not isinstance(item, LegendItem) or not item.renderers:
+                continue
+            if item.renderers[0].data_source is self.sources["measured"]:
+                item.label = value(f"measured on {_size_label(m)}")
+        notes = codec_notes(self.trace, self.profile.value, codecs)
+        self.notes.value = "".join(
+            f"<div style='color:#9a6700'><b>{c}</b>: {note}</div>" for c, note in notes.items()
         )
         self._update_step()
 
     def _update_step(self, change: Any = None) -> None:
-        """Re-simulate the step and redraw everything that depends on sparsity."""
+        """Re-simulate the step and redraw what depends on sparsity; the timeline waits."""
         spec = self.sparsity_spec()
         policies = tuple(self.policies())
         self.results = self._simulate(spec, self.profile.value, policies)
@@ -283,30 +330,42 @@ class SwapExplorer(Explorer):
         self.span.location = s_mean
         codecs = tuple(self.codecs)
         now = ratio_curve(codecs, [s_mean], int(self.tensor_size.value)) if codecs else {}
-        self.sources["current"].data = {
-            "x": [s_mean] * len(now),
-            "y": [float(min(v[0], 1e4)) for v in now.values()],
-            "codec": list(now),
-            "color": [self._color(c) for c in now],
-        }
+        update_source(
+            self.sources["current"],
+            {
+                "x": [s_mean] * len(now),
+                "y": [float(min(v[0], 1e4)) for v in now.values()],
+                "codec": list(now),
+                "color": [self._color(c) for c in now],
+            },
+        )
         names = list(self.results)
         labels = [_short(p) for p in names]
         if list(self._policy_range.factors) != labels[::-1]:
             self._policy_range.factors = labels[::-1]
-        self.sources["bars"].data = {
-            "policy": labels,
-            "swap_ms": [r.swap_seconds * 1e3 for r in self.results.values()],
-            "stall_ms": [r.stall_seconds * 1e3 for r in self.results.values()],
-            "label": [_codec_mix(r) for r in self.results.values()],
-        }
+        update_source(
+            self.sources["bars"],
+            {
+                "policy": labels,
+                "swap_ms": [r.swap_seconds * 1e3 for r in self.results.values()],
+                "stall_ms": [r.stall_seconds * 1e3 for r in self.results.values()],
+                "label": [_codec_mix(r) for r in self.results.values()],
+            },
+        )
         options = list(zip(labels, names))
         if list(self.timeline_policy.options) != options:
             keep = self.timeline_policy.value
             cswap = next((p for p in names if p.startswith("cswap")), names[-1])
             self.timeline_policy.options = options
             self.timeline_policy.value = keep if keep in names else cswap
-        self._update_timeline()
         self.readout.value = html_table(self.readout_rows())
+        if self.sources["events"].data["start"] is not None and len(
+            self.sources["events"].data["start"]
+        ):
+            self.timeline_caption.value = (
+                "<i style='color:#777'>the timeline is redrawn when the sparsity stops moving</i>"
+            )
+        self._timeline_later()
 
     def _update_timeline(self, change: Any = None) -> None:
         result = self.results.get(self.timeline_policy.value)
@@ -318,8 +377,11 @@ class SwapExplorer(Explorer):
             "start": np.asarray(tl["start"]) * 1e3,
             "end": np.asarray(tl["end"]) * 1e3,
             "lane": tl["stream"],
-            "color": [TIMELINE_COLORS.get(k, "#999999") for k in tl["kind"]],
         }
+        self.timeline_caption.value = (
+            f"{_short(result.policy)} at sparsity {_spec_text(self.sparsity_spec())}: "
+            f"{result.stall_seconds * 1e3:.2f} ms of stall"
+        )
 
     def readout_rows(self) -> list[tuple[str, str]]:
         """Return the readouts as (label, value) pairs."""
@@ -331,6 +393,7 @@ class SwapExplorer(Explorer):
                 f"{self.trace.name}: {len(self.trace)} tensors, "
                 f"{self.trace.total_bytes / 2**20:,.0f} MiB per step",
             ),
+            ("sparsity", _spec_text(self.sparsity_spec())),
             ("device", self.profile.value),
             ("compute per step", f"{best.compute_seconds * 1e3:.2f} ms"),
         ]
@@ -350,33 +413,19 @@ class SwapExplorer(Explorer):
 
     def snapshot(self) -> bytes:
         """Draw the ratio curves, the per-policy bars and the readouts with Pillow (JPEG)."""
-        lines = self.sources["lines"].data
-        series = [
-            (c, np.asarray(x), np.log10(np.maximum(np.asarray(y, float), 1e-3)))
-            for c, x, y in zip(lines["codec"], lines["xs"], lines["ys"])
-        ]
-        ratio = line_chart(
-            series,
-            title="log10 compression ratio vs sparsity",
-            xlabel="sparsity",
-            ylabel="log10 ratio",
-            legend_at="top_left",
-        )
-        bars = self.sources["bars"].data
-        policy = bar_chart(
-            [p.replace("always:", "") for p in bars["policy"]],
-            [("swap ms", np.asarray(bars["swap_ms"])), ("stall ms", np.asarray(bars["stall_ms"]))],
-            title="Swap time and stall per policy (ms)",
-            size=(620, 300),
-        )
-        text = text_panel([f"{k}: {v}" for k, v in self.readout_rows()], 1100)
-        return to_jpeg(vstack([hstack([ratio, policy]), text]))
+        return swap_picture(self)
 
 
 def _short(policy: str) -> str:
     """``cswap:zvc,csr`` -> ``cswap``: the codec list is the ticked boxes, shown elsewhere."""
     base = policy.partition(":")[0]
     return base if base in ("cswap", "oracle") else policy
+
+
+def _spec_text(spec: float | tuple[float, float]) -> str:
+    if isinstance(spec, tuple):
+        return f"{spec[0]:.0%} (shallow) to {spec[1]:.0%} (deep)"
+    return f"{spec:.0%} for every ReLU and pooling output"
 
 
 def _codec_mix(result: SimResult) -> str:

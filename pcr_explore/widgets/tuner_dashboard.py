@@ -4,31 +4,30 @@ from __future__ import annotations
 
 import functools
 import html
-import io
 import os
-from typing import Any
+from typing import Any, cast
 
 import ipywidgets as w
 import numpy as np
-from PIL import Image
 
-from ..compare import LevelCache
-from ..metrics import METRIC_LABELS
-from ..plots import drawable, quality_figure
+from ..compare import LevelCache, encode_jpeg, worst_detail
+from ..metrics import METRIC_LABELS, format_value
+from ..plots import quality_figure
 from ..quality import QualityCurve, quality_curve
 from ..sources import LevelSource, open_source
 from ..tuner import STATISTICS, TuneResult, recommend
 from ._explorer import Explorer
-from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
+from ._snapshots import tuner_picture
 
 __all__ = ["TunerDashboard"]
 
-# Target slider per metric: (min, max, step, default).
+# Target slider per metric: (min, max, step, default, readout format).
 _TARGETS = {
-    "mssim": (0.80, 0.999, 0.001, 0.95),
-    "ssim": (0.70, 0.999, 0.001, 0.90),
-    "psnr": (20.0, 50.0, 0.5, 35.0),
+    "mssim": (0.80, 0.999, 0.001, 0.95, ".3f"),
+    "ssim": (0.70, 0.999, 0.001, 0.90, ".3f"),
+    "psnr": (20.0, 50.0, 0.5, 35.0, ".1f"),
 }
+_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
 class TunerDashboard(Explorer):
@@ -38,12 +37,14 @@ class TunerDashboard(Explorer):
     their 5th percentile) and the sample size. Shows the recommended level
     with its bandwidth saving and bootstrap confidence
     (:func:`~pcr_explore.tuner.recommend`), the sample's bytes-vs-quality
-    curve with its p5-p95 band (:func:`~pcr_explore.plots.quality_figure`),
-    and the images that suffer most at that level next to their full
-    versions.
+    curve with its p5-p95 band and the recommended level on the chosen
+    statistic's line (:func:`~pcr_explore.plots.quality_figure`), and the
+    images that suffer most at that level, zoomed where they differ most
+    from their full versions (:func:`~pcr_explore.compare.worst_detail`).
 
     Moving the target or switching metric or statistic reuses the measured
-    sample (no decoding); a new sample size measures once and is cached.
+    sample (no decoding); a new sample size measures once (the dashboard
+    says so while it works) and is cached.
 
     Parameters
     ----------
@@ -58,7 +59,9 @@ class TunerDashboard(Explorer):
     worst : int
         Images in the gallery.
     thumb_side : int
-        Longer side of the gallery pictures, in pixels.
+        Side of each gallery crop, in pixels.
+    zoom : float
+        Magnification of the gallery crops.
     seed : int
         Seed of the sample and of the bootstrap.
     workers : int, optional
@@ -66,16 +69,20 @@ class TunerDashboard(Explorer):
 
     Attributes
     ----------
-    target, metric, statistic, sample
-        The controls.
+    target : ipywidgets.FloatSlider
+        The target slider of the chosen metric (``targets`` holds one per
+        metric; each keeps its own value).
+    metric, statistic, sample, scale
+        The other controls (``scale``: the metric, or SSIM/MS-SSIM in dB).
     readout : ipywidgets.HTML
         The recommendation (its ``_repr_html_``).
     result : TuneResult
         The recommendation shown.
     curve_figure : pcr_explore.plots.CurveFigure
         The Bokeh figure and its sources; ``plot`` is its widget.
-    gallery_level, gallery_full : list of ipywidgets.Image
-        The worst images at the recommended level, and in full.
+    gallery_full, gallery_level, gallery_diff : list of ipywidgets.Image
+        For each of the worst images: crops of the full image, of the
+        recommended level and of their amplified difference.
     gallery_captions : list of ipywidgets.HTML
 
     Examples
@@ -95,7 +102,8 @@ class TunerDashboard(Explorer):
         statistic: str = "mean",
         sample: int = 64,
         worst: int = 4,
-        thumb_side: int = 200,
+        thumb_side: int = 160,
+        zoom: float = 3.0,
         seed: int = 0,
         workers: int | None = None,
     ) -> None:
@@ -106,8 +114,9 @@ class TunerDashboard(Explorer):
             raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
         self.source = open_source(source)
         self.seed, self.workers = seed, workers
-        self.thumbs = LevelCache(self.source, max_side=thumb_side)
-        lo, hi, step, default = _TARGETS[metric]
+        self.thumb_side, self.zoom = thumb_side, zoom
+        # Pictures big enough that a zoomed crop shows the stored pixels.
+        self.pictures = LevelCache(self.source, max_side=round(thumb_side * zoom))
         n = len(self.source)
         sizes = sorted({min(n, s) for s in (8, 16, 32, 64, 128, 256, 512)} | {min(n, sample)})
 
@@ -117,67 +126,116 @@ class TunerDashboard(Explorer):
             description="metric",
             layout=w.Layout(width="200px"),
         )
-        self.target = w.FloatSlider(
-            value=default if target is None else target,
-            min=lo,
-            max=hi,
-            step=step,
-            readout_format=".3f",
-            description="target",
-            continuous_update=True,
-            layout=w.Layout(width="380px"),
-        )
+        # One target slider per metric, only the chosen one shown: switching
+        # metric never changes a slider's range, which the page would answer
+        # by snapping the value to the old range and sending it back.
+        self.targets = {
+            m: w.FloatSlider(
+                value=(t_default if target is None or m != metric else target),
+                min=t_lo,
+                max=t_hi,
+                step=t_step,
+                readout_format=t_fmt,
+                description="target",
+                continuous_update=True,
+                layout=w.Layout(width="340px", display=None if m == metric else "none"),
+            )
+            for m, (t_lo, t_hi, t_step, t_default, t_fmt) in _TARGETS.items()
+        }
         self.statistic = w.ToggleButtons(
             options=[("mean of images", "mean"), ("5th percentile", "p5")],
             value=statistic,
-            style={"button_width": "140px"},
+            style={"button_width": "auto"},
         )
         self.sample = w.SelectionSlider(
             options=sizes,
             value=min(n, sample),
             description="sample",
             continuous_update=False,
-            layout=w.Layout(width="300px"),
+            layout=w.Layout(width="280px"),
+        )
+        self.scale = w.ToggleButtons(
+            options=[("value", "value"), ("in dB", "db")],
+            value="value",
+            tooltips=["the metric itself", "-10 log10(1 - value): spreads the upper levels"],
+            style={"button_width": "auto"},
         )
         self.readout = w.HTML()
-        self.curve_figure = quality_figure(title="Quality per scan level over the sample")
+        self.curve_figure = quality_figure(
+            title="Quality per scan level over the sample",
+            sizing_mode="stretch_width",
+            height=340,
+        )
         self.plot = self._plot(self.curve_figure.figure)
-        self.gallery_level = [w.Image(format="jpeg") for _ in range(worst)]
-        self.gallery_full = [w.Image(format="jpeg") for _ in range(worst)]
+        crop = {"format": "jpeg", "layout": w.Layout(margin="0 2px 0 0")}
+        self.gallery_full = [w.Image(**crop) for _ in range(worst)]
+        self.gallery_level = [w.Image(**crop) for _ in range(worst)]
+        self.gallery_diff = [w.Image(**crop) for _ in range(worst)]
         self.gallery_captions = [w.HTML() for _ in range(worst)]
         self.gallery_title = w.HTML()
-        cards = [
+        self._cards = [
             w.VBox(
-                [cap, w.HBox([full, lvl])],  # full left, as in the audit report
+                [cap, w.HBox([full, lvl, diff])],
                 layout=w.Layout(margin="0 12px 8px 0"),
             )
-            for cap, lvl, full in zip(self.gallery_captions, self.gallery_level, self.gallery_full)
+            for cap, full, lvl, diff in zip(
+                self.gallery_captions, self.gallery_full, self.gallery_level, self.gallery_diff
+            )
         ]
-        self._cards = cards
         self._curves = functools.lru_cache(maxsize=16)(self._measure)
+        card = f"minmax({3 * thumb_side + 20}px, 1fr)"
+        self._measured: set[int] = set()  # sample sizes measured (no wait to show)
 
+        side = w.VBox(
+            [self.scale, self.readout], layout=w.Layout(flex="1 1 32%", min_width="300px")
+        )
         self.view = w.VBox(
             [
-                w.HBox([self.metric, self.statistic]),
-                w.HBox([self.target, self.sample]),
-                w.HBox([self.plot, self.readout]),
+                w.HBox([self.metric, self.statistic, self.presentation], layout=_ROW),
+                w.HBox([*self.targets.values(), self.sample], layout=_ROW),
+                self.status,
+                w.HBox(
+                    [w.Box([self.plot], layout=w.Layout(flex="1 1 60%", min_width="320px")), side],
+                    layout=w.Layout(flex_flow="row wrap", width="100%"),
+                ),
                 self.gallery_title,
-                w.GridBox(cards, layout=w.Layout(grid_template_columns="repeat(2, max-content)")),
+                w.GridBox(
+                    self._cards,
+                    layout=w.Layout(
+                        grid_template_columns=f"repeat(auto-fill, {card})",
+                        width="100%",
+                    ),
+                ),
                 self.errors,
-            ]
+            ],
+            layout=w.Layout(width="100%"),
         )
+        self.plot.add_class("pcr-dim")
+        for card in self._cards:
+            card.add_class("pcr-dim")
         self.result: TuneResult = self._recommend()
         self._show()
         on_target = self._guarded(self._update)
-        self.target.observe(on_target, names="value")
+        for slider in self.targets.values():
+            slider.observe(on_target, names="value")
         self.statistic.observe(on_target, names="value")
-        self.sample.observe(on_target, names="value")
+        self.scale.observe(on_target, names="value")
+        self.sample.observe(self._guarded(self._on_sample), names="value")
         self.metric.observe(self._guarded(self._on_metric), names="value")
 
     # -- what is computed ----------------------------------------------------------
 
+    @property
+    def target(self) -> w.FloatSlider:
+        """The target slider of the chosen metric."""
+        return self.targets[str(self.metric.value)]
+
     def _measure(self, sample: int) -> QualityCurve:
-        return quality_curve(self.source, sample=sample, seed=self.seed, workers=self.workers)
+        curve = quality_curve(
+            self.source, sample=sample, seed=self.seed, workers=self.workers, progress=False
+        )
+        self._measured.add(sample)
+        return curve
 
     def curve(self) -> QualityCurve:
         """Return the sample's quality curve for the chosen metric (measured once per size)."""
@@ -193,12 +251,16 @@ class TunerDashboard(Explorer):
     # -- updates ---------------------------------------------------------------------
 
     def _on_metric(self, change: Any = None) -> None:
-        lo, hi, step, default = _TARGETS[self.metric.value]
-        with self.target.hold_trait_notifications():
-            # Widen first so that the new value is never clipped on the way.
-            self.target.min, self.target.max = min(lo, self.target.min), max(hi, self.target.max)
-            self.target.value = default
-            self.target.min, self.target.max, self.target.step = lo, hi, step
+        for m, slider in self.targets.items():
+            slider.layout.display = None if m == self.metric.value else "none"
+        self.scale.layout.display = "none" if self.metric.value == "psnr" else None
+        self._update()
+
+    def _on_sample(self, change: Any = None) -> None:
+        n = int(self.sample.value)
+        if n not in self._measured:
+            with self.busy(f"measuring {n} images at every level..."):
+                self.curve()
         self._update()
 
     def _update(self, change: Any = None) -> None:
@@ -208,28 +270,42 @@ class TunerDashboard(Explorer):
     def _show(self) -> None:
         r = self.result
         self.readout.value = r._repr_html_()
-        self.curve_figure.update(r.curve, target=r.target, recommended=r.scan)
-        self.gallery_title.value = (
-            f"<b>The images that suffer most at scan {r.scan}</b> "
-            f"(left: full, right: scan {r.scan})"
+        scale = "value" if r.metric == "psnr" else str(self.scale.value)
+        self.curve_figure.update(
+            r.curve, target=r.target, recommended=r.scan, statistic=r.statistic, scale=scale
         )
-        rows = r.curve.per_image.worst(r.scan, len(self.gallery_level))
+        self.gallery_title.value = (
+            f"<b>The images that suffer most at scan {r.scan}</b>, zoomed x{self.zoom:g} where "
+            f"they differ most (left to right: full, scan {r.scan}, difference x4)"
+        )
+        rows = r.curve.per_image.worst(r.scan, len(self._cards))
         for slot, card in enumerate(self._cards):
             if slot >= len(rows):
                 card.layout.display = "none"
                 continue
             row = rows[slot]
             card.layout.display = None
-            self.gallery_level[slot].value = self.thumbs.display(row["index"], r.scan)
-            self.gallery_full[slot].value = self.thumbs.display(row["index"], None)
+            i = row["index"]
+            level, full = self.pictures.pixels(i, r.scan), self.pictures.pixels(i, None)
+            h, wd = full.shape[:2]
+            size = (self.thumb_side, max(1, round(self.thumb_side * h / wd)))
+            d = worst_detail(level, full, self.zoom, size)
+            for images, key in (
+                (self.gallery_full, "full"),
+                (self.gallery_level, "level"),
+                (self.gallery_diff, "difference"),
+            ):
+                images[slot].value = encode_jpeg(cast(np.ndarray, d[key]))
+            cx, cy = cast(tuple[float, float], d["center"])
             self.gallery_captions[slot].value = (
-                f"{html.escape(str(row['name']))}: {METRIC_LABELS[r.metric]} "
-                f"{row['value']:.4f}, {row['bytes_fraction']:.0%} of its bytes"
+                f"<b>{html.escape(str(row['name']))}</b>: {METRIC_LABELS[r.metric]} "
+                f"{format_value(row['value'], r.metric)}, {row['bytes_fraction']:.0%} of its "
+                f"bytes; window at ({cx:.0%}, {cy:.0%})"
             )
 
     def worst_images(self) -> list[dict[str, Any]]:
         """Return the gallery's rows: index, name, label, bytes, bytes_fraction, value."""
-        return self.result.curve.per_image.worst(self.result.scan, len(self.gallery_level))
+        return self.result.curve.per_image.worst(self.result.scan, len(self._cards))
 
     # -- static picture ----------------------------------------------------------------
 
@@ -241,27 +317,4 @@ class TunerDashboard(Explorer):
         bytes
             A JPEG, for places where widgets cannot run.
         """
-        r = self.result
-        c = r.curve
-        # The full level's capped PSNR (identical images) would flatten the chart.
-        keep = ~np.isnan(drawable(c.statistic(r.statistic), r.metric))
-        x = c.bytes_fraction[keep]
-        chart = line_chart(
-            [(r.statistic, x, c.statistic(r.statistic)[keep])],
-            band=(x, c.p5[keep], c.p95[keep]),
-            highlight=(r.bytes_fraction, r.value),
-            title=f"{METRIC_LABELS[r.metric]} per scan level, sample of {r.sample_size}",
-            xlabel="fraction of the full bytes",
-            ylabel=METRIC_LABELS[r.metric],
-        )
-        text = text_panel(r.summary().split("; "), 520)
-        pairs = []
-        for slot, _ in enumerate(self.worst_images()):
-            pics = [
-                Image.open(io.BytesIO(self.gallery_full[slot].value)),
-                Image.open(io.BytesIO(self.gallery_level[slot].value)),
-            ]
-            pairs.append(hstack(pics, gap=2))
-        parts = [hstack([chart, text])]
-        parts += [hstack(pairs[j : j + 2], gap=16) for j in range(0, len(pairs), 2)]
-        return to_jpeg(vstack(parts))
+        return tuner_picture(self)

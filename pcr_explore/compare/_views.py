@@ -1,35 +1,25 @@
-"""Look at a scan level next to the full image: display copies, differences, zooms.
-
-The pieces an interactive viewer needs, as plain functions a Python user can
-call too: a display-sized copy of a level's JPEG (the bytes themselves when
-the image is small enough), an amplified difference map, a zoom crop that
-keeps pixel blocks visible, and :class:`LevelCache`, a per-image, per-level
-cache over any :class:`~pcr_explore.sources.LevelSource`.
-"""
+"""Pictures of a level next to the full image: display copies, differences, zooms."""
 
 from __future__ import annotations
 
 import io
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
 
 import numpy as np
 from PIL import Image
 
-from .jpeg import decode
-from .sources import LevelSource
+from ..jpeg import decode
 
 __all__ = [
     "jpeg_size",
     "encode_jpeg",
     "display_jpeg",
     "difference_map",
+    "difference_scale",
+    "split_view",
     "zoom_crop",
-    "LevelCache",
+    "worst_window",
+    "worst_detail",
 ]
-
-_V = TypeVar("_V")
 
 
 def jpeg_size(data: bytes) -> tuple[int, int]:
@@ -172,6 +162,127 @@ def difference_map(level: np.ndarray, full: np.ndarray, gain: float = 4.0) -> np
     return np.minimum(diff, 255).astype(np.uint8)
 
 
+def difference_scale(gain: float = 4.0, ticks: int = 5) -> list[tuple[float, int]]:
+    """Where pixel differences land on a :func:`difference_map`'s black-to-white scale.
+
+    A map pixel of brightness ``b`` (0-255) means the level differs from the
+    full image by ``b / gain`` in its most changed channel; differences of
+    ``255 / gain`` and more are white. Returns ticks for a legend.
+
+    Parameters
+    ----------
+    gain : float
+        The map's amplification.
+    ticks : int
+        Number of ticks, at least 2.
+
+    Returns
+    -------
+    list of (float, int)
+        ``(position, difference)``: position 0 (black) to 1 (white), and the
+        pixel difference (of 255) drawn there.
+
+    Raises
+    ------
+    ValueError
+        If *gain* is not positive or *ticks* is below 2.
+
+    Examples
+    --------
+    >>> difference_scale(4.0)
+    [(0.0, 0), (0.25, 16), (0.5, 32), (0.75, 48), (1.0, 64)]
+    """
+    if not gain > 0:
+        raise ValueError(f"gain must be positive, got {gain}")
+    if ticks < 2:
+        raise ValueError(f"ticks must be at least 2, got {ticks}")
+    top = 255.0 / gain
+    return [(k / (ticks - 1), round(top * k / (ticks - 1))) for k in range(ticks)]
+
+
+def split_view(level: np.ndarray, full: np.ndarray, at: float = 0.5) -> np.ndarray:
+    """A before/after picture: the level left of a vertical line, the full image right of it.
+
+    Parameters
+    ----------
+    level, full : ndarray of uint8
+        Two images of the same shape.
+    at : float
+        The line's position as a fraction of the width, in [0, 1].
+
+    Returns
+    -------
+    ndarray of uint8
+        Same shape; the line is two white pixels wide.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or *at* lies outside [0, 1].
+
+    Examples
+    --------
+    >>> out = split_view(np.zeros((2, 8), np.uint8), np.full((2, 8), 9, np.uint8), 0.5)
+    >>> out[0].tolist()
+    [0, 0, 0, 255, 255, 9, 9, 9]
+    """
+    a, b = np.asarray(level), np.asarray(full)
+    if a.shape != b.shape:
+        raise ValueError(f"image shapes differ: {a.shape} vs {b.shape}")
+    if not 0 <= at <= 1:
+        raise ValueError(f"at must be a fraction in [0, 1], got {at}")
+    x = round(at * a.shape[1])
+    out = b.copy()
+    out[:, :x] = a[:, :x]
+    out[:, max(0, x - 1) : x + 1] = 255
+    return out
+
+
+def worst_window(level: np.ndarray, full: np.ndarray, window: float = 0.25) -> tuple[float, float]:
+    """Centre of the window where a level differs most from the full image.
+
+    The mean absolute difference (largest channel) is summed over every
+    window position with an integral image, so the search costs a few array
+    passes whatever the window size. Zooming there (:func:`zoom_crop`) shows
+    a loss that a whole-image thumbnail hides.
+
+    Parameters
+    ----------
+    level, full : ndarray of uint8
+        Two images of the same height and width.
+    window : float
+        Window side as a fraction of each image side, in (0, 1].
+
+    Returns
+    -------
+    (float, float)
+        The window centre as fractions (x, y) of the width and height, ready
+        for :func:`zoom_crop` with ``zoom = 1 / window``.
+
+    Raises
+    ------
+    ValueError
+        If the sizes differ or *window* is outside (0, 1].
+
+    Examples
+    --------
+    >>> full = np.zeros((40, 40), np.uint8)
+    >>> level = full.copy(); level[30:40, 0:10] = 90
+    >>> worst_window(level, full, 0.25)
+    (0.125, 0.875)
+    """
+    if not 0 < window <= 1:
+        raise ValueError(f"window must be in (0, 1], got {window}")
+    diff = difference_map(level, full, 1.0).astype(np.float64)
+    h, w = diff.shape
+    wh, ww = max(1, round(h * window)), max(1, round(w * window))
+    ii = np.zeros((h + 1, w + 1))
+    ii[1:, 1:] = diff.cumsum(0).cumsum(1)
+    sums = ii[wh:, ww:] - ii[:-wh, ww:] - ii[wh:, :-ww] + ii[:-wh, :-ww]
+    y0, x0 = np.unravel_index(int(np.argmax(sums)), sums.shape)
+    return (round(float(x0 + ww / 2) / w, 6), round(float(y0 + wh / 2) / h, 6))
+
+
 def zoom_crop(
     image: np.ndarray,
     center: tuple[float, float] = (0.5, 0.5),
@@ -228,121 +339,52 @@ def zoom_crop(
     return arr[ys[:, None], xs[None, :]]
 
 
-class _LRU(Generic[_V]):
-    """A small least-recently-used map; ``maxsize=0`` stores nothing."""
+def worst_detail(
+    level: np.ndarray,
+    full: np.ndarray,
+    zoom: float = 3.0,
+    out_size: tuple[int, int] | None = None,
+    gain: float = 4.0,
+) -> dict[str, object]:
+    """Zoomed crops of the full image, the level and their difference where they differ most.
 
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, _V] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable, make: Callable[[], _V]) -> _V:
-        if key in self._data:
-            self._data.move_to_end(key)
-            self.hits += 1
-            return self._data[key]
-        self.misses += 1
-        value = make()
-        if self.maxsize > 0:
-            self._data[key] = value
-            if len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-        return value
-
-    def peek(self, key: Hashable) -> _V | None:
-        """The value cached under *key*, or None (not counted as a hit or miss)."""
-        return self._data.get(key)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def clear(self) -> None:
-        self._data.clear()
-
-
-class LevelCache:
-    """Cached per-level views of the images of a :class:`LevelSource`.
-
-    Everything an explorer shows when a slider moves, computed once per
-    (image, level) and kept in least-recently-used order: the level's JPEG
-    bytes, a display copy no larger than *max_side*, its decoded pixels, the
-    byte count of every level, and any per-image value such as a quality
-    table (:meth:`per_image`).
+    A whole-image thumbnail of a good-enough level looks like the full
+    image; the same pixels magnified where the loss concentrates
+    (:func:`worst_window`) show what was lost.
 
     Parameters
     ----------
-    source : LevelSource
-        A PCR dataset, a folder or an image file (see
-        :func:`~pcr_explore.sources.open_source`).
-    max_side : int or None
-        Longer side of display copies (None: full size).
-    maxsize : int
-        Entries kept per kind; 0 disables caching (every call recomputes),
-        which is the baseline the widget benchmark compares against.
+    level, full : ndarray of uint8
+        Two images of the same height and width.
+    zoom : float
+        Magnification, at least 1: the window is ``1 / zoom`` of each side.
+    out_size : (int, int), optional
+        (width, height) of each crop; the window's own size by default.
+    gain : float
+        Amplification of the difference crop (:func:`difference_map`).
+
+    Returns
+    -------
+    dict
+        ``full``, ``level``, ``difference`` (uint8 arrays) and ``center``
+        (the window centre as fractions of the width and height).
 
     Examples
     --------
-    >>> cache = LevelCache(open_source("data/sample/pcr"))  # doctest: +SKIP
-    >>> cache.jpeg(0, 3) == cache.source.jpeg_bytes(0, 3)  # doctest: +SKIP
-    True
+    >>> full = np.zeros((40, 40), np.uint8)
+    >>> level = full.copy(); level[0:10, 30:40] = 90
+    >>> d = worst_detail(level, full, zoom=4.0, out_size=(20, 20))
+    >>> d["center"], d["level"].shape, int(d["difference"].max())
+    ((0.875, 0.125), (20, 20), 255)
     """
-
-    def __init__(self, source: LevelSource, max_side: int | None = 768, maxsize: int = 256) -> None:
-        self.source = source
-        self.max_side = max_side
-        self._jpeg: _LRU[bytes] = _LRU(maxsize)
-        self._display: _LRU[bytes] = _LRU(maxsize)
-        self._pixels: _LRU[np.ndarray] = _LRU(maxsize)
-        self._level_bytes: _LRU[np.ndarray] = _LRU(maxsize)
-        self._per_image: _LRU[object] = _LRU(maxsize)
-
-    @property
-    def num_scans(self) -> int:
-        """Scan levels of the source."""
-        return int(self.source.num_scans)
-
-    def jpeg(self, i: int, scan: int | None = None) -> bytes:
-        """Image *i* at level *scan* (None: all scans), as the source's JPEG bytes."""
-        return self._jpeg.get((i, scan), lambda: self.source.jpeg_bytes(i, scan))
-
-    def display(self, i: int, scan: int | None = None) -> bytes:
-        """The display copy of image *i* at level *scan* (see :func:`display_jpeg`)."""
-        return self._display.get((i, scan), lambda: display_jpeg(self.jpeg(i, scan), self.max_side))
-
-    def pixels(self, i: int, scan: int | None = None) -> np.ndarray:
-        """The display copy of image *i* at level *scan*, decoded (read-only array)."""
-
-        def make() -> np.ndarray:
-            arr = decode(self.display(i, scan))
-            arr.flags.writeable = False
-            return arr
-
-        return self._pixels.get((i, scan), make)
-
-    def level_bytes(self, i: int) -> np.ndarray:
-        """Bytes of image *i* at levels 1..num_scans."""
-        return self._level_bytes.get(i, lambda: np.asarray(self.source.level_bytes(i)))
-
-    def per_image(self, key: Hashable, i: int, make: Callable[[], _V]) -> _V:
-        """A cached per-image value: ``make()`` on the first call for (*key*, *i*).
-
-        Parameters
-        ----------
-        key : hashable
-            What the value is, e.g. ``"quality"``.
-        i : int
-            Image index.
-        make : callable
-            Computes the value.
-        """
-        return self._per_image.get((key, i), make)  # type: ignore[return-value]
-
-    def cached(self, key: Hashable, i: int) -> object | None:
-        """The per-image value for (*key*, *i*) if it is cached, else None."""
-        return self._per_image.peek((key, i))
-
-    def clear(self) -> None:
-        """Drop every cached entry."""
-        for lru in (self._jpeg, self._display, self._pixels, self._level_bytes, self._per_image):
-            lru.clear()
+    center = worst_window(level, full, 1.0 / zoom)
+    diff = difference_map(level, full, gain)
+    if out_size is None:
+        h, w = diff.shape
+        out_size = (max(1, round(w / zoom)), max(1, round(h / zoom)))
+    return {
+        "full": zoom_crop(full, center, zoom, out_size),
+        "level": zoom_crop(level, center, zoom, out_size),
+        "difference": zoom_crop(diff, center, zoom, out_size),
+        "center": center,
+    }

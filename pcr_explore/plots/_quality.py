@@ -1,81 +1,44 @@
-"""Bokeh figure builders shared by the audit report and the notebook widgets.
-
-Each builder returns the figure together with its data sources. Every column
-a figure draws comes from those sources, so a widget updates a figure by
-assigning ``source.data = new_data`` once per source (``CurveFigure.update``
-does exactly that), which ``jupyter_bokeh`` syncs without ``push_notebook``.
-"""
+"""Quality against bytes read, one point per scan level, over a sample of images."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
-from bokeh.models import ColumnDataSource, HoverTool, NumeralTickFormatter, Range1d
+from bokeh.core.enums import SizingModeType
+from bokeh.models import ColumnDataSource, DataRange1d, HoverTool, NumeralTickFormatter
 from bokeh.models.annotations import LabelSet, Span
 from bokeh.plotting import figure
 
-from .metrics import PSNR_CAP, metric_label
-from .quality import QualityCurve
+from ..quality import QualityCurve
+from ._scales import axis_label, drawable, level_labels
 
 __all__ = [
     "CurveFigure",
-    "BytesFigure",
     "quality_figure",
     "curve_data",
     "images_data",
     "recommended_data",
-    "bytes_figure",
-    "bytes_data",
-    "drawable",
+    "target_location",
 ]
 
 _CURVE_COLUMNS = ("scan", "label", "bytes_fraction", "mean", "p5", "p50", "p95")
+_STATISTIC_NAMES = {"mean": "mean", "p5": "5th percentile"}
 
 
-def drawable(values: Any, metric: str) -> np.ndarray:
-    """Return metric values as a figure draws them: identical-image PSNR left out.
-
-    A level identical to the full image has infinite PSNR, counted at
-    :data:`~pcr_explore.metrics.PSNR_CAP` in statistics. Drawn, either would
-    squash the rest of the curve, so such values become NaN, which Bokeh and
-    the static charts leave out; other metrics pass unchanged.
-
-    Parameters
-    ----------
-    values : array_like
-        Per-level values, raw (``inf``) or capped.
-    metric : str
-        The metric's name.
-
-    Returns
-    -------
-    ndarray of float64
-
-    Examples
-    --------
-    >>> drawable([31.5, 100.0, np.inf], "psnr")
-    array([31.5,  nan,  nan])
-    >>> drawable([0.9, 1.0], "mssim")
-    array([0.9, 1. ])
-    """
-    v = np.asarray(values, np.float64)
-    if metric == "psnr":
-        v = np.where(v >= PSNR_CAP, np.nan, v)
-    return v
-
-
-def curve_data(curve: QualityCurve | None) -> dict[str, Any]:
+def curve_data(curve: QualityCurve | None, scale: str = "value") -> dict[str, Any]:
     """Return the per-level columns of a :class:`CurveFigure`'s ``source``.
 
-    Columns: ``scan``, ``label``, ``bytes_fraction``, ``mean``, ``p5``,
-    ``p50``, ``p95`` (empty when *curve* is None); identical-image PSNR is
-    left out (:func:`drawable`).
+    Columns: ``scan``, ``label`` (merged where levels crowd, see
+    :func:`~pcr_explore.plots.level_labels`), ``bytes_fraction``, ``mean``,
+    ``p5``, ``p50``, ``p95`` (empty when *curve* is None); identical-image
+    values are left out (:func:`~pcr_explore.plots.drawable`).
 
     Parameters
     ----------
     curve : QualityCurve or None
+    scale : {"value", "db"}
+        How the values are drawn.
 
     Returns
     -------
@@ -88,22 +51,27 @@ def curve_data(curve: QualityCurve | None) -> dict[str, Any]:
     >>> d = curve_data(c)
     >>> d["label"], d["bytes_fraction"].tolist(), d["mean"].tolist()
     (['1', '2'], [0.4, 1.0], [0.8, 1.0])
+    >>> curve_data(c, "db")["mean"].round(3).tolist()
+    [6.99, nan]
     """
     if curve is None:
         return {c: (np.zeros(0) if c != "label" else []) for c in _CURVE_COLUMNS}
     m = curve.metric
+    x = np.asarray(curve.bytes_fraction, np.float64)
     return {
         "scan": np.asarray(curve.scans, np.int64),
-        "label": [str(int(k)) for k in curve.scans],
-        "bytes_fraction": np.asarray(curve.bytes_fraction, np.float64),
-        "mean": drawable(curve.mean, m),
-        "p5": drawable(curve.p5, m),
-        "p50": drawable(curve.p50, m),
-        "p95": drawable(curve.p95, m),
+        "label": level_labels(x),
+        "bytes_fraction": x,
+        "mean": drawable(curve.mean, m, scale),
+        "p5": drawable(curve.p5, m, scale),
+        "p50": drawable(curve.p50, m, scale),
+        "p95": drawable(curve.p95, m, scale),
     }
 
 
-def images_data(curve: QualityCurve | None, max_images: int = 64) -> dict[str, Any]:
+def images_data(
+    curve: QualityCurve | None, max_images: int = 64, scale: str = "value"
+) -> dict[str, Any]:
     """Return columns ``xs``, ``ys``, ``name`` of the faint per-image lines.
 
     Parameters
@@ -111,12 +79,13 @@ def images_data(curve: QualityCurve | None, max_images: int = 64) -> dict[str, A
     curve : QualityCurve or None
     max_images : int
         Lines for at most this many images (the first in sample order).
+    scale : {"value", "db"}
+        How the values are drawn.
 
     Returns
     -------
     dict of str to list
-        One entry per image: its bytes fractions, its values (:func:`drawable`)
-        and its name.
+        One entry per image: its bytes fractions, its drawn values and its name.
     """
     if curve is None or len(curve.per_image) == 0 or max_images <= 0:
         return {"xs": [], "ys": [], "name": []}
@@ -124,7 +93,7 @@ def images_data(curve: QualityCurve | None, max_images: int = 64) -> dict[str, A
     n = min(len(pi), max_images)
     b = pi.bytes[:n].astype(np.float64)
     frac = b / b[:, -1:]
-    vals = drawable(pi.values[:n], curve.metric)
+    vals = drawable(pi.values[:n], curve.metric, scale)
     return {
         "xs": [frac[i] for i in range(n)],
         "ys": [vals[i] for i in range(n)],
@@ -132,30 +101,63 @@ def images_data(curve: QualityCurve | None, max_images: int = 64) -> dict[str, A
     }
 
 
-def recommended_data(curve: QualityCurve | None, scan: int | None) -> dict[str, Any]:
-    """Return the columns of the recommended-level marker.
+def recommended_data(
+    curve: QualityCurve | None,
+    scan: int | None,
+    statistic: str = "mean",
+    scale: str = "value",
+) -> dict[str, Any]:
+    """Return the columns of the recommended-level marker, on the *statistic*'s curve.
 
     Parameters
     ----------
     curve : QualityCurve or None
     scan : int or None
         The recommended level.
+    statistic : {"mean", "p5"}
+        The statistic the recommendation was made on: the star sits on its line.
+    scale : {"value", "db"}
+        How the values are drawn.
 
     Returns
     -------
     dict of str to list
         ``scan``, ``bytes_fraction``, ``value``, ``label``: one row, or none
         when *scan* is None or outside the curve.
+
+    Examples
+    --------
+    >>> from pcr_explore.quality import QualityCurve
+    >>> c = QualityCurve.from_values(np.array([[0.8, 1.0], [0.6, 1.0]]), np.array([[40, 100]] * 2))
+    >>> [round(recommended_data(c, 1, s)["value"][0], 4) for s in ("mean", "p5")]
+    [0.7, 0.61]
     """
     if curve is None or scan is None or not 1 <= scan <= curve.num_scans:
         return {"scan": [], "bytes_fraction": [], "value": [], "label": []}
     k = scan - 1
+    values = drawable(curve.statistic(statistic), curve.metric, scale)
     return {
         "scan": [int(scan)],
         "bytes_fraction": [float(curve.bytes_fraction[k])],
-        "value": [float(drawable(curve.mean[k : k + 1], curve.metric)[0])],
+        "value": [float(values[k])],
         "label": [f"scan {scan}"],
     }
+
+
+def target_location(target: float | None, metric: str, scale: str = "value") -> float | None:
+    """Return where the target rule is drawn (None: hidden).
+
+    Examples
+    --------
+    >>> round(target_location(0.99, "mssim", "db"), 6)
+    20.0
+    >>> target_location(None, "mssim") is None
+    True
+    """
+    if target is None:
+        return None
+    v = float(drawable([target], metric, scale)[0])
+    return v if np.isfinite(v) else None
 
 
 class CurveFigure(NamedTuple):
@@ -177,6 +179,8 @@ class CurveFigure(NamedTuple):
         *,
         target: float | None = None,
         recommended: int | None = None,
+        statistic: str = "mean",
+        scale: str = "value",
         max_images: int = 64,
     ) -> None:
         """Show another curve: one ``.data`` assignment per source.
@@ -189,16 +193,22 @@ class CurveFigure(NamedTuple):
             The target rule (hidden when None).
         recommended : int, optional
             The recommended level's marker.
+        statistic : {"mean", "p5"}
+            The statistic the recommendation follows.
+        scale : {"value", "db"}
+            How the values are drawn.
         max_images : int
             Per-image lines drawn.
         """
-        self.source.data = curve_data(curve)
-        self.images.data = images_data(curve, max_images)
-        self.recommended.data = recommended_data(curve, recommended)
-        self.target.location = target
-        self.target.visible = target is not None
+        self.source.data = curve_data(curve, scale)
+        self.images.data = images_data(curve, max_images, scale)
+        self.recommended.data = recommended_data(curve, recommended, statistic, scale)
+        metric = curve.metric if curve is not None else "mssim"
+        loc = target_location(target, metric, scale)
+        self.target.location = loc
+        self.target.visible = loc is not None
         if curve is not None:
-            self.figure.yaxis.axis_label = metric_label(curve.metric)
+            self.figure.yaxis.axis_label = axis_label(curve.metric, scale)
 
 
 def quality_figure(
@@ -206,16 +216,21 @@ def quality_figure(
     *,
     target: float | None = None,
     recommended: int | None = None,
+    statistic: str = "mean",
+    scale: str = "value",
     title: str | None = None,
     width: int = 640,
     height: int = 400,
+    sizing_mode: SizingModeType | None = None,
     max_images: int = 64,
 ) -> CurveFigure:
     """Quality against bytes read, one point per scan level.
 
     Draws the metric's mean (line and level markers labelled with the scan
-    number), its median (dashed), the p5-p95 band over the sample, faint
-    per-image lines, the target (a horizontal rule) and the recommended level.
+    number), its median (dashed), its 5th percentile (dotted), the p5-p95
+    band over the sample, faint per-image lines, the target (a horizontal
+    rule) and the recommended level (a star on the line of the statistic it
+    was chosen by).
 
     Parameters
     ----------
@@ -225,10 +240,17 @@ def quality_figure(
         The quality target.
     recommended : int, optional
         The recommended scan level.
+    statistic : {"mean", "p5"}
+        The statistic behind the recommendation.
+    scale : {"value", "db"}
+        ``"db"`` draws SSIM and MS-SSIM as decibels of their loss
+        (:func:`~pcr_explore.plots.to_db`), which spreads the upper levels out.
     title : str, optional
         Figure title.
     width, height : int
-        Size in pixels.
+        Size in pixels (*width* is the minimum under ``stretch_width``).
+    sizing_mode : str, optional
+        Bokeh's sizing mode, e.g. ``"stretch_width"`` to fill a notebook cell.
     max_images : int
         At most this many per-image lines.
 
@@ -252,16 +274,24 @@ def quality_figure(
     fig = figure(
         width=width,
         height=height,
+        sizing_mode=sizing_mode,
         title=title or "Quality per scan level",
-        x_axis_label="bytes read (fraction of the full images)",
-        y_axis_label=metric_label(metric),
+        x_axis_label="bytes read (% of the full images)",
+        y_axis_label=axis_label(metric, scale),
         tools="pan,wheel_zoom,box_zoom,reset,save",
         toolbar_location="above",
     )
+    if sizing_mode is not None:
+        fig.min_width = min(width, 320)
     fig.xaxis.formatter = NumeralTickFormatter(format="0%")
-    src = ColumnDataSource(curve_data(curve), name="levels")
-    imgs = ColumnDataSource(images_data(curve, max_images), name="images")
-    rec = ColumnDataSource(recommended_data(curve, recommended), name="recommended")
+    cast(
+        DataRange1d, fig.x_range
+    ).range_padding = 0.06  # the last level's marker is not cut at the edge
+    src = ColumnDataSource(curve_data(curve, scale), name="levels")
+    imgs = ColumnDataSource(images_data(curve, max_images, scale), name="images")
+    rec = ColumnDataSource(
+        recommended_data(curve, recommended, statistic, scale), name="recommended"
+    )
 
     fig.multi_line(xs="xs", ys="ys", source=imgs, line_color="#888888", line_alpha=0.15)
     fig.varea(
@@ -281,6 +311,15 @@ def quality_figure(
         line_color="#1f77b4",
         legend_label="median",
     )
+    fig.line(
+        x="bytes_fraction",
+        y="p5",
+        source=src,
+        line_dash="dotted",
+        line_color="#08306b",
+        line_width=2,
+        legend_label=_STATISTIC_NAMES["p5"],
+    )
     fig.line(x="bytes_fraction", y="mean", source=src, line_width=2, legend_label="mean")
     markers = fig.scatter(
         x="bytes_fraction", y="mean", source=src, size=8, fill_color="white", line_width=2
@@ -291,8 +330,8 @@ def quality_figure(
             y="mean",
             text="label",
             source=src,
-            x_offset=4,
-            y_offset=-16,
+            text_align="center",
+            y_offset=-20,
             text_font_size="9pt",
             text_color="#444444",
         )
@@ -307,13 +346,14 @@ def quality_figure(
         line_color="#d62728",
         legend_label="recommended",
     )
+    loc = target_location(target, metric, scale)
     span = Span(
-        location=target,
+        location=loc,
         dimension="width",
         line_dash="dotted",
         line_color="#d62728",
         line_width=2,
-        visible=target is not None,
+        visible=loc is not None,
     )
     fig.add_layout(span)
     fig.add_tools(
@@ -332,110 +372,3 @@ def quality_figure(
     fig.legend.location = "bottom_right"
     fig.legend.click_policy = "hide"
     return CurveFigure(fig, src, imgs, rec, span)
-
-
-def bytes_data(level_bytes: Sequence[int] | np.ndarray) -> dict[str, Any]:
-    """Return the columns of :func:`bytes_figure`: scan, bytes, bytes_fraction, label.
-
-    Parameters
-    ----------
-    level_bytes : sequence of int
-        Cumulative bytes at levels 1..S.
-
-    Returns
-    -------
-    dict of str to array or list
-
-    Examples
-    --------
-    >>> bytes_data([10, 20, 40])["label"]
-    ['25%', '50%', '100%']
-    """
-    b = np.asarray(level_bytes, np.float64)
-    frac = b / b[-1] if len(b) and b[-1] > 0 else np.zeros(len(b))
-    return {
-        "scan": np.arange(1, len(b) + 1),
-        "bytes": b,
-        "bytes_fraction": frac,
-        "label": [f"{f:.0%}" for f in frac],
-    }
-
-
-class BytesFigure(NamedTuple):
-    """A bytes-per-level bar chart and its source of :func:`bytes_data` columns."""
-
-    figure: Any
-    source: ColumnDataSource
-
-    def update(self, level_bytes: Sequence[int] | np.ndarray) -> None:
-        """Show other byte counts in one ``.data`` assignment.
-
-        Parameters
-        ----------
-        level_bytes : sequence of int
-            Cumulative bytes at levels 1..S.
-        """
-        self.source.data = bytes_data(level_bytes)
-
-
-def bytes_figure(
-    level_bytes: Sequence[int] | np.ndarray | None = None,
-    *,
-    title: str | None = None,
-    width: int = 640,
-    height: int = 260,
-) -> BytesFigure:
-    """Cumulative bytes read at each scan level, as a fraction of the full bytes.
-
-    Parameters
-    ----------
-    level_bytes : sequence of int, optional
-        Cumulative bytes at levels 1..S (summed over images).
-    title : str, optional
-        Figure title.
-    width, height : int
-        Size in pixels.
-
-    Returns
-    -------
-    BytesFigure
-        ``(figure, source)``.
-
-    Examples
-    --------
-    >>> bf = bytes_figure([6, 14, 47, 100])
-    >>> bf.source.data["bytes_fraction"].tolist()
-    [0.06, 0.14, 0.47, 1.0]
-    """
-    src = ColumnDataSource(bytes_data(level_bytes if level_bytes is not None else []))
-    fig = figure(
-        width=width,
-        height=height,
-        title=title or "Bytes read per scan level",
-        x_axis_label="scan level",
-        y_axis_label="fraction of the full bytes",
-        tools="save",
-        toolbar_location="above",
-        y_range=Range1d(start=0, end=1.12),
-    )
-    fig.yaxis.formatter = NumeralTickFormatter(format="0%")
-    bars = fig.vbar(x="scan", top="bytes_fraction", width=0.8, source=src, fill_alpha=0.7)
-    fig.add_layout(
-        LabelSet(
-            x="scan",
-            y="bytes_fraction",
-            text="label",
-            source=src,
-            text_align="center",
-            y_offset=3,
-            text_font_size="8pt",
-        )
-    )
-    fig.add_tools(
-        HoverTool(
-            renderers=[bars],
-            tooltips=[("scan", "@scan"), ("bytes", "@bytes{0,0}"), ("of full", "@label")],
-        )
-    )
-    fig.xaxis.ticker = list(range(1, 11))
-    return BytesFigure(fig, src)
