@@ -132,6 +132,12 @@ def reduced_image(im: Image.Image, side: int = ANALYSIS_SIDE) -> Image.Image:
     return small
 
 
+def _percentile_of_counts(counts: np.ndarray, q: float) -> float:
+    """The value below which *q* percent of the counted values fall (lowest such value)."""
+    cum = np.cumsum(counts)
+    return float(np.searchsorted(cum, q / 100 * cum[-1], side="left"))
+
+
 def _entropy_bits(gray: np.ndarray) -> float:
     hist = np.bincount(gray.ravel(), minlength=256).astype(np.float64)
     p = hist[hist > 0] / gray.size
@@ -180,23 +186,27 @@ def measure(small: Image.Image, width: int, height: int, *, one_channel: bool) -
     arr = np.asarray(small)
     if arr.ndim == 2:
         gray = arr
-        brightness = arr.astype(np.float32) / 255.0
+        brightness = arr.ravel()
+        scale = 255.0
         spread = 0.0
     else:
-        f = arr.astype(np.float32)
-        brightness = (
-            np.sqrt(0.241 * f[..., 0] ** 2 + 0.691 * f[..., 1] ** 2 + 0.068 * f[..., 2] ** 2)
-            / 255.0
-        )
+        f = arr.reshape(-1, 3).astype(np.float32)
+        # 1023 steps of brightness: percentiles by counting, not sorting
+        b = np.sqrt((f * f) @ np.array([0.241, 0.691, 0.068], np.float32)) * (1023 / 255)
+        brightness = (b + 0.5).astype(np.int16)
+        scale = 1023.0
         gray = np.asarray(small.convert("L"))
-        chan = arr.max(axis=-1).astype(np.int16) - arr.min(axis=-1)
-        spread = float(np.percentile(chan, 99)) / 255.0
-    p1, p99 = np.percentile(brightness, [1, 99])
+        hi = np.maximum(np.maximum(arr[..., 0], arr[..., 1]), arr[..., 2])
+        lo = np.minimum(np.minimum(arr[..., 0], arr[..., 1]), arr[..., 2])
+        spread = _percentile_of_counts(np.bincount((hi - lo).ravel(), minlength=256), 99) / 255.0
+    counts = np.bincount(brightness, minlength=int(scale) + 1)
+    p1 = _percentile_of_counts(counts, 1) / scale
+    p99 = _percentile_of_counts(counts, 99) / scale
     bits = _entropy_bits(gray)
-    h = imagehash.phash(small)
+    h = imagehash.phash(Image.fromarray(gray))
     return Properties(
-        dark=float(p99),
-        light=float(1.0 - p1),
+        dark=p99,
+        light=1.0 - p1,
         low_information=bits / 8.0,
         blurry=_sharpness(gray),
         grayscale=0.0 if one_channel else spread,
