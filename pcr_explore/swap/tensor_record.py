@@ -52,6 +52,10 @@ class TensorRecord:
     measured_bytes : dict, optional
         Encoded sizes measured on the real tensor, by codec name, for the
         first iteration; the simulator prefers them over analytic sizes.
+    op : str
+        The op that produced the tensor in a captured run (``"conv"``,
+        ``"bn"``, ``"relu"``, ``"maxpool"``, ``"linear"``, ``"input"``, ...);
+        empty for architecture traces, where ``kind`` says enough.
 
     Raises
     ------
@@ -75,6 +79,7 @@ class TensorRecord:
     kind: str = "activation"
     binarizable: bool = False
     measured_bytes: Mapping[str, int] | None = None
+    op: str = ""
 
     def __post_init__(self) -> None:
         dims = tuple(self.shape)
@@ -125,7 +130,7 @@ class TensorRecord:
         Returns
         -------
         dict
-            Every field; ``measured_bytes`` only when set.
+            Every field; ``measured_bytes`` and ``op`` only when set.
         """
         out: dict[str, Any] = {
             "name": self.name,
@@ -139,6 +144,8 @@ class TensorRecord:
         }
         if self.measured_bytes is not None:
             out["measured_bytes"] = {k: int(v) for k, v in self.measured_bytes.items()}
+        if self.op:
+            out["op"] = self.op
         return out
 
     @classmethod
@@ -171,6 +178,7 @@ class TensorRecord:
                 kind=str(obj.get("kind", "activation")),
                 binarizable=bool(obj.get("binarizable", False)),
                 measured_bytes=obj.get("measured_bytes"),
+                op=str(obj.get("op", "")),
             )
         except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise SwapError(f"bad tensor record {obj!r:.120}: {exc}") from exc

@@ -1,0 +1,164 @@
+"""Labelled images for the swap training runs: a folder or a PCR dataset, decoded small.
+
+A folder with ``train/`` and ``val/`` keeps that split; a folder of class
+sub-folders or a PCR dataset is split by a hash of each image's name (the
+same on every machine). Images are decoded at full quality, squashed to
+``size`` x ``size`` RGB (DCT-domain scaling where they shrink by half).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..discover import find_sources
+from ..errors import DatasetError
+from ..jpeg import decode
+from ..manifest import MANIFEST
+from ..reader import open_dataset
+
+__all__ = ["LabelledImages", "load_labelled_images"]
+
+
+@dataclass(frozen=True, eq=False)
+class LabelledImages:
+    """Training and validation images in memory.
+
+    Attributes
+    ----------
+    train_x, val_x : ndarray of uint8, shape (N, 3, size, size)
+    train_y, val_y : ndarray of int64
+    classes : tuple of str
+    source : str
+    """
+
+    train_x: np.ndarray
+    train_y: np.ndarray
+    val_x: np.ndarray
+    val_y: np.ndarray
+    classes: tuple[str, ...]
+    source: str
+
+    def __repr__(self) -> str:
+        return (
+            f"<LabelledImages {self.source}: {len(self.train_y)} training, {len(self.val_y)} "
+            f"validation images, {len(self.classes)} classes, {self.train_x.shape[-1]} px>"
+        )
+
+
+def _hash(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _pick(names: list[str], labels: list[int], per_class: int | None) -> list[int]:
+    """Indices in hash order per class, at most *per_class* of each."""
+    order = sorted(range(len(names)), key=lambda i: _hash(names[i]))
+    if per_class is None:
+        return sorted(order)
+    count: dict[int, int] = {}
+    keep = []
+    for i in order:
+        if count.get(labels[i], 0) < per_class:
+            count[labels[i]] = count.get(labels[i], 0) + 1
+            keep.append(i)
+    return sorted(keep)
+
+
+def _decode_all(blobs: Iterable[tuple[str, bytes]], size: int, workers: int) -> np.ndarray:
+    def one(item: tuple[str, bytes]) -> np.ndarray:
+        return decode(item[1], (size, size), mode="RGB", source=item[0])
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        arrays = list(pool.map(one, blobs))
+    return np.ascontiguousarray(np.stack(arrays).transpose(0, 3, 1, 2))
+
+
+def _side(root: Path, size: int, per_class: int | None, workers: int) -> tuple:
+    """Images, labels, names and classes of a folder or a PCR dataset."""
+    if (root / MANIFEST).exists():
+        ds = open_dataset(str(root))
+        names, labels = list(ds.names), [int(v) for v in ds.labels]
+        idx = _pick(names, labels, per_class)
+        blobs = ((names[i], ds.jpeg_bytes(i)) for i in idx)
+        classes = list(ds.classes)
+    else:
+        items, classes = find_sources(root)
+        if not classes or any(it.label is None for it in items):
+            raise DatasetError(f"{root}: every image must sit in a class sub-folder")
+        names = [it.name for it in items]
+        labels = [classes.index(str(it.label)) for it in items]
+        idx = _pick(names, labels, per_class)
+        blobs = ((names[i], (root / names[i]).read_bytes()) for i in idx)
+    x = _decode_all(blobs, size, workers)
+    return x, np.array([labels[i] for i in idx], dtype=np.int64), [names[i] for i in idx], classes
+
+
+def load_labelled_images(
+    path: str | os.PathLike[str],
+    size: int = 48,
+    *,
+    per_class: int | None = None,
+    val_fraction: float = 0.2,
+    workers: int = 2,
+) -> LabelledImages:
+    """Decode a labelled image set into memory, split into training and validation.
+
+    Parameters
+    ----------
+    path : path
+        A folder with ``train/`` and ``val/`` (each a folder of class
+        sub-folders or a PCR dataset), a folder of class sub-folders, or a
+        PCR dataset.
+    size : int
+        Side of the square images, pixels.
+    per_class : int, optional
+        At most this many images per class on each side (hash order).
+    val_fraction : float
+        Share of each class kept for validation when *path* is not split.
+    workers : int
+        Decoding threads.
+
+    Returns
+    -------
+    LabelledImages
+
+    Raises
+    ------
+    DatasetError
+        If *path* is not one of those, an image does not decode, or the two
+        sides have different classes.
+    """
+    root = Path(path)
+    if size < 8:
+        raise DatasetError(f"image size must be >= 8 pixels, got {size}")
+    if not 0 < val_fraction < 1:
+        raise DatasetError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+    if (root / "train").is_dir() and (root / "val").is_dir():
+        tx, ty, _, tc = _side(root / "train", size, per_class, workers)
+        vx, vy, _, vc = _side(root / "val", size, per_class, workers)
+        if tc != vc:
+            raise DatasetError(f"{root}: train and val classes differ: {tc} vs {vc}")
+        return LabelledImages(tx, ty, vx, vy, tuple(tc), str(root))
+    if not root.is_dir():
+        raise DatasetError(f"{root}: not a folder of images or a PCR dataset")
+    x, y, names, classes = _side(root, size, None, workers)
+    is_val = np.array([int(_hash("val:" + n)[:8], 16) / 16**8 < val_fraction for n in names])
+    for c in range(len(classes)):
+        side = is_val[y == c]
+        if side.size and (side.all() or not side.any()):
+            raise DatasetError(
+                f"{root}: class {classes[c]!r} has too few images ({side.size}) for a split"
+            )
+    tr, va = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+    if per_class is not None:
+        tr = np.concatenate([tr[y[tr] == c][:per_class] for c in range(len(classes))])
+        va = np.concatenate([va[y[va] == c][:per_class] for c in range(len(classes))])
+        tr.sort()
+        va.sort()
+    return LabelledImages(x[tr], y[tr], x[va], y[va], tuple(classes), str(root))
