@@ -21,7 +21,7 @@ pandas frame, shows in a notebook and writes a standalone HTML page.
 from __future__ import annotations
 
 from ._audit import audit
-from ._checks import CHECKS, Check
+from ._checks import CHECKS, ISSUE_TITLES, Check
 from ._inspect import TINY_SIDE
 from ._options import DEFAULT_TARGETS, MAX_QUALITY_PIXELS
 from ._properties import ANALYSIS_SIDE
@@ -31,6 +31,7 @@ __all__ = [
     "ANALYSIS_SIDE",
     "CHECKS",
     "DEFAULT_TARGETS",
+    "ISSUE_TITLES",
     "MAX_QUALITY_PIXELS",
     "TINY_SIDE",
     "AuditReport",

@@ -38,9 +38,33 @@ class AuditReport(AuditFindings):
     coding : dict of str to int
         How the source JPEGs are coded (baseline, standard progressive ...).
     problems : list of dict
-        ``{"file": ..., "issue": ...}``, one per problem (a file may have several).
+        ``{"file": ..., "type": ..., "issue": ...}``, one per problem (a file
+        may have several), sorted by file; ``type`` is an issue type of
+        :data:`~pcr_explore.audit.ISSUE_TITLES` ("bad_file",
+        "blurry", "label_leak" ...), ``issue`` says what and by how much.
     duplicates : list of list of str
         Groups of files with identical bytes.
+    duplicate_sets : list of dict
+        Exact and near-duplicate sets: ``kind`` ("exact" or "near"),
+        ``files``, their ``classes``, ``max_distance`` (pHash bits) and
+        ``label_leak`` (the set spans classes).
+    scores : list of dict
+        One row per image, in index order: ``file``, ``class``, size, format,
+        mode, a score per check of :data:`~pcr_explore.audit.CHECKS` (lower
+        is worse; None where the image could not be decoded),
+        ``entropy_bits`` and ``phash``.
+    checks : dict
+        Per check: what its score measures, the threshold used and the rule.
+    examples : dict of str to list of dict
+        Per check with flagged images: the worst (``file``, ``score``).
+    thumbnails : dict of str to str
+        ``data:`` URIs of the images the report shows (not in the JSON).
+    notes : list of str
+        How the numbers were made where it matters (the analysis size, images
+        measured for quality at a reduced size).
+    timings : dict of str to float
+        Seconds spent reading the files, checking, measuring the sample and
+        making the report.
     conversions : list of dict
         ``{"file": ..., "note": ...}`` for sources that could not be
         transcoded losslessly (non-JPEG formats, CMYK, EXIF rotations).
@@ -63,6 +87,9 @@ class AuditReport(AuditFindings):
     --------
     >>> report = audit("photos/", sample=64)  # doctest: +SKIP
     >>> print(report.summary())  # doctest: +SKIP
+    >>> report.flagged("blurry"), report.issue_counts  # doctest: +SKIP
+    >>> df = report.to_frame()  # pandas: re-threshold without re-running  # doctest: +SKIP
+    >>> df[df.blurry < 0.2]  # doctest: +SKIP
     >>> report.to_json("audit.json")  # doctest: +SKIP
     >>> report.to_html("audit.html")  # doctest: +SKIP
     """
