@@ -9,7 +9,7 @@ place. Every figure stretches to the width of its box.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from bokeh.models import (
     CDSView,
@@ -34,6 +34,7 @@ __all__ = [
     "timeline_figure",
     "TIMELINE_COLORS",
     "update_source",
+    "fit_range",
 ]
 
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
@@ -66,12 +67,13 @@ def scan_curve_figure(
         sizing_mode="stretch_width",
         tools=_TOOLS,
         x_range=Range1d(start=-0.03, end=1.07),  # the last level's marker is not cut
+        y_range=DataRange1d(),
         title="Bytes read vs quality",
         x_axis_label="bytes read (% of the full image)",
         y_axis_label=axis_label,
     )
     fig.xaxis.formatter = NumeralTickFormatter(format="0%")
-    fig.varea(
+    band = fig.varea(
         "x",
         "lo",
         "hi",
@@ -80,7 +82,7 @@ def scan_curve_figure(
         fill_alpha=0.35,
         legend_label="dataset p5-p95",
     )
-    fig.line(
+    mean = fig.line(
         "x",
         "mean",
         source=src["dataset"],
@@ -89,7 +91,7 @@ def scan_curve_figure(
         line_width=2,
         legend_label="dataset mean",
     )
-    fig.line(
+    line = fig.line(
         "x",
         "y",
         source=src["image"],
@@ -128,7 +130,11 @@ def scan_curve_figure(
         line_color="#d62728",
         line_width=3,
         legend_label="level shown",
+        level="overlay",
     )
+    # The marker moves with the slider: on the overlay layer only that layer is
+    # repainted, and the axes do not follow it.
+    cast(DataRange1d, fig.y_range).renderers = [band, mean, line]
     fig.add_tools(
         HoverTool(
             renderers=[pts],
@@ -175,6 +181,7 @@ def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSour
         tools=_TOOLS,
         y_axis_type="log",
         x_range=Range1d(start=0, end=1),
+        y_range=DataRange1d(),
         title="Compression ratio vs sparsity",
         x_axis_label="sparsity (share of zeros)",
         y_axis_label="raw bytes / encoded bytes",
@@ -183,7 +190,7 @@ def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSour
     lines = fig.multi_line(
         "xs", "ys", source=src["lines"], line_color="color", line_width=2, legend_field="codec"
     )
-    fig.scatter(
+    measured = fig.scatter(
         "x",
         "y",
         source=src["measured"],
@@ -194,11 +201,19 @@ def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSour
         line_width=2,
         legend_label="measured",
     )
-    cur = fig.scatter("x", "y", source=src["current"], size=10, color="color")
+    # What moves with the slider is drawn on the overlay layer (see scan_curve_figure).
+    cur = fig.scatter("x", "y", source=src["current"], size=10, color="color", level="overlay")
+    cast(DataRange1d, fig.y_range).renderers = [lines, measured]
     fig.add_tools(
         HoverTool(renderers=[lines, cur], tooltips=[("codec", "@codec"), ("ratio", "$y{0.00}")])
     )
-    span = Span(location=0.0, dimension="height", line_color="#444444", line_dash="dotted")
+    span = Span(
+        location=0.0,
+        dimension="height",
+        line_color="#444444",
+        line_dash="dotted",
+        level="overlay",
+    )
     fig.add_layout(span)
     fig.legend.location = "top_left"
     fig.legend.ncols = 2
@@ -215,8 +230,10 @@ def policy_bars_figure(
     """Swap time and stall per policy, as horizontal bars (milliseconds).
 
     Source ``bars``: ``policy``, ``swap_ms``, ``stall_ms``, ``label``. When
-    the policies change, set ``figure.y_range.factors`` too. One tooltip per
-    bar: the stall bar lies inside its swap bar, and only the swap bar answers.
+    the policies change, set ``figure.y_range.factors`` too, and fit the x
+    range with :func:`fit_range`. One tooltip per bar: the stall bar lies
+    inside its swap bar, and only the swap bar answers. The bars are drawn on
+    the overlay layer, so new values repaint only them.
     """
     src = {"bars": ColumnDataSource({"policy": [], "swap_ms": [], "stall_ms": [], "label": []})}
     fig = figure(
@@ -225,7 +242,7 @@ def policy_bars_figure(
         sizing_mode="stretch_width",
         tools="save,reset",
         y_range=FactorRange(factors=list(reversed(policies))),
-        x_range=DataRange1d(start=0),
+        x_range=Range1d(start=0, end=1),
         title="One step: swap time and stall",
         x_axis_label="milliseconds per step",
     )
@@ -236,6 +253,7 @@ def policy_bars_figure(
         source=src["bars"],
         color="#c6dbef",
         legend_label="swap (codec + copy)",
+        level="overlay",
     )
     fig.hbar(
         y="policy",
@@ -244,6 +262,7 @@ def policy_bars_figure(
         source=src["bars"],
         color="#d62728",
         legend_label="stall added",
+        level="overlay",
     )
     fig.add_tools(
         HoverTool(
@@ -275,13 +294,13 @@ TIMELINE_COLORS = {
 def timeline_figure(*, height: int = 210) -> tuple[figure, dict[str, ColumnDataSource]]:
     """The events of one step on the compute and copy streams.
 
-    Source ``events``: the columns of
-    :meth:`pcr_explore.swap.SimResult.timeline` with ``start``/``end`` in
-    milliseconds, plus ``lane`` (the y factor). One renderer per event kind
+    Source ``events``: ``name``, ``phase``, ``kind``, ``codec`` of
+    :meth:`pcr_explore.swap.SimResult.timeline`, ``start``/``end`` in
+    milliseconds, and ``lane`` (its stream, the y factor). One renderer per event kind
     filters the source, so the legend is fixed and a new step is one
     assignment without regrouping.
     """
-    cols = ("tensor", "name", "phase", "stream", "kind", "codec", "start", "end", "lane")
+    cols = ("name", "phase", "kind", "codec", "start", "end", "lane")
     src = {"events": ColumnDataSource({c: [] for c in cols})}
     fig = figure(
         height=height,
@@ -339,3 +358,15 @@ def update_source(source: ColumnDataSource, data: Mapping[str, Sequence[Any]]) -
     changed = {c: list(v) for c, v in data.items() if list(old[c]) != list(v)}
     if changed:
         source.patch({c: [(slice(0, n), v)] for c, v in changed.items()})
+
+
+def fit_range(rng: Range1d, top: float, pad: float = 1.08) -> None:
+    """Move a range's end to fit *top*, only when it no longer fits well.
+
+    The end changes when *top* passes it or falls under 60% of it, so a
+    drag that moves the bars a little keeps the axis (and everything drawn
+    on the plot's primary layer) still.
+    """
+    end = rng.end if isinstance(rng.end, (int, float)) else 0.0
+    if top > end or top < 0.6 * end:
+        rng.end = max(top, 1e-9) * pad

@@ -8,7 +8,7 @@ from typing import Any, cast
 import ipywidgets as w
 import numpy as np
 from bokeh.core.property.vectorization import value
-from bokeh.models import FactorRange
+from bokeh.models import FactorRange, Range1d
 from bokeh.models.annotations import LegendItem, Title
 
 from ..swap import (
@@ -25,7 +25,7 @@ from ..swap.applicability import applicable_codecs, codec_notes
 from ..swap.policies import policies_for_codecs
 from ..swap.ratios import measured_ratio_curve
 from ._explorer import Debounced, Explorer, html_table
-from ._figures import policy_bars_figure, ratio_figure, timeline_figure, update_source
+from ._figures import fit_range, policy_bars_figure, ratio_figure, timeline_figure, update_source
 from ._snapshots import swap_picture
 from ._static import PALETTE
 
@@ -126,7 +126,7 @@ class SwapExplorer(Explorer):
         measured: bool = True,
         noise: float = 0.05,
         seed: int = 0,
-        timeline_delay: float = 0.3,
+        timeline_delay: float = 0.5,
     ) -> None:
         super().__init__()
         if isinstance(trace_or_model, Trace):
@@ -343,6 +343,10 @@ class SwapExplorer(Explorer):
         labels = [_short(p) for p in names]
         if list(self._policy_range.factors) != labels[::-1]:
             self._policy_range.factors = labels[::-1]
+        fit_range(
+            cast(Range1d, self.bars_fig.x_range),
+            max(r.swap_seconds for r in self.results.values()) * 1e3,
+        )
         update_source(
             self.sources["bars"],
             {
@@ -372,8 +376,13 @@ class SwapExplorer(Explorer):
         if result is None:
             return
         tl = result.timeline()
+        # only what the bars and their tooltips need: 500 events of strings are
+        # most of the message
         self.sources["events"].data = {
-            **tl,
+            "name": tl["name"],
+            "phase": tl["phase"],
+            "kind": tl["kind"],
+            "codec": tl["codec"],
             "start": np.asarray(tl["start"]) * 1e3,
             "end": np.asarray(tl["end"]) * 1e3,
             "lane": tl["stream"],

@@ -185,6 +185,7 @@ class TunerDashboard(Explorer):
         self._curves = functools.lru_cache(maxsize=16)(self._measure)
         card = f"minmax({3 * thumb_side + 20}px, 1fr)"
         self._measured: set[int] = set()  # sample sizes measured (no wait to show)
+        self._gallery_shows: tuple[int, str, int] | None = None
 
         side = w.VBox(
             [self.scale, self.readout], layout=w.Layout(flex="1 1 32%", min_width="300px")
@@ -274,6 +275,12 @@ class TunerDashboard(Explorer):
         self.curve_figure.update(
             r.curve, target=r.target, recommended=r.scan, statistic=r.statistic, scale=scale
         )
+        shown = (int(self.sample.value), r.metric, r.scan)
+        if shown != self._gallery_shows:  # the same level shows the same images
+            self._gallery_shows = shown
+            self._show_gallery(r)
+
+    def _show_gallery(self, r: TuneResult) -> None:
         self.gallery_title.value = (
             f"<b>The images that suffer most at scan {r.scan}</b>, zoomed x{self.zoom:g} where "
             f"they differ most (left to right: full, scan {r.scan}, difference x4)"
@@ -285,23 +292,29 @@ class TunerDashboard(Explorer):
                 continue
             row = rows[slot]
             card.layout.display = None
-            i = row["index"]
-            level, full = self.pictures.pixels(i, r.scan), self.pictures.pixels(i, None)
-            h, wd = full.shape[:2]
-            size = (self.thumb_side, max(1, round(self.thumb_side * h / wd)))
-            d = worst_detail(level, full, self.zoom, size)
-            for images, key in (
-                (self.gallery_full, "full"),
-                (self.gallery_level, "level"),
-                (self.gallery_diff, "difference"),
-            ):
-                images[slot].value = encode_jpeg(cast(np.ndarray, d[key]))
-            cx, cy = cast(tuple[float, float], d["center"])
+            crops = self._crops(row["index"], r.scan)
+            self.gallery_full[slot].value = crops[0]
+            self.gallery_level[slot].value = crops[1]
+            self.gallery_diff[slot].value = crops[2]
+            cx, cy = crops[3]
             self.gallery_captions[slot].value = (
                 f"<b>{html.escape(str(row['name']))}</b>: {METRIC_LABELS[r.metric]} "
                 f"{format_value(row['value'], r.metric)}, {row['bytes_fraction']:.0%} of its "
                 f"bytes; window at ({cx:.0%}, {cy:.0%})"
             )
+
+    def _crops(self, i: int, scan: int) -> tuple[bytes, bytes, bytes, tuple[float, float]]:
+        """JPEGs of image *i*'s worst window (full, level, difference) and its centre, cached."""
+
+        def make() -> tuple[bytes, bytes, bytes, tuple[float, float]]:
+            level, full = self.pictures.pixels(i, scan), self.pictures.pixels(i, None)
+            h, wd = full.shape[:2]
+            size = (self.thumb_side, max(1, round(self.thumb_side * h / wd)))
+            d = worst_detail(level, full, self.zoom, size)
+            jpegs = [encode_jpeg(cast(np.ndarray, d[k])) for k in ("full", "level", "difference")]
+            return jpegs[0], jpegs[1], jpegs[2], cast(tuple[float, float], d["center"])
+
+        return self.pictures.per_image(("crops", scan), i, make)
 
     def worst_images(self) -> list[dict[str, Any]]:
         """Return the gallery's rows: index, name, label, bytes, bytes_fraction, value."""
