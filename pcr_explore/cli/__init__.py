@@ -27,11 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from . import _audit, _dataset
-    from ._swap import add_swap_sim_parser
+    from ._swap import add_swap_sim_parser, add_swap_train_parser
 
     _dataset.register(sub)
     _audit.register(sub)
     add_swap_sim_parser(sub)
+    add_swap_train_parser(sub)
     return parser
 
 

@@ -1,4 +1,10 @@
-"""The ``swap-sim`` sub-command: a swap report (:func:`pcr_explore.swap.report`) as a table."""
+"""The swap sub-commands.
+
+``swap-sim`` prints a swap report (:func:`pcr_explore.swap.report`): simulated
+figures under a device profile's assumptions. ``swap-train`` trains with a
+codec on the saved activations next to the uncompressed run
+(:func:`pcr_explore.swap.swap_train`): figures measured on this machine.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,12 @@ import argparse
 import sys
 from typing import Any
 
+from .._json import to_json
 from ..swap.architectures import BUILTIN_MODELS
 from ..swap.profiles import profile_names
 from ..swap.report import report
+
+__all__ = ["add_swap_sim_parser", "add_swap_train_parser", "run_swap_sim", "run_swap_train"]
 
 
 def _ramp(text: str) -> tuple[float, float]:
@@ -38,7 +47,8 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
         "swap-sim",
         help="simulate compressed activation swapping under several policies",
         description="Simulate one training step that swaps activations to host memory, "
-        "under each policy, and print swap time, stall and link bytes.",
+        "under each policy, and print swap time, stall and link bytes. Every figure is "
+        "simulated under the device profile's assumptions (docs/SWAP.md).",
     )
     src = p.add_mutually_exclusive_group()
     src.add_argument(
@@ -47,7 +57,13 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
         default="vgg16",
         help="built-in architecture (default vgg16)",
     )
-    src.add_argument("--trace", metavar="FILE", help="trace JSON written by Trace.save")
+    src.add_argument(
+        "--trace",
+        metavar="TRACE",
+        help="trace JSON written by Trace.save, or a measured trace shipped with the package "
+        "(measured:small-cnn-flowers5, measured:vgg-small-flowers5, "
+        "measured:resnet-small-flowers5)",
+    )
     p.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
     p.add_argument("--resolution", type=int, default=224, help="input side (default 224)")
     p.add_argument(
@@ -86,8 +102,9 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
         nargs="+",
         metavar="POLICY",
         default=None,
-        help="vdnn, always:<codec>, cswap, cswap+lossy, cswap:<codecs>, oracle... "
-        "(default: vdnn, always:<each codec>, cswap, oracle)",
+        help="vdnn, always:<codec>, cswap (ZVC, as CSWAP), cswap+lossy (ZVC+ZFP, as CSwap+), "
+        "cswap-all (every lossless codec), cswap:<codecs>, oracle, oracle-all... "
+        "(default: vdnn, always:<each codec>, cswap, cswap-all, oracle, oracle-all)",
     )
     p.add_argument(
         "--noise",
@@ -136,4 +153,107 @@ def run_swap_sim(args: argparse.Namespace) -> int:
     if args.json:
         rep.save(args.json)
         print(f"wrote {args.json}", file=sys.stderr)
+    return 0
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("no seed given")
+    return seeds
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return v
+
+
+def add_swap_train_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``swap-train`` on an argparse subparsers object.
+
+    Parameters
+    ----------
+    subparsers
+        What ``ArgumentParser.add_subparsers()`` returned.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The sub-command's parser (its ``func`` default is :func:`run_swap_train`).
+    """
+    from ..swap.nets import NETS
+
+    p = subparsers.add_parser(
+        "swap-train",
+        help="train with compressed saved activations next to the uncompressed run (PyTorch)",
+        description="Train a small network on DATASET twice per seed, the same batches in "
+        "the same order: once as usual and once with every saved activation encoded by "
+        "CODEC and decoded for backward. Prints final validation accuracy and loss of both, "
+        "whether the losses are identical, the activation bytes saved and the codec's CPU "
+        "time, measured on this machine. Needs pcr-explore[torch].",
+    )
+    p.add_argument(
+        "dataset",
+        metavar="DATASET",
+        help="folder with train/ and val/, folder of class sub-folders, or a PCR dataset",
+    )
+    p.add_argument("--codec", default="zfp:8", help="zvc, bitmap, zfp:<rate>, ... (default zfp:8)")
+    p.add_argument("--steps", type=_positive, default=100, help="training steps (default 100)")
+    p.add_argument("--net", choices=NETS, default="small-cnn", help="network (default small-cnn)")
+    p.add_argument("--size", type=_positive, default=48, help="image side, pixels (default 48)")
+    p.add_argument("--batch", type=_positive, default=32, help="batch size (default 32)")
+    p.add_argument("--lr", type=float, default=None, help="learning rate (default per network)")
+    p.add_argument("--seeds", type=_seeds, default=[0], help="comma-separated seeds (default 0)")
+    p.add_argument(
+        "--per-class", type=_positive, default=None, help="at most N images per class and side"
+    )
+    p.add_argument(
+        "--threads", type=_positive, default=1, help="PyTorch threads (default 1: steadier timings)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run_swap_train)
+    return p
+
+
+def run_swap_train(args: argparse.Namespace) -> int:
+    """Run ``pcr-explore swap-train``: print the comparison as a table or one JSON object.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed by the parser of :func:`add_swap_train_parser`.
+
+    Returns
+    -------
+    int
+        0 on success.
+
+    Raises
+    ------
+    SwapError, DatasetError, MissingExtraError
+        For bad input or a missing PyTorch (the main CLI prints one line).
+    """
+    from ..swap.codec_training import swap_train
+
+    res = swap_train(
+        args.dataset,
+        args.codec,
+        steps=args.steps,
+        net=args.net,
+        size=args.size,
+        batch_size=args.batch,
+        lr=args.lr,
+        seeds=args.seeds,
+        per_class=args.per_class,
+        threads=args.threads,
+    )
+    print(to_json(res.to_dict()) if args.json else res.to_text())
     return 0

@@ -9,24 +9,32 @@ and oracle policies. See ``docs/SWAP.md``.
 The names here are the verbs and result types; the building blocks stay in
 their modules:
 
-=====================  ================================================
-:mod:`.codecs`         codec registry, codec classes, ``measure``
-:mod:`.ratios`         compression ratio against sparsity
-:mod:`.activations`    synthetic activations, bit-level sparsity
-:mod:`.cnn`            a small numpy CNN on bundled photos
-:mod:`.capture`        PyTorch saved-tensor capture
-:mod:`.traces`         ``Trace`` and ``TensorRecord``, JSON
-:mod:`.sparsity`       sparsity profiles over depth
-:mod:`.architectures`  VGG-16 and ResNet-50 traces
-:mod:`.costs`          codec kernel costs
-:mod:`.profiles`       device profiles
-:mod:`.calibration`    fitting kernel costs to measured times
-:mod:`.policies`       policy specs
-:mod:`.predictor`      cswap's online kernel-time predictor
-:mod:`.results`        ``SimResult``, ``Decision``, timelines
-:mod:`.simulate`       the step simulator
-:mod:`.report`         several policies as a table or JSON
-=====================  ================================================
+==========================  ================================================
+:mod:`.codecs`              codec registry, codec classes, ``measure``
+:mod:`.ratios`              compression ratio against sparsity
+:mod:`.activations`         synthetic activations, bit-level sparsity
+:mod:`.cnn`                 a small numpy CNN on bundled photos
+:mod:`.capture`             PyTorch saved-tensor capture
+:mod:`.train_capture`       saved activations of real training steps
+:mod:`.sparsity_table`      per-layer sparsity against the training step
+:mod:`.compressed`          codecs applied to saved activations in training
+:mod:`.activation_policy`   per-tensor decisions for those hooks
+:mod:`.codec_training`      a codec's run next to the uncompressed run
+:mod:`.nets`                small VGG- and ResNet-style networks
+:mod:`.catalog`             analytic, measured and user traces by name
+:mod:`.traces`              ``Trace`` and ``TensorRecord``, JSON
+:mod:`.sparsity`            sparsity profiles over depth
+:mod:`.architectures`       VGG-16 and ResNet-50 traces
+:mod:`.costs`               codec kernel costs
+:mod:`.profiles`            device profiles
+:mod:`.calibration`         fitting kernel costs to measured times
+:mod:`.policies`            policy specs
+:mod:`.predictor`           cswap's online kernel-time predictor
+:mod:`.predictor_eval`      predictors graded on measured codec times
+:mod:`.results`             ``SimResult``, ``Decision``, timelines
+:mod:`.simulate`            the step simulator
+:mod:`.report`              several policies as a table or JSON
+==========================  ================================================
 
 References
 ----------
@@ -48,47 +56,75 @@ True
 
 from __future__ import annotations
 
+from ._images import LabelledImages, load_labelled_images
+from .activation_policy import least_stall, smallest_encoding
 from .activations import bit_sparsity, synthetic_activations
 from .architectures import builtin_trace
 from .calibration import Calibration, calibrate
 from .capture import capture_saved_tensors
+from .catalog import TraceOption, list_traces, load_trace, measured_trace, measured_trace_names
 from .cnn import cnn_trace
+from .codec_training import SwapTrainResult, TrainRun, swap_train, train_run
 from .codecs import Codec, CodecError, Encoded, Measurement, codec_names, get_codec, measure
+from .compressed import ActivationLog, SavedTensorInfo, compressed_activations
+from .nets import build_net
 from .policies import default_policies
 from .profiles import DeviceProfile, get_profile, profile_names
 from .ratios import measure_ratios, ratio_curve
 from .report import SwapReport, report
 from .results import Decision, SimResult
 from .simulate import simulate, simulate_many
+from .sparsity_table import SparsityTable
 from .traces import TensorRecord, Trace
+from .train_capture import TrainingCapture, capture_training
 
 __all__ = [
+    "ActivationLog",
     "Calibration",
     "Codec",
     "CodecError",
     "Decision",
     "DeviceProfile",
     "Encoded",
+    "LabelledImages",
     "Measurement",
+    "SavedTensorInfo",
     "SimResult",
+    "SparsityTable",
     "SwapReport",
+    "SwapTrainResult",
     "TensorRecord",
     "Trace",
+    "TraceOption",
+    "TrainRun",
+    "TrainingCapture",
     "bit_sparsity",
+    "build_net",
     "builtin_trace",
     "calibrate",
     "capture_saved_tensors",
+    "capture_training",
     "cnn_trace",
     "codec_names",
+    "compressed_activations",
     "default_policies",
     "get_codec",
     "get_profile",
+    "least_stall",
+    "list_traces",
+    "load_labelled_images",
+    "load_trace",
     "measure",
     "measure_ratios",
+    "measured_trace",
+    "measured_trace_names",
     "profile_names",
     "ratio_curve",
     "report",
     "simulate",
     "simulate_many",
+    "smallest_encoding",
+    "swap_train",
     "synthetic_activations",
+    "train_run",
 ]

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..discover import find_sources
-from ..errors import DatasetError
+from ..errors import DatasetError, SwapError
 from ..jpeg import decode
 from ..manifest import MANIFEST
 from ..reader import open_dataset
+from ._torch_ops import require_torch
 
-__all__ = ["LabelledImages", "load_labelled_images"]
+__all__ = ["LabelledImages", "load_labelled_images", "ImageBatches", "evaluate", "inputs"]
+
+_MEAN = (0.485, 0.456, 0.406)
+_STD = (0.229, 0.224, 0.225)
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,3 +167,78 @@ def load_labelled_images(
         tr.sort()
         va.sort()
     return LabelledImages(x[tr], y[tr], x[va], y[va], tuple(classes), str(root))
+
+
+def inputs(torch: Any, x: np.ndarray) -> Any:
+    """uint8 NCHW images as normalised float input (ImageNet mean and deviation)."""
+    mean = torch.tensor(_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(_STD).view(1, 3, 1, 1)
+    return (torch.from_numpy(x).float() / 255.0 - mean) / std
+
+
+class ImageBatches:
+    """Training batches of *images*, a new seeded order on each pass (the last partial dropped).
+
+    Re-iterable, so :func:`~pcr_explore.swap.train_capture.capture_training`
+    can run several epochs over it; batches are normalised float tensors and
+    labels, as :func:`~pcr_explore.swap.codec_training.train_run` feeds them.
+
+    Parameters
+    ----------
+    images : LabelledImages
+    batch_size : int
+    seed : int
+
+    Examples
+    --------
+    >>> cap = capture_training(net, ImageBatches(images, 32), 300, every=50)  # doctest: +SKIP
+    """
+
+    def __init__(self, images: LabelledImages, batch_size: int = 32, seed: int = 0) -> None:
+        torch = require_torch("ImageBatches")
+        n = len(images.train_y)
+        if not 1 <= batch_size <= n:
+            raise SwapError(f"batch_size must lie in [1, {n}] (training images), got {batch_size}")
+        self._x, self._y = inputs(torch, images.train_x), torch.from_numpy(images.train_y)
+        self._gen = torch.Generator().manual_seed(seed)
+        self._torch, self.batch_size = torch, batch_size
+
+    def __len__(self) -> int:
+        return len(self._y) // self.batch_size
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        order = self._torch.randperm(len(self._y), generator=self._gen)
+        for k in range(len(self)):
+            idx = order[k * self.batch_size : (k + 1) * self.batch_size]
+            yield self._x[idx], self._y[idx]
+
+
+def evaluate(model: Any, images: LabelledImages) -> tuple[float, float]:
+    """Top-1 accuracy and mean cross-entropy of *model* on the validation images.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    images : LabelledImages
+
+    Returns
+    -------
+    accuracy, loss : float
+
+    Examples
+    --------
+    >>> evaluate(model, images)  # doctest: +SKIP
+    (0.64, 0.95)
+    """
+    torch = require_torch("evaluate")
+    model.eval()
+    correct, total = 0, 0.0
+    with torch.no_grad():
+        for s in range(0, len(images.val_y), 256):
+            out = model(inputs(torch, images.val_x[s : s + 256]))
+            yy = torch.from_numpy(images.val_y[s : s + 256])
+            correct += int((out.argmax(1) == yy).sum())
+            total += float(torch.nn.functional.cross_entropy(out, yy, reduction="sum"))
+    model.train()
+    m = max(1, len(images.val_y))
+    return correct / m, total / m

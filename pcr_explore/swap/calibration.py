@@ -20,7 +20,7 @@ from ._codec_base import Codec
 from .codecs import get_codec
 from .costs import CodecCost, KernelCost
 
-__all__ = ["fit_kernel_cost", "Calibration", "calibrate"]
+__all__ = ["fit_kernel_cost", "Calibration", "calibrate", "time_codec"]
 
 
 def fit_kernel_cost(
@@ -187,11 +187,15 @@ def calibrate(
     sparsities: Sequence[float] = (0.0, 0.3, 0.6, 0.9),
     repeats: int = 3,
     seed: int = 0,
+    tensors: Sequence[np.ndarray] | None = None,
 ) -> Calibration:
     """Time a codec on this machine and fit ``alpha + beta * n + gamma * nnz``.
 
-    Tensors are float32 with i.i.d. zeros. The result's ``cost`` can go into
-    a profile (``profile.with_codec(codec, cal.cost)``) to model a CPU
+    By default the tensors are float32 with i.i.d. zeros over ``sizes`` x
+    ``sparsities``; with ``tensors`` (real activations, e.g. from
+    :func:`~pcr_explore.swap.train_capture.capture_training` with
+    ``keep_tensors``) those are timed instead. The result's ``cost`` can go
+    into a profile (``profile.with_codec(codec, cal.cost)``) to model a CPU
     offload path with real numbers.
 
     Parameters
@@ -206,11 +210,16 @@ def calibrate(
         Repetitions per tensor; the fastest is kept.
     seed : int
         Seed of the tensors.
+    tensors : sequence of ndarray, optional
+        Time these tensors instead (``sizes`` and ``sparsities`` are then
+        ignored); ``n`` and ``nnz`` are counted in float32 equivalents
+        (``count * itemsize / 4``), as the cost model reads them.
 
     Returns
     -------
     Calibration
-        The ``len(sizes) * len(sparsities)`` timings and their fits.
+        One timing per tensor (``len(sizes) * len(sparsities)`` of them by
+        default) and their fits.
 
     Raises
     ------
@@ -225,25 +234,59 @@ def calibrate(
     ([4096.0, 4096.0, 16384.0, 16384.0], [4096.0, 2048.0, 16384.0, 8192.0])
     """
     c = get_codec(codec)
-    sizes = [int(s) for s in sizes]
-    if not sizes or min(sizes) < 1 or repeats < 1:
-        raise SwapError("calibrate needs positive sizes and repeats >= 1")
-    for s in sparsities:
-        if not 0 <= s <= 1:
-            raise SwapError(f"sparsity must lie in [0, 1], got {s}")
-    rows = []
-    for n in sizes:
+    if repeats < 1:
+        raise SwapError("calibrate needs repeats >= 1")
+    if tensors is not None:
+        arrays = [np.asarray(t) for t in tensors]
+        if not arrays:
+            raise SwapError("calibrate was given no tensors")
+    else:
+        sizes = [int(s) for s in sizes]
+        if not sizes or min(sizes) < 1:
+            raise SwapError("calibrate needs positive sizes and repeats >= 1")
         for s in sparsities:
-            x = iid_sample(n, s, "float32", seed)
-            nnz = int(np.count_nonzero(x))
-            enc_t = dec_t = np.inf
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                enc = c.encode(x)
-                t1 = time.perf_counter()
-                c.decode(enc)
-                t2 = time.perf_counter()
-                enc_t, dec_t = min(enc_t, t1 - t0), min(dec_t, t2 - t1)
-            rows.append((n, nnz, enc_t, dec_t))
+            if not 0 <= s <= 1:
+                raise SwapError(f"sparsity must lie in [0, 1], got {s}")
+        arrays = [iid_sample(n, s, "float32", seed) for n in sizes for s in sparsities]
+    rows = [(*_counts(x), *time_codec(c, x, repeats)) for x in arrays]
     n_a, nnz_a, ce, de = np.array(rows, dtype=float).T
     return Calibration.from_times(c, n_a, nnz_a, ce, de)
+
+
+def _counts(x: np.ndarray) -> tuple[float, float]:
+    """Elements and bit-pattern non-zeros of *x*, in float32 equivalents."""
+    w = x.dtype.itemsize / 4.0
+    flat = x.reshape(-1)
+    nz = int(np.count_nonzero(flat.view(f"u{x.dtype.itemsize}"))) if x.dtype.kind == "f" else None
+    return x.size * w, (nz if nz is not None else int(np.count_nonzero(flat))) * w
+
+
+def time_codec(codec: str | Codec, x: np.ndarray, repeats: int = 3) -> tuple[float, float]:
+    """Best-of-*repeats* encode and decode seconds of *codec* on *x*, on this machine.
+
+    Parameters
+    ----------
+    codec : str or Codec
+    x : ndarray
+    repeats : int
+
+    Returns
+    -------
+    encode_s, decode_s : float
+
+    Examples
+    --------
+    >>> enc, dec = time_codec("zvc", np.zeros(4096, np.float32))
+    >>> enc > 0 and dec > 0
+    True
+    """
+    c = get_codec(codec)
+    enc_t = dec_t = np.inf
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        enc = c.encode(x)
+        t1 = time.perf_counter()
+        c.decode(enc)
+        t2 = time.perf_counter()
+        enc_t, dec_t = min(enc_t, t1 - t0), min(dec_t, t2 - t1)
+    return float(enc_t), float(dec_t)

@@ -23,16 +23,13 @@ import numpy as np
 
 from .._json import json_safe
 from ..errors import SwapError
-from ._images import LabelledImages, load_labelled_images
+from ._images import ImageBatches, LabelledImages, evaluate, inputs, load_labelled_images
 from ._torch_ops import require_torch
 from .codecs import get_codec
 from .compressed import ActivationPolicy, compressed_activations
 from .nets import DEFAULT_LR, build_net
 
-__all__ = ["TrainRun", "SwapTrainResult", "train_run", "swap_train"]
-
-_MEAN = (0.485, 0.456, 0.406)
-_STD = (0.229, 0.224, 0.225)
+__all__ = ["TrainRun", "SwapTrainResult", "ImageBatches", "evaluate", "train_run", "swap_train"]
 
 
 @dataclass(frozen=True)
@@ -62,12 +59,6 @@ class TrainRun:
     val_loss: float
     seconds: float
     activations: dict[str, Any] | None = None
-
-
-def _inputs(torch: Any, x: np.ndarray) -> Any:
-    mean = torch.tensor(_MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(_STD).view(1, 3, 1, 1)
-    return (torch.from_numpy(x).float() / 255.0 - mean) / std
 
 
 def train_run(
@@ -137,7 +128,7 @@ def train_run(
         name = "policy"
     else:
         name = "none" if codec is None else get_codec(codec).name
-    x, y = _inputs(torch, images.train_x), torch.from_numpy(images.train_y)
+    x, y = inputs(torch, images.train_x), torch.from_numpy(images.train_y)
     torch.manual_seed(seed)
     model = build_net(net, len(images.classes))
     rate = DEFAULT_LR.get(net, 0.05) if lr is None else lr
@@ -165,24 +156,10 @@ def train_run(
             opt.step()
             losses.append(float(loss.detach()))
     seconds = time.perf_counter() - t0
-    acc, vloss = _evaluate(torch, model, images)
+    acc, vloss = evaluate(model, images)
     return TrainRun(
         name, seed, tuple(losses), acc, vloss, seconds, log.summary() if log is not None else None
     )
-
-
-def _evaluate(torch: Any, model: Any, images: LabelledImages) -> tuple[float, float]:
-    model.eval()
-    correct, total = 0, 0.0
-    with torch.no_grad():
-        for s in range(0, len(images.val_y), 256):
-            out = model(_inputs(torch, images.val_x[s : s + 256]))
-            yy = torch.from_numpy(images.val_y[s : s + 256])
-            correct += int((out.argmax(1) == yy).sum())
-            total += float(torch.nn.functional.cross_entropy(out, yy, reduction="sum"))
-    model.train()
-    m = max(1, len(images.val_y))
-    return correct / m, total / m
 
 
 @dataclass(frozen=True, eq=False)

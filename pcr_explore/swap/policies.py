@@ -3,10 +3,22 @@
 * ``vdnn``: every tensor raw (vDNN, Rhu et al., MICRO 2016).
 * ``always:<codec>``: every tensor with that codec (binarize only where the
   tensor allows it, raw elsewhere).
-* ``cswap``: per tensor, the least **predicted** stall among raw and the
-  profile's codecs that keep every value training reads (CSWAP);
-  ``cswap+lossy`` adds ZFP; ``cswap:zvc,zfp`` restricts the choice.
-* ``oracle``: the least **true** stall over the same choices, a lower bound.
+* ``cswap``: per tensor, the least **predicted** stall among raw and ZVC,
+  CSWAP's codec set [1]_; ``cswap+lossy`` adds ZFP, as the journal version
+  (CSwap+) does [2]_.
+* ``cswap-all``: the same decision over every codec of the profile that keeps
+  what training reads (ZVC, bitmap, CSR, delta8, RLE, binarize): a wider set
+  than the papers had; ``cswap-all+lossy`` adds ZFP; ``cswap:zvc,csr``
+  chooses among the codecs listed.
+* ``oracle``, ``oracle+lossy``, ``oracle-all``, ``oracle:<codecs>``: the
+  least **true** stall over the same choices, a lower bound.
+
+References
+----------
+.. [1] P. Chen et al., "CSWAP: A self-tuning compression framework for
+   accelerating tensor swapping in GPUs," IEEE CLUSTER 2021.
+.. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with
+   self-tuning compression," IEEE TPDS 33(12), 2022.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ from .codecs import get_codec
 from .profiles import DeviceProfile, get_profile
 
 __all__ = [
+    "PAPER_CODECS",
     "Policy",
     "parse_policy",
     "default_policies",
@@ -27,6 +40,11 @@ __all__ = [
     "candidate_codecs",
     "loses_values",
 ]
+
+
+#: The codecs CSWAP chooses among: ZVC; the lossy variant (CSwap+) adds ZFP.
+PAPER_CODECS: tuple[str, ...] = ("zvc",)
+PAPER_LOSSY_CODECS: tuple[str, ...] = ("zvc", "zfp")
 
 
 @dataclass(frozen=True)
@@ -43,13 +61,17 @@ class Policy:
         ``cswap`` / ``oracle`` may pick lossy ZFP.
     codecs : tuple of str or None
         For ``cswap:<c1>,<c2>`` / ``oracle:...``: the only codecs considered
-        (besides raw), e.g. ``cswap:zvc,zfp`` for the papers' configuration.
+        (besides raw).
+    wide : bool
+        ``cswap-all`` / ``oracle-all``: every codec of the profile, not only
+        CSWAP's ZVC (and ZFP).
     """
 
     kind: str
     codec: str | None = None
     lossy: bool = False
     codecs: tuple[str, ...] | None = None
+    wide: bool = False
 
     @property
     def name(self) -> str:
@@ -58,7 +80,35 @@ class Policy:
             return f"always:{self.codec}"
         if self.codecs is not None:
             return f"{self.kind}:{','.join(self.codecs)}"
-        return self.kind + ("+lossy" if self.lossy else "")
+        return self.kind + ("-all" if self.wide else "") + ("+lossy" if self.lossy else "")
+
+    def choices(self, profile: DeviceProfile | str) -> list[str]:
+        """The codecs (besides raw) a ``cswap`` or ``oracle`` policy chooses among on *profile*.
+
+        Parameters
+        ----------
+        profile : DeviceProfile or str
+
+        Returns
+        -------
+        list of str
+            Listed codecs as given; for ``-all`` every codec of the profile
+            (lossy ones with ``+lossy``); otherwise CSWAP's set the profile
+            prices: ZVC, and ZFP with ``+lossy``.
+
+        Examples
+        --------
+        >>> [parse_policy(p).choices("v100-pcie3") for p in ("cswap", "cswap+lossy")]
+        [['zvc'], ['zvc', 'zfp']]
+        >>> len(parse_policy("cswap-all").choices("v100-pcie3"))
+        6
+        """
+        if self.codecs is not None:
+            return list(self.codecs)
+        if self.wide:
+            return candidate_codecs(profile, lossy=self.lossy)
+        paper = PAPER_LOSSY_CODECS if self.lossy else PAPER_CODECS
+        return [c for c in paper if c in get_profile(profile).codecs]
 
 
 def loses_values(codec: str) -> bool:
@@ -92,9 +142,9 @@ def parse_policy(spec: str | Policy) -> Policy:
     ----------
     spec : str or Policy
         ``vdnn``, ``always:<codec>``, ``cswap``, ``cswap+lossy``,
-        ``cswap:<codec>[,<codec>...]``, ``oracle``, ``oracle+lossy`` or
-        ``oracle:<codec>[,...]`` (case-insensitive); a Policy is returned
-        unchanged.
+        ``cswap-all``, ``cswap-all+lossy``, ``cswap:<codec>[,<codec>...]``,
+        and the same with ``oracle`` (case-insensitive); a Policy is
+        returned unchanged.
 
     Returns
     -------
@@ -111,7 +161,9 @@ def parse_policy(spec: str | Policy) -> Policy:
     >>> parse_policy("always:ZVC").name
     'always:zvc'
     >>> parse_policy("cswap:zvc,zfp")
-    Policy(kind='cswap', codec=None, lossy=True, codecs=('zvc', 'zfp'))
+    Policy(kind='cswap', codec=None, lossy=True, codecs=('zvc', 'zfp'), wide=False)
+    >>> parse_policy("cswap-all+lossy").name
+    'cswap-all+lossy'
     """
     if isinstance(spec, Policy):
         return spec
@@ -129,16 +181,24 @@ def parse_policy(spec: str | Policy) -> Policy:
             raise SwapError(f"policy {spec!r} lists no codecs")
         return Policy(base, None, any(loses_values(c) for c in names), names)
     base, plus, extra = s.partition("+")
-    if base in ("cswap", "oracle") and (not plus or extra == "lossy"):
-        return Policy(base, None, bool(plus))
+    kind, dash, wide = base.partition("-")
+    if (
+        kind in ("cswap", "oracle")
+        and (not dash or wide == "all")
+        and (not plus or extra == "lossy")
+    ):
+        return Policy(kind, None, bool(plus), wide=bool(dash))
     raise SwapError(
         f"unknown policy {spec!r}; expected vdnn, always:<codec>, cswap, cswap+lossy, "
-        "cswap:<codec>[,<codec>...], oracle, oracle+lossy or oracle:<codec>[,...]"
+        "cswap-all, cswap-all+lossy, cswap:<codec>[,<codec>...], or oracle likewise"
     )
 
 
 def default_policies(profile: DeviceProfile | str) -> list[str]:
-    """List ``vdnn``, ``always:<c>`` for each codec of the profile, ``cswap`` and ``oracle``.
+    """List ``vdnn``, ``always:<c>`` per codec of the profile, ``cswap``, ``cswap-all``, oracles.
+
+    ``cswap`` and ``oracle`` choose among CSWAP's codec (ZVC); ``cswap-all``
+    and ``oracle-all`` among every lossless codec of the profile.
 
     Parameters
     ----------
@@ -161,11 +221,18 @@ def default_policies(profile: DeviceProfile | str) -> list[str]:
     ['vdnn', 'always:zvc', 'always:bitmap']
     """
     p = get_profile(profile)
-    return ["vdnn", *(f"always:{c}" for c in p.codecs), "cswap", "oracle"]
+    return [
+        "vdnn",
+        *(f"always:{c}" for c in p.codecs),
+        "cswap",
+        "cswap-all",
+        "oracle",
+        "oracle-all",
+    ]
 
 
 def candidate_codecs(profile: DeviceProfile | str, *, lossy: bool = False) -> list[str]:
-    """List the profile's codecs that ``cswap`` and ``oracle`` choose among (besides raw).
+    """List the profile's codecs that ``cswap-all`` and ``oracle-all`` choose among (besides raw).
 
     Parameters
     ----------

@@ -15,6 +15,7 @@ from typing import Any
 from .._json import json_safe, to_json
 from ..errors import SwapError
 from .architectures import builtin_trace
+from .catalog import load_trace
 from .policies import Policy
 from .profiles import DeviceProfile, get_profile
 from .results import SimResult
@@ -49,7 +50,9 @@ class SwapReport:
         Returns
         -------
         dict
-            ``trace``, ``profile``, ``mean_sparsity``, ``total_bytes``,
+            ``kind`` (``"simulated"``), ``assumptions`` (the profile whose
+            assumed speeds priced it), ``trace``, ``profile``,
+            ``mean_sparsity``, ``total_bytes``,
             ``policies`` (each result's totals, see
             :meth:`~pcr_explore.swap.results.SimResult.to_dict`) and
             ``tensors``: per tensor its ``name``, ``shape``, ``bytes``,
@@ -77,6 +80,8 @@ class SwapReport:
         ]
         return json_safe(
             {
+                "kind": "simulated",
+                "assumptions": self.profile.name,
                 "trace": self.trace.name,
                 "profile": self.profile.name,
                 "mean_sparsity": self.trace.mean_sparsity,
@@ -111,7 +116,8 @@ class SwapReport:
         Returns
         -------
         str
-            A header line naming trace and device, then one row per policy:
+            A header line naming trace and device and saying the figures are
+            simulated under that profile's assumptions, then one row per policy:
             swap time, stall, link GiB, step time, swap time relative to
             ``vdnn`` (when simulated) and the codecs used.
         """
@@ -120,6 +126,7 @@ class SwapReport:
             f"{self.trace.name} on {self.profile.name}: {len(self.trace)} tensors, "
             f"{self.trace.total_bytes / 2**30:.2f} GiB, "
             f"mean sparsity {self.trace.mean_sparsity:.2f}",
+            f"simulated, assumptions profile {self.profile.name} (docs/SWAP.md), not measured",
             f"{'policy':<18}{'swap ms':>10}{'stall ms':>10}{'link GiB':>10}{'step ms':>10}"
             f"{'vs vdnn':>9}  codecs",
         ]
@@ -167,8 +174,10 @@ def report(
     policies : iterable of str or Policy, optional
         Defaults to :func:`~pcr_explore.swap.policies.default_policies`.
     trace : Trace, str or path-like, optional
-        A trace, or a trace JSON file written by
-        :meth:`~pcr_explore.swap.traces.Trace.save`, instead of ``model``.
+        A trace, a trace JSON file written by
+        :meth:`~pcr_explore.swap.traces.Trace.save`, or the name of a
+        built-in measured trace (:func:`~pcr_explore.swap.catalog.load_trace`),
+        instead of ``model``.
     batch : int
         Batch size of the built-in model, >= 1.
     resolution : int
@@ -203,6 +212,7 @@ def report(
     >>> rep = report("vgg16", "v100-pcie3", ["vdnn", "always:zvc"], batch=8, sparsity=0.7)
     >>> print(rep.to_text())  # doctest: +NORMALIZE_WHITESPACE
     vgg16-b8-r224 on v100-pcie3: 21 tensors, 0.45 GiB, mean sparsity 0.69
+    simulated, assumptions profile v100-pcie3 (docs/SWAP.md), not measured
     policy               swap ms  stall ms  link GiB   step ms  vs vdnn  codecs
     vdnn                   77.81     40.70     0.908    126.54    +0.0%  raw:21
     always:zvc             33.04     15.20     0.311    101.05   -57.5%  zvc:21
@@ -214,7 +224,7 @@ def report(
     if trace is None:
         tr = builtin_trace(model, batch, resolution, 0.65 if sparsity is None else sparsity)
     else:
-        tr = trace if isinstance(trace, Trace) else Trace.load(trace)
+        tr = trace if isinstance(trace, Trace) else load_trace(trace)
         if sparsity is not None:
             tr = tr.with_sparsity(sparsity)
     if iterations > 1:

@@ -186,6 +186,7 @@ class SimResult:
         Returns
         -------
         dict
+            ``kind`` (``"simulated"``), ``assumptions`` (the profile),
             ``policy``, ``trace``, ``profile``, ``options``, the
             :meth:`summary` fields, ``per_iteration`` lists and, if asked,
             ``decisions`` (one dict per tensor, with its ``ratio``).
@@ -202,6 +203,8 @@ class SimResult:
         True
         """
         out: dict[str, Any] = {
+            "kind": "simulated",
+            "assumptions": self.profile.name,
             "policy": self.policy,
             "trace": self.trace.name,
             "profile": self.profile.name,
@@ -350,7 +353,8 @@ class SimResult:
     def _repr_html_(self) -> str:
         sm = self.summary()
         return (
-            f"<b>{self.policy}</b> on {self.trace.name} / {self.profile.name}: "
-            f"swap {sm['swap_seconds'] * 1e3:.2f} ms, stall {sm['stall_seconds'] * 1e3:.2f} ms, "
+            f"<b>{self.policy}</b> on {self.trace.name} / {self.profile.name} (simulated, "
+            f"assumptions profile {self.profile.name}): swap {sm['swap_seconds'] * 1e3:.2f} ms, "
+            f"stall {sm['stall_seconds'] * 1e3:.2f} ms, "
             f"link {sm['link_bytes'] / 2**30:.3f} GiB, codecs {sm['codec_counts']}"
         )

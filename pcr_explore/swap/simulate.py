@@ -130,15 +130,16 @@ class _Setup:
         return tc + np.maximum(0.0, x - self.ov_out) + td + np.maximum(0.0, x - self.ov_in)
 
     def candidates(self, policy: Policy) -> np.ndarray:
-        if policy.codecs is not None:
-            missing = [c for c in policy.codecs if c not in self.options]
-            if missing:
-                raise SwapError(
-                    f"profile {self.profile.name!r} has no kernel cost for {', '.join(missing)}; "
-                    f"it has: {', '.join(self.options[1:])}"
-                )
-            return np.array([o == RAW or o in policy.codecs for o in self.options])
-        return ~self.lossy | policy.lossy
+        if policy.kind not in ("cswap", "oracle"):
+            return ~self.lossy | policy.lossy
+        chosen = policy.choices(self.profile)
+        missing = [c for c in chosen if c not in self.options]
+        if missing:
+            raise SwapError(
+                f"profile {self.profile.name!r} has no kernel cost for {', '.join(missing)}; "
+                f"it has: {', '.join(self.options[1:])}"
+            )
+        return np.array([o == RAW or o in chosen for o in self.options])
 
 
 def _pick(cost: np.ndarray) -> np.ndarray:
@@ -310,9 +311,10 @@ def simulate(
     profile : DeviceProfile or str
         A profile or a built-in profile name.
     policy : str or Policy
-        ``"vdnn"``, ``"always:<codec>"``, ``"cswap"``, ``"cswap+lossy"``,
-        ``"cswap:<codecs>"``, ``"oracle"``, ``"oracle+lossy"`` or
-        ``"oracle:<codecs>"``.
+        ``"vdnn"``, ``"always:<codec>"``, ``"cswap"`` (raw or ZVC, CSWAP's
+        set), ``"cswap+lossy"`` (ZVC and ZFP, CSwap+), ``"cswap-all"``
+        (every lossless codec of the profile), ``"cswap:<codecs>"``, and the
+        oracle of each (``"oracle"``, ``"oracle-all"``, ...).
     noise : float
         Sigma of the lognormal factor between the profile's kernel model and
         the "true" kernel time; 0 makes them equal.

@@ -22,12 +22,26 @@ import numpy as np
 
 from .._json import to_json as _dumps
 from ..errors import SwapError
-from .sparsity import SPARSE_KINDS, SparsitySpec, sparsity_profile, spec_to_json
+from .sparsity import SPARSE_KINDS, SparsitySource, SparsitySpec, sparsity_profile, spec_to_json
 from .tensor_record import TensorRecord
 
 __all__ = ["TensorRecord", "Trace", "TRACE_FORMAT_VERSION"]
 
 TRACE_FORMAT_VERSION = 1
+
+
+def _by_kind(spec: SparsitySpec, tensors: tuple[TensorRecord, ...]) -> dict[str, list] | None:
+    """Per kind, the source's sparsities of that kind, when both sides have ReLUs and pools."""
+    if not isinstance(spec, SparsitySource):
+        return None
+    kinds = [t.kind for t in spec.tensors]
+    out = {}
+    for kind in SPARSE_KINDS:
+        cols = [i for i, k in enumerate(kinds) if k == kind]
+        if not cols or not any(t.kind == kind for t in tensors):
+            return None
+        out[kind] = [float(spec.sparsity[0, i]) for i in cols]
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +142,10 @@ class Trace:
         -------
         Trace
             One iteration; other tensor kinds (the input) keep their first
-            iteration's sparsity.
+            iteration's sparsity. A captured trace with both ReLU and pool
+            outputs gives ReLU outputs its ReLU sparsities and pool outputs
+            its pool sparsities (each resampled by depth); a number, ramp or
+            list gives both kinds the same values.
 
         Raises
         ------
@@ -141,10 +158,22 @@ class Trace:
         ...                   TensorRecord("r", (4,), kind="relu")), [0.0, 0.0])
         >>> t.with_sparsity(0.7).sparsity.tolist()
         [[0.0, 0.7]]
+        >>> src = Trace("cap", (TensorRecord("r", (4,), kind="relu"),
+        ...                     TensorRecord("p", (4,), kind="pool")), [0.5, 0.25])
+        >>> dst = Trace("net", tuple(TensorRecord(k, (4,), kind=k) for k in
+        ...                          ("relu", "relu", "pool")), [0.0, 0.0, 0.0])
+        >>> dst.with_sparsity(src).sparsity.tolist()
+        [[0.5, 0.5, 0.25]]
         """
         sparse = np.array([t.kind in SPARSE_KINDS for t in self.tensors])
         values = self.sparsity[0].copy()
-        values[sparse] = sparsity_profile(spec, int(sparse.sum()))
+        by_kind = _by_kind(spec, self.tensors)
+        if by_kind is not None:
+            for kind, source in by_kind.items():
+                mask = np.array([t.kind == kind for t in self.tensors])
+                values[mask] = sparsity_profile(source, int(mask.sum()))
+        else:
+            values[sparse] = sparsity_profile(spec, int(sparse.sum()))
         meta = dict(self.meta, sparsity=spec_to_json(spec))
         return replace(self, sparsity=values[None, :], meta=meta)
 

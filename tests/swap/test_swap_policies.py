@@ -35,7 +35,9 @@ def test_default_and_candidate_codecs():
         "vdnn",
         *(f"always:{c}" for c in p.codecs),
         "cswap",
+        "cswap-all",
         "oracle",
+        "oracle-all",
     ]
     assert candidate_codecs(p) == ["zvc", "bitmap", "csr", "delta8", "rle", "binarize"]
     assert candidate_codecs(p, lossy=True) == list(p.codecs)
@@ -45,6 +47,24 @@ def test_default_and_candidate_codecs():
         False,
         False,
     ]
+
+
+def test_cswap_uses_the_papers_codecs_and_the_wider_set_is_named_apart():
+    p = get_profile("v100-pcie3")
+    assert parse_policy("cswap").choices(p) == ["zvc"]
+    assert parse_policy("cswap+lossy").choices(p) == ["zvc", "zfp"]
+    assert parse_policy("oracle").choices(p) == ["zvc"]
+    assert parse_policy("cswap-all").choices(p) == candidate_codecs(p)
+    assert parse_policy("oracle-all+lossy").choices(p) == list(p.codecs)
+    assert parse_policy("CSWAP-ALL+lossy") == Policy("cswap", None, True, wide=True)
+    assert parse_policy("cswap-all+lossy").name == "cswap-all+lossy"
+    assert parse_policy("cswap:zvc,csr").choices(p) == ["zvc", "csr"]
+    for bad in ("cswap-some", "oracle-all+fast", "vdnn-all"):
+        with pytest.raises(SwapError):
+            parse_policy(bad)
+    # a profile without ZVC leaves cswap nothing to choose: every tensor raw
+    bare = p.with_codec("zvc", None)
+    assert parse_policy("cswap").choices(bare) == []
 
 
 def test_policies_for_chosen_codecs():

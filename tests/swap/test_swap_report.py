@@ -60,13 +60,24 @@ def test_report_text_table():
     rep = report("vgg16", "v100-pcie3", ["vdnn", "always:zvc"], batch=8, sparsity=0.7)
     lines = rep.to_text().splitlines()
     assert lines[0] == "vgg16-b8-r224 on v100-pcie3: 21 tensors, 0.45 GiB, mean sparsity 0.69"
-    assert lines[2].split() == ["vdnn", "77.81", "40.70", "0.908", "126.54", "+0.0%", "raw:21"]
+    # every simulated figure says so and names the profile whose assumptions priced it
+    assert lines[1] == "simulated, assumptions profile v100-pcie3 (docs/SWAP.md), not measured"
+    assert lines[3].split() == ["vdnn", "77.81", "40.70", "0.908", "126.54", "+0.0%", "raw:21"]
     z = rep.results["always:zvc"]
     rel = (z.swap_seconds / rep.results["vdnn"].swap_seconds - 1) * 100
-    assert lines[3].split()[0] == "always:zvc" and lines[3].split()[5] == f"{rel:+.1f}%"
-    assert lines[3].endswith("zvc:21")
+    assert lines[4].split()[0] == "always:zvc" and lines[4].split()[5] == f"{rel:+.1f}%"
+    assert lines[4].endswith("zvc:21")
     no_base = report("vgg16", "v100-pcie3", ["always:zvc"], batch=1).to_text()
-    assert no_base.splitlines()[2].split()[5] == "zvc:21"  # no "vs vdnn" column value
+    assert no_base.splitlines()[3].split()[5] == "zvc:21"  # no "vs vdnn" column value
+    d = rep.to_dict()
+    assert (d["kind"], d["assumptions"]) == ("simulated", "v100-pcie3")
+    assert rep.results["vdnn"].to_dict()["kind"] == "simulated"
+
+
+def test_report_on_a_shipped_measured_trace():
+    rep = report(trace="measured:small-cnn-flowers5", profile="a100-pcie4", policies=["vdnn"])
+    assert rep.trace.name == "small-cnn-flowers5" and rep.trace.iterations > 1
+    assert rep.results["vdnn"].stall_seconds > 0
 
 
 def test_report_from_a_trace_file_with_drift(tmp_path):

@@ -20,7 +20,15 @@ TRACES = {
     "vgg16": lambda: vgg16_trace(batch=64, sparsity=0.65),
     "resnet50": lambda: resnet50_trace(batch=64, sparsity=(0.4, 0.8)),
 }
-ALL = [*default_policies("v100-pcie3"), "cswap+lossy", "oracle+lossy", "cswap:zvc", "oracle:zvc"]
+ALL = [
+    *default_policies("v100-pcie3"),
+    "cswap+lossy",
+    "oracle+lossy",
+    "cswap-all+lossy",
+    "oracle-all+lossy",
+    "cswap:zvc,csr",
+    "oracle:zvc,csr",
+]
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +40,14 @@ def runs():
 
 def test_oracle_is_a_lower_bound(runs):
     for key, res in runs.items():
-        best = res["oracle+lossy"].stall_seconds
+        best = res["oracle-all+lossy"].stall_seconds
         for name, r in res.items():
             assert best <= r.stall_seconds + 1e-12, (key, name)
-        assert res["oracle"].stall_seconds <= res["cswap"].stall_seconds + 1e-12
-        assert res["oracle:zvc"].stall_seconds <= res["cswap:zvc"].stall_seconds + 1e-12
+        for pol in ("cswap", "cswap+lossy", "cswap-all", "cswap:zvc,csr"):
+            oracle = pol.replace("cswap", "oracle")
+            assert res[oracle].stall_seconds <= res[pol].stall_seconds + 1e-12, (key, pol)
+        # the wider codec set can only help the oracle
+        assert res["oracle-all"].stall_seconds <= res["oracle"].stall_seconds + 1e-12
 
 
 def test_stall_never_negative_and_bounded_by_swap_time(runs):
@@ -57,29 +68,40 @@ def test_stall_never_negative_and_bounded_by_swap_time(runs):
 
 
 def test_cswap_beats_fixed_policies_and_nears_oracle(runs):
+    # A check of the simulator's own consistency, not of a predictor: the "true" kernel
+    # times are the profile's model times plus 5% noise, and cswap fits that same model.
+    # tests/swap/test_swap_predictor_eval.py grades predictors on measured times instead.
     for key, res in runs.items():
         fixed = [
             r.stall_seconds
             for n, r in res.items()
             if n == "vdnn" or (n.startswith("always:") and n != "always:zfp")
         ]
-        assert res["cswap"].stall_seconds <= min(fixed) + 1e-12, key
+        assert res["cswap-all"].stall_seconds <= min(fixed) + 1e-12, key
+        assert res["cswap"].stall_seconds <= min(
+            res["vdnn"].stall_seconds, res["always:zvc"].stall_seconds
+        ), key
         assert res["cswap"].stall_seconds <= 1.05 * res["oracle"].stall_seconds, key
+        assert res["cswap-all"].stall_seconds <= 1.05 * res["oracle-all"].stall_seconds, key
         assert res["cswap+lossy"].stall_seconds <= 1.05 * res["oracle+lossy"].stall_seconds, key
 
 
 def test_noise_free_cswap_equals_oracle():
     t = vgg16_trace(batch=32, sparsity=0.6)
-    res = simulate_many(t, "a100-pcie4", ["cswap", "oracle"], noise=0.0)
+    res = simulate_many(t, "a100-pcie4", ["cswap", "oracle", "cswap-all", "oracle-all"], noise=0.0)
     np.testing.assert_array_equal(res["cswap"].choice, res["oracle"].choice)
+    np.testing.assert_array_equal(res["cswap-all"].choice, res["oracle-all"].choice)
+    # cswap chooses only between raw and ZVC, CSWAP's codec set
+    assert {d.codec for d in res["cswap"].decisions()} <= {"raw", "zvc"}
 
 
 def test_zero_sparsity_never_compressed_on_fast_link():
     t = vgg16_trace(batch=64, sparsity=0.0)
     for name in profile_names():
-        r = simulate(t, name, "cswap")
+        r = simulate(t, name, "cswap-all")
         used = {d.codec for d in r.decisions()}
         assert not used & SPARSE_CODECS, name  # only binarize (sparsity-free) may pay
+        assert {d.codec for d in simulate(t, name, "cswap").decisions()} == {"raw"}
     fast = get_profile("h100-pcie5").replace(link_gbps=630.0)
     assert {d.codec for d in simulate(t, fast, "cswap").decisions()} == {"raw"}
 
