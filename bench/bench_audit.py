@@ -221,9 +221,12 @@ def _vm_hwm(pid: int) -> int:
 
 def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     """Run this script's ``--one`` mode in a fresh process; return its JSON and peak memory."""
+    import resource
+
     import psutil
 
     out = HERE / "results" / f".one-{os.getpid()}.json"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([sys.executable, __file__, "--one", *args, str(out)])
     peaks: dict[int, tuple[str, int]] = {}
     stop = threading.Event()
@@ -250,6 +253,8 @@ def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     rc = proc.wait()
     stop.set()
     th.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if rc != 0:
         raise SystemExit(f"{args[0]} failed with exit status {rc}")
     res = json.loads(out.read_text())
@@ -262,6 +267,9 @@ def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
         "worker_max_mb": max(workers, default=0) / 2**20,
         "workers": len(workers),
         "other_child_max_mb": max(children, default=0) / 2**20,  # jpegtran
+        # CPU seconds of the tool and every process it started and reaped: less
+        # sensitive than wall time to other work on a shared machine
+        "cpu_s": cpu,
     }
     return res, mem
 
@@ -406,16 +414,21 @@ def _print_planted(p: dict[str, Any]) -> None:
 def _print_speed(s: dict[str, Any]) -> None:
     best = s["best"]
     print(f"\n2. {s['folder']}: best of {s['repeat']}, 2 workers each")
-    print(f"{'tool':<14}{'wall s':>8}{'main MB':>9}{'worker MB':>11}{'jpegtran MB':>13}")
+    head = f"{'tool':<14}{'wall s':>8}{'CPU s':>8}{'main MB':>9}{'worker MB':>11}"
+    print(head + f"{'jpegtran MB':>13}")
     for name, r in best.items():
         m = r["memory"]
         print(
-            f"{name:<14}{r['seconds']:8.1f}{m['main_mb']:9.0f}{m['worker_max_mb']:11.0f}"
-            f"{m['other_child_max_mb']:13.0f}"
+            f"{name:<14}{r['seconds']:8.1f}{m['cpu_s']:8.1f}{m['main_mb']:9.0f}"
+            f"{m['worker_max_mb']:11.0f}{m['other_child_max_mb']:13.0f}"
         )
+    for name, runs in s["runs"].items():
+        walls = ", ".join(f"{r['seconds']:.1f}" for r in runs)
+        print(f"{name} every run (wall s): {walls}")
     if "cleanvision" in best:
         ratio = best["pcr"]["seconds"] / best["cleanvision"]["seconds"]
-        print(f"pcr-explore / cleanvision wall time: {ratio:.2f}")
+        cpu = best["pcr"]["memory"]["cpu_s"] / best["cleanvision"]["memory"]["cpu_s"]
+        print(f"pcr-explore / cleanvision, best runs: wall time {ratio:.2f}, CPU time {cpu:.2f}")
     t = best["pcr"]["timings"]
     print(
         "pcr-explore: "
