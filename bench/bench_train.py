@@ -21,7 +21,7 @@ same seed where it can be:
 Usage::
 
     python bench/bench_train.py [--sizes 64,128] [--seeds 0,1,2] [--epochs 6]
-                                [--bandwidth 20MB/s] [--data DIR]
+                                [--bandwidth 20MB/s] [--data DIR] [--threads N]
 
 Prints tables and writes bench/results/train.json.
 """
@@ -86,7 +86,18 @@ def main() -> None:
     ap.add_argument("--bandwidth", default="20MB/s", help="storage bandwidth at the first size")
     ap.add_argument("--tune-batches", type=int, default=10)
     ap.add_argument("--mssim-sample", type=int, default=64)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="PyTorch threads (default: PyTorch's choice); 1 on a machine shared with other "
+        "jobs, where spinning OpenMP threads slow every step many times over",
+    )
     args = ap.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     bw = parse_bandwidth(args.bandwidth)
@@ -106,6 +117,7 @@ def main() -> None:
         "seeds": seeds,
         "bandwidth": bw,
         "bandwidth_size": sizes[0],
+        "torch_threads": args.threads,
         "runs": {},
         "tuners": {},
     }

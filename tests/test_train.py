@@ -33,6 +33,7 @@ from pcr_explore.train import (  # noqa: E402 - after the torch check
     train_epoch,
     tune_by_gradient,
 )
+from pcr_explore.train.gradient import _level_jpeg  # noqa: E402
 
 SIZE = 32
 
@@ -129,6 +130,12 @@ def test_gradient_tuner_thresholds_and_model_left_alone(data: SplitDatasets) -> 
     assert len(top.per_batch[1]) == 2 and top.batches == 2
     ds = open_dataset(str(data.train))
     assert top.bytes_at == {k: ds.bytes_at(k) for k in (1, 2, 5, 10)}
+    # Levels are cut from each image's full JPEG: the same bytes the reader gives.
+    assert all(
+        _level_jpeg(ds.jpeg_bytes(i), ds.level_bytes(i), k) == ds.jpeg_bytes(i, k)
+        for i in range(0, len(ds), 7)
+        for k in range(1, 11)
+    )
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     assert net.training
     record = json.loads(json.dumps(top.to_dict()))
