@@ -212,6 +212,7 @@ class DragTiming:
     seconds: float
     long_tasks: tuple[float, ...]  # durations in ms of tasks over 50 ms
     frame_gaps: tuple[float, ...]  # ms between consecutive animation frames
+    probes: tuple[Any, ...] = ()  # what the probe saw after each move
 
     @property
     def longest_task(self) -> float:
@@ -241,7 +242,13 @@ class DragTiming:
 
 
 def drag(
-    page: Any, handle: Any, track: Any, fractions: list[float], settled: str, arg: Any = None
+    page: Any,
+    handle: Any,
+    track: Any,
+    fractions: list[float],
+    settled: str,
+    arg: Any = None,
+    probe: str | None = None,
 ) -> DragTiming:
     """Drag a slider handle through *fractions* of its track, one move per two frames.
 
@@ -249,6 +256,8 @@ def drag(
     about 30 events a second when the page keeps up, slower when it does
     not). After the release, waits for the JavaScript predicate *settled*
     (called with *arg*) before collecting the long tasks and frame gaps.
+    The JavaScript function *probe*, when given, is called (with *arg*)
+    after each move and what it returns is kept.
     """
     hb, tb = handle.bounding_box(), track.bounding_box()
     y = hb["y"] + hb["height"] / 2
@@ -256,13 +265,18 @@ def drag(
     t0 = time.perf_counter()
     page.mouse.move(hb["x"] + hb["width"] / 2, y)
     page.mouse.down()
+    seen = []
     for f in fractions:
         page.mouse.move(tb["x"] + f * tb["width"], y)
         page.evaluate(TWO_FRAMES)
+        if probe is not None:
+            seen.append(page.evaluate(probe, arg))
     page.mouse.up()
     page.wait_for_function(settled, arg=arg, timeout=60_000, polling=50)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
     page.evaluate(TWO_FRAMES)
     seconds = time.perf_counter() - t0
     got = page.evaluate(_COLLECT)
-    return DragTiming(len(fractions), seconds, tuple(got["tasks"]), tuple(got["frames"]))
+    return DragTiming(
+        len(fractions), seconds, tuple(got["tasks"]), tuple(got["frames"]), tuple(seen)
+    )

@@ -107,20 +107,26 @@ class Session:
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
     def assert_fits(self, locator: Any) -> None:
-        """Nothing in the widget reaches past the output area's right edge."""
+        """Nothing in the widget reaches past the output's right edge, no text is cut short."""
         over = locator.evaluate(
             """out => {
               const right = out.getBoundingClientRect().right + 1;
               const widgets = [...out.querySelectorAll(".widget-box, .widget-html, "
                 + ".widget-slider, .widget-image, .widget-toggle-buttons")];
               const plots = window.Bokeh.index.roots.map(v => v.el).filter(e => out.contains(e));
-              const bad = [...widgets, ...plots]
+              const name = e => e.className.split(" ").slice(-2).join(".") + " " + e.textContent;
+              const wide = [...widgets, ...plots]
                 .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > right)
-                .map(e => e.className.split(" ").slice(-2).join("."));
-              return [out.scrollWidth > out.clientWidth + 1, bad];
+                .map(name);
+              // labels and readouts that ellipsise or clip their text
+              const cut = [...out.querySelectorAll(".widget-label, .widget-readout, "
+                  + ".widget-checkbox label, .widget-toggle-button")]
+                .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+                .map(name);
+              return [out.scrollWidth > out.clientWidth + 1, wide, cut];
             }"""
         )
-        assert over == [False, []], f"{self.name}: cut off at {VIEWPORT}: {over}"
+        assert over == [False, [], []], f"{self.name}: cut off at {VIEWPORT}: {over}"
 
     def bokeh_errors(self) -> list[str]:
         return [
@@ -330,7 +336,7 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
         # one tooltip per bar
         bars = page.evaluate(
             """() => { for (const v of Bokeh.index.roots) {
-                 if (!v.model.title || !v.model.title.text.startsWith('One step')) continue;
+                 if (!v.model.title || !v.model.title.text.startsWith('Swap time')) continue;
                  const r = v.canvas_view.el.getBoundingClientRect();
                  return [r.left + v.frame.bbox.left + 20, r.top + v.frame.bbox.top + 12]; } }"""
         )
@@ -350,9 +356,21 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
             "([cap, sl]) => cap.innerText.includes('at sparsity ' + "
             "sl.querySelector('.widget-readout').textContent.trim() + ' for')",
             [caption.element_handle(), slider.element_handle()],
+            probe="([cap]) => cap.innerText",
         )  # fmt: skip
         _check_drag("03 sparsity slider", timing)
+        # while the hand moves, the timeline waits (and says so)
+        assert any("redrawn when the sparsity stops" in p for p in timing.probes), timing.probes
         s.shot(out, "03_swap_simulation_dragged")
+
+        # presentation mode: larger text, still nothing cut off
+        page.locator(".widget-toggle-button", has_text="presentation").first.click()
+        page.wait_for_function(
+            "() => Bokeh.index.roots.some(v => v.model.title"
+            " && v.model.title.text_font_size === '18px')"
+        )
+        s.assert_fits(out)
+        s.shot(out, "03_swap_simulation_presentation")
 
         page.reload(wait_until="domcontentloaded")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)

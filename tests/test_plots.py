@@ -174,10 +174,10 @@ def test_level_labels_merge_crowded_levels() -> None:
 def test_font_sizes_for_a_projector(curve: QualityCurve) -> None:
     fig = quality_figure(curve, title="t").figure
     set_font_size(fig, "large")
-    assert fig.title.text_font_size == "20px" and fig.legend[0].label_text_font_size == "16px"
-    assert fig.yaxis[0].axis_label_text_font_size == "18px"
+    assert fig.title.text_font_size == "18px" and fig.legend[0].label_text_font_size == "15px"
+    assert fig.yaxis[0].axis_label_text_font_size == "17px"
     labels = [r for r in fig.center if type(r).__name__ == "LabelSet"]
-    assert labels and all(lab.text_font_size == "13pt" for lab in labels)
+    assert labels and all(lab.text_font_size == "12pt" for lab in labels)
     set_font_size(fig, "normal", legend="11px")
     assert fig.title.text_font_size == "13px" and fig.legend[0].label_text_font_size == "11px"
     with pytest.raises(ValueError, match="size"):

@@ -289,8 +289,8 @@ def test_scan_presentation_mode(scan: ScanExplorer) -> None:
     scan.presentation.value = True
     try:
         assert "pcr-present" in scan.view._dom_classes
-        assert scan.figure.title.text_font_size == "20px"
-        assert scan.figure.xaxis[0].major_label_text_font_size == "16px"
+        assert scan.figure.title.text_font_size == "18px"
+        assert scan.figure.xaxis[0].major_label_text_font_size == "15px"
     finally:
         scan.presentation.value = False
     assert "pcr-present" not in scan.view._dom_classes

@@ -153,7 +153,7 @@ def level_labels(x: Sequence[float] | np.ndarray, min_gap: float = 0.04) -> list
 # Bokeh's own defaults, and the sizes for a projector.
 FONT_SIZES: dict[str, dict[str, str]] = {
     "normal": {"title": "13px", "axis": "13px", "ticks": "11px", "legend": "13px", "label": "9pt"},
-    "large": {"title": "20px", "axis": "18px", "ticks": "16px", "legend": "16px", "label": "13pt"},
+    "large": {"title": "18px", "axis": "17px", "ticks": "15px", "legend": "15px", "label": "12pt"},
 }
 
 
@@ -181,7 +181,7 @@ def set_font_size(figure: Any, size: str = "normal", *, legend: str | None = Non
     >>> f = figure(title="t")
     >>> set_font_size(f, "large")
     >>> f.title.text_font_size, f.xaxis[0].major_label_text_font_size
-    ('20px', '16px')
+    ('18px', '15px')
     """
     if size not in FONT_SIZES:
         raise ValueError(f"size must be one of {sorted(FONT_SIZES)}, got {size!r}")

@@ -243,7 +243,7 @@ def policy_bars_figure(
         tools="save,reset",
         y_range=FactorRange(factors=list(reversed(policies))),
         x_range=Range1d(start=0, end=1),
-        title="One step: swap time and stall",
+        title="Swap time and stall per step",
         x_axis_label="milliseconds per step",
     )
     swap = fig.hbar(

@@ -44,6 +44,10 @@ _SHARED = """
 .pcr-present .jupyter-button, .pcr-present .widget-checkbox label,
 .pcr-present .widget-inline-hbox .widget-label {font-size: 18px !important;}
 .pcr-present .widget-html-content table {line-height: 1.45 !important;}
+.pcr-present .widget-label, .pcr-present .widget-readout, .pcr-present .widget-checkbox,
+.pcr-present .widget-checkbox label {width: auto !important; max-width: none !important;
+  overflow: visible !important; text-overflow: clip !important;}
+.pcr-present .widget-readout {min-width: max-content !important;}
 .pcr-busy .pcr-dim {opacity: 0.45; transition: opacity 0.15s;}
 .pcr-busy-note {color: #9a6700; font-weight: bold;}
 """

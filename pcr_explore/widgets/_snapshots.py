@@ -42,9 +42,10 @@ def scan_picture(ex: ScanExplorer) -> bytes:
         band=band,
         highlight=(cur["x"][0], cur["y"][0]),
         title=f"Bytes read vs {label}",
-        xlabel="share of the full image's bytes",
+        xlabel="bytes read (% of the full image)",
         ylabel=label,
         size=(440, 300),
+        xfmt="{:.0%}",
     )
     rows = [(k, html.unescape(v)) for k, v in ex.readout_rows() if k != "this scan"]
     text = text_panel([f"{k}: {v}" for k, v in rows], 440)
@@ -63,8 +64,9 @@ def tuner_picture(dash: TunerDashboard) -> bytes:
         band=(x, c.p5[keep], c.p95[keep]),
         highlight=(r.bytes_fraction, r.value),
         title=f"{axis_label(r.metric)} per scan level, sample of {r.sample_size}",
-        xlabel="share of the full bytes",
+        xlabel="bytes read (% of the full images)",
         ylabel=axis_label(r.metric),
+        xfmt="{:.0%}",
     )
     text = text_panel(r.summary().split("; "), 520)
     cards = []
@@ -89,9 +91,10 @@ def swap_picture(ex: SwapExplorer) -> bytes:
     ratio = line_chart(
         series,
         title="log10 compression ratio vs sparsity",
-        xlabel="sparsity",
+        xlabel="sparsity (share of zeros)",
         ylabel="log10 ratio",
         legend_at="top_left",
+        xfmt="{:.0%}",
     )
     bars = ex.sources["bars"].data
     policy = bar_chart(

@@ -78,7 +78,9 @@ class _Axes:
             self.bottom - fy * (self.bottom - self.top),
         )
 
-    def frame(self, title: str, xlabel: str, ylabel: str, *, xticks: bool = True) -> None:
+    def frame(
+        self, title: str, xlabel: str, ylabel: str, *, xticks: bool = True, xfmt: str = "{:.3g}"
+    ) -> None:
         d, f = self.draw, _font(11)
         for ty in _ticks(*self.ylim):
             _, py = self.px(self.xlim[0], ty)
@@ -88,7 +90,7 @@ class _Axes:
             for tx in _ticks(*self.xlim):
                 px, _ = self.px(tx, self.ylim[0])
                 d.line([(px, self.bottom), (px, self.bottom + 4)], fill=_INK)
-                d.text((px - 10, self.bottom + 6), f"{tx + 0.0:.3g}", fill=_INK, font=f)
+                d.text((px - 10, self.bottom + 6), xfmt.format(tx + 0.0), fill=_INK, font=f)
         d.rectangle([self.left, self.top, self.right, self.bottom], outline=_INK)
         d.text((self.left, 6), title, fill=_INK, font=_font(13))
         d.text(
@@ -128,6 +130,7 @@ def line_chart(
     ylabel: str = "",
     size: tuple[int, int] = (480, 300),
     legend_at: str = "bottom_right",
+    xfmt: str = "{:.3g}",
 ) -> Image.Image:
     """A line chart: named (x, y) series, an optional shaded band and a marked point.
 
@@ -141,13 +144,15 @@ def line_chart(
         One point drawn large and red.
     legend_at : {"top_left", "top_right", "bottom_right", "bottom_left"}
         Corner of the legend.
+    xfmt : str
+        Format of the x tick labels, e.g. ``"{:.0%}"`` for shares.
     """
     im = Image.new("RGB", size, _BG)
     draw = ImageDraw.Draw(im)
     xs = [s[1] for s in series] + ([band[0]] if band is not None else [])
     ys = [s[2] for s in series] + (list(band[1:]) if band is not None else [])
     ax = _Axes(draw, size, _limits(xs), _limits(ys))
-    ax.frame(title, xlabel, ylabel)
+    ax.frame(title, xlabel, ylabel, xfmt=xfmt)
     if band is not None:
         bx, lo, hi = (np.asarray(a, float) for a in band)
         poly = [ax.px(x, y) for x, y in zip(bx, hi)] + [

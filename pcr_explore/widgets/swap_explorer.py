@@ -306,9 +306,7 @@ class SwapExplorer(Explorer):
             "color": [self._color(c) for c in meas for _ in _MEASURED],
         }
         m = int(np.prod(_measure_shape(min(n, _MEASURE_CAP))))
-        cast(
-            Title, self.ratio_fig.title
-        ).text = f"Compression ratio vs sparsity, {_size_label(n)} tensors"
+        cast(Title, self.ratio_fig.title).text = f"Ratio vs sparsity, {_size_label(n)} tensors"
         for item in self.ratio_fig.legend[0].items:
             if not isinstance(item, LegendItem) or not item.renderers:
                 continue
