@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from PIL import Image
 
+from ..metrics import format_value
 from ..plots import axis_label, drawable
 from ._static import bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
 
@@ -60,7 +61,13 @@ def tuner_picture(dash: TunerDashboard) -> bytes:
     keep = ~np.isnan(drawable(c.statistic(r.statistic), r.metric))
     x = c.bytes_fraction[keep]
     chart = line_chart(
-        [(r.statistic, x, c.statistic(r.statistic)[keep])],
+        [
+            (
+                "mean" if r.statistic == "mean" else "5th percentile",
+                x,
+                c.statistic(r.statistic)[keep],
+            )
+        ],
         band=(x, c.p5[keep], c.p95[keep]),
         highlight=(r.bytes_fraction, r.value),
         title=f"{axis_label(r.metric)} per scan level, sample of {r.sample_size}",
@@ -68,7 +75,17 @@ def tuner_picture(dash: TunerDashboard) -> bytes:
         ylabel=axis_label(r.metric),
         xfmt="{:.0%}",
     )
-    text = text_panel(r.summary().split("; "), 520)
+    label = axis_label(r.metric).removesuffix(" (dB)")
+    stat = "mean" if r.statistic == "mean" else "5th percentile"
+    target = format_value(r.target, r.metric) if r.metric == "psnr" else f"{r.target:g}"
+    lines = [
+        f"recommended: scan {r.scan} of {c.num_scans}",
+        f"{stat} {label} {format_value(r.value, r.metric)} (target {target})",
+        f"{r.bytes_fraction:.1%} of the bytes ({r.bandwidth_saving:.1%} saved)",
+        f"sample: {r.sample_size} of {r.population} images",
+        *r.explanation.split("; "),
+    ]
+    text = text_panel(lines, 520)
     cards = []
     for slot, _ in enumerate(dash.worst_images()):
         pics = [

@@ -92,7 +92,9 @@ class _Axes:
                 d.line([(px, self.bottom), (px, self.bottom + 4)], fill=_INK)
                 d.text((px - 10, self.bottom + 6), xfmt.format(tx + 0.0), fill=_INK, font=f)
         d.rectangle([self.left, self.top, self.right, self.bottom], outline=_INK)
-        d.text((self.left, 6), title, fill=_INK, font=_font(13))
+        # the y label sits top left: the title starts after it
+        title_x = max(self.left, 12 + d.textlength(ylabel, font=f))
+        d.text((title_x, 6), title, fill=_INK, font=_font(13))
         d.text(
             ((self.left + self.right) / 2 - 3 * len(xlabel), self.bottom + 22),
             xlabel,
