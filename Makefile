@@ -7,16 +7,28 @@ BIN    := $(VENV)/bin
 SAMPLE ?= data/sample
 PORT   ?= 8888
 
-.PHONY: lab sample install install-test system-deps test test-fast bench lint clean
+.PHONY: lab sample install install-test system-deps torch test test-fast bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-install: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[http,zfp]"
+install: $(BIN)/python torch
+	$(BIN)/python -m pip install --quiet -e ".[zfp]"
 
-install-test: $(BIN)/python system-deps
+# PyTorch (notebooks 05-06, training and activation tests): a CPU build. Where
+# a local CPU wheel sits in pip's find-links folder, its version is taken;
+# elsewhere PyTorch's CPU index (the default index would bring a multi-GB
+# CUDA build).
+WHEELS ?= $(or $(PIP_FIND_LINKS),/opt/wheels)
+torch: $(BIN)/python
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then :; \
+	elif ls $(WHEELS)/torch-*+cpu-*.whl >/dev/null 2>&1; then \
+	  v=$$(ls $(WHEELS)/torch-*+cpu-*.whl | head -1 | sed -E 's/.*torch-([0-9.]+)\+cpu.*/\1/'); \
+	  $(BIN)/python -m pip install --quiet "torch==$$v"; \
+	else $(BIN)/python -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu; fi
+
+install-test: $(BIN)/python system-deps torch
 	$(BIN)/python -m pip install --quiet -e ".[test,dev]"
 
 # jpegtran (lossless transcode) and chromium (browser test) from Debian.
@@ -45,10 +57,14 @@ test-fast: install-test
 	$(BIN)/python -m pytest -m "not browser" -x
 
 bench: install
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	$(BIN)/python bench/bench_pcr.py
 	$(BIN)/python bench/bench_quality.py
 	$(BIN)/python bench/bench_swap.py
 	$(BIN)/python bench/bench_widgets.py
+	$(BIN)/python bench/bench_audit.py
+	$(BIN)/python bench/bench_remote.py
+	$(BIN)/python bench/bench_train.py --threads 1
 
 lint:
 	$(BIN)/ruff check pcr_explore tests bench

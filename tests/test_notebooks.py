@@ -11,7 +11,12 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
-WIDGET_NOTEBOOKS = {"01_progressive_scans", "02_tune_and_audit", "03_swap_simulation"}
+WIDGET_NOTEBOOKS = {
+    "01_progressive_scans",
+    "02_tune_and_audit",
+    "03_swap_simulation",
+    "05_train_at_levels",
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +32,7 @@ def test_notebooks_are_found() -> None:
         "02_tune_and_audit",
         "03_swap_simulation",
         "04_read_pcr_for_training",
+        "05_train_at_levels",
     ]
 
 
@@ -55,7 +61,7 @@ def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyP
     # The kernel inherits this process's environment.
     monkeypatch.setenv("PCR_QUICK", "1")
     monkeypatch.setenv("PCR_SAMPLE_DIR", str(sample_dir))
-    for var in ("PCR_OWN_DATA", "PCR_TRACE"):
+    for var in ("PCR_OWN_DATA", "PCR_TRACE", "PCR_FLOWERS_DIR"):
         monkeypatch.delenv(var, raising=False)
     book = nbformat.read(path, as_version=4)
     client = NotebookClient(

@@ -28,11 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from . import _audit, _dataset
     from ._swap import add_swap_sim_parser, add_swap_train_parser
+    from ._train import add_train_parsers
 
     _dataset.register(sub)
     _audit.register(sub)
     add_swap_sim_parser(sub)
     add_swap_train_parser(sub)
+    add_train_parsers(sub)
     return parser
 
 
