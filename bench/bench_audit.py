@@ -221,14 +221,12 @@ def _vm_hwm(pid: int) -> int:
 
 def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     """Run this script's ``--one`` mode in a fresh process; return its JSON and peak memory."""
-    import resource
-
     import psutil
 
     out = HERE / "results" / f".one-{os.getpid()}.json"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen([sys.executable, __file__, "--one", *args, str(out)])
     peaks: dict[int, tuple[str, int]] = {}
+    times: dict[int, tuple[str, int, float, float]] = {}  # name, parent, own, reaped children
     stop = threading.Event()
 
     def poll() -> None:
@@ -246,6 +244,16 @@ def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
                 hwm = _vm_hwm(p.pid)
                 if hwm > peaks.get(p.pid, ("", 0))[1]:
                     peaks[p.pid] = (name, hwm)
+                try:
+                    t = p.cpu_times()
+                    times[p.pid] = (
+                        name,
+                        p.ppid(),
+                        t.user + t.system,
+                        t.children_user + t.children_system,
+                    )
+                except psutil.Error:
+                    pass
             stop.wait(0.05)
 
     th = threading.Thread(target=poll, daemon=True)
@@ -253,8 +261,12 @@ def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     rc = proc.wait()
     stop.set()
     th.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # CPU: every Python process's own time (last seen, at most 50 ms stale), plus the
+    # reaped children (jpegtran) of those that started no Python process themselves
+    python = {pid for pid, v in times.items() if "python" in v[0]}
+    parents = {times[pid][1] for pid in python}
+    cpu = sum(times[pid][2] for pid in python)
+    cpu += sum(times[pid][3] for pid in python if pid not in parents)
     if rc != 0:
         raise SystemExit(f"{args[0]} failed with exit status {rc}")
     res = json.loads(out.read_text())
@@ -267,8 +279,8 @@ def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
         "worker_max_mb": max(workers, default=0) / 2**20,
         "workers": len(workers),
         "other_child_max_mb": max(children, default=0) / 2**20,  # jpegtran
-        # CPU seconds of the tool and every process it started and reaped: less
-        # sensitive than wall time to other work on a shared machine
+        # CPU seconds of the tool's processes: less sensitive than wall time to
+        # other work on a shared machine
         "cpu_s": cpu,
     }
     return res, mem
