@@ -196,11 +196,12 @@ class ActivationLog:
 class _Packed:
     """What autograd holds instead of a saved tensor: the encoding and how to rebuild."""
 
-    __slots__ = ("enc", "codec", "record", "dtype", "stride", "device", "__weakref__")
+    __slots__ = ("enc", "codec", "record", "dtype", "shape", "stride", "device", "__weakref__")
 
     def __init__(self, enc: Encoded, codec: Codec, record: SavedActivation, t: Any) -> None:
         self.enc, self.codec, self.record = enc, codec, record
-        self.dtype, self.stride, self.device = t.dtype, tuple(t.stride()), t.device
+        self.dtype, self.shape, self.stride = t.dtype, tuple(t.shape), tuple(t.stride())
+        self.device = t.device
 
 
 def _decide(
@@ -356,7 +357,7 @@ def compressed_activations(
                 return p
             t0 = time.perf_counter()
             arr = p.codec.decode(p.enc)
-            out = torch.from_numpy(np.ascontiguousarray(arr)).to(p.dtype)
+            out = torch.from_numpy(np.ascontiguousarray(arr)).to(p.dtype).reshape(p.shape)
             if out.stride() != p.stride:
                 out = torch.empty_strided(out.shape, p.stride, dtype=p.dtype).copy_(out)
             out = out.to(p.device)

@@ -124,3 +124,10 @@ def test_main_prints_swap_errors_as_one_line(capsys):
     assert main(["swap-sim", "--profile", "k80"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("pcr-explore: error: unknown profile 'k80'") and err.count("\n") == 1
+
+
+def test_swap_sim_says_simulated_and_takes_a_measured_trace(capsys):
+    assert main(["swap-sim", "--trace", "measured:small-cnn-flowers5", "--policies", "vdnn"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("small-cnn-flowers5 on v100-pcie3")
+    assert out[1] == "simulated, assumptions profile v100-pcie3 (docs/SWAP.md), not measured"

@@ -1,0 +1,117 @@
+"""swap_train and the swap-train command on a tiny generated image set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pcr_explore.cli import main
+from pcr_explore.errors import DatasetError, SwapError
+from pcr_explore.swap import load_labelled_images, swap_train
+
+torch = pytest.importorskip("torch")
+
+CLASSES = ("disc", "stripes", "noise")
+
+
+def _image(kind: str, k: int) -> Image.Image:
+    rng = np.random.default_rng(k)
+    yy, xx = np.mgrid[:24, :24]
+    if kind == "disc":
+        a = ((yy - 12) ** 2 + (xx - 12) ** 2 < 40 + 5 * (k % 4)) * 200.0
+    elif kind == "stripes":
+        a = ((xx + k) // 3 % 2) * 220.0
+    else:
+        a = rng.uniform(0, 255, (24, 24))
+    rgb = np.stack([a, np.roll(a, k, axis=0), 255 - a], axis=-1) + rng.normal(0, 8, (24, 24, 3))
+    return Image.fromarray(np.clip(rgb, 0, 255).astype(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("shapes")
+    for c in CLASSES:
+        (root / c).mkdir()
+        for k in range(10):
+            _image(c, k).save(root / c / f"{c}{k}.jpg", quality=90)
+    return root
+
+
+def test_images_load_split_by_name_hash(folder, tmp_path):
+    im = load_labelled_images(folder, 16)
+    assert im.classes == tuple(sorted(CLASSES))
+    assert im.train_x.shape[1:] == (3, 16, 16) and im.train_x.dtype == np.uint8
+    assert len(im.train_y) + len(im.val_y) == 30 and len(im.val_y) > 0
+    again = load_labelled_images(folder, 16)
+    np.testing.assert_array_equal(again.val_x, im.val_x)  # the same split every time
+    few = load_labelled_images(folder, 16, per_class=2)
+    assert np.bincount(few.train_y).tolist() == [2, 2, 2]
+    split = tmp_path / "split"
+    for side, names in (("train", range(7)), ("val", range(7, 10))):
+        for c in CLASSES:
+            (split / side / c).mkdir(parents=True)
+            for k in names:
+                _image(c, k).save(split / side / c / f"{k}.jpg")
+    s = load_labelled_images(split, 16)
+    assert (len(s.train_y), len(s.val_y)) == (21, 9)
+    with pytest.raises(DatasetError):
+        load_labelled_images(tmp_path / "missing", 16)
+
+
+@pytest.fixture(scope="module")
+def images(folder):
+    return load_labelled_images(folder, 16)
+
+
+def test_lossless_run_matches_the_uncompressed_run(images):
+    res = swap_train(images, "zvc", steps=4, batch_size=4, seeds=(0, 1), min_bytes=0, threads=1)
+    assert res.identical_losses
+    d = res.to_dict()
+    assert (
+        d["accuracy_change"] == 0.0 and d["uncompressed"]["val_loss"] == d["compressed"]["val_loss"]
+    )
+    assert d["activation_bytes"]["raw_per_step"] > 0
+    assert d["measured"].startswith("on this machine")
+    assert [s["seed"] for s in d["compressed"]["per_seed"]] == [0, 1]
+
+
+def test_lossy_run_differs_and_reports_bytes_saved(images):
+    res = swap_train(images, "zfp:8", steps=3, batch_size=4, threads=1)
+    assert not res.identical_losses
+    d = res.to_dict()
+    # 8 of 32 bits per value, plus the padding of 2x2 feature maps into 4x4 blocks
+    assert 0.5 < d["activation_bytes"]["saved_fraction"] <= 0.75
+    assert d["overhead"]["codec_seconds_per_step"] > 0
+    text = res.to_text()
+    assert "measured on this machine" in text and "different" in text
+    with pytest.raises(SwapError, match="batch_size"):
+        swap_train(images, "zvc", steps=1, batch_size=1000)
+    with pytest.raises(SwapError, match="seed"):
+        swap_train(images, "zvc", steps=1, seeds=())
+
+
+def test_swap_train_cli_json(folder, capsys):
+    argv = ["swap-train", str(folder), "--codec", "zvc", "--steps", "2", "--size", "16"]
+    assert main([*argv, "--batch", "4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert set(d) >= {
+        "measured",
+        "settings",
+        "uncompressed",
+        "compressed",
+        "accuracy_change",
+        "identical_losses",
+        "activation_bytes",
+        "overhead",
+    }
+    assert d["settings"]["codec"] == "zvc" and d["settings"]["steps"] == 2
+    assert d["identical_losses"] is True
+    assert set(d["compressed"]) >= {"val_accuracy", "val_loss", "final_train_loss", "per_seed"}
+    assert main([*argv, "--batch", "4"]) == 0
+    assert "uncompressed" in capsys.readouterr().out
+    assert main(["swap-train", str(folder), "--codec", "nope", "--steps", "1"]) == 1
+    assert "nope" in capsys.readouterr().err
