@@ -50,8 +50,8 @@ def test_curve_figure_columns(curve: QualityCurve) -> None:
     np.testing.assert_allclose(d["mean"], curve.mean)
     np.testing.assert_allclose(d["p5"], curve.p5)
     np.testing.assert_allclose(d["p95"], curve.p95)
-    # levels less than 4% of the bytes from the first of their run share its label
-    assert d["label"] == ["1", "2-4", "", "", "5", "6-7", "", "8-9", "", "10"]
+    # levels less than 7% of the bytes from the first of their run share its label
+    assert d["label"] == ["1", "2-4", "", "", "5", "6-8", "", "", "9", "10"]
     assert len(imgs.data["xs"]) == 20 and imgs.data["xs"][0][-1] == 1.0
     assert rec.data["scan"] == [6]
     assert rec.data["bytes_fraction"] == [pytest.approx(curve.bytes_fraction[5])]

@@ -113,7 +113,7 @@ def axis_label(metric: str, scale: str = "value") -> str:
     return label
 
 
-def level_labels(x: Sequence[float] | np.ndarray, min_gap: float = 0.04) -> list[str]:
+def level_labels(x: Sequence[float] | np.ndarray, min_gap: float = 0.07) -> list[str]:
     """Label each level's point, merging neighbours closer than *min_gap* on x.
 
     Levels that add few bytes (the colour scans of a mostly grey image, a
