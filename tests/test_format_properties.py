@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -123,41 +122,55 @@ def test_the_manifest_checker_raises_only_dataset_errors(
         assert str(exc).startswith("m.json: ")
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+_plans = st.one_of(
+    st.binary(max_size=200),
+    _json_values.map(lambda v: json.dumps(v).encode()),
+    _json_values.map(lambda v: json.dumps({"digest": "d" * 64, "options": v}).encode()),
 )
-@given(plan=st.binary(max_size=200), journal=st.binary(max_size=400))
-def test_the_journal_loader_never_crashes(tmp_path: Path, plan: bytes, journal: bytes) -> None:
+_journal_lines = st.lists(
+    st.one_of(
+        _json_values,
+        st.fixed_dictionaries(
+            {
+                "slice": st.integers(-1, 3) | _json_values,
+                "start": st.sampled_from([0, 3, 5]) | _json_values,
+                "end": st.sampled_from([3, 5, 9]) | _json_values,
+                "file": st.sampled_from([None, "record-00000.pcr"]) | _json_values,
+            },
+            optional={
+                "images": st.integers(0, 3) | _json_values,
+                "bytes_per_scan": _json_values,
+                "skipped": _json_values,
+                "notes": _json_values,
+                "source_bytes": _json_values,
+            },
+        ),
+    ).map(json.dumps),
+    max_size=5,
+)
+SLICES = [(0, 3), (3, 5), (5, 9)]  # a plan of three records over nine sources
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=_plans, lines=_journal_lines)
+def test_the_journal_loader_never_crashes(tmp_path: Path, plan: bytes, lines: list[str]) -> None:
     (tmp_path / PLAN).write_bytes(plan)
-    (tmp_path / JOURNAL).write_bytes(journal)
+    (tmp_path / JOURNAL).write_text("\n".join(lines) + "\n")
     j = Journal(tmp_path, "d" * 64, {"seed": 0})
     try:
-        done = j.load()
+        done = j.load(SLICES)
     except DatasetError as exc:
         assert "interrupted encode" in str(exc)
     else:
-        # No record file exists here, so only entries without one can be kept.
-        assert all(e["file"] is None and e["images"] == 0 for e in done)
+        # No record file exists here, so only entries without one can be kept,
+        # each for a planned slice, at most once.
+        assert all(e["file"] is None and e["images"] == 0 for e in done.values())
+        assert all([e["start"], e["end"]] == list(SLICES[i]) for i, e in done.items())
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        json.dumps(
-            {
-                "start": 0,
-                "end": 3,
-                "file": None,
-                "images": 0,
-                "skipped": [],
-                "notes": [],
-                "source_bytes": 0,
-            }
-        )
-        + "\n"
-    ],
-)
-def test_a_skipped_only_entry_is_kept(tmp_path: Path, line: str) -> None:
+def test_a_skipped_only_entry_is_kept(tmp_path: Path) -> None:
+    entry = {"slice": 1, "start": 3, "end": 5, "file": None, "images": 0}
+    entry |= {"skipped": [], "notes": [], "source_bytes": 0}
     (tmp_path / PLAN).write_text(json.dumps({"digest": "d" * 64, "options": {}}))
-    (tmp_path / JOURNAL).write_text(line)
-    assert [e["end"] for e in Journal(tmp_path, "d" * 64, {}).load()] == [3]
+    (tmp_path / JOURNAL).write_text(json.dumps(entry) + "\n")
+    assert list(Journal(tmp_path, "d" * 64, {}).load(SLICES)) == [1]
