@@ -249,7 +249,11 @@ class TrainingExplorer(Explorer):
         self.similarity.show(self.gradient)
         if self.quality is None:  # independent of the training size: measure once
             self.quality = tune(
-                self.train_set, target=self.target, sample=self.sample, workers=self.workers
+                self.train_set,
+                target=self.target,
+                sample=self.sample,
+                workers=self.workers,
+                progress=False,  # the widget shows its own state
             )
         g, q = self.gradient, self.quality
         self.comparison.value = html_table(
