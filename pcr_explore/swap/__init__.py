@@ -20,6 +20,7 @@ their modules:
 :mod:`.compressed`          codecs applied to saved activations in training
 :mod:`.activation_policy`   per-tensor decisions for those hooks
 :mod:`.codec_training`      a codec's run next to the uncompressed run
+:mod:`.codec_sweep`         accuracy against codec (ZFP rate), over seeds
 :mod:`.nets`                small VGG- and ResNet-style networks
 :mod:`.catalog`             analytic, measured and user traces by name
 :mod:`.traces`              ``Trace`` and ``TensorRecord``, JSON
@@ -64,6 +65,7 @@ from .calibration import Calibration, calibrate
 from .capture import capture_saved_tensors
 from .catalog import TraceOption, list_traces, load_trace, measured_trace, measured_trace_names
 from .cnn import cnn_trace
+from .codec_sweep import CodecSweep, codec_sweep
 from .codec_training import SwapTrainResult, TrainRun, swap_train, train_run
 from .codecs import Codec, CodecError, Encoded, Measurement, codec_names, get_codec, measure
 from .compressed import ActivationLog, SavedTensorInfo, compressed_activations
@@ -83,6 +85,7 @@ __all__ = [
     "Calibration",
     "Codec",
     "CodecError",
+    "CodecSweep",
     "Decision",
     "DeviceProfile",
     "Encoded",
@@ -106,6 +109,7 @@ __all__ = [
     "capture_training",
     "cnn_trace",
     "codec_names",
+    "codec_sweep",
     "compressed_activations",
     "default_policies",
     "get_codec",

@@ -118,8 +118,9 @@ def load_labelled_images(
     ----------
     path : path
         A folder with ``train/`` and ``val/`` (each a folder of class
-        sub-folders or a PCR dataset), a folder of class sub-folders, or a
-        PCR dataset.
+        sub-folders or a PCR dataset) or with ``train.pcr/`` and
+        ``val.pcr/`` (as :func:`pcr_explore.train.prepare_split` writes), a
+        folder of class sub-folders, or a PCR dataset.
     size : int
         Side of the square images, pixels.
     per_class : int, optional
@@ -144,22 +145,27 @@ def load_labelled_images(
         raise DatasetError(f"image size must be >= 8 pixels, got {size}")
     if not 0 < val_fraction < 1:
         raise DatasetError(f"val_fraction must lie in (0, 1), got {val_fraction}")
-    if (root / "train").is_dir() and (root / "val").is_dir():
-        tx, ty, _, tc = _side(root / "train", size, per_class, workers)
-        vx, vy, _, vc = _side(root / "val", size, per_class, workers)
+    sides = [(root / "train", root / "val"), (root / "train.pcr", root / "val.pcr")]
+    split = next(((t, v) for t, v in sides if t.is_dir() and v.is_dir()), None)
+    if split is not None:
+        tx, ty, _, tc = _side(split[0], size, per_class, workers)
+        vx, vy, _, vc = _side(split[1], size, per_class, workers)
         if tc != vc:
             raise DatasetError(f"{root}: train and val classes differ: {tc} vs {vc}")
         return LabelledImages(tx, ty, vx, vy, tuple(tc), str(root))
     if not root.is_dir():
         raise DatasetError(f"{root}: not a folder of images or a PCR dataset")
     x, y, names, classes = _side(root, size, None, workers)
-    is_val = np.array([int(_hash("val:" + n)[:8], 16) / 16**8 < val_fraction for n in names])
+    # per class, in hash order: the first round(n * val_fraction) (at least one) validate
+    is_val = np.zeros(len(names), dtype=bool)
     for c in range(len(classes)):
-        side = is_val[y == c]
-        if side.size and (side.all() or not side.any()):
+        members = sorted(np.flatnonzero(y == c), key=lambda i: _hash("val:" + names[i]))
+        k = max(1, int(round(len(members) * val_fraction)))
+        if k >= len(members):
             raise DatasetError(
-                f"{root}: class {classes[c]!r} has too few images ({side.size}) for a split"
+                f"{root}: class {classes[c]!r} has too few images ({len(members)}) for a split"
             )
+        is_val[members[:k]] = True
     tr, va = np.flatnonzero(~is_val), np.flatnonzero(is_val)
     if per_class is not None:
         tr = np.concatenate([tr[y[tr] == c][:per_class] for c in range(len(classes))])

@@ -281,6 +281,9 @@ class SwapTrainResult:
             ]
         )
 
+    def __repr__(self) -> str:
+        return self.to_text()
+
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(self.to_text())}</pre>"
 
