@@ -115,3 +115,18 @@ def test_swap_train_cli_json(folder, capsys):
     assert "uncompressed" in capsys.readouterr().out
     assert main(["swap-train", str(folder), "--codec", "nope", "--steps", "1"]) == 1
     assert "nope" in capsys.readouterr().err
+
+
+def test_codec_sweep_rows_and_figure(images):
+    from pcr_explore.swap import codec_sweep
+
+    sweep = codec_sweep(images, ["zvc", "zfp:8"], steps=2, batch_size=4)
+    rows = {r["codec"]: r for r in sweep.rows()}
+    assert list(rows) == ["uncompressed", "zvc", "zfp:8"]
+    assert rows["zvc"]["identical_losses"] and rows["zvc"]["accuracy_change"] == 0.0
+    assert not rows["zfp:8"]["identical_losses"]
+    assert 0.5 < rows["zfp:8"]["saved_fraction"] <= 0.75
+    assert "measured on this machine" in sweep.to_text()
+    fig = sweep.figure()
+    assert "measured on this machine" in fig.title.text
+    assert list(fig.x_range.factors) == ["uncompressed", "zvc", "zfp:8"]
