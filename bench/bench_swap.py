@@ -603,7 +603,7 @@ def bench_cpu_swap(pred: dict) -> dict:
         "\n== swap latency of the small CNN's saved activations (last captured step) from "
         "measured CPU codec times; link modelled, 10 us per copy =="
     )
-    print(f"{'link GB/s':>10}{'raw ms':>9}{'zvc ms':>9}{'change':>9}{'zfp ms':>9}{'change':>9}")
+    print(f"{'link GB/s':>10}{'raw ms':>9}{'zvc ms':>9}{'change':>11}{'zfp ms':>9}{'change':>11}")
     raw_b = times.raw_bytes[idx]
     for gbps in (0.1, 1.0, 12.6):
 
@@ -617,7 +617,7 @@ def bench_cpu_swap(pred: dict) -> dict:
             t = (times.encode_s[i, idx] + times.decode_s[i, idx] + copy(times.bytes[i, idx])).sum()
             row[f"{c}_s"] = float(t)
             row[f"{c}_change"] = float(t / raw - 1)
-            line += f"{t * 1e3:>9.2f}{t / raw - 1:>+9.1%}"
+            line += f"{t * 1e3:>9.2f}{t / raw - 1:>+11.1%}"
         out["links"].append(row)
         print(line)
     print(
