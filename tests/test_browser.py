@@ -32,8 +32,10 @@ from typing import Any
 import pytest
 from _lab import (
     ARTIFACTS,
+    CANVAS_INK,
     CHROMIUM_ARGS,
     KERNEL_IDLE,
+    TWO_FRAMES,
     VIEWPORT,
     DragTiming,
     Lab,
@@ -102,7 +104,7 @@ class Session:
     def shot(self, locator: Any, name: str) -> None:
         """Scroll *locator* to the top of the notebook and take a 1280x720 screenshot."""
         locator.evaluate("el => el.scrollIntoView({block: 'start'})")
-        self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
+        self.page.evaluate(TWO_FRAMES)  # Bokeh paints in animation frames
         ARTIFACTS.mkdir(exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
@@ -171,7 +173,17 @@ _POINT = """([title, x, y]) => {
   return null;
 }"""
 
-_SLIDER_TEXT = "([el]) => el.querySelector('.widget-readout').textContent.trim()"
+# Inked pixels of each legend swatch (a small canvas) of the figure titled *title*.
+_SWATCH_INK = f"""title => {{
+  const v = Bokeh.index.roots.find(v => v.model.title && v.model.title.text.startsWith(title));
+  const out = [];
+  const walk = n => {{ for (const e of n.querySelectorAll('*')) {{
+    if (e.tagName === 'CANVAS' && e.width > 0 && e.width <= 64) out.push(e);
+    if (e.shadowRoot) walk(e.shadowRoot); }} }};
+  walk(v.el.shadowRoot || v.el);
+  return out.map({CANVAS_INK});
+}}"""
+
 
 
 def _slider(page: Any, label: str) -> Any:
@@ -240,6 +252,36 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
             timeout=30_000,
         )
         s.shot(out, "01_progressive_scans_level10")
+        # stop: the player would go on from wherever the slider is moved to
+        page.locator(".widget-play button").nth(1).click()
+        page.wait_for_function(
+            "el => el.innerText.startsWith('scan 1 of')", arg=caption.element_handle()
+        )
+
+        # the difference map with its scale, the curve in dB
+        page.locator(".widget-toggle-button", has_text="difference").first.click()
+        page.locator(".widget-toggle-button", has_text="in dB").first.click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.widget-html')]"
+            ".some(e => e.innerText.includes('of 255'))"
+        )
+        page.wait_for_function(
+            "() => Bokeh.index.roots.some(v => v.model.title"
+            " && v.model.title.text.startsWith('Bytes read vs quality')"
+            " && v.model.left[0].axis_label.startsWith('MS-SSIM in dB'))"
+        )
+        s.assert_fits(out)
+        # every legend swatch still drawn after the level moved (a swatch whose
+        # renderer changes on the overlay layer alone used to come out blank)
+        handle.focus()
+        handle.press("ArrowRight")
+        page.wait_for_function(
+            "el => el.innerText.startsWith('scan 2 of')", arg=caption.element_handle()
+        )
+        page.evaluate(TWO_FRAMES)
+        swatches = page.evaluate(_SWATCH_INK, "Bytes read vs quality")
+        assert len(swatches) == 4 and min(swatches) > 0, swatches
+        s.shot(out, "01_progressive_scans_difference_db")
 
         # reload the page, same kernel, run again: the plots still draw
         page.reload(wait_until="domcontentloaded")

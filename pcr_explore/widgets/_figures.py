@@ -120,20 +120,13 @@ def scan_curve_figure(
             text_color="#444444",
         )
     )
-    fig.scatter(
-        "x",
-        "y",
-        source=src["current"],
-        size=16,
-        marker="circle",
-        fill_alpha=0,
-        line_color="#d62728",
-        line_width=3,
-        legend_label="level shown",
-        level="overlay",
-    )
+    marker: dict[str, Any] = {"size": 16, "fill_alpha": 0, "line_color": "#d62728", "line_width": 3}
     # The marker moves with the slider: on the overlay layer only that layer is
-    # repainted, and the axes do not follow it.
+    # repainted, and the axes do not follow it. Its legend entry points at an
+    # unseen twin (one NaN point): a legend repaints its swatches only with the
+    # primary layer, and would blank them whenever the marker's own data changed.
+    fig.scatter("x", "y", source=src["current"], level="overlay", **marker)
+    fig.scatter(x=[float("nan")], y=[float("nan")], legend_label="level shown", **marker)
     cast(DataRange1d, fig.y_range).renderers = [band, mean, line]
     fig.add_tools(
         HoverTool(
@@ -148,7 +141,6 @@ def scan_curve_figure(
         TapTool(renderers=[pts]),
     )
     fig.legend.location = "bottom_right"
-    fig.legend.click_policy = "hide"
     fig.toolbar.logo = None
     return fig, src
 

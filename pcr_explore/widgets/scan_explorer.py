@@ -220,12 +220,13 @@ class ScanExplorer(Explorer):
 
         left = w.VBox(
             [self.image_caption, w.HBox([self.image, self.reference]), self.reference_caption],
-            layout=w.Layout(flex="1 1 52%", min_width="0"),
+            layout=w.Layout(flex="1 1 0%", min_width="0"),
         )
         hint = w.HTML("<span style='color:#777'>click a point to show its level</span>")
         right = w.VBox(
             [self.plot, w.HBox([self.scale, hint], layout=_ROW), self.readout],
-            layout=w.Layout(flex="1 1 40%", min_width="300px", margin="0 0 0 12px"),
+            # a fixed share: the pictures next to it never resize the plot
+            layout=w.Layout(flex="0 0 40%", min_width="300px", margin="0 0 0 12px"),
         )
         self.view = w.VBox(
             [
@@ -393,12 +394,12 @@ class ScanExplorer(Explorer):
         ticks = difference_scale(self.gain)
         top = ticks[-1][1]
         bar = (
-            "<span style='display:inline-block;width:140px;height:10px;vertical-align:middle;"
+            "<span style='display:inline-block;width:110px;height:10px;vertical-align:middle;"
             "border:1px solid #888;background:linear-gradient(90deg,#000,#fff)'></span>"
         )
         return (
-            f"<b>|level - full| x {self.gain:g}</b>, per pixel (largest channel): "
-            f"0 {bar} {top}+ of 255"
+            f"<span style='white-space:nowrap'><b>|level - full| x {self.gain:g}</b>: "
+            f"0 {bar} {top}+ of 255</span>"
         )
 
     def readout_rows(self) -> list[tuple[str, str]]:
