@@ -185,7 +185,6 @@ _SWATCH_INK = f"""title => {{
 }}"""
 
 
-
 def _slider(page: Any, label: str) -> Any:
     return page.locator(".widget-slider", has_text=label).first
 
@@ -401,6 +400,8 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
             probe="([cap]) => cap.innerText",
         )  # fmt: skip
         _check_drag("03 sparsity slider", timing)
+        swatches = page.evaluate(_SWATCH_INK, "Swap time")
+        assert len(swatches) == 2 and min(swatches) > 0, swatches
         # while the hand moves, the timeline waits (and says so)
         assert any("redrawn when the sparsity stops" in p for p in timing.probes), timing.probes
         s.shot(out, "03_swap_simulation_dragged")

@@ -244,7 +244,6 @@ def policy_bars_figure(
         height=0.8,
         source=src["bars"],
         color="#c6dbef",
-        legend_label="swap (codec + copy)",
         level="overlay",
     )
     fig.hbar(
@@ -253,9 +252,18 @@ def policy_bars_figure(
         height=0.45,
         source=src["bars"],
         color="#d62728",
-        legend_label="stall added",
         level="overlay",
     )
+    # legend swatches from unseen twins, as in scan_curve_figure
+    for label, color in (("swap (codec + copy)", "#c6dbef"), ("stall added", "#d62728")):
+        fig.scatter(
+            x=[float("nan")],
+            y=[float("nan")],
+            marker="square",
+            size=12,
+            color=color,
+            legend_label=label,
+        )
     fig.add_tools(
         HoverTool(
             renderers=[swap],
