@@ -159,6 +159,7 @@ def _plots(r: AuditFindings) -> tuple[str, str]:
             r.tune.curve,
             target=r.tune.target,
             recommended=r.tune.scan,
+            statistic=r.tune.statistic,
             title=f"{r.tune.metric} per scan level ({r.tune.sample_size} sampled images)",
             width=900,
         )
