@@ -39,6 +39,7 @@ def test_notebooks_are_found() -> None:
         "03_swap_simulation",
         "04_read_pcr_for_training",
         "05_train_at_levels",
+        "06_swap_on_real_training",
     ]
 
 
