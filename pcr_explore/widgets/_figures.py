@@ -235,7 +235,7 @@ def policy_bars_figure(
         tools="save,reset",
         y_range=FactorRange(factors=list(reversed(policies))),
         x_range=Range1d(start=0, end=1),
-        title="Swap time and stall per step",
+        title="Swap time and stall per step (simulated for the device above)",
         x_axis_label="milliseconds per step",
     )
     swap = fig.hbar(
@@ -308,7 +308,7 @@ def timeline_figure(*, height: int = 210) -> tuple[figure, dict[str, ColumnDataS
         sizing_mode="stretch_width",
         tools="xpan,xwheel_zoom,reset,save",
         y_range=FactorRange(factors=["copy", "compute"]),
-        title="Timeline of the step (forward, then backward)",
+        title="Simulated timeline of the step (forward, then backward)",
         x_axis_label="milliseconds from the start of the step",
     )
     renderers: list[Any] = [
