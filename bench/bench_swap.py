@@ -21,14 +21,14 @@ flowers5 photos squashed to 48x48, batch 32, SGD with momentum 0.9):
 
 * per-layer sparsity of the small CNN at the start and end of 200 steps
   (captured every 40 steps), and max-pool against ReLU outputs;
-  vgg-small and resnet-small are captured at steps 1 and 20 for the
+  vgg-small and resnet-small are captured at steps 1 and 40 for the
   predictor's tensors;
 * every lossless codec (and binarize where it keeps what backward reads) on
   the saved activations for 20 steps: identical loss sequence (exact) and the
   activation bytes saved;
-* ZFP at 4, 8 and 16 bits per value: validation accuracy after the same 100
-  steps as the uncompressed run (32x32 images, to keep ZFP's CPU time in
-  budget), three seeds, bytes saved, CPU time per step;
+* ZFP at 4, 8 and 16 bits per value: validation accuracy after the same 200
+  steps (5 epochs) as the uncompressed run (32x32 images, to keep ZFP's CPU
+  time in budget), three seeds, bytes saved, CPU time per step;
 * predictors of codec time (non-negative linear, power law, nearest
   neighbours) fitted on measured times of half the captured layers, graded on
   the other half against the oracle of measured times (the stall gap);
@@ -39,9 +39,9 @@ Usage::
 
     python bench/bench_swap.py [--quick] [--data ../shared/data/flowers5] [--no-train]
 
-Prints tables and writes bench/results/swap.json. Never asserts a time. About
-3 minutes for the codec and simulator parts and 6-9 for the training parts on
-the 2-core development machine (shared; timings vary with its load).
+Prints tables and writes bench/results/swap.json. Never asserts a time. One
+run took 250 s in all on the 2-core development machine (about half of it
+the training parts); it takes longer when the shared cores are busy.
 """
 
 from __future__ import annotations
@@ -368,7 +368,7 @@ def _settings(quick: bool) -> dict:
         "capture_steps": 200,
         "every": 40,
         "lossless_steps": 20,
-        "zfp_steps": 100,
+        "zfp_steps": 200,
         "seeds": [0, 1, 2],
         "aux_steps": 40,
         "repeats": 3,
