@@ -625,3 +625,22 @@ def test_debounced_runs_once_after_the_calls_stop() -> None:
         assert calls == [1, 1, 1] and not d.pending
 
     asyncio.run(drag())
+
+
+def test_swap_trace_picker_loads_a_measured_trace_with_its_own_sparsity() -> None:
+    from pcr_explore.swap import load_trace
+
+    ex = SwapExplorer("resnet50", measured=False, timeline_delay=0.0)
+    values = [v for _, v in ex.trace_picker.options]
+    assert values[:2] == ["vgg16", "resnet50"] and "measured:small-cnn-flowers5" in values
+    ex.trace_picker.value = "measured:small-cnn-flowers5"
+    want = load_trace("measured:small-cnn-flowers5")
+    assert ex.trace.name == want.name and ex.shape.value == "traced" and ex.sparsity.disabled
+    assert ex.sparsity_spec() is None
+    sim = next(iter(ex.results.values())).trace
+    np.testing.assert_array_equal(sim.sparsity, want.sparsity)  # as measured, not the slider's
+    assert dict(ex.readout_rows())["sparsity"] == f"as traced (mean {want.mean_sparsity:.0%})"
+    ex.trace_picker.value = "vgg16"
+    assert ex.shape.value == "constant" and not ex.sparsity.disabled
+    sim = next(iter(ex.results.values())).trace
+    assert np.allclose(sim.sparsity[sim.sparsity > 0], ex.sparsity.value)

@@ -22,12 +22,18 @@ from ..swap import (
     simulate_many,
 )
 from ..swap.applicability import applicable_codecs, codec_notes
+from ..swap.catalog import list_traces, load_trace
 from ..swap.policies import policies_for_codecs
 from ..swap.ratios import measured_ratio_curve
 from ._explorer import Debounced, Explorer, html_table
 from ._figures import fit_range, policy_bars_figure, ratio_figure, timeline_figure, update_source
 from ._snapshots import swap_picture
 from ._static import PALETTE
+from ._swap_values import codec_mix as _codec_mix
+from ._swap_values import measure_shape as _measure_shape
+from ._swap_values import short_policy as _short
+from ._swap_values import size_label as _size_label
+from ._swap_values import spec_text as _spec_text
 
 __all__ = ["SwapExplorer"]
 
@@ -36,25 +42,6 @@ _MEASURED = (0.1, 0.3, 0.5, 0.7, 0.9)  # sparsities encoded for real
 _MEASURE_CAP = 1 << 18  # elements; larger tensors are measured at this size (speed)
 _SIZES = [1 << k for k in range(12, 27, 2)]  # tensor elements offered: 4 Ki .. 64 Mi
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
-
-
-def _size_label(n: int) -> str:
-    nbytes = 4 * n
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:g} {unit}"
-    return f"{nbytes} B"
-
-
-def _measure_shape(n: int) -> tuple[int, int, int, int]:
-    """Return an NCHW shape of *n* float32 elements (32x32 planes, up to 16 channels).
-
-    >>> [_measure_shape(n) for n in (1 << 12, 1 << 14, 1 << 18)]
-    [(1, 4, 32, 32), (1, 16, 32, 32), (16, 16, 32, 32)]
-    """
-    planes = max(1, n // (32 * 32))
-    channels = min(16, planes)
-    return (max(1, planes // channels), channels, 32, 32)
 
 
 class SwapExplorer(Explorer):
@@ -75,14 +62,12 @@ class SwapExplorer(Explorer):
     Parameters
     ----------
     trace_or_model : Trace or str
-        A trace, or a built-in model name (``"vgg16"``, ``"resnet50"``).
+        A trace, or a name from :func:`~pcr_explore.swap.list_traces` (analytic
+        ``"vgg16"``, ``"resnet50"``; shipped ``"measured:..."``); the picker offers them all.
     profile : str
         Device profile name (see :func:`~pcr_explore.swap.profile_names`).
     codecs : sequence of str, optional
-        Codecs ticked at the start (default: the profile's lossless codecs
-        that suit at least one tensor of the trace,
-        :func:`~pcr_explore.swap.applicability.applicable_codecs`; tick
-        ``zfp`` to let the policies lose precision).
+        Codecs ticked at first (default: those that suit the trace, see ``applicable_codecs``).
     sparsity : float
         Starting sparsity of ReLU and pooling outputs.
     tensor_elements : int
@@ -91,15 +76,15 @@ class SwapExplorer(Explorer):
         Batch size of a built-in model's trace.
     measured : bool
         Draw measured ratios (real encodes, cached per size and codec set).
-    noise, seed
+    noise, seed : float, int
         Passed to the simulator.
     timeline_delay : float
         Seconds the sparsity must rest before the timeline is redrawn.
 
     Attributes
     ----------
-    sparsity, ramp, shape, tensor_size, profile, codec_boxes, timeline_policy
-        The controls.
+    trace_picker, sparsity, ramp, shape, tensor_size, profile, codec_boxes, timeline_policy
+        The controls (``shape`` "as traced" keeps a measured trace's sparsity).
     readout, notes, timeline_caption : ipywidgets.HTML
     ratio_plot, bars_plot, timeline_plot : jupyter_bokeh.BokehModel
     sources : dict of str to ColumnDataSource
@@ -129,14 +114,25 @@ class SwapExplorer(Explorer):
         timeline_delay: float = 0.5,
     ) -> None:
         super().__init__()
+        listed = list_traces()
+        options = [(o.label, o.name) for o in listed]
+        self._measured_names = {o.name for o in listed if o.kind != "analytic"}
+        chosen = "given"  # the trace passed in, or a model at another batch
         if isinstance(trace_or_model, Trace):
-            self.trace = trace_or_model
+            self.trace = self._given = trace_or_model
+            options.insert(0, (f"{trace_or_model.name} (yours)", chosen))
+        elif batch == 64 and str(trace_or_model) in dict(options).values():
+            self.trace = self._given = load_trace(str(trace_or_model))
+            chosen = str(trace_or_model)
         else:
-            self.trace = builtin_trace(str(trace_or_model), batch=batch)
+            self.trace = self._given = builtin_trace(str(trace_or_model), batch=batch)
+            options.insert(0, (f"{trace_or_model} (analytic, batch {batch})", chosen))
+        self.trace_picker = w.Dropdown(
+            options=options, value=chosen, description="trace", layout=w.Layout(width="320px")
+        )
         self.noise, self.seed, self.measured = noise, seed, measured
         prof = get_profile(profile)
         ticked = set(applicable_codecs(self.trace, prof) if codecs is None else codecs)
-
         self.sparsity = w.FloatSlider(
             value=sparsity,
             min=0.0,
@@ -160,7 +156,11 @@ class SwapExplorer(Explorer):
             style={"description_width": "initial"},
         )
         self.shape = w.ToggleButtons(
-            options=[("one value", "constant"), ("ramp with depth", "ramp")],
+            options=[
+                ("one value", "constant"),
+                ("ramp with depth", "ramp"),
+                ("as traced", "traced"),
+            ],
             value="constant",
             style={"button_width": "auto"},
         )
@@ -209,7 +209,10 @@ class SwapExplorer(Explorer):
         self.view = w.VBox(
             [
                 w.HBox([self.shape, self.sparsity, self.ramp], layout=_ROW),
-                w.HBox([self.profile, self.tensor_size, self.presentation], layout=_ROW),
+                w.HBox(
+                    [self.trace_picker, self.profile, self.tensor_size, self.presentation],
+                    layout=_ROW,
+                ),
                 w.HBox(list(self.codec_boxes.values()), layout=_ROW),
                 self.notes,
                 w.HBox(
@@ -232,6 +235,7 @@ class SwapExplorer(Explorer):
         self.ramp.observe(on_step, names="value")
         self.shape.observe(self._guarded(self._on_shape), names="value")
         self.profile.observe(on_ratios, names="value")
+        self.trace_picker.observe(self._guarded(self._on_trace), names="value")
         self.tensor_size.observe(on_ratios, names="value")
         for box in self.codec_boxes.values():
             box.observe(on_ratios, names="value")
@@ -245,8 +249,10 @@ class SwapExplorer(Explorer):
         """The ticked codecs, in registry order."""
         return [c for c, box in self.codec_boxes.items() if box.value]
 
-    def sparsity_spec(self) -> float | tuple[float, float]:
-        """Return the sparsity for :meth:`Trace.with_sparsity`: a value or a (low, high) ramp."""
+    def sparsity_spec(self) -> float | tuple[float, float] | None:
+        """Return the sparsity to simulate: a value, a (low, high) ramp, or None (as traced)."""
+        if self.shape.value == "traced":
+            return None
         if self.shape.value == "ramp":
             lo, hi = self.ramp.value
             return (float(lo), float(hi))
@@ -261,9 +267,13 @@ class SwapExplorer(Explorer):
         return policies_for_codecs(self.profile.value, self.codecs)
 
     def _simulate_uncached(
-        self, spec: float | tuple[float, float], profile: str, policies: tuple[str, ...]
+        self,
+        spec: float | tuple[float, float] | None,
+        profile: str,
+        policies: tuple[str, ...],
+        trace_name: str,
     ) -> dict[str, SimResult]:
-        trace = self.trace.with_sparsity(spec)
+        trace = self.trace if spec is None else self.trace.with_sparsity(spec)
         return simulate_many(trace, profile, policies, noise=self.noise, seed=self.seed)
 
     def _curves_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
@@ -285,8 +295,19 @@ class SwapExplorer(Explorer):
     def _on_shape(self, change: Any = None) -> None:
         ramp = self.shape.value == "ramp"
         self.ramp.disabled = not ramp
-        self.sparsity.disabled = ramp
+        self.sparsity.disabled = ramp or self.shape.value == "traced"
         self._update_step()
+
+    def _on_trace(self, change: Any = None) -> None:
+        """Load the picked trace; a measured one starts with its own sparsity."""
+        name = self.trace_picker.value
+        self.trace = self._given if name == "given" else load_trace(name)
+        traced = name in self._measured_names or (
+            name == "given" and "measured" in str(self.trace.meta)
+        )
+        if self.shape.value != ("traced" if traced else "constant"):
+            self.shape.value = "traced" if traced else "constant"  # redraws via _on_shape
+        self._update_all()
 
     def _update_all(self, change: Any = None) -> None:
         """Redraw the ratio lines, measured points and notes, then the step."""
@@ -322,9 +343,9 @@ class SwapExplorer(Explorer):
         """Re-simulate the step and redraw what depends on sparsity; the timeline waits."""
         spec = self.sparsity_spec()
         policies = tuple(self.policies())
-        self.results = self._simulate(spec, self.profile.value, policies)
+        self.results = self._simulate(spec, self.profile.value, policies, self.trace_picker.value)
         sim_trace = next(iter(self.results.values())).trace
-        s_mean = sim_trace.mean_sparsity if isinstance(spec, tuple) else spec
+        s_mean = spec if isinstance(spec, float) else sim_trace.mean_sparsity
         self.span.location = s_mean
         codecs = tuple(self.codecs)
         now = ratio_curve(codecs, [s_mean], int(self.tensor_size.value)) if codecs else {}
@@ -386,7 +407,7 @@ class SwapExplorer(Explorer):
             "lane": tl["stream"],
         }
         self.timeline_caption.value = (
-            f"{_short(result.policy)} at sparsity {_spec_text(self.sparsity_spec())}: "
+            f"{_short(result.policy)} at sparsity {self._sparsity_text()}: "
             f"{result.stall_seconds * 1e3:.2f} ms of stall"
         )
 
@@ -400,7 +421,7 @@ class SwapExplorer(Explorer):
                 f"{self.trace.name}: {len(self.trace)} tensors, "
                 f"{self.trace.total_bytes / 2**20:,.0f} MiB per step",
             ),
-            ("sparsity", _spec_text(self.sparsity_spec())),
+            ("sparsity", self._sparsity_text()),
             ("device", self.profile.value),
             ("compute per step", f"{best.compute_seconds * 1e3:.2f} ms"),
         ]
@@ -416,25 +437,14 @@ class SwapExplorer(Explorer):
             )
         return rows
 
+    def _sparsity_text(self) -> str:
+        spec = self.sparsity_spec()
+        if spec is None:
+            return f"as traced (mean {self.trace.mean_sparsity:.0%})"
+        return _spec_text(spec)
+
     # -- static picture --------------------------------------------------------------
 
     def snapshot(self) -> bytes:
         """Draw the ratio curves, the per-policy bars and the readouts with Pillow (JPEG)."""
         return swap_picture(self)
-
-
-def _short(policy: str) -> str:
-    """``cswap:zvc,csr`` -> ``cswap``: the codec list is the ticked boxes, shown elsewhere."""
-    base = policy.partition(":")[0]
-    return base if base in ("cswap", "oracle") else policy
-
-
-def _spec_text(spec: float | tuple[float, float]) -> str:
-    if isinstance(spec, tuple):
-        return f"{spec[0]:.0%} (shallow) to {spec[1]:.0%} (deep)"
-    return f"{spec:.0%} for every ReLU and pooling output"
-
-
-def _codec_mix(result: SimResult) -> str:
-    counts = result.summary()["codec_counts"]
-    return ", ".join(f"{c} x{k}" for c, k in sorted(counts.items(), key=lambda kv: -kv[1]))
