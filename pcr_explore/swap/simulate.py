@@ -34,8 +34,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import SwapError
-from ._lossy_codecs import ZFP
 from ._reasons import reasons
+from .applicability import applies
 from .codecs import get_codec
 from .policies import Policy, default_policies, loses_values, parse_policy
 from .predictor import KernelTimePredictor
@@ -109,11 +109,7 @@ class _Setup:
             cost = profile.codecs[name]
             self.tc_nom[o] = cost.compress.time(self.n * w, self.nnz * w)
             self.td_nom[o] = cost.decompress.time(self.n * w, self.nnz * w)
-            kinds = np.array([r.dtype for r in recs])
-            if name == "binarize":
-                self.applicable[o] = [r.binarizable for r in recs]
-            elif isinstance(codec, ZFP):
-                self.applicable[o] = np.char.startswith(kinds.astype(str), "float")
+            self.applicable[o] = [applies(name, r) for r in recs]
         rng = np.random.default_rng(seed)
         jc = np.exp(rng.normal(0.0, noise, size=shape)) if noise else 1.0
         jd = np.exp(rng.normal(0.0, noise, size=shape)) if noise else 1.0
