@@ -107,19 +107,7 @@ def bytes_figure(
         toolbar_location="above",
         y_range=Range1d(start=0, end=1.12),
     )
-    fig.yaxis.formatter = NumeralTickFormatter(format="0%")
-    bars = fig.vbar(x="scan", top="bytes_fraction", width=0.8, source=src, fill_alpha=0.7)
-    fig.add_layout(
-        LabelSet(
-            x="scan",
-            y="bytes_fraction",
-            text="label",
-            source=src,
-            text_align="center",
-            y_offset=3,
-            text_font_size="8pt",
-        )
-    )
+    bars = _fraction_bars(fig, src, "scan", width=0.8, alpha=0.7, font="8pt")
     fig.add_tools(
         HoverTool(
             renderers=[bars],
@@ -231,19 +219,7 @@ def reading_figure(
         tools="save",
         toolbar_location=None,
     )
-    left.yaxis.formatter = NumeralTickFormatter(format="0%")
-    bars = left.vbar(x="level", top="bytes_fraction", width=0.7, source=src, fill_alpha=0.75)
-    left.add_layout(
-        LabelSet(
-            x="level",
-            y="bytes_fraction",
-            text="label",
-            source=src,
-            text_align="center",
-            y_offset=3,
-            text_font_size="10pt",
-        )
-    )
+    bars = _fraction_bars(left, src, "level", width=0.7, alpha=0.75, font="10pt")
     left.add_tools(
         HoverTool(
             renderers=[bars],
@@ -290,3 +266,23 @@ def reading_figure(
     for f in (left, right):
         f.xgrid.grid_line_color = None
     return row(left, right, sizing_mode=sizing_mode)
+
+
+def _fraction_bars(
+    fig: Any, src: ColumnDataSource, x: str, *, width: float, alpha: float, font: str
+) -> Any:
+    """Bars of ``bytes_fraction`` per *x*, labelled above with ``label``, on a percent axis."""
+    fig.yaxis.formatter = NumeralTickFormatter(format="0%")
+    bars = fig.vbar(x=x, top="bytes_fraction", width=width, source=src, fill_alpha=alpha)
+    fig.add_layout(
+        LabelSet(
+            x=x,
+            y="bytes_fraction",
+            text="label",
+            source=src,
+            text_align="center",
+            y_offset=3,
+            text_font_size=font,
+        )
+    )
+    return bars
