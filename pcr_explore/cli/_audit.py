@@ -9,6 +9,7 @@ from typing import Any
 from ..audit import CHECKS, DEFAULT_TARGETS, MAX_QUALITY_PIXELS, audit
 from ..metrics import METRICS
 from ..tuner import STATISTICS
+from ._args import positive_int as _positive
 
 
 def _number(text: str) -> float:
@@ -25,13 +26,6 @@ def _threshold(text: str) -> tuple[str, float]:
             f"expected ISSUE=VALUE with ISSUE one of {', '.join(CHECKS)}, got {text!r}"
         )
     return name, _number(value)
-
-
-def _positive(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return v
 
 
 def register(sub: Any) -> None:

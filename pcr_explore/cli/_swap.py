@@ -16,6 +16,7 @@ from .._json import to_json
 from ..swap.architectures import BUILTIN_MODELS
 from ..swap.profiles import profile_names
 from ..swap.report import report
+from ._args import positive_int as _positive
 
 __all__ = ["add_swap_sim_parser", "add_swap_train_parser", "run_swap_sim", "run_swap_train"]
 
@@ -164,16 +165,6 @@ def _seeds(text: str) -> list[int]:
     if not seeds:
         raise argparse.ArgumentTypeError("no seed given")
     return seeds
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return v
 
 
 def add_swap_train_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._json import to_json
 from ..train import parse_bandwidth
+from ._args import positive_int as _positive
 
 __all__ = ["add_train_parsers"]
 
@@ -31,13 +32,6 @@ def _levels(text: str) -> list[int]:
     if isinstance(levels, str):
         raise argparse.ArgumentTypeError("tune-gradient compares levels: give e.g. 1,2,5,10")
     return levels
-
-
-def _positive(text: str) -> int:
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return v
 
 
 def _bandwidth(text: str) -> float:

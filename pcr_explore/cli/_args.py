@@ -1,0 +1,16 @@
+"""Argument types shared by the sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    """Parse a whole number of at least 1, or tell argparse what was wrong."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return v
