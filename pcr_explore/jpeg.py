@@ -12,12 +12,13 @@ Transcoding sources into progressive JPEGs lives in :mod:`pcr_explore.transcode`
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
 
+from . import _decoders
+from ._decoders import decoder_name, set_decoder
 from .errors import JPEGError, ScanScriptError
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "split_scans",
     "check_scan_script",
     "decode",
+    "decoder_name",
+    "set_decoder",
     "Size",
 ]
 
@@ -383,7 +386,13 @@ def decode(
 
     When *size* is at most half the stored size, libjpeg's DCT-domain scaling
     (``Image.draft``) decodes at 1/2, 1/4 or 1/8 scale first, which is several
-    times faster than decoding in full and then shrinking.
+    times faster than decoding in full and then shrinking; a BILINEAR resize
+    then gives the exact size.
+
+    The pixels are Pillow's. Where simplejpeg is installed, JPEG data is
+    decoded through it, faster, with the same libjpeg-turbo settings and scale
+    (see :func:`decoder_name`); ``PCR_DECODER=pillow`` or
+    ``set_decoder("pillow")`` forces Pillow.
 
     Parameters
     ----------
@@ -405,18 +414,12 @@ def decode(
         raise ValueError(f"mode must be 'RGB', 'L' or None, got {mode!r}")
     if size is not None:
         target_size(1, 1, size)  # argument errors are the caller's, not the file's
+
+    def target_for(width: int, height: int) -> tuple[int, int] | None:
+        return None if size is None else target_size(width, height, size)
+
     try:
-        src = Image.open(io.BytesIO(data))
-        want = mode or ("L" if src.mode == "L" else "RGB")
-        target = None
-        if size is not None:
-            target = target_size(src.width, src.height, size)
-            if 2 * target[0] <= src.width and 2 * target[1] <= src.height:
-                src.draft(want, target)  # libjpeg scales (and converts) while decoding
-        im = src if src.mode == want else src.convert(want)
-        if target is not None and im.size != target:
-            im = im.resize(target, Image.Resampling.BILINEAR)
-        return np.array(im)  # writable: callers may edit or hand it to torch
+        return _decoders.decode(data, target_for, mode)
     except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         # Pillow raises ValueError for some damaged files (a truncated PNG IHDR)
         raise JPEGError(f"{source}: cannot decode image: {exc}") from exc

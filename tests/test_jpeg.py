@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from PIL import Image
 from PIL.JpegImagePlugin import JpegImageFile
 
+from pcr_explore import _decoders
 from pcr_explore.errors import JPEGError, ScanScriptError
 from pcr_explore.jpeg import (
     EOI,
@@ -160,6 +161,10 @@ def test_decode_with_size_uses_draft_and_keeps_aspect(
         return out
 
     monkeypatch.setattr(JpegImageFile, "draft", spy)
+    # Pillow's own path (a faster decoder picks the same scale: test_decoders.py)
+    monkeypatch.setenv("PCR_DECODER", "pillow")
+    monkeypatch.setattr(_decoders, "_chosen", False)
+    monkeypatch.setattr(_decoders, "_active", None)
     small = decode(pj.level(1), size=80)
     assert small.shape == (53, 80, 3)
     assert drafted == [(80, 54)]  # 1/8 scale in the DCT domain: 640x427 -> 80x54
