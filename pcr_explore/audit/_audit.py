@@ -5,54 +5,26 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 
 from ..manifest import NUM_LEVELS
 from ..metrics import MSSSIM_WEIGHTS
-from ..quality.runner import run_jobs
 from ..tuner import Statistic
 from ._checks import CHECKS
 from ._flags import ImageFindings, find_issues
-from ._inspect import FileInfo, FileJob, inspect_file
+from ._inspect import FileInfo
 from ._measure import SampleQuality, measure_sample
 from ._options import MAX_QUALITY_PIXELS, Options, check_options
+from ._pass import Pass, inspect_all
 from ._properties import ANALYSIS_SIDE
 from ._report import AuditReport
 from ._target import Target, class_counts, open_target, size_summary
 from ._thumbs import gallery
 
 __all__ = ["audit"]
-
-
-def _jobs(t: Target, o: Options) -> Iterator[FileJob]:
-    """One job per image: a folder's file path, or a dataset image's stored JPEG."""
-    if t.dataset is None:
-        for i, nm in enumerate(t.names):
-            yield FileJob(i, nm, path=str(t.root / nm), backend=o.backend, quality=o.quality)
-        return
-    for idx, data, _label in t.dataset.iter_jpeg(None):
-        yield FileJob(idx, t.names[idx], data=data)
-
-
-def _inspect(t: Target, o: Options, bar: Any) -> list[FileInfo]:
-    """Return every image's facts, in index order, computed in worker processes."""
-    infos = run_jobs(
-        inspect_file,
-        _jobs(t, o),
-        total=len(t.names),
-        workers=o.workers,
-        progress=bar,
-        preload=("pcr_explore.audit",),
-    )
-    infos.sort(key=lambda i: i.index)
-    if t.dataset is not None:  # bytes per level from the record index, not a transcode
-        ds = t.dataset
-        infos = [i if i.broken else replace(i, level_bytes=ds.level_bytes(i.index)) for i in infos]
-    return infos
 
 
 def _conversions(t: Target, infos: list[FileInfo]) -> list[dict[str, str]]:
@@ -98,39 +70,28 @@ def _notes(found: ImageFindings, sampled: SampleQuality, o: Options) -> list[str
     return notes
 
 
-def _sample(
-    t: Target, ok: list[FileInfo], level_bytes: np.ndarray, o: Options, progress: bool
-) -> SampleQuality:
-    """Measure quality on the seeded sample of readable images, with its own progress bar."""
-    from tqdm.auto import tqdm
-
-    n = len(t.names)
-    want = n if o.sample is None else min(o.sample, n)
-    if not ok or not want:
+def _sample(t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any) -> SampleQuality:
+    """Finish the quality sample the pass began: replacements, the curve, the recommendation."""
+    bar.total = min(p.want, len(p.order))
+    bar.refresh()
+    if not p.order or not p.want:
         return SampleQuality()
-    readable = {i.index for i in ok}
-    perm = np.random.default_rng(o.seed).permutation(n)
-    with tqdm(
-        total=min(want, len(ok)),
-        desc=f"audit: quality sample ({NUM_LEVELS} levels each)",
-        unit="img",
-        disable=not progress,
-    ) as bar:
-        return measure_sample(
-            t.source,
-            [int(i) for i in perm if int(i) in readable],
-            want,
-            level_bytes=level_bytes,
-            target=o.target,
-            metric=o.metric,
-            statistic=o.statistic,  # type: ignore[arg-type]
-            seed=o.seed,
-            luminance=o.luminance,
-            worst=o.worst,
-            workers=o.workers,
-            progress=bar,
-            max_pixels=o.max_pixels,
-        )
+    return measure_sample(
+        t.source,
+        p.order,
+        p.want,
+        level_bytes=level_bytes,
+        target=o.target,
+        metric=o.metric,
+        statistic=o.statistic,  # type: ignore[arg-type]
+        seed=o.seed,
+        luminance=o.luminance,
+        worst=o.worst,
+        workers=o.workers,
+        progress=bar,
+        max_pixels=o.max_pixels,
+        measured=p.measured,
+    )
 
 
 def audit(
@@ -157,12 +118,14 @@ def audit(
     size and JPEG coding; one small decode (DCT scaling) on which
     brightness, information, sharpness, colour and a perceptual hash are
     measured; and its bytes at each scan level after the progressive
-    transcode, from the scan offsets. The checks of :data:`CHECKS` flag
-    images against their thresholds, duplicates are grouped into sets (a set
-    across classes is a label leak), and only a random sample is decoded at
-    every level to measure quality, from which
-    :func:`~pcr_explore.tuner.recommend` picks the level. Broken files never
-    stop the audit: each becomes a problem with its reason.
+    transcode, from the scan offsets. Only a random sample is decoded at
+    every level to measure quality, in the same pass and the same task as
+    its inspection (one read and one transcode per image, one worker pool),
+    and :func:`~pcr_explore.tuner.recommend` picks the level from it. The
+    checks of :data:`CHECKS` flag images against their thresholds, and
+    duplicates are grouped into sets (a set across classes is a label leak).
+    Broken files never stop the audit: each becomes a problem with its
+    reason.
 
     Parameters
     ----------
@@ -236,16 +199,26 @@ def audit(
 
     t0 = time.perf_counter()
     t = open_target(path, o.backend, o.quality)
-    with tqdm(total=len(t.names), desc="audit: files", unit="file", disable=not progress) as bar:
-        infos = _inspect(t, o, bar)
-    t_files = time.perf_counter()
-    found = find_issues(infos, t.names, [t.class_of(i) for i in range(len(t.names))], o.thresholds)
-    ok = [i for i in infos if not i.broken and i.level_bytes is not None]
-    level_bytes = np.zeros(NUM_LEVELS, np.int64)
-    if ok:
-        level_bytes = np.sum([i.level_bytes for i in ok if i.level_bytes is not None], axis=0)
-    t_checks = time.perf_counter()
-    sampled = _sample(t, ok, level_bytes, o, progress)
+    n = len(t.names)
+    with (
+        tqdm(total=n, desc="audit: files", unit="file", disable=not progress) as files_bar,
+        tqdm(
+            total=n if o.sample is None else min(o.sample, n),
+            desc=f"audit: quality sample ({NUM_LEVELS} levels each)",
+            unit="img",
+            disable=not progress,
+        ) as sample_bar,
+    ):
+        p = inspect_all(t, o, files_bar, sample_bar)
+        infos = p.infos
+        t_files = time.perf_counter()
+        found = find_issues(infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
+        ok = [i for i in infos if not i.broken and i.level_bytes is not None]
+        level_bytes = np.zeros(NUM_LEVELS, np.int64)
+        if ok:
+            level_bytes = np.sum([i.level_bytes for i in ok if i.level_bytes is not None], axis=0)
+        t_checks = time.perf_counter()
+        sampled = _sample(t, p, level_bytes, o, sample_bar)
     t_sample = time.perf_counter()
     problems = _problems(t, infos, found, sampled)
     examples, thumbs = gallery(problems, found.scores, found.duplicate_sets, t.load, o.worst)

@@ -7,6 +7,8 @@ which also finds truncated or corrupt data, and measures every property on
 that decode. A folder's file is then transcoded (``jpegtran`` for a JPEG: no
 decode) for its bytes at each scan level; a PCR dataset's image already is
 the progressive JPEG, and its bytes per level come from the record index.
+An image of the quality sample has every level measured in the same task,
+from that progressive JPEG, so it is read and transcoded once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from ..errors import JPEGError, PCRError, ScanScriptError
 from ..jpeg import ProgressiveJPEG, check_scan_script, split_scans
 from ..manifest import NUM_LEVELS
 from ..metrics import WINDOW
+from ..quality._jobs import ImageJob, Outcome
+from ..quality._jobs import measure as measure_levels
 from ..sources import gray_scans_at
 from ..transcode import MAX_PIXELS, MAX_SOURCE_BYTES, transcode
 from ._properties import ONE_CHANNEL_MODES, Properties, measure, reduced_image
@@ -41,6 +45,7 @@ __all__ = [
     "UNREADABLE",
     "FileInfo",
     "FileJob",
+    "SampleSpec",
     "inspect_file",
 ]
 
@@ -71,8 +76,21 @@ UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True)
+class SampleSpec:
+    """How a sampled image is measured at every level (as ``level_quality`` does)."""
+
+    num_scans: int
+    luminance: bool = False
+    max_pixels: int | None = None
+
+
+@dataclass(frozen=True)
 class FileJob:
-    """One image to inspect, as a worker receives it: a file's path, or a dataset's bytes."""
+    """One image to inspect, as a worker receives it: a file's path, or a dataset's bytes.
+
+    ``sample`` is set for an image of the quality sample: its levels are
+    measured too.
+    """
 
     index: int
     name: str
@@ -80,6 +98,7 @@ class FileJob:
     data: bytes | None = None
     backend: str = "auto"
     quality: int = 90
+    sample: SampleSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +108,8 @@ class FileInfo:
     ``issues`` holds ``(type, text)`` pairs; ``level_bytes`` is None when the
     image cannot be transcoded (or, for a dataset image, until the audit
     fills it in from the record index); ``props`` is None when it cannot be
-    decoded.
+    decoded; ``measured`` holds the quality of every level of an image of
+    the quality sample (or why it could not be measured), else None.
     """
 
     index: int
@@ -105,6 +125,7 @@ class FileInfo:
     issues: tuple[tuple[str, str], ...] = ()
     conversion: str = ""
     props: Properties | None = None
+    measured: Outcome | None = None
 
     @property
     def broken(self) -> bool:
@@ -224,7 +245,7 @@ def inspect_file(job: FileJob) -> FileInfo:
     del small, im  # before the transcode, which may decode the image again
     base.update(coding=coding, props=props)
     if job.data is not None:  # a dataset image: bytes per level come from its record
-        return FileInfo(**base, issues=tuple(issues))
+        return FileInfo(**base, issues=tuple(issues), measured=_measured(job, job.data))
     try:
         res = transcode(job.path or raw, backend=job.backend, quality=job.quality, name=job.name)  # type: ignore[arg-type]
     except (PCRError, OSError, ValueError) as exc:
@@ -236,4 +257,19 @@ def inspect_file(job: FileJob) -> FileInfo:
     conversion = res.note
     if not res.lossless:
         conversion = res.note or f"{fmt} {mode} source encoded as JPEG (quality {job.quality})"
-    return FileInfo(**base, level_bytes=ends, issues=tuple(issues), conversion=conversion)
+    return FileInfo(
+        **base,
+        level_bytes=ends,
+        issues=tuple(issues),
+        conversion=conversion,
+        measured=_measured(job, pj.data),
+    )
+
+
+def _measured(job: FileJob, full: bytes) -> Outcome | None:
+    """Every level's quality of a sampled image, from its progressive JPEG; else None."""
+    spec = job.sample
+    if spec is None:
+        return None
+    level_job = ImageJob(job.index, job.name, spec.num_scans, full=full)
+    return measure_levels(level_job, luminance=spec.luminance, max_pixels=spec.max_pixels)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import PCRError
 from ..quality import Sampler
+from ..quality._jobs import Outcome
 from ..sources import LevelSource
 from ..tuner import Statistic, TuneResult, recommend
 from ._thumbs import thumb_uri
@@ -40,6 +41,7 @@ def measure_sample(
     workers: int | None,
     progress: Any,
     max_pixels: int | None = None,
+    measured: list[Outcome] | None = None,
 ) -> SampleQuality:
     """Measure *want* images taken in *order* and recommend a level.
 
@@ -64,6 +66,9 @@ def measure_sample(
         Advanced by one per image measured.
     max_pixels : int, optional
         Larger images are measured at a reduced size (bounded memory).
+    measured : list of Outcome, optional
+        Outcomes already measured for the first images of *order*, in that
+        order; only the rest of the sample is measured here.
 
     Returns
     -------
@@ -80,6 +85,7 @@ def measure_sample(
         order=order,
         max_pixels=max_pixels,
     )
+    sampler.add(measured or [])
     sampler.grow(want)
     curve = sampler.curve()
     if not curve.sample_size:

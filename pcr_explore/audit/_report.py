@@ -63,8 +63,11 @@ class AuditReport(AuditFindings):
         How the numbers were made where it matters (the analysis size, images
         measured for quality at a reduced size).
     timings : dict of str to float
-        Seconds spent reading the files, checking, measuring the sample and
-        making the report.
+        Seconds spent on the pass over the files (``files``: the sampled
+        images' quality is measured in it), checking (``checks``), finishing
+        the sample (``quality_sample``: replacements for unreadable sampled
+        images, the curve and the recommendation) and making the report
+        (``report``).
     conversions : list of dict
         ``{"file": ..., "note": ...}`` for sources that could not be
         transcoded losslessly (non-JPEG formats, CMYK, EXIF rotations).

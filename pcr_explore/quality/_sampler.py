@@ -145,6 +145,33 @@ class Sampler:
                     self.results.append(o)
         self.seconds += time.perf_counter() - t0
 
+    def add(self, outcomes: Sequence[Outcome]) -> None:
+        """Take outcomes measured elsewhere for the next images of the order.
+
+        The audit measures its sampled images in the same worker task that
+        inspects them; :meth:`grow` then measures only what is missing.
+
+        Parameters
+        ----------
+        outcomes : sequence of Outcome
+            One per image, for the images that come next in ``order``, in
+            that order.
+
+        Raises
+        ------
+        ValueError
+            If an outcome is not for the next image of the order.
+        """
+        for o in outcomes:
+            nxt = int(self.order[self._next]) if not self.exhausted else None
+            if o.index != nxt:
+                raise ValueError(f"outcome for image {o.index}; the next in the order is {nxt}")
+            self._next += 1
+            if o.error:
+                self.failed.append((self._names[o.index], o.error))
+            else:
+                self.results.append(o)
+
     def curve(self, metric: str | None = None) -> QualityCurve:
         """Return the curve over every image measured so far.
 

@@ -1,0 +1,115 @@
+"""One pass over every image, in one worker pool, with the quality sample measured in it.
+
+The quality sample is the start of a seeded permutation, known before any
+file is read. So each sampled image is inspected and measured at every level
+in one task (one read, one transcode, no second pool), and these tasks, ten
+times longer than the others, are handed out first: the short ones then
+fill both workers to the end instead of a few long ones finishing last. A
+sampled image that turns out unreadable is replaced afterwards by the next
+readable one of the permutation, as :class:`~pcr_explore.quality.Sampler`
+does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .._pool import main_is_importable, ordered_map, worker_pool
+from ..quality._jobs import Outcome
+from ..quality.runner import default_workers
+from ._inspect import FileInfo, FileJob, SampleSpec, inspect_file
+from ._options import Options
+from ._target import Target
+
+__all__ = ["Pass", "inspect_all"]
+
+# Jobs in flight per worker: results are taken in order, so a slow image
+# holds back at most this many finished ones before its worker is idle.
+_WINDOW = 8
+
+
+@dataclass(frozen=True)
+class Pass:
+    """What the pass found: every image's facts, and the sample's order and outcomes.
+
+    ``order`` is the seeded permutation restricted to readable images, the
+    order the sample is taken in; ``measured`` holds the outcomes of its
+    first images, those measured in the pass, in that order.
+    """
+
+    infos: list[FileInfo]
+    order: list[int]
+    want: int
+    measured: list[Outcome]
+
+
+def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
+    """One job per image, the sampled images first: a folder's file, or a dataset's JPEG."""
+    spec = SampleSpec(t.source.num_scans, luminance=o.luminance, max_pixels=o.max_pixels)
+    sampled = set(first)
+    if t.dataset is None:
+        for i in [*first, *(i for i in range(len(t.names)) if i not in sampled)]:
+            yield FileJob(
+                i,
+                t.names[i],
+                path=str(t.root / t.names[i]),
+                backend=o.backend,
+                quality=o.quality,
+                sample=spec if i in sampled else None,
+            )
+        return
+    ds = t.dataset
+    for i in first:
+        yield FileJob(i, t.names[i], data=ds.jpeg_bytes(i), sample=spec)
+    for idx, data, _label in ds.iter_jpeg(None):  # the rest a record at a time
+        if idx not in sampled:
+            yield FileJob(idx, t.names[idx], data=data)
+
+
+def _run(jobs: Iterator[FileJob], total: int, workers: int | None) -> Iterator[FileInfo]:
+    """Inspect every job, in job order: in worker processes when it pays."""
+    w = default_workers(total) if workers is None else workers
+    if w == 1 or not main_is_importable():
+        yield from map(inspect_file, jobs)
+        return
+    with worker_pool(w, preload=("pcr_explore.audit",)) as pool:
+        yield from ordered_map(inspect_file, jobs, pool, window=_WINDOW * w)
+
+
+def inspect_all(t: Target, o: Options, files_bar: Any, sample_bar: Any) -> Pass:
+    """Inspect every image and measure the first of the quality sample, in one pass.
+
+    Parameters
+    ----------
+    t : Target
+        What is audited.
+    o : Options
+        The checked options (sample size, seed, workers, how to measure).
+    files_bar, sample_bar : tqdm bars
+        Advanced by one per image inspected, and per sampled image measured.
+
+    Returns
+    -------
+    Pass
+    """
+    n = len(t.names)
+    want = n if o.sample is None else min(o.sample, n)
+    perm = [int(i) for i in np.random.default_rng(o.seed).permutation(n)]
+    infos: list[FileInfo] = []
+    for info in _run(_jobs(t, o, perm[:want]), n, o.workers):
+        infos.append(info)
+        files_bar.update(1)
+        if info.measured is not None:
+            sample_bar.update(1)
+    infos.sort(key=lambda i: i.index)
+    if t.dataset is not None:  # bytes per level from the record index, not a transcode
+        ds = t.dataset
+        infos = [i if i.broken else replace(i, level_bytes=ds.level_bytes(i.index)) for i in infos]
+    readable = {i.index for i in infos if not i.broken and i.level_bytes is not None}
+    order = [i for i in perm if i in readable]
+    measured = [m for i in order if (m := infos[i].measured) is not None]
+    return Pass(infos, order, want, measured)
