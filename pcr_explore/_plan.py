@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .discover import find_sources
+from .scan_script import script_from_option
 
 __all__ = ["EncodePlan", "cut_records", "make_plan", "record_file"]
 
@@ -82,12 +83,14 @@ class EncodePlan:
     def __len__(self) -> int:
         return len(self.names)
 
-    def tasks(self, i: int, backend: str, quality: int) -> list[tuple[Any, ...]]:
+    def tasks(self, i: int, options: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Transcode arguments for the sources of record *i*, in order."""
         start, end = self.slices[i]
         names, labels = self.names, self.labels
+        backend, quality = options["backend"], options["quality"]
+        script = script_from_option(options.get("scan_script"))
         return [
-            (pos, str(self.src / names[pos]), names[pos], labels[pos], backend, quality)
+            (pos, str(self.src / names[pos]), names[pos], labels[pos], backend, quality, script)
             for pos in range(start, end)
         ]
 

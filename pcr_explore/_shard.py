@@ -20,8 +20,7 @@ from ._plan import record_file
 from .discover import display_name
 from .errors import PCRError
 from .format import RecordImage, encode_record, parse_header
-from .jpeg import GRAY_LEVELS_IN_COLOR
-from .manifest import NUM_LEVELS
+from .scan_script import STANDARD, ScanScript
 from .transcode import Backend, transcode
 
 __all__ = ["Transcoded", "encode_shard", "transcode_batch", "transcode_source", "write_shard"]
@@ -49,7 +48,13 @@ class Transcoded:
 
 
 def transcode_source(
-    index: int, path: str, name: str, label: int, backend: Backend, quality: int
+    index: int,
+    path: str,
+    name: str,
+    label: int,
+    backend: Backend,
+    quality: int,
+    script: ScanScript,
 ) -> Transcoded:
     """Transcode one source into the record image it becomes (or say why it cannot)."""
     try:
@@ -65,14 +70,14 @@ def transcode_source(
         )
     try:
         size = os.path.getsize(path)
-        r = transcode(path, backend=backend, quality=quality, name=name)
+        r = transcode(path, backend=backend, quality=quality, name=name, scan_script=script)
     except (PCRError, OSError) as exc:
         return Transcoded(index, name, None, 0, error=str(exc))
     pj = r.jpeg
     pieces = pj.pieces()
     if pj.num_components == 1:
-        slots = [b""] * NUM_LEVELS
-        for level, piece in zip(GRAY_LEVELS_IN_COLOR, pieces):
+        slots = [b""] * script.num_levels
+        for level, piece in zip(script.gray_levels, pieces):
             slots[level - 1] = piece
         pieces = slots
     crcs = [zlib.crc32(p) for p in pieces]  # here, in parallel, not in the writing process
@@ -86,7 +91,12 @@ def transcode_batch(batch: list[tuple[Any, ...]]) -> list[Transcoded]:
 
 
 def write_shard(
-    output: Output, i: int, start: int, end: int, results: Sequence[Transcoded]
+    output: Output,
+    i: int,
+    start: int,
+    end: int,
+    results: Sequence[Transcoded],
+    script: ScanScript,
 ) -> dict[str, Any]:
     """Write record *i* from its sources' results; return its journal entry.
 
@@ -105,12 +115,12 @@ def write_shard(
         "images": len(images),
         "file": None,
         "header_bytes": 0,
-        "bytes_per_scan": [0] * NUM_LEVELS,
+        "bytes_per_scan": [0] * script.num_levels,
         "checksum": None,
     }
     if images:
         name = record_file(i)
-        chunks = encode_record(images, NUM_LEVELS)
+        chunks = encode_record(images, script.num_levels, script.text())
         output.write(name, chunks)
         size = sum(len(c) for c in chunks)
         header = parse_header(chunks[0], f"{output.url}/{name}", file_size=size)
@@ -127,4 +137,5 @@ def encode_shard(
     output: Output, i: int, start: int, end: int, tasks: Sequence[tuple[Any, ...]]
 ) -> dict[str, Any]:
     """Transcode record *i*'s sources in order and write the record: one independent task."""
-    return write_shard(output, i, start, end, [transcode_source(*t) for t in tasks])
+    script: ScanScript = tasks[0][6] if tasks else STANDARD
+    return write_shard(output, i, start, end, [transcode_source(*t) for t in tasks], script)

@@ -103,7 +103,6 @@ def run_on_dask(
         If the workers running a record kept dying.
     """
     distributed = require_distributed()
-    backend, quality = options["backend"], options["quality"]
     token = uuid.uuid4().hex[:8]
     threads = sum(client.nthreads().values()) or 1
 
@@ -115,7 +114,7 @@ def run_on_dask(
             i,
             start,
             end,
-            plan.tasks(i, backend, quality),
+            plan.tasks(i, options),
             key=f"pcr-record-{i:05d}-{token}",
             retries=2,  # a raised error (a shared disk's hiccup); a dead worker is retried anyway
         )

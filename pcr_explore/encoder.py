@@ -38,7 +38,8 @@ from ._plan import EncodePlan, make_plan
 from ._pool import main_is_importable, ordered_map, worker_pool
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
 from .errors import DatasetError
-from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, NUM_LEVELS, write_json_atomic
+from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, write_json_atomic
+from .scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
 from .transcode import Backend, check_backend_and_quality, find_jpegtran
 
 __all__ = [
@@ -115,6 +116,7 @@ def encode_dataset(
     parallel: Literal["threads", "processes"] = "threads",
     client: Any = None,
     storage_options: dict[str, Any] | None = None,
+    scan_script: str | os.PathLike[str] | ScanScript | None = None,
 ) -> EncodeSummary:
     """Encode the images under *src* into a PCR dataset in *out*.
 
@@ -163,6 +165,11 @@ def encode_dataset(
         byte-identical to a local encode with the same options.
     storage_options : dict, optional
         fsspec options for an *out* URL (credentials, ``client_kwargs``).
+    scan_script : str, path or ScanScript, optional
+        The scans every image is stored in, one scan level each: ``"standard"``
+        (the default, libjpeg's 10-scan progression), another name from
+        :data:`pcr_explore.scan_script.SCRIPTS`, or a file in jpegtran
+        ``-scans`` syntax. Recorded in the manifest and every record header.
 
     Returns
     -------
@@ -187,6 +194,7 @@ def encode_dataset(
     >>> encode_dataset("/shared/photos", "s3://bucket/ds", client=Client())  # doctest: +SKIP
     """
     _check_options(backend, quality, record_size, workers, parallel)
+    script = resolve_scan_script(scan_script)
     src_p = Path(src).resolve()
     output = open_output(out, storage_options)
     if isinstance(output, FolderOutput):
@@ -204,6 +212,7 @@ def encode_dataset(
         "shuffle": shuffle,
         "seed": seed,
         "labels": str(labels) if labels else None,
+        "scan_script": script_option(script),
     }
     plan = make_plan(src_p, labels, shuffle, seed, record_size, options)
     run = _Run(plan, output, options, strict, progress, on_record)
@@ -335,8 +344,8 @@ class _Run:
     def _run_local(self, todo: list[int], workers: int | None, parallel: str, bar: Any) -> None:
         """Transcode the sources of the records in *todo* in a pool; write each record in order."""
         plan = self.plan
-        backend, quality = self.options["backend"], self.options["quality"]
-        tasks = [t for i in todo for t in plan.tasks(i, backend, quality)]
+        script = script_from_option(self.options["scan_script"])
+        tasks = [t for i in todo for t in plan.tasks(i, self.options)]
         pending = iter(todo)
         current = next(pending, None)
         results: list[Transcoded] = []
@@ -349,7 +358,7 @@ class _Run:
                 raise RuntimeError("more transcode results than planned sources")
             start, end = plan.slices[current]
             if len(results) == end - start:
-                self.finished(write_shard(self.output, current, start, end, results))
+                self.finished(write_shard(self.output, current, start, end, results, script))
                 results = []
                 current = next(pending, None)
 
@@ -358,10 +367,12 @@ def _manifest(
     entries: list[dict[str, Any]], classes: tuple[str, ...], src: Path, options: dict[str, Any]
 ) -> dict[str, Any]:
     kept = [r for r in entries if r["images"]]
+    script = script_from_option(options["scan_script"])
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "num_scans": NUM_LEVELS,
+        "num_scans": script.num_levels,
+        "scan_script": {"name": script.name, "scans": script.text()},
         "images": sum(r["images"] for r in kept),
         "classes": list(classes),
         "source": str(src),

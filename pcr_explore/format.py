@@ -6,15 +6,18 @@ little-endian::
     preamble   magic(8) version:u16 num_scans:u16 num_images:u32 header_len:u64
     groups     num_scans x (offset:u64 length:u64 crc32:u32 reserved:u32)
     images     labels:i32[N] widths:u16[N] heights:u16[N] components:u8[N]
+               orientations:u8[N]
                piece_lengths:u32[N*S] piece_crcs:u32[N*S] (both image-major)
                name_offsets:u32[N+1]
                names (UTF-8, name_offsets[N] bytes)
+    script     script_len:u32, the scan script (ASCII, jpegtran -scans syntax)
     header_crc:u32   CRC-32 of every header byte before it
     group 1 .. group S   (group k = piece k of image 0, 1, ..., N-1)
 
 Reading level *k* is one read of ``[0, groups[k-1].offset + groups[k-1].length)``.
 The per-piece CRCs let a random-access read of one image verify exactly the
-bytes it fetched.
+bytes it fetched. Version 1 records (no orientations, no script: every image
+upright, the standard script) are still read.
 """
 
 from __future__ import annotations
@@ -46,15 +49,19 @@ __all__ = [
 ]
 
 MAGIC = b"\x89PCR\r\n\x1a\n"  # PNG-style: catches text-mode and 7-bit mangling
-VERSION = 1
+VERSION = 2
+_READABLE = (1, 2)
 MAX_SCANS = 64
 _MAX_HEADER = 1 << 30  # a header above 1 GiB is corrupt, not large
 
 _PREAMBLE = struct.Struct("<8sHHIQ")  # 24 bytes
 _GROUP = np.dtype([("offset", "<u8"), ("length", "<u8"), ("crc32", "<u4"), ("reserved", "<u4")])
 # Fixed bytes per image in the header: label, width, height, components,
-# one name offset; plus 8 per scan for the piece length and CRC.
-_PER_IMAGE = 4 + 2 + 2 + 1 + 4
+# one name offset (version 2: and an orientation); plus 8 per scan for the
+# piece length and CRC.
+_PER_IMAGE = {1: 4 + 2 + 2 + 1 + 4, 2: 4 + 2 + 2 + 1 + 1 + 4}
+# Fixed bytes after the names: version 2's script length, the header CRC.
+_TAIL = {1: 4, 2: 4 + 4}
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,8 @@ class RecordImage:
     grayscale image has nothing to add at the chroma-only colour levels).
     ``crcs`` may carry the pieces' CRC-32s when they were computed already
     (in an encoder worker, say); they are computed here otherwise.
+    ``orientation`` is the EXIF orientation (1-8) a reader applies after
+    decoding; 1 means the JPEG is stored upright.
     """
 
     name: str
@@ -74,6 +83,7 @@ class RecordImage:
     components: int
     pieces: Sequence[bytes]
     crcs: Sequence[int] | None = None
+    orientation: int = 1
 
     def piece_crcs(self) -> list[int]:
         """CRC-32 of each piece."""
@@ -97,10 +107,12 @@ class RecordHeader:
     widths: np.ndarray  # (N,) uint16
     heights: np.ndarray  # (N,) uint16
     components: np.ndarray  # (N,) uint8
+    orientations: np.ndarray  # (N,) uint8, EXIF orientation 1-8
     piece_lengths: np.ndarray  # (N, S) uint32
     piece_crcs: np.ndarray  # (N, S) uint32
     names: tuple[str, ...]
     header_crc: int
+    scan_script: str | None  # jpegtran -scans text; None: the standard script (version 1)
     _piece_offsets: np.ndarray = field(repr=False, compare=False)  # (N, S) absolute
 
     @property
@@ -164,8 +176,13 @@ def _group_table(offsets: np.ndarray, lengths: np.ndarray, crcs: Sequence[int]) 
     return table.tobytes()
 
 
-def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
+def encode_record(
+    images: Sequence[RecordImage], num_scans: int, scan_script: str = ""
+) -> list[bytes]:
     """Lay out a record: the header, then scan group 1..num_scans.
+
+    *scan_script* is the dataset's scan script in jpegtran ``-scans`` syntax
+    (see :meth:`pcr_explore.scan_script.ScanScript.text`), stored as given.
 
     Returns the chunks to write in order: the header, then every piece of
     group 1, of group 2, and so on, so a caller streams them without joining
@@ -174,17 +191,20 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
     Raises
     ------
     ValueError
-        If an image does not have exactly *num_scans* pieces, or a field
-        does not fit its width.
+        If an image does not have exactly *num_scans* pieces, a field does
+        not fit its width, or an orientation is outside 1-8.
     """
     if not 1 <= num_scans <= MAX_SCANS:
         raise ValueError(f"num_scans must be in 1..{MAX_SCANS}, got {num_scans}")
+    script = scan_script.encode("ascii")
     n = len(images)
     lengths = np.zeros((n, num_scans), dtype=np.uint64)
     crcs = np.zeros((n, num_scans), dtype=np.uint32)
     for i, im in enumerate(images):
         if len(im.pieces) != num_scans:
             raise ValueError(f"{im.name}: {len(im.pieces)} pieces, expected {num_scans}")
+        if not 1 <= im.orientation <= 8:
+            raise ValueError(f"{im.name}: EXIF orientation {im.orientation} is outside 1-8")
         lengths[i] = [len(p) for p in im.pieces]
         crcs[i] = im.piece_crcs()
     if lengths.size and lengths.max() > 0xFFFFFFFF:
@@ -204,11 +224,12 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
     header_len = (
         _PREAMBLE.size
         + _GROUP.itemsize * num_scans
-        + _PER_IMAGE * n
+        + _PER_IMAGE[VERSION] * n
         + 8 * n * num_scans
         + 4
         + int(name_offsets[-1])
-        + 4
+        + _TAIL[VERSION]
+        + len(script)
     )
     offsets = header_len + np.concatenate([[0], np.cumsum(group_lengths)[:-1]]).astype(np.uint64)
     head = b"".join(
@@ -219,10 +240,13 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
             np.array([im.width for im in images], dtype="<u2").tobytes(),
             np.array([im.height for im in images], dtype="<u2").tobytes(),
             np.array([im.components for im in images], dtype="u1").tobytes(),
+            np.array([im.orientation for im in images], dtype="u1").tobytes(),
             lengths.astype("<u4").tobytes(),
             crcs.astype("<u4").tobytes(),
             name_offsets.astype("<u4").tobytes(),
             *names,
+            struct.pack("<I", len(script)),
+            script,
         ]
     )
     head += struct.pack("<I", zlib.crc32(head))
@@ -232,7 +256,10 @@ def encode_record(images: Sequence[RecordImage], num_scans: int) -> list[bytes]:
 
 
 def write_record(
-    path: str | os.PathLike[str], images: Sequence[RecordImage], num_scans: int
+    path: str | os.PathLike[str],
+    images: Sequence[RecordImage],
+    num_scans: int,
+    scan_script: str = "",
 ) -> RecordHeader:
     """Write a record file atomically (temporary file, fsync, rename).
 
@@ -242,7 +269,7 @@ def write_record(
         The header as a reader will see it.
     """
     path = Path(path)
-    chunks = encode_record(images, num_scans)
+    chunks = encode_record(images, num_scans, scan_script)
     atomic_write(path, chunks)
     return parse_header(chunks[0], str(path), file_size=sum(len(c) for c in chunks))
 
@@ -255,15 +282,22 @@ def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, i
     magic, version, num_scans, n, header_len = _PREAMBLE.unpack_from(buf)
     if magic != MAGIC:
         raise PCRFormatError(f"{path}: not a PCR record (bad magic {magic!r})")
-    if version != VERSION:
+    if version not in _READABLE:
         raise PCRFormatError(
-            f"{path}: record format version {version}; this reader knows {VERSION}"
+            f"{path}: record format version {version}; this reader knows "
+            f"{', '.join(map(str, _READABLE))}"
         )
     if not 1 <= num_scans <= MAX_SCANS:
         raise PCRFormatError(
             f"{path}: header claims {num_scans} scan groups (1..{MAX_SCANS} allowed)"
         )
-    minimum = _PREAMBLE.size + _GROUP.itemsize * num_scans + (_PER_IMAGE + 8 * num_scans) * n + 8
+    minimum = (
+        _PREAMBLE.size
+        + _GROUP.itemsize * num_scans
+        + (_PER_IMAGE[version] + 8 * num_scans) * n
+        + 4
+        + _TAIL[version]
+    )
     if header_len < minimum or header_len > _MAX_HEADER:
         raise PCRFormatError(
             f"{path}: header claims {header_len} bytes for {n} images and {num_scans} scans "
@@ -334,13 +368,30 @@ def parse_header(
     widths = take("<u2", n).astype(np.uint16)
     heights = take("<u2", n).astype(np.uint16)
     comps = take("u1", n).copy()
+    orientations = take("u1", n).copy() if version >= 2 else np.ones(n, np.uint8)
+    if np.any((orientations < 1) | (orientations > 8)):
+        bad = int(np.flatnonzero((orientations < 1) | (orientations > 8))[0])
+        raise PCRFormatError(f"{path}: image {bad} has EXIF orientation {orientations[bad]} (1-8)")
     pieces = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     piece_crcs = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     name_offsets = take("<u4", n + 1).astype(np.int64)
-    names_len = header_len - 4 - pos
-    if name_offsets[0] != 0 or name_offsets[-1] != names_len or np.any(np.diff(name_offsets) < 0):
+    names_len = int(name_offsets[-1])
+    room = header_len - _TAIL[version] - pos  # names, then version 2's script
+    if name_offsets[0] != 0 or not 0 <= names_len <= room or np.any(np.diff(name_offsets) < 0):
         raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
     blob = bytes(head[pos : pos + names_len])
+    script: str | None = None
+    if version >= 2:
+        (script_len,) = struct.unpack_from("<I", head, pos + names_len)
+        if script_len != room - names_len:
+            raise PCRFormatError(f"{path}: scan script length is inconsistent with the header")
+        start = pos + names_len + 4
+        try:
+            script = bytes(head[start : start + script_len]).decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise PCRFormatError(f"{path}: the stored scan script is not ASCII text") from exc
+    elif names_len != room:
+        raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
     try:
         names = tuple(
             blob[a:b].decode("utf-8") for a, b in zip(name_offsets[:-1], name_offsets[1:])
@@ -378,10 +429,12 @@ def parse_header(
         widths=widths,
         heights=heights,
         components=comps,
+        orientations=orientations,
         piece_lengths=pieces,
         piece_crcs=piece_crcs,
         names=names,
         header_crc=int(stored_crc),
+        scan_script=script,
         _piece_offsets=within + offsets[None, :],
     )
 

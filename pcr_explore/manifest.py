@@ -1,8 +1,8 @@
 """The dataset manifest: ``manifest.json`` beside the record files.
 
 It names the records in order with their image counts, cumulative bytes per
-scan level and header checksums, the class names, the source size, and the
-files the encoder skipped or converted. The encoder writes it last, so a
+scan level and header checksums, the scan script, the class names, the source
+size, and the files the encoder skipped or converted. The encoder writes it last, so a
 folder without one is an unfinished encode.
 """
 
@@ -16,7 +16,9 @@ import urllib.parse
 from typing import Any
 
 from ._atomic import atomic_write
-from .errors import DatasetError
+from .errors import CorruptRecordError, DatasetError, ScanScriptError
+from .format import RecordHeader
+from .scan_script import ScanScript, script_from_record
 
 __all__ = [
     "MANIFEST",
@@ -24,14 +26,17 @@ __all__ = [
     "FORMAT_VERSION",
     "NUM_LEVELS",
     "check_manifest",
+    "check_header",
+    "manifest_script",
     "check_record_name",
     "write_json_atomic",
 ]
 
 MANIFEST = "manifest.json"
 FORMAT_NAME = "pcr-explore-dataset"
-FORMAT_VERSION = 1
-NUM_LEVELS = 10  # every dataset uses the colour script's levels; see jpeg.GRAY_LEVELS_IN_COLOR
+FORMAT_VERSION = 2
+_READABLE = (1, 2)  # version 1: no scan_script field, the standard script
+NUM_LEVELS = 10  # levels of the standard scan script (the default)
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
@@ -112,10 +117,10 @@ def check_manifest(m: Any, path: str) -> None:
     """
     if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:
         raise DatasetError(f"{path}: not a PCR dataset manifest (format field missing)")
-    if m.get("format_version") != FORMAT_VERSION:
+    if m.get("format_version") not in _READABLE:
         raise DatasetError(
             f"{path}: manifest version {m.get('format_version')!r:.40}; "
-            f"this reader knows {FORMAT_VERSION}"
+            f"this reader knows {', '.join(map(str, _READABLE))}"
         )
     try:
         _check_fields(m)
@@ -128,6 +133,16 @@ def _check_fields(m: dict[str, Any]) -> None:
     s = _int(m["num_scans"], "num_scans", 1)
     if s > 64:
         raise ValueError(f"num_scans must be at most 64, got {s}")
+    if m["format_version"] >= 2:
+        entry = m["scan_script"]
+        if not isinstance(entry, dict) or not isinstance(entry.get("scans"), str):
+            raise ValueError(f"scan_script must be an object with 'scans' text, got {entry!r:.60}")
+        try:
+            script = script_from_record(entry["scans"], source="scan_script")
+        except ScanScriptError as exc:
+            raise ValueError(str(exc)) from None
+        if script.num_levels != s:
+            raise ValueError(f"num_scans is {s}, but the scan script has {script.num_levels} scans")
     classes = m["classes"]
     if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
         raise ValueError(f"classes must be a list of strings, got {classes!r:.60}")
@@ -159,3 +174,46 @@ def _check_fields(m: dict[str, Any]) -> None:
             raise ValueError(f"record entry {i} checksum must be 8 hex digits")
     if "images" in m and _int(m["images"], "images") != total:
         raise ValueError(f"images is {m['images']}, but the records hold {total}")
+
+
+def manifest_script(m: dict[str, Any], path: str) -> ScanScript:
+    """The scan script of a checked manifest (version 1: the standard one)."""
+    entry = m.get("scan_script")
+    return script_from_record(entry["scans"] if entry else None, source=path)
+
+
+def check_header(
+    entry: dict[str, Any], h: RecordHeader, path: str, classes: list[str], script: ScanScript
+) -> None:
+    """Cross-check a record's header against its manifest entry and the dataset.
+
+    Raises
+    ------
+    CorruptRecordError
+        If the header's checksum, image count, scan group sizes or scan
+        script differ from what the manifest says about this record.
+    DatasetError
+        If a label has no class name.
+    """
+    if f"{h.header_crc:08x}" != entry["checksum"] or h.num_images != entry["images"]:
+        raise CorruptRecordError(
+            f"{path}: header does not match the manifest's entry for this record"
+        )
+    if h.num_scans != len(entry["bytes_per_scan"]) or h.cumulative_bytes() != list(
+        entry["bytes_per_scan"]
+    ):
+        raise CorruptRecordError(
+            f"{path}: scan group sizes {h.cumulative_bytes()} disagree with the "
+            f"manifest's bytes_per_scan {entry['bytes_per_scan']}"
+        )
+    if h.scan_script != script.text() and (
+        script_from_record(h.scan_script, source=path).color != script.color
+    ):
+        raise CorruptRecordError(
+            f"{path}: the record's scan script differs from the manifest's ({script.name})"
+        )
+    if h.num_images and int(h.labels.max()) >= len(classes):
+        raise DatasetError(
+            f"{path}: label {int(h.labels.max())} has no class name; the manifest "
+            f"lists {len(classes)} classes"
+        )

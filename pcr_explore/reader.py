@@ -25,11 +25,13 @@ import numpy as np
 from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
 from ._pool import ordered_map
 from .cache import PrefixCache
-from .errors import CorruptRecordError, DatasetError
+from .errors import CorruptRecordError
 from .format import RecordHeader, parse_header
 from .jpeg import Size, decode
+from .manifest import check_header, manifest_script
 from .prefix import RecordPrefix, parse_prefix
 from .remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from .scan_script import ScanScript
 from .summary import DatasetSummary
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
@@ -55,6 +57,8 @@ class PCRDataset:
         self.url = url
         self.manifest = manifest
         self.num_scans: int = int(manifest["num_scans"])
+        # the scans every image is stored in; version 1 manifests: the standard script
+        self.scan_script: ScanScript = manifest_script(manifest, url)
         self.classes: list[str] = list(manifest["classes"])
         self.records: list[dict[str, Any]] = manifest["records"]
         counts = np.array([r["images"] for r in self.records], dtype=np.int64)
@@ -179,21 +183,7 @@ class PCRDataset:
         return header, parse_prefix(buf, self._path(r), scan, header, verify=verify)
 
     def _check_header(self, r: int, h: RecordHeader) -> None:
-        rec = self.records[r]
-        if f"{h.header_crc:08x}" != rec["checksum"] or h.num_images != rec["images"]:
-            raise CorruptRecordError(
-                f"{self._path(r)}: header does not match the manifest's entry for this record"
-            )
-        if h.num_scans != self.num_scans or h.cumulative_bytes() != list(rec["bytes_per_scan"]):
-            raise CorruptRecordError(
-                f"{self._path(r)}: scan group sizes {h.cumulative_bytes()} disagree with the "
-                f"manifest's bytes_per_scan {rec['bytes_per_scan']}"
-            )
-        if h.num_images and int(h.labels.max()) >= len(self.classes):
-            raise DatasetError(
-                f"{self._path(r)}: label {int(h.labels.max())} has no class name; the manifest "
-                f"lists {len(self.classes)} classes"
-            )
+        check_header(self.records[r], h, self._path(r), self.classes, self.scan_script)
 
     @property
     def names(self) -> list[str]:

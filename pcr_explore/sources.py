@@ -18,12 +18,13 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .discover import find_sources
-from .jpeg import GRAY_LEVELS_IN_COLOR, Size, decode
-from .manifest import MANIFEST, NUM_LEVELS
+from .jpeg import Size, decode
+from .manifest import MANIFEST
 from .reader import PCRDataset, open_dataset
+from .scan_script import STANDARD, ScanScript, resolve_scan_script
 from .transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
 
-__all__ = ["LevelSource", "FolderSource", "open_source", "gray_scans_at"]
+__all__ = ["LevelSource", "FolderSource", "open_source", "gray_scans_at", "scan_script_of"]
 
 
 @runtime_checkable
@@ -54,9 +55,15 @@ class LevelSource(Protocol):
         ...
 
 
-def gray_scans_at(level: int) -> int:
-    """How many of a grayscale image's 6 scans a colour level *level* holds."""
-    return sum(1 for g in GRAY_LEVELS_IN_COLOR if g <= level)
+def gray_scans_at(level: int, script: ScanScript = STANDARD) -> int:
+    """How many of a grayscale image's scans colour level *level* of *script* holds."""
+    return script.gray_scans_at(level)
+
+
+def scan_script_of(src: object) -> ScanScript:
+    """The scan script of a source (one without a ``scan_script``: the standard one)."""
+    script = getattr(src, "scan_script", None)
+    return script if isinstance(script, ScanScript) else STANDARD
 
 
 class FolderSource:
@@ -67,13 +74,12 @@ class FolderSource:
     path : path
         A folder (searched recursively; class sub-folders give labels) or a
         single image file.
-    backend, quality
-        As for :func:`pcr_explore.transcode.transcode`.
+    backend, quality, scan_script
+        As for :func:`pcr_explore.transcode.transcode`; the scan script sets
+        the levels (default: the standard script's 10).
     cache_size : int
         Transcoded images kept in memory (least recently used dropped).
     """
-
-    num_scans = NUM_LEVELS
 
     def __init__(
         self,
@@ -82,7 +88,10 @@ class FolderSource:
         backend: Backend = "auto",
         quality: int = 90,
         cache_size: int = 64,
+        scan_script: str | os.PathLike[str] | ScanScript | None = None,
     ) -> None:
+        self.scan_script = resolve_scan_script(scan_script)
+        self.num_scans = self.scan_script.num_levels
         p = Path(path)
         if p.is_file():
             if p.suffix.lower() not in IMAGE_SUFFIXES:
@@ -127,7 +136,7 @@ class FolderSource:
         return self.root / self._names[i]
 
     def transcoded(self, i: int) -> TranscodeResult:
-        """Image *i* transcoded to a standard progressive JPEG (cached).
+        """Image *i* transcoded to a progressive JPEG in the source's scan script (cached).
 
         Raises
         ------
@@ -142,7 +151,11 @@ class FolderSource:
             self._cache.move_to_end(i)
             return hit
         res = transcode(
-            self.path(i), backend=self.backend, quality=self.quality, name=self._names[i]
+            self.path(i),
+            backend=self.backend,
+            quality=self.quality,
+            name=self._names[i],
+            scan_script=self.scan_script,
         )
         self._cache[i] = res
         if len(self._cache) > self._cache_size:
@@ -153,9 +166,9 @@ class FolderSource:
         pj = self.transcoded(i).jpeg
         if scan is None:
             return pj.num_scans
-        if not 1 <= scan <= NUM_LEVELS:
-            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{NUM_LEVELS}")
-        return gray_scans_at(scan) if pj.num_components == 1 else scan
+        if not 1 <= scan <= self.num_scans:
+            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
+        return self.scan_script.gray_scans_at(scan) if pj.num_components == 1 else scan
 
     def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
         """Image *i* at colour level *scan* (grayscale images mapped), as JPEG bytes."""
@@ -166,7 +179,8 @@ class FolderSource:
         pj = self.transcoded(i).jpeg
         ends = np.asarray(pj.scan_ends, dtype=np.int64) + 2
         if pj.num_components == 1:
-            return ends[[gray_scans_at(k) - 1 for k in range(1, NUM_LEVELS + 1)]]
+            gray = self.scan_script.gray_scans_at
+            return ends[[gray(k) - 1 for k in range(1, self.num_scans + 1)]]
         return ends
 
     def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
@@ -196,7 +210,7 @@ class FolderSource:
 
     def bytes_per_scan(self) -> list[int]:
         """Total bytes of every image's JPEG at levels 1..num_scans (transcodes them all)."""
-        total = np.zeros(NUM_LEVELS, np.int64)
+        total = np.zeros(self.num_scans, np.int64)
         for i in range(len(self)):
             total += self.level_bytes(i)
         return [int(v) for v in total]
@@ -206,9 +220,9 @@ class FolderSource:
 
         A folder has no record headers, so this is the images' bytes only.
         """
-        if scan is not None and not 1 <= scan <= NUM_LEVELS:
-            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{NUM_LEVELS}")
-        return self.bytes_per_scan()[(scan or NUM_LEVELS) - 1]
+        if scan is not None and not 1 <= scan <= self.num_scans:
+            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
+        return self.bytes_per_scan()[(scan or self.num_scans) - 1]
 
 
 def open_source(source: str | os.PathLike[str] | LevelSource, **kwargs: object) -> LevelSource:
@@ -221,7 +235,7 @@ def open_source(source: str | os.PathLike[str] | LevelSource, **kwargs: object) 
         :class:`~pcr_explore.reader.PCRDataset`; another folder or an image
         file as a :class:`FolderSource`; a LevelSource is returned as is.
     **kwargs
-        Passed to :class:`FolderSource` (``backend``, ``quality``).
+        Passed to :class:`FolderSource` (``backend``, ``quality``, ``scan_script``).
 
     Raises
     ------

@@ -1,21 +1,25 @@
-"""Turn any source image into a progressive JPEG with the standard scan script.
+"""Turn any source image into a progressive JPEG with a dataset's scan script.
 
 Two backends:
 
 ``jpegtran``
-    libjpeg-turbo's ``jpegtran -copy none -optimize -progressive``. For JPEG
+    libjpeg-turbo's ``jpegtran -copy none -optimize -progressive`` (``-scans``
+    for a script other than the standard one). For JPEG
     sources this is a *lossless* transcode: the DCT coefficients are kept, so
     decoding all scans gives exactly the source's pixels.
 ``pillow``
     Always available. JPEG sources are re-encoded with their own quantisation
     tables and chroma subsampling (``quality="keep"``); other formats are
-    encoded at the ``quality`` the caller sets.
+    encoded at the ``quality`` the caller sets. Pillow writes only the
+    standard script; another script is then applied by ``jpegtran``
+    (losslessly, from Pillow's output), so it needs the program.
 
 ``auto`` picks ``jpegtran`` when the program is on ``PATH``. Sources that
 cannot go through ``jpegtran`` losslessly (CMYK, an EXIF rotation that is not
 block-aligned, non-JPEG formats) take the Pillow path; the result says which.
-Every result is checked against libjpeg's standard script (10 scans for
-colour, 6 for grayscale) before it is returned.
+Every result is checked against the scan script (see
+:mod:`pcr_explore.scan_script`; the standard one has 10 scans for colour, 6 for
+grayscale) before it is returned.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
+import zlib
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
-from .errors import JPEGError, SourceImageError
-from .jpeg import ProgressiveJPEG, check_scan_script, split_scans
+from ._atomic import atomic_write
+from .errors import JPEGError, ScanScriptError, SourceImageError
+from .jpeg import ProgressiveJPEG, split_scans
+from .scan_script import ScanScript, resolve_scan_script
 
 __all__ = ["Backend", "TranscodeResult", "transcode", "find_jpegtran", "IMAGE_SUFFIXES"]
 
@@ -151,8 +159,29 @@ def find_jpegtran() -> str | None:
     return shutil.which("jpegtran")
 
 
+def _script_file(text: str) -> str:
+    """A file holding *text* for ``jpegtran -scans`` (one per script, reused by the process)."""
+    path = os.path.join(
+        tempfile.gettempdir(), f"pcr-explore-scans-{zlib.crc32(text.encode()):08x}.txt"
+    )
+    try:
+        with open(path, encoding="ascii") as f:
+            if f.read() == text:
+                return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write(path, text)
+    return path
+
+
+def _scan_flags(script: ScanScript, gray: bool) -> list[str]:
+    if script.is_standard:
+        return ["-progressive"]
+    return ["-scans", _script_file(script.text(gray=gray))]
+
+
 def _run_jpegtran(exe: str, data: bytes, path: str | None, extra: list[str], source: str) -> bytes:
-    cmd = [exe, "-copy", "none", "-optimize", "-progressive", *extra]
+    cmd = [exe, "-copy", "none", "-optimize", *extra]
     if path is None:
         proc = subprocess.run(cmd, input=data, capture_output=True, check=False)
         out, err, rc = proc.stdout, proc.stderr, proc.returncode
@@ -226,8 +255,9 @@ def transcode(
     backend: Backend = "auto",
     quality: int = 90,
     name: str | None = None,
+    scan_script: str | ScanScript | None = None,
 ) -> TranscodeResult:
-    """Transcode one source image into a standard progressive JPEG.
+    """Transcode one source image into a progressive JPEG with the given scan script.
 
     Parameters
     ----------
@@ -240,6 +270,10 @@ def transcode(
         converted (CMYK).
     name : str, optional
         Name used in error messages (defaults to the path).
+    scan_script : str or ScanScript, optional
+        A name from :data:`pcr_explore.scan_script.SCRIPTS`, a script file, or
+        a :class:`~pcr_explore.scan_script.ScanScript`; default: the standard
+        script.
 
     Returns
     -------
@@ -250,7 +284,8 @@ def transcode(
     SourceImageError
         If the source cannot be read or decoded.
     ScanScriptError
-        If the result does not follow the standard scan script.
+        If the script is invalid, or needs ``jpegtran`` and it is not
+        installed, or the result does not follow it.
     FileNotFoundError
         If ``backend="jpegtran"`` and the program is not installed.
 
@@ -261,6 +296,7 @@ def transcode(
     (10, True)
     """
     check_backend_and_quality(backend, quality)
+    script = resolve_scan_script(scan_script)
     path: str | None = None
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
@@ -289,8 +325,9 @@ def transcode(
             lossless_ok = backend != "pillow" and fmt in ("JPEG", "MPO") and mode in ("L", "RGB")
             jt = exe if lossless_ok else None
             note = ""
+            scans = _scan_flags(script, mode == "L")
             if jt is not None and orientation in _JPEGTRAN_ORIENT:
-                flags = [*_JPEGTRAN_ORIENT[orientation], "-perfect"]
+                flags = [*scans, *_JPEGTRAN_ORIENT[orientation], "-perfect"]
                 try:
                     out = _run_jpegtran(jt, data, path, flags, label)
                 except JPEGError:
@@ -298,10 +335,10 @@ def transcode(
                     note = "EXIF rotation not block-aligned: re-encoded with Pillow"
                 else:
                     note = "EXIF orientation applied losslessly"
-                    return _finish(out, "jpegtran", True, fmt, mode, note, label)
+                    return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if jt is not None:
-                out = _run_jpegtran(jt, data, path, [], label)
-                return _finish(out, "jpegtran", True, fmt, mode, note, label)
+                out = _run_jpegtran(jt, data, path, scans, label)
+                return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
                 note = "CMYK converted to RGB (its 18-scan progression would not share levels)"
             im.seek(0)
@@ -310,6 +347,8 @@ def transcode(
             upright = (ImageOps.exif_transpose(im) or im) if orientation in _JPEGTRAN_ORIENT else im
             src_jpeg = im if fmt in ("JPEG", "MPO") and mode in ("L", "RGB") else None
             out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg)
+            if not script.is_standard:
+                out = _rescan(exe, out, script, label)
     except UnidentifiedImageError as exc:
         # The file's own bytes are never quoted: a reason lands in manifests and reports.
         what = "empty" if not data else "not a recognised image format"
@@ -318,12 +357,31 @@ def transcode(
         if isinstance(exc, (SourceImageError, JPEGError)):
             raise
         raise SourceImageError(f"{label}: cannot decode image: {exc}") from exc
-    return _finish(out, "pillow", False, fmt, mode, note, label)
+    return _finish(out, "pillow", False, fmt, mode, note, label, script)
+
+
+def _rescan(exe: str | None, jpeg: bytes, script: ScanScript, label: str) -> bytes:
+    """Rewrite Pillow's standard progression in *script*'s scans, losslessly, with jpegtran."""
+    if exe is None:
+        raise ScanScriptError(
+            f"{label}: the {script.name} scan script needs jpegtran (Pillow writes only the "
+            "standard script): install libjpeg-turbo (Debian: libjpeg-turbo-progs) or use "
+            "the standard script"
+        )
+    gray = split_scans(jpeg, source=label).num_components == 1
+    return _run_jpegtran(exe, jpeg, None, _scan_flags(script, gray), label)
 
 
 def _finish(
-    out: bytes, backend: str, lossless: bool, fmt: str, mode: str, note: str, label: str
+    out: bytes,
+    backend: str,
+    lossless: bool,
+    fmt: str,
+    mode: str,
+    note: str,
+    label: str,
+    script: ScanScript,
 ) -> TranscodeResult:
     pj = split_scans(out, source=label)
-    check_scan_script(pj, source=label)
+    script.check(pj, source=label)
     return TranscodeResult(pj, backend, lossless, fmt, mode, note)

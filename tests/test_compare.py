@@ -23,6 +23,7 @@ from pcr_explore.compare import (
     zoom_crop,
 )
 from pcr_explore.jpeg import decode
+from pcr_explore.scan_script import SCRIPTS
 from pcr_explore.sources import open_source
 
 
@@ -162,17 +163,23 @@ def test_level_notes_explain_empty_colour_scans() -> None:
         "red-difference colour (Cr)",
         "blue-difference colour (Cb)",
     ]
-    assert scan_content(1, 6).startswith("brightness (Y): 8x8 block averages")
-    assert scan_content(2, 4) == ""  # not a standard script
+    spectral = SCRIPTS["spectral"]
+    assert scan_content(2, spectral) == "brightness (Y): frequencies 1-5 (AC), whole"
     with pytest.raises(ValueError, match="outside"):
         scan_content(11)
+    with pytest.raises(ValueError, match="outside"):
+        scan_content(6, spectral)
     gray = [900, 1500, 1500, 1500, 4000, 5000, 5100, 5100, 5100, 6000]
     assert level_note(gray, 1).startswith("scan 1 adds 900 bytes: all channels")
     assert "blue-difference colour (Cb) only" in level_note(gray, 4)
     assert level_note(gray, 9).endswith("looks exactly like scan 8")
     assert (
-        level_note([5, 5], 2) == "scan 2 adds no bytes to this image: it looks exactly like scan 1"
+        level_note([5] * 5, 2, spectral)
+        == "scan 2 adds no bytes to this image: it looks exactly like scan 1"
     )
+    assert "red-difference colour (Cr) only" in level_note([5] * 5, 3, spectral)
+    with pytest.raises(ValueError, match="5 levels of bytes for the standard"):
+        level_note([5] * 5, 2)
     with pytest.raises(ValueError, match="outside"):
         level_note(gray, 0)
 

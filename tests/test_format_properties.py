@@ -18,6 +18,7 @@ from pcr_explore.format import RecordImage, encode_record, parse_header
 from pcr_explore.jpeg import EOI
 from pcr_explore.manifest import FORMAT_NAME, FORMAT_VERSION, check_manifest
 from pcr_explore.prefix import parse_prefix
+from pcr_explore.scan_script import SCRIPTS
 
 # Names a record must store exactly: any Unicode text but surrogates and NUL.
 _names = st.text(
@@ -65,7 +66,8 @@ def _manifest() -> dict[str, object]:
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "num_scans": 2,
+        "num_scans": 5,
+        "scan_script": {"name": "spectral", "scans": SCRIPTS["spectral"].text()},
         "images": 3,
         "classes": ["a"],
         "records": [
@@ -73,7 +75,7 @@ def _manifest() -> dict[str, object]:
                 "file": "record-00000.pcr",
                 "images": 3,
                 "header_bytes": 100,
-                "bytes_per_scan": [150, 200],
+                "bytes_per_scan": [150, 200, 210, 220, 230],
                 "checksum": "0badf00d",
             }
         ],
@@ -93,6 +95,8 @@ _json_values = st.recursive(
     path=st.sampled_from(
         [
             ("num_scans",),
+            ("scan_script",),
+            ("scan_script", "scans"),
             ("images",),
             ("classes",),
             ("records",),

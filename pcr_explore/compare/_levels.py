@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..jpeg import STANDARD_SCRIPT_COLOR, STANDARD_SCRIPT_GRAY, Size, decode
+from ..jpeg import Size, decode
+from ..scan_script import STANDARD, ScanScript
 from ..sources import LevelSource
 
 __all__ = ["scan_content", "level_note", "level_strip"]
@@ -15,16 +16,15 @@ __all__ = ["scan_content", "level_note", "level_strip"]
 _CHANNELS = ("brightness (Y)", "blue-difference colour (Cb)", "red-difference colour (Cr)")
 
 
-def scan_content(k: int, num_scans: int = 10) -> str:
-    """Say what scan *k* of libjpeg's standard progressive script carries.
+def scan_content(k: int, script: ScanScript = STANDARD) -> str:
+    """Say what scan *k* of a scan script (colour images) carries.
 
     Parameters
     ----------
     k : int
-        The scan, 1..num_scans.
-    num_scans : int
-        10 for the colour script, 6 for the grayscale one; other scripts
-        are not described (empty string).
+        The scan, 1..number of scans in *script*.
+    script : ScanScript
+        The script (default: libjpeg's standard one).
 
     Returns
     -------
@@ -43,25 +43,32 @@ def scan_content(k: int, num_scans: int = 10) -> str:
     'red-difference colour (Cr): frequencies 1-63 (AC), first pass'
     >>> scan_content(10)
     'brightness (Y): frequencies 1-63 (AC), last bit'
+    >>> from pcr_explore.scan_script import SCRIPTS
+    >>> scan_content(5, SCRIPTS["spectral"])
+    'brightness (Y): frequencies 6-63 (AC), whole'
     """
-    if not 1 <= k <= num_scans:
-        raise ValueError(f"scan {k} is outside 1..{num_scans}")
-    script = {10: STANDARD_SCRIPT_COLOR, 6: STANDARD_SCRIPT_GRAY}.get(num_scans)
-    if script is None:
-        return ""
-    h = script[k - 1]
+    n = script.num_levels
+    if not 1 <= k <= n:
+        raise ValueError(f"scan {k} is outside 1..{n}")
+    h = script.color[k - 1]
     who = "all channels" if len(h.components) > 1 else _CHANNELS[h.components[0]]
     what = "8x8 block averages (DC)" if h.ss == 0 else f"frequencies {h.ss}-{h.se} (AC)"
-    how = "first pass" if h.ah == 0 else ("last bit" if h.al == 0 else "one more bit")
+    if h.ah == 0:
+        how = "whole" if h.al == 0 else "first pass"
+    else:
+        how = "last bit" if h.al == 0 else "one more bit"
     return f"{who}: {what}, {how}"
 
 
-def level_note(level_bytes: Sequence[int] | np.ndarray, k: int) -> str:
+def level_note(
+    level_bytes: Sequence[int] | np.ndarray, k: int, script: ScanScript = STANDARD
+) -> str:
     """Say what level *k* adds to one image, and why when it adds nothing.
 
     A grayscale image in a colour dataset has empty pieces at the colour
-    scans (3, 4, 8 and 9), so those levels look exactly like the level
-    below; without a word of explanation that looks like a bug.
+    scans (3, 4, 8 and 9 of the standard script), so those levels look
+    exactly like the level below; without a word of explanation that looks
+    like a bug.
 
     Parameters
     ----------
@@ -69,6 +76,8 @@ def level_note(level_bytes: Sequence[int] | np.ndarray, k: int) -> str:
         The image's cumulative bytes at levels 1..S.
     k : int
         The level.
+    script : ScanScript
+        The dataset's scan script (default: the standard one).
 
     Returns
     -------
@@ -93,12 +102,13 @@ def level_note(level_bytes: Sequence[int] | np.ndarray, k: int) -> str:
     if not 1 <= k <= n:
         raise ValueError(f"level {k} is outside 1..{n}")
     added = int(b[k - 1] - (b[k - 2] if k > 1 else 0))
-    what = scan_content(k, n)
+    if n != script.num_levels:
+        raise ValueError(f"{n} levels of bytes for the {script.name} script's {script.num_levels}")
     if added > 0:
-        return f"scan {k} adds {added:,} bytes" + (f": {what}" if what else "")
-    script = STANDARD_SCRIPT_COLOR if n == 10 else None
-    if script is not None and 0 not in script[k - 1].components:
-        channel = _CHANNELS[script[k - 1].components[0]]
+        return f"scan {k} adds {added:,} bytes: {scan_content(k, script)}"
+    scan = script.color[k - 1]
+    if 0 not in scan.components:
+        channel = _CHANNELS[scan.components[0]]
         return (
             f"scan {k} adds no bytes to this image: it carries {channel} only and this "
             f"image is grayscale, so it looks exactly like scan {k - 1}"

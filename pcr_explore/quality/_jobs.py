@@ -17,7 +17,8 @@ from ..errors import FewerScalesWarning, JPEGError, PCRError
 from ..jpeg import split_scans
 from ..metrics import MetricFn
 from ..reader import PCRDataset
-from ..sources import FolderSource, LevelSource, gray_scans_at
+from ..scan_script import STANDARD, ScanScript
+from ..sources import FolderSource, LevelSource, scan_script_of
 from ..transcode import transcode
 from ._levels import LevelQuality, custom_level_values, level_quality, source_levels
 
@@ -36,6 +37,7 @@ class ImageJob:
     quality: int = 90
     full: bytes | None = None  # a dataset image's full JPEG: the worker splits it
     levels: tuple[bytes, ...] | None = None  # any other LevelSource
+    script: ScanScript = STANDARD  # the source's scan script (grayscale level mapping)
 
 
 @dataclass(frozen=True)
@@ -59,17 +61,21 @@ def make_job(src: LevelSource, i: int, names: list[str]) -> ImageJob:
             path=str(src.path(i)),
             backend=src.backend,
             quality=src.quality,
+            script=src.scan_script,
         )
     if isinstance(src, PCRDataset):
-        return ImageJob(i, names[i], src.num_scans, full=src.jpeg_bytes(i))
+        return ImageJob(
+            i, names[i], src.num_scans, full=src.jpeg_bytes(i), script=scan_script_of(src)
+        )
     return ImageJob(i, names[i], src.num_scans, levels=tuple(source_levels(src, i)))
 
 
-def _levels_from_full(full: bytes, num_scans: int, source: str) -> list[bytes]:
-    """Return levels 1..num_scans of a standard progressive JPEG (grayscale mapped)."""
+def _levels_from_full(full: bytes, job: ImageJob) -> list[bytes]:
+    """Return levels 1..num_scans of a progressive JPEG in the job's script (grayscale mapped)."""
+    num_scans, source = job.num_scans, job.name
     pj = split_scans(full, source=source)
     if pj.num_components == 1 and pj.num_scans < num_scans:
-        return [pj.level(gray_scans_at(k)) for k in range(1, num_scans + 1)]
+        return [pj.level(job.script.gray_scans_at(k)) for k in range(1, num_scans + 1)]
     if pj.num_scans != num_scans:
         raise JPEGError(f"{source}: {pj.num_scans} scans, expected {num_scans}")
     return [pj.level(k) for k in range(1, num_scans + 1)]
@@ -79,11 +85,17 @@ def _job_levels(job: ImageJob) -> list[bytes]:
     if job.levels is not None:
         return list(job.levels)
     if job.full is not None:
-        return _levels_from_full(job.full, job.num_scans, job.name)
+        return _levels_from_full(job.full, job)
     if job.path is None:
         raise ValueError(f"{job.name}: nothing to measure")
-    res = transcode(job.path, backend=job.backend, quality=job.quality, name=job.name)  # type: ignore[arg-type]
-    return _levels_from_full(res.jpeg.data, job.num_scans, job.name)
+    res = transcode(
+        job.path,
+        backend=job.backend,  # type: ignore[arg-type]
+        quality=job.quality,
+        name=job.name,
+        scan_script=job.script,
+    )
+    return _levels_from_full(res.jpeg.data, job)
 
 
 def measure(

@@ -13,7 +13,7 @@ from ..compare import LevelCache, difference_scale, level_note
 from ..metrics import METRIC_LABELS, METRICS, format_value
 from ..plots import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
-from ..sources import LevelSource, open_source
+from ..sources import LevelSource, open_source, scan_script_of
 from ._explorer import Explorer, html_table
 from ._figures import scan_curve_figure
 from ._snapshots import scan_picture
@@ -382,7 +382,7 @@ class ScanExplorer(Explorer):
             )
         if mode == "split":
             parts.append(f"left: scan {k}, right of the line: full image")
-        note = level_note(nbytes, k)
+        note = level_note(nbytes, k, scan_script_of(self.source))
         hint = f"<br><i style='color:#9a6700'>{html.escape(note)}</i>" if "no bytes" in note else ""
         return " &middot; ".join(parts) + hint
 
@@ -411,7 +411,12 @@ class ScanExplorer(Explorer):
             ("scan level", f"{k} / {len(nbytes)}"),
             ("bytes at this level", f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"),
             ("share of the full image", f"{nbytes[k - 1] / nbytes[-1]:.1%}"),
-            ("this scan", html.escape(level_note(nbytes, k).partition(": ")[2] or "-")),
+            (
+                "this scan",
+                html.escape(
+                    level_note(nbytes, k, scan_script_of(self.source)).partition(": ")[2] or "-"
+                ),
+            ),
         ]
         q = self._known_quality(i)
         if q is None:
