@@ -116,7 +116,9 @@ class _TurboJPEG:
 
     def header(self, data: bytes) -> tuple[int, int, bool] | None:
         try:
-            # PyTurboJPEG reports libjpeg warnings as Python warnings
+            # PyTurboJPEG reports libjpeg warnings as Python warnings; the filter
+            # is process-wide, so threads decoding at once may let one through
+            # (a reason this backend is only used when forced)
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
                 w, h, _, space = self._tj.decode_header(data)
