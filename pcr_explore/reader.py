@@ -118,6 +118,8 @@ class PCRDataset:
             bytes_per_scan=self.bytes_per_scan(),
             source_bytes=self.source_bytes,
             skipped=len(self.manifest.get("skipped", [])),
+            scan_script=self.scan_script.name,
+            scan_content=self.scan_script.describe_levels(),
         )
 
     def bytes_per_scan(self) -> list[int]:

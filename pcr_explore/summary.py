@@ -31,6 +31,10 @@ class DatasetSummary:
         Bytes of the source files (0 when unknown).
     skipped : int
         Source files the encoder skipped.
+    scan_script : str
+        Name of the scan script (``"custom"`` for a script from a file).
+    scan_content : list of str
+        What each level's scan adds, one line per level.
     """
 
     path: str
@@ -41,6 +45,8 @@ class DatasetSummary:
     bytes_per_scan: list[int]
     source_bytes: int
     skipped: int
+    scan_script: str = "standard"
+    scan_content: list[str] | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -63,23 +69,29 @@ class DatasetSummary:
     def __str__(self) -> str:
         lines = [
             f"{self.path}: {self.images} images, {self.records} records, "
-            f"{len(self.classes)} classes, {self.skipped} skipped at encode",
-            f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}",
+            f"{len(self.classes)} classes, {self.skipped} skipped at encode, "
+            f"{self.scan_script} scan script",
+            f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}  adds",
         ]
         src = self.source_bytes
+        content = self.scan_content or [""] * self.scans
         for k, (b, f) in enumerate(zip(self.bytes_per_scan, self.fraction_per_scan), 1):
             of_src = f"{b / src:10.3f}" if src else f"{'-':>10}"
-            lines.append(f"{k:>4} {b:>14,} {f:8.3f} {of_src}")
+            lines.append(f"{k:>4} {b:>14,} {f:8.3f} {of_src}  {content[k - 1]}".rstrip())
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        content = self.scan_content or [""] * self.scans
         rows = "".join(
-            f"<tr><td>{k}</td><td>{b:,}</td><td>{f:.3f}</td></tr>"
-            for k, (b, f) in enumerate(zip(self.bytes_per_scan, self.fraction_per_scan), 1)
+            f"<tr><td>{k}</td><td>{b:,}</td><td>{f:.3f}</td><td>{html.escape(c)}</td></tr>"
+            for k, (b, f, c) in enumerate(
+                zip(self.bytes_per_scan, self.fraction_per_scan, content), 1
+            )
         )
         return (
             f"<p><b>{html.escape(self.path)}</b>: {self.images} images, {self.records} records,"
-            f" {len(self.classes)} classes, {self.skipped} skipped at encode</p>"
-            "<table><tr><th>scan</th><th>bytes</th><th>of full</th></tr>"
+            f" {len(self.classes)} classes, {self.skipped} skipped at encode,"
+            f" {html.escape(self.scan_script)} scan script</p>"
+            "<table><tr><th>scan</th><th>bytes</th><th>of full</th><th>adds</th></tr>"
             f"{rows}</table>"
         )

@@ -12,6 +12,7 @@ from ..encoder import DEFAULT_RECORD_SIZE, EncodeSummary, encode_dataset
 from ..reader import PCRDataset, open_dataset
 from ..remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ..sample import build_sample
+from ..scan_script import SCRIPTS
 from ..throughput import read_pass
 from ..verify import verify_dataset
 
@@ -23,6 +24,14 @@ def register(sub: Any) -> None:
     p.add_argument("out", help="output dataset folder, or an object storage URL (s3://bucket/ds)")
     p.add_argument("--backend", choices=["auto", "jpegtran", "pillow"], default="auto")
     p.add_argument("--quality", type=int, default=90, help="JPEG quality for non-JPEG sources")
+    p.add_argument(
+        "--scan-script",
+        default="standard",
+        metavar="NAME|FILE",
+        help="scans every image is stored in, one level each: "
+        + "; ".join(f"{n} ({s.num_levels} levels)" for n, s in SCRIPTS.items())
+        + "; or a file in jpegtran -scans syntax (default: standard)",
+    )
     p.add_argument(
         "--record-size",
         type=int,
@@ -151,6 +160,7 @@ def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:
         args.out,
         backend=args.backend,
         quality=args.quality,
+        scan_script=args.scan_script,
         record_size=args.record_size,
         workers=args.workers,
         parallel="processes" if args.processes else "threads",
