@@ -293,7 +293,8 @@ def main() -> None:
             "--scan-script",
             nargs="+",
             default=["standard"],
-            help="PCR scan scripts to bench (names encode_dataset accepts)",
+            help="PCR scan scripts to bench, each a name encode_dataset accepts "
+            "(standard, lean, spectral, hybrid); default: standard",
         )
     args = ap.parse_args()
     scripts: list[str] = getattr(args, "scan_script", ["standard"])
