@@ -81,7 +81,9 @@ def transcode_source(
             slots[level - 1] = piece
         pieces = slots
     crcs = [zlib.crc32(p) for p in pieces]  # here, in parallel, not in the writing process
-    image = RecordImage(name, label, pj.width, pj.height, pj.num_components, pieces, crcs)
+    image = RecordImage(
+        name, label, pj.width, pj.height, pj.num_components, pieces, crcs, r.orientation
+    )
     return Transcoded(index, name, image, size, r.backend, r.note)
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ._orient import decode_upright
 from .errors import MissingExtraError
-from .jpeg import Size, decode
+from .jpeg import Size
 from .reader import PCRDataset, open_dataset
 
 try:  # the dataset class must live at module level so DataLoader workers can pickle it
@@ -138,7 +139,10 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             n = prefix.header.num_images
             for j in rng.permutation(n) if self.shuffle else range(n):
                 data = prefix.jpeg_bytes(int(j))
-                arr = decode(data, self.size, mode=self.mode, source=f"{self.url} record {r}")
+                o = int(prefix.header.orientations[j])
+                arr = decode_upright(
+                    data, self.size, o, mode=self.mode, source=f"{self.url} record {r}"
+                )
                 yield fn(arr), int(prefix.header.labels[j])
 
 

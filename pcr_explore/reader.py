@@ -23,11 +23,12 @@ from typing import Any, cast
 import numpy as np
 
 from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
+from ._orient import decode_upright
 from ._pool import ordered_map
 from .cache import PrefixCache
 from .errors import CorruptRecordError
 from .format import RecordHeader, parse_header
-from .jpeg import Size, decode
+from .jpeg import Size
 from .manifest import check_header, manifest_script
 from .prefix import RecordPrefix, parse_prefix
 from .remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
@@ -109,18 +110,7 @@ class PCRDataset:
         >>> open_dataset("data/sample/pcr").summary().scans  # doctest: +SKIP
         10
         """
-        return DatasetSummary(
-            path=self.url,
-            images=len(self),
-            records=len(self.records),
-            scans=self.num_scans,
-            classes=list(self.classes),
-            bytes_per_scan=self.bytes_per_scan(),
-            source_bytes=self.source_bytes,
-            skipped=len(self.manifest.get("skipped", [])),
-            scan_script=self.scan_script.name,
-            scan_content=self.scan_script.describe_levels(),
-        )
+        return DatasetSummary.from_manifest(self.manifest, self.url)
 
     def bytes_per_scan(self) -> list[int]:
         """``bytes_at(k)`` for k = 1..num_scans."""
@@ -262,7 +252,8 @@ class PCRDataset:
             less the decoder works in the DCT domain (``Image.draft``).
         """
         r, j = self.locate(i)
-        return decode(self.jpeg_bytes(i, scan), size, source=f"{self._path(r)}[{j}]")
+        o = int(self.header(r).orientations[j])  # turned upright after decoding
+        return decode_upright(self.jpeg_bytes(i, scan), size, o, source=f"{self._path(r)}[{j}]")
 
     def iter_jpeg(
         self, scan: int | None = None, shuffle: bool = False, seed: int | None = None
@@ -272,6 +263,12 @@ class PCRDataset:
         Records are read one at a time, each in one request; with *shuffle*
         the record order and the order within each record are shuffled.
         """
+        return ((idx, data, label) for idx, data, label, _ in self._items(scan, shuffle, seed))
+
+    def _items(
+        self, scan: int | None, shuffle: bool, seed: int | None
+    ) -> Iterator[tuple[int, bytes, int, int]]:
+        """:meth:`iter_jpeg` with each image's orientation."""
         k = self._check_scan(scan)
         rng = np.random.default_rng(seed)
         order = rng.permutation(len(self.records)) if shuffle else range(len(self.records))
@@ -284,6 +281,7 @@ class PCRDataset:
                     int(self._starts[r] + j),
                     prefix.jpeg_bytes(int(j)),
                     int(prefix.header.labels[j]),
+                    int(prefix.header.orientations[j]),
                 )
             self._prefix = None  # hold at most one record
 
@@ -323,11 +321,11 @@ class PCRDataset:
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
 
-        def work(item: tuple[int, bytes, int]) -> tuple[np.ndarray, int]:
-            idx, data, label = item
-            return decode(data, size, mode=mode, source=f"{self.url} image {idx}"), label
+        def work(item: tuple[int, bytes, int, int]) -> tuple[np.ndarray, int]:
+            idx, data, label, o = item
+            return decode_upright(data, size, o, mode=mode, source=f"{self.url} image {idx}"), label
 
-        items = self.iter_jpeg(scan, shuffle, seed)
+        items = self._items(scan, shuffle, seed)
         if workers == 1:
             yield from map(work, items)
             return

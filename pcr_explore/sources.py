@@ -17,8 +17,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ._orient import decode_upright
 from .discover import find_sources
-from .jpeg import Size, decode
+from .jpeg import Size
 from .manifest import MANIFEST
 from .reader import PCRDataset, open_dataset
 from .scan_script import STANDARD, ScanScript, resolve_scan_script
@@ -185,7 +186,10 @@ class FolderSource:
 
     def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
         """Image *i* decoded at level *scan*, as for :meth:`PCRDataset.image`."""
-        return decode(self.jpeg_bytes(i, scan), size, source=f"{self.path(i)} (level {scan})")
+        o = self.transcoded(i).orientation
+        return decode_upright(
+            self.jpeg_bytes(i, scan), size, o, source=f"{self.path(i)} (level {scan})"
+        )
 
     def iter(
         self,
@@ -205,8 +209,9 @@ class FolderSource:
         if shuffle:
             order = np.random.default_rng(seed).permutation(len(self))
         for i in order:
-            data = self.jpeg_bytes(int(i), scan)
-            yield decode(data, size, mode=mode, source=str(self.path(int(i)))), int(self._labels[i])
+            data, o = self.jpeg_bytes(int(i), scan), self.transcoded(int(i)).orientation
+            arr = decode_upright(data, size, o, mode=mode, source=str(self.path(int(i))))
+            yield arr, int(self._labels[i])
 
     def bytes_per_scan(self) -> list[int]:
         """Total bytes of every image's JPEG at levels 1..num_scans (transcodes them all)."""

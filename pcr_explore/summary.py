@@ -10,6 +10,10 @@ import html
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
+from .manifest import manifest_script
+
 __all__ = ["DatasetSummary"]
 
 
@@ -47,6 +51,26 @@ class DatasetSummary:
     skipped: int
     scan_script: str = "standard"
     scan_content: list[str] | None = None
+
+    @classmethod
+    def from_manifest(cls, manifest: dict[str, Any], path: str) -> DatasetSummary:
+        """The summary of a dataset whose (checked) manifest is *manifest*."""
+        script = manifest_script(manifest, path)
+        records = manifest["records"]
+        scans = int(manifest["num_scans"])
+        cum = np.array([r["bytes_per_scan"] for r in records], np.int64).reshape(-1, scans)
+        return cls(
+            path=path,
+            images=sum(r["images"] for r in records),
+            records=len(records),
+            scans=scans,
+            classes=list(manifest["classes"]),
+            bytes_per_scan=[int(v) for v in cum.sum(axis=0)],
+            source_bytes=int(manifest.get("source_bytes", 0)),
+            skipped=len(manifest.get("skipped", [])),
+            scan_script=script.name,
+            scan_content=script.describe_levels(),
+        )
 
     @property
     def total_bytes(self) -> int:

@@ -15,8 +15,12 @@ Two backends:
     (losslessly, from Pillow's output), so it needs the program.
 
 ``auto`` picks ``jpegtran`` when the program is on ``PATH``. Sources that
-cannot go through ``jpegtran`` losslessly (CMYK, an EXIF rotation that is not
-block-aligned, non-JPEG formats) take the Pillow path; the result says which.
+cannot go through ``jpegtran`` losslessly (CMYK, non-JPEG formats) take the
+Pillow path; the result says which. A JPEG's EXIF orientation is applied by
+``jpegtran -perfect`` when the rotation is aligned to the JPEG's blocks;
+otherwise the coefficients are kept as they are and the orientation is
+returned (:attr:`TranscodeResult.orientation`) for the reader to apply after
+decoding, so every JPEG source stays bit-exact.
 Every result is checked against the scan script (see
 :mod:`pcr_explore.scan_script`; the standard one has 10 scans for colour, 6 for
 grayscale) before it is returned.
@@ -24,6 +28,7 @@ grayscale) before it is returned.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import shutil
@@ -141,6 +146,9 @@ class TranscodeResult:
         The source's Pillow mode before conversion ("RGB", "CMYK", "I;16" ...).
     note : str
         Why a conversion happened, or "".
+    orientation : int
+        EXIF orientation (1-8) still to apply after decoding; 1 when the
+        JPEG is stored upright.
     """
 
     jpeg: ProgressiveJPEG
@@ -149,6 +157,7 @@ class TranscodeResult:
     source_format: str
     source_mode: str
     note: str = ""
+    orientation: int = 1
 
 
 def find_jpegtran() -> str | None:
@@ -331,11 +340,13 @@ def transcode(
                 try:
                     out = _run_jpegtran(jt, data, path, flags, label)
                 except JPEGError:
-                    jt = None
-                    note = "EXIF rotation not block-aligned: re-encoded with Pillow"
-                else:
-                    note = "EXIF orientation applied losslessly"
-                    return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
+                    # not block-aligned: keep the coefficients, turn after decoding
+                    out = _run_jpegtran(jt, data, path, scans, label)
+                    note = "EXIF rotation not block-aligned: orientation stored for the reader"
+                    res = _finish(out, "jpegtran", True, fmt, mode, note, label, script)
+                    return dataclasses.replace(res, orientation=orientation)
+                note = "EXIF orientation applied losslessly"
+                return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if jt is not None:
                 out = _run_jpegtran(jt, data, path, scans, label)
                 return _finish(out, "jpegtran", True, fmt, mode, note, label, script)

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
+from pcr_explore import encode_dataset, open_dataset
 from pcr_explore.errors import SourceImageError
 from pcr_explore.jpeg import decode
+from pcr_explore.sources import FolderSource
 from pcr_explore.transcode import transcode
 
 
@@ -127,13 +129,34 @@ def test_exif_orientation_is_honoured(
 
 
 @pytest.mark.jpegtran
-def test_unaligned_rotation_falls_back_to_pillow(
-    encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
+@pytest.mark.parametrize("orientation", [2, 3, 4, 6, 7, 8])  # 5 (transpose) is always aligned
+def test_unaligned_rotation_keeps_the_coefficients_and_the_reader_turns_them(
+    orientation: int,
+    tmp_path: Path,
+    encode_jpeg: Callable[..., bytes],
+    sk_photo: Callable[..., np.ndarray],
 ) -> None:
-    src = _oriented(sk_photo("rocket")[:90, :150], 6, encode_jpeg)
+    src = _oriented(sk_photo("rocket")[:90, :150], orientation, encode_jpeg)
+    stored = np.asarray(Image.open(io.BytesIO(src)))  # the pixels as the camera wrote them
+    upright = np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(src))))
     r = transcode(src, backend="auto")
-    assert r.backend == "pillow" and "not block-aligned" in r.note
-    assert decode(r.jpeg.level()).shape == (150, 90, 3)
+    assert r.backend == "jpegtran" and r.lossless and "orientation stored" in r.note
+    assert r.orientation == orientation
+    assert np.array_equal(decode(r.jpeg.level()), stored)  # bit-exact, not re-encoded
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "turned.jpg").write_bytes(src)
+    encode_dataset(tmp_path / "src", tmp_path / "ds", progress=False)
+    ds = open_dataset(str(tmp_path / "ds"))
+    assert int(ds.header(0).orientations[0]) == orientation
+    assert np.array_equal(ds.image(0), upright)
+    h, w = upright.shape[:2]
+    assert ds.image(0, 3, size=(w // 2, h // 2)).shape[:2] == (h // 2, w // 2)
+    assert ds.image(0, size=max(h, w) // 2).shape[:2] == (h // 2, w // 2)
+    [(first, _)] = list(ds.iter(size=(w, h)))
+    assert np.array_equal(first, upright)
+    folder = FolderSource(tmp_path / "src")
+    assert np.array_equal(folder.image(0), upright)
+    assert np.array_equal(next(folder.iter())[0], upright)
 
 
 def test_bad_sources_name_the_file(
