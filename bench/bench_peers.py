@@ -401,12 +401,12 @@ def main() -> None:
     if missing:
         print(f"left out (not installed): {', '.join(missing)}")
     print(
-        f"\n{'format':<14} {'size':>5} {'workers':>7} {'images/s':>9} {'CPU ms/img':>10} "
+        f"\n{'format':<18} {'size':>5} {'workers':>7} {'images/s':>9} {'CPU ms/img':>10} "
         f"{'kB read/img':>11} {'speed/WDS':>9} {'CPU/WDS':>8} {'bytes/WDS':>9}"
     )
     for r in sorted(rows, key=lambda r: (r["workers"], SIZES.index(r["size"]))):
         print(
-            f"{r['format']:<14} {r['size']:>5} {r['workers']:>7} {r['images_per_s']:>9.1f} "
+            f"{r['format']:<18} {r['size']:>5} {r['workers']:>7} {r['images_per_s']:>9.1f} "
             f"{r['cpu_ms_per_image']:>10.2f} {r['bytes_per_image'] / 1e3:>11.1f} "
             f"{r['speed_vs_wds']:>8.2f}x {r['cpu_vs_wds']:>7.2f}x {r['bytes_vs_wds']:>8.2f}x"
         )
@@ -416,10 +416,10 @@ def main() -> None:
         "serial: B < (b_wds - b_k) / (t_k - t_wds); overlapped: B < b_wds / t_k; "
         "inf: PCR's decode is no slower)"
     )
-    print(f"{'format':<14} {'size':>5} {'serial MB/s':>12} {'overlap MB/s':>13}")
+    print(f"{'format':<18} {'size':>5} {'serial MB/s':>12} {'overlap MB/s':>13}")
     for c in cross:
         print(
-            f"{c['format']:<14} {c['size']:>5} {c['serial_Bps'] / 1e6:>12.1f} "
+            f"{c['format']:<18} {c['size']:>5} {c['serial_Bps'] / 1e6:>12.1f} "
             f"{c['overlap_Bps'] / 1e6:>13.1f}"
         )
     result = {
