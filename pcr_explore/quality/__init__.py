@@ -42,6 +42,7 @@ from ..metrics import (
 from ._curve import PerImageQuality, QualityCurve
 from ._levels import LevelQuality, image_quality, level_quality
 from ._sampler import Sampler, quality_curve
+from ._scripts import ScriptComparison, ScriptCurve, compare_scripts
 
 __all__ = [
     "METRICS",
@@ -54,6 +55,9 @@ __all__ = [
     "PerImageQuality",
     "QualityCurve",
     "Sampler",
+    "ScriptComparison",
+    "ScriptCurve",
+    "compare_scripts",
     "image_quality",
     "level_quality",
     "metric_name",
