@@ -16,7 +16,7 @@ import html
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,12 +44,25 @@ class ScriptCurve:
     decode_ms : numpy.ndarray
         Milliseconds to decode one image at each level (mean over the sample
         of each image's fastest of the repeats), measured on this machine.
+    source : FolderSource
+        The folder in this script (images are transcoded on demand).
     """
 
     script: ScanScript
     curve: QualityCurve
     level_bytes: np.ndarray
     decode_ms: np.ndarray
+    source: FolderSource = field(repr=False, compare=False)
+
+    def image(self, name: str, level: int, size: int | None = None) -> np.ndarray:
+        """Sampled image *name* decoded at *level* of this script, upright."""
+        i = self.source.names.index(name)
+        return self.source.image(i, level, size)
+
+    def share(self, name: str, reference: ScriptCurve) -> np.ndarray:
+        """Image *name*'s bytes at each level, as a share of its full level in *reference*."""
+        mine = self.source.level_bytes(self.source.names.index(name))
+        return mine / float(reference.source.level_bytes(reference.source.names.index(name))[-1])
 
     @property
     def name(self) -> str:
@@ -219,5 +232,7 @@ def compare_scripts(
         )
         idx = curve.indices
         level_bytes = np.sum([src.level_bytes(int(i)) for i in idx], axis=0)
-        curves.append(ScriptCurve(script, curve, level_bytes, _decode_ms(src, idx, repeats)))
+        curves.append(
+            ScriptCurve(script, curve, level_bytes, _decode_ms(src, idx, repeats), source=src)
+        )
     return ScriptComparison(tuple(curves), metric, os.fspath(folder))

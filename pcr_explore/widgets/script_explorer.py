@@ -1,0 +1,227 @@
+"""ScriptExplorer: two scan scripts side by side: curves, decode times, images at equal bytes."""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+
+import ipywidgets as w
+import numpy as np
+from bokeh.layouts import row
+from bokeh.models import ColumnDataSource, HoverTool
+from bokeh.models.annotations import Span
+from bokeh.plotting import figure
+from PIL import Image
+
+from ..compare import encode_jpeg
+from ..quality import ScriptComparison, compare_scripts
+from ..scan_script import SCRIPTS, ScanScript
+from ._explorer import Explorer, html_table
+from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
+
+__all__ = ["ScriptExplorer"]
+
+_COLORS = ("#1f77b4", "#d62728")
+_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
+
+
+class ScriptExplorer(Explorer):
+    """Compare two scan scripts on a folder of images.
+
+    Every named script (and any passed in) is measured once on the same
+    sampled images (:func:`~pcr_explore.quality.compare_scripts`). Pick two:
+    the left plot shows their bytes-vs-quality curves (bytes as a share of
+    the first script's full level), the right one the time to decode each
+    level on this machine. The byte slider picks a budget; below, each
+    script's image is shown at its highest level within that budget.
+
+    Parameters
+    ----------
+    folder : path
+        A folder of images (or one image file).
+    scripts : sequence of str or ScanScript, optional
+        Scripts to offer (default: every named script); the first is the
+        reference the byte shares are taken against.
+    sample : int
+        Images measured (default 8).
+    max_side : int
+        Longer side of the images shown.
+    comparison : ScriptComparison, optional
+        A comparison measured already (skips the measurement).
+
+    Examples
+    --------
+    >>> ScriptExplorer("data/sample/images")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        scripts: list[str | ScanScript] | None = None,
+        *,
+        sample: int = 8,
+        max_side: int = 360,
+        comparison: ScriptComparison | None = None,
+    ) -> None:
+        super().__init__()
+        self.comparison = comparison or compare_scripts(
+            folder, scripts or list(SCRIPTS), sample=sample, progress=False
+        )
+        self.max_side = max_side
+        names = self.comparison.names
+        self.pick = [
+            w.Dropdown(options=names, value=names[0], description="script A"),
+            w.Dropdown(
+                options=names,
+                value="spectral" if "spectral" in names else names[-1],
+                description="script B",
+            ),
+        ]
+        ref = self.comparison.reference
+        self.image_pick = w.Dropdown(options=list(ref.curve.per_image.names), description="image")
+        self.budget = w.FloatSlider(
+            value=0.3,
+            min=0.05,
+            max=1.05,
+            step=0.01,
+            description="byte budget",
+            readout_format=".0%",
+            continuous_update=False,
+            layout=w.Layout(width="420px"),
+        )
+        self.curves_fig, self.times_fig, self.sources, self.marker = self._figures()
+        self.pictures = [w.Image(format="jpeg") for _ in range(2)]
+        self.captions = [w.HTML() for _ in range(2)]
+        self.table = w.HTML()
+        for c in (*self.pick, self.image_pick, self.budget):
+            c.observe(self._guarded(self.update), names="value")
+        self.presentation.layout.width = "auto"
+        pics = [w.VBox([p, c]) for p, c in zip(self.pictures, self.captions)]
+        self.view = w.VBox(
+            [
+                w.HBox([*self.pick, self.presentation], layout=_ROW),
+                self._plot(row(self.curves_fig, self.times_fig, sizing_mode="stretch_width")),
+                w.HBox([self.budget, self.image_pick], layout=_ROW),
+                w.HBox(pics, layout=_ROW),
+                self.table,
+                self.status,
+                self.errors,
+            ]
+        )
+        self.update()
+
+    def _figures(self) -> tuple[figure, figure, list[ColumnDataSource], Span]:
+        curves = figure(
+            height=300,
+            title="Bytes read vs mean MS-SSIM (sample)",
+            x_axis_label=f"bytes (share of {self.comparison.reference.name}'s full level)",
+            y_axis_label="mean MS-SSIM",
+            sizing_mode="stretch_width",
+            tools="pan,wheel_zoom,reset",
+        )
+        times = figure(
+            height=300,
+            title="Decode time per level (measured on this machine)",
+            x_axis_label=f"bytes (share of {self.comparison.reference.name}'s full level)",
+            y_axis_label="ms per image",
+            sizing_mode="stretch_width",
+            tools="pan,wheel_zoom,reset",
+        )
+        sources = []
+        for k, color in enumerate(_COLORS):
+            src = ColumnDataSource({"x": [], "q": [], "ms": [], "level": [], "name": []})
+            label = f"script {'AB'[k]}"
+            for fig, y in ((curves, "q"), (times, "ms")):
+                fig.line("x", y, source=src, color=color, line_width=2, legend_label=label)
+                fig.scatter("x", y, source=src, color=color, size=7, legend_label=label)
+            sources.append(src)
+        hover = [("script", "@name"), ("level", "@level"), ("bytes", "@x{0.0%}")]
+        curves.add_tools(HoverTool(tooltips=[*hover, ("MS-SSIM", "@q{0.0000}")]))
+        times.add_tools(HoverTool(tooltips=[*hover, ("decode", "@ms{0.00} ms")]))
+        for fig in (curves, times):
+            fig.legend.location = "bottom_right" if fig is curves else "top_left"
+        marker = Span(location=0.3, dimension="height", line_color="#888", line_dash="dashed")
+        curves.add_layout(marker)
+        return curves, times, sources, marker
+
+    def chosen(self) -> list[str]:
+        """The two scripts shown (A, B)."""
+        return [str(p.value) for p in self.pick]
+
+    def levels_at_budget(self) -> list[int]:
+        """Each chosen script's highest level within the byte budget, for the image shown."""
+        return [self._level_for(name) for name in self.chosen()]
+
+    def _level_for(self, name: str) -> int:
+        cmp = self.comparison
+        share = cmp[name].share(str(self.image_pick.value), cmp.reference)
+        return max(1, int(np.searchsorted(share, float(self.budget.value) + 1e-12, side="right")))
+
+    def update(self, change: object = None) -> None:
+        """Redraw the curves, the pictures and the table for the current controls."""
+        cmp = self.comparison
+        for src, name in zip(self.sources, self.chosen()):
+            c = cmp[name]
+            n = c.script.num_levels
+            src.data = {
+                "x": cmp.x(name).tolist(),
+                "q": c.curve.mean.tolist(),
+                "ms": c.decode_ms.tolist(),
+                "level": list(range(1, n + 1)),
+                "name": [name] * n,
+            }
+        self.marker.location = float(self.budget.value)
+        shown = str(self.image_pick.value)
+        for pic, caption, name, level in zip(
+            self.pictures, self.captions, self.chosen(), self.levels_at_budget()
+        ):
+            pic.value, caption.value = self._picture_at(name, shown, level)
+        self.table.value = html_table(
+            [("script", "levels, full-level bytes, worst gap, full decode")]
+            + [
+                (
+                    str(r["script"]),
+                    f"{r['levels']} levels, {r['bytes_vs_reference']:.3f}x bytes, "
+                    f"{r['worst_gap']:+.4f} MS-SSIM at equal bytes, "
+                    f"{r['full_decode_ms']:.2f} ms ({r['full_decode_speedup']:.2f}x)",
+                )
+                for r in cmp.rows()
+                if r["script"] in self.chosen()
+            ]
+        )
+
+    def _picture_at(self, name: str, image: str, level: int) -> tuple[bytes, str]:
+        c = self.comparison[name]
+        share = c.share(image, self.comparison.reference)[level - 1]
+        per = c.curve.per_image
+        q = float(per.values[per.names.index(image), level - 1]) if image in per.names else np.nan
+        text = (
+            f"<b>{html.escape(name)}</b> level {level} of {c.script.num_levels}: "
+            f"{share:.1%} of the bytes, MS-SSIM {q:.4f}"
+        )
+        return encode_jpeg(c.image(image, level, self.max_side)), text
+
+    def snapshot(self) -> bytes:
+        """Both curves, and the two images at the budget, as one JPEG."""
+        series = [
+            (name, self.comparison.x(name), self.comparison[name].curve.mean)
+            for name in self.chosen()
+        ]
+        chart = line_chart(
+            series,
+            title="Bytes vs mean MS-SSIM",
+            xlabel="bytes (share of the reference's full level)",
+            ylabel="mean MS-SSIM",
+            size=(440, 300),
+            xfmt="{:.0%}",
+        )
+        pics = []
+        for pic in self.pictures:
+            im = Image.open(io.BytesIO(pic.value))
+            im.thumbnail((300, 300))
+            pics.append(im)
+        notes = [
+            html.unescape(c.value).replace("<b>", "").replace("</b>", "") for c in self.captions
+        ]
+        return to_jpeg(vstack([hstack([chart, *pics]), text_panel(notes, 900)]))
