@@ -189,6 +189,11 @@ class PCRDataset:
             return np.zeros(0, np.int32)
         return np.concatenate([self.header(r).labels for r in range(len(self.records))])
 
+    def orientation(self, i: int) -> int:
+        """EXIF orientation (1-8) image *i* is stored with; ``image``/``iter`` turn it upright."""
+        r, j = self.locate(i)
+        return int(self.header(r).orientations[j])
+
     def locate(self, i: int) -> tuple[int, int]:
         """(record, index within record) of image *i*."""
         n = len(self)

@@ -25,7 +25,14 @@ from .reader import PCRDataset, open_dataset
 from .scan_script import STANDARD, ScanScript, resolve_scan_script
 from .transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
 
-__all__ = ["LevelSource", "FolderSource", "open_source", "gray_scans_at", "scan_script_of"]
+__all__ = [
+    "LevelSource",
+    "FolderSource",
+    "open_source",
+    "gray_scans_at",
+    "scan_script_of",
+    "orientation_of",
+]
 
 
 @runtime_checkable
@@ -59,6 +66,12 @@ class LevelSource(Protocol):
 def gray_scans_at(level: int, script: ScanScript = STANDARD) -> int:
     """How many of a grayscale image's scans colour level *level* of *script* holds."""
     return script.gray_scans_at(level)
+
+
+def orientation_of(src: object, i: int) -> int:
+    """EXIF orientation (1-8) image *i* of *src* is stored with (1 for sources that have none)."""
+    fn = getattr(src, "orientation", None)
+    return int(fn(i)) if callable(fn) else 1
 
 
 def scan_script_of(src: object) -> ScanScript:
@@ -170,6 +183,10 @@ class FolderSource:
         if not 1 <= scan <= self.num_scans:
             raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
         return self.scan_script.gray_scans_at(scan) if pj.num_components == 1 else scan
+
+    def orientation(self, i: int) -> int:
+        """EXIF orientation (1-8) the image is stored with; the decoders turn it upright."""
+        return self.transcoded(i).orientation
 
     def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
         """Image *i* at colour level *scan* (grayscale images mapped), as JPEG bytes."""

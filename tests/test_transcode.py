@@ -11,6 +11,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from pcr_explore import encode_dataset, open_dataset
+from pcr_explore.compare import LevelCache, level_strip
 from pcr_explore.errors import SourceImageError
 from pcr_explore.jpeg import decode
 from pcr_explore.sources import FolderSource
@@ -157,6 +158,10 @@ def test_unaligned_rotation_keeps_the_coefficients_and_the_reader_turns_them(
     folder = FolderSource(tmp_path / "src")
     assert np.array_equal(folder.image(0), upright)
     assert np.array_equal(next(folder.iter())[0], upright)
+    for src in (ds, folder):  # what the widgets show is upright too
+        assert src.orientation(0) == orientation
+        assert LevelCache(src, max_side=None).pixels(0).shape[:2] == (h, w)
+        assert level_strip(src, 0, [1], size=max(h, w)).size[0] == w
 
 
 def test_bad_sources_name_the_file(

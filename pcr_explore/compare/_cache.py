@@ -9,7 +9,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ..jpeg import decode
-from ..sources import LevelSource
+from ..sources import LevelSource, orientation_of
 from ._views import difference_map, display_jpeg, encode_jpeg, split_view, zoom_crop
 
 VIEW_MODES: tuple[str, ...] = ("level", "side", "split", "diff")
@@ -99,7 +99,10 @@ class LevelCache:
 
     def display(self, i: int, scan: int | None = None) -> bytes:
         """The display copy of image *i* at level *scan* (see :func:`display_jpeg`)."""
-        return self._display.get((i, scan), lambda: display_jpeg(self.jpeg(i, scan), self.max_side))
+        o = orientation_of(self.source, i)
+        return self._display.get(
+            (i, scan), lambda: display_jpeg(self.jpeg(i, scan), self.max_side, orientation=o)
+        )
 
     def pixels(self, i: int, scan: int | None = None) -> np.ndarray:
         """The display copy of image *i* at level *scan*, decoded (read-only array)."""

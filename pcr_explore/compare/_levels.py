@@ -7,9 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..jpeg import Size, decode
+from .._orient import decode_upright
+from ..jpeg import Size
 from ..scan_script import STANDARD, ScanScript
-from ..sources import LevelSource
+from ..sources import LevelSource, orientation_of
 
 __all__ = ["scan_content", "level_note", "level_strip"]
 
@@ -159,7 +160,11 @@ def level_strip(
     if not levels:
         raise ValueError(f"no level of {list(scans or [])} is inside 1..{n}")
     nbytes = np.asarray(source.level_bytes(i), np.float64)
-    pics = [Image.fromarray(decode(source.jpeg_bytes(i, k), size)).convert("RGB") for k in levels]
+    o = orientation_of(source, i)
+    pics = [
+        Image.fromarray(decode_upright(source.jpeg_bytes(i, k), size, o)).convert("RGB")
+        for k in levels
+    ]
     font = ImageFont.load_default(size=13)
     cap = 20
     width = sum(p.width for p in pics) + gap * (len(pics) - 1)

@@ -7,7 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from ..jpeg import decode
+from .._orient import decode_upright
 
 __all__ = [
     "jpeg_size",
@@ -84,7 +84,9 @@ def encode_jpeg(pixels: np.ndarray, quality: int = 90) -> bytes:
     return buf.getvalue()
 
 
-def display_jpeg(data: bytes, max_side: int | None = 768, quality: int = 90) -> bytes:
+def display_jpeg(
+    data: bytes, max_side: int | None = 768, quality: int = 90, orientation: int = 1
+) -> bytes:
     """A JPEG no larger than *max_side*: the bytes themselves when they fit.
 
     Browsers render a level's own JPEG bytes fastest, so an image whose longer
@@ -100,6 +102,9 @@ def display_jpeg(data: bytes, max_side: int | None = 768, quality: int = 90) -> 
         Longest side allowed, in pixels; None keeps every size.
     quality : int
         JPEG quality of a re-encoded copy.
+    orientation : int
+        EXIF orientation the image is stored with (1-8); other than 1, the
+        copy is always decoded, turned upright and re-encoded.
 
     Returns
     -------
@@ -113,9 +118,9 @@ def display_jpeg(data: bytes, max_side: int | None = 768, quality: int = 90) -> 
     >>> jpeg_size(display_jpeg(data, max_side=150))
     (150, 75)
     """
-    if max_side is None or max(jpeg_size(data)) <= max_side:
+    if orientation == 1 and (max_side is None or max(jpeg_size(data)) <= max_side):
         return data
-    return encode_jpeg(decode(data, max_side), quality)
+    return encode_jpeg(decode_upright(data, max_side, orientation), quality)
 
 
 def _channels(image: np.ndarray) -> np.ndarray:
