@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +37,7 @@ from ._output import FolderOutput, ObjectOutput, open_output
 from ._plan import EncodePlan, make_plan
 from ._pool import main_is_importable, ordered_map, worker_pool
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
+from ._spool import Spool, spool_file
 from .errors import DatasetError
 from .manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, write_json_atomic
 from .scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
@@ -82,7 +83,9 @@ class EncodeSummary:
 
 # What the encoder writes into an output folder, and nothing else: a user's
 # own files there (``old-model.pcr``, notes) are never touched.
-_OWN_FILE = re.compile(r"record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json")
+_OWN_FILE = re.compile(
+    r"record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json|\.record-\d{5}\.spool"
+)
 # atomic_write's temporary names: ".<final name>.<random>.tmp"
 _OWN_TEMP = re.compile(
     r"\.(record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json)\..+\.tmp"
@@ -342,25 +345,54 @@ class _Run:
         )
 
     def _run_local(self, todo: list[int], workers: int | None, parallel: str, bar: Any) -> None:
-        """Transcode the sources of the records in *todo* in a pool; write each record in order."""
+        """Transcode the sources of the records in *todo* in a pool; write each record in order.
+
+        In a folder, each record's images are spooled as they arrive
+        (:mod:`pcr_explore._spool`), so a resumed run transcodes only what
+        an interrupt lost.
+        """
         plan = self.plan
         script = script_from_option(self.options["scan_script"])
-        tasks = [t for i in todo for t in plan.tasks(i, self.options)]
-        pending = iter(todo)
-        current = next(pending, None)
-        results: list[Transcoded] = []
-        for res in _run_tasks(tasks, workers, parallel):
-            bar.update(1)
-            if res.image is None and self.strict:
-                raise DatasetError(res.error)
-            results.append(res)
-            if current is None:  # pragma: no cover - more results than planned
-                raise RuntimeError("more transcode results than planned sources")
-            start, end = plan.slices[current]
-            if len(results) == end - start:
-                self.finished(write_shard(self.output, current, start, end, results, script))
-                results = []
-                current = next(pending, None)
+        spools: dict[int, Spool] = {}
+        kept: dict[int, list[Transcoded]] = {}
+        if self.journal is not None and isinstance(self.output, FolderOutput):
+            for p in self.output.folder.glob(".record-*.spool"):
+                if p.name not in {spool_file(i) for i in todo}:  # its record is journaled
+                    p.unlink()
+            for i in todo:
+                start, end = plan.slices[i]
+                spools[i] = Spool(self.output.folder, i)
+                kept[i] = spools[i].load(start, plan.names[start:end], script.num_levels)
+            bar.update(sum(len(v) for v in kept.values()))
+        tasks = [t for i in todo for t in plan.tasks(i, self.options)[len(kept.get(i, [])) :]]
+        stream = _run_tasks(tasks, workers, parallel)
+        try:
+            for i in todo:
+                start, end = plan.slices[i]
+                results, spool = list(kept.get(i, [])), spools.get(i)
+                for res in results:
+                    self._check(res)
+                while len(results) < end - start:
+                    got = next(stream, None)
+                    if got is None:  # pragma: no cover - fewer results than planned
+                        raise RuntimeError("fewer transcode results than planned sources")
+                    res = got
+                    bar.update(1)
+                    self._check(res)
+                    results.append(res)
+                    if spool is not None:
+                        spool.append(res)
+                self.finished(write_shard(self.output, i, start, end, results, script))
+                if spool is not None:
+                    spool.remove()
+        finally:
+            stream.close()
+            for spool in spools.values():
+                spool.close()
+
+    def _check(self, res: Transcoded) -> None:
+        if res.image is None and self.strict:
+            raise DatasetError(res.error)
 
 
 def _manifest(
@@ -394,7 +426,7 @@ _BATCH = 4
 
 def _run_tasks(
     tasks: list[tuple[Any, ...]], workers: int | None, parallel: str
-) -> Iterator[Transcoded]:
+) -> Generator[Transcoded, None, None]:
     """Run transcode tasks in order, with a bounded number in flight."""
     workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if workers == 1 or len(tasks) <= 1 or (parallel == "processes" and not main_is_importable()):

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("errors", "_atomic", "_json", "_pool", "_lock", "_version"),
     ("jpeg", "_decoders", "_orient", "scan_script", "metrics"),
     ("transcode", "format", "prefix", "manifest", "summary", "remote", "cache", "_output"),
-    ("discover", "_journal", "_fetch", "_plan", "_shard"),
+    ("discover", "_journal", "_fetch", "_plan", "_shard", "_spool"),
     ("encoder", "reader", "distributed"),
     ("sources", "loader", "throughput", "compare", "sample", "verify"),
     ("quality",),
