@@ -31,6 +31,7 @@ from ..manifest import NUM_LEVELS
 from ..metrics import WINDOW
 from ..quality._jobs import ImageJob, Outcome
 from ..quality._jobs import measure as measure_levels
+from ..scan_script import ScanScript
 from ..sources import gray_scans_at
 from ..transcode import MAX_PIXELS, MAX_SOURCE_BYTES, transcode
 from ._properties import ONE_CHANNEL_MODES, Properties, measure, reduced_image
@@ -80,6 +81,7 @@ class SampleSpec:
     """How a sampled image is measured at every level (as ``level_quality`` does)."""
 
     num_scans: int
+    script: ScanScript  # the source's scan script (how a grayscale image's levels map)
     luminance: bool = False
     max_pixels: int | None = None
 
@@ -271,5 +273,5 @@ def _measured(job: FileJob, full: bytes) -> Outcome | None:
     spec = job.sample
     if spec is None:
         return None
-    level_job = ImageJob(job.index, job.name, spec.num_scans, full=full)
+    level_job = ImageJob(job.index, job.name, spec.num_scans, full=full, script=spec.script)
     return measure_levels(level_job, luminance=spec.luminance, max_pixels=spec.max_pixels)

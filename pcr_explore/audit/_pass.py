@@ -21,6 +21,7 @@ import numpy as np
 from .._pool import main_is_importable, ordered_map, worker_pool
 from ..quality._jobs import Outcome
 from ..quality.runner import default_workers
+from ..sources import scan_script_of
 from ._inspect import FileInfo, FileJob, SampleSpec, inspect_file
 from ._options import Options
 from ._target import Target
@@ -49,7 +50,12 @@ class Pass:
 
 def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
     """One job per image, the sampled images first: a folder's file, or a dataset's JPEG."""
-    spec = SampleSpec(t.source.num_scans, luminance=o.luminance, max_pixels=o.max_pixels)
+    spec = SampleSpec(
+        t.source.num_scans,
+        scan_script_of(t.source),
+        luminance=o.luminance,
+        max_pixels=o.max_pixels,
+    )
     sampled = set(first)
     if t.dataset is None:
         for i in [*first, *(i for i in range(len(t.names)) if i not in sampled)]:
