@@ -152,17 +152,21 @@ class FileServer:
             return
         if n and self.drop_every and n % self.drop_every == 0 and len(payload) > 1:
             half = payload[: len(payload) // 2]
+            req.sent = len(half)  # counted first: the client may act on the bytes at once
             h.wfile.write(half)
             h.wfile.flush()
-            req.sent = len(half)
             h.close_connection = True
             return
+        chunk = b""
         try:
             for i in range(0, len(payload), 65536):
                 chunk = payload[i : i + 65536]
-                h.wfile.write(chunk)
+                # counted before the write: once the last byte is out, the client
+                # may finish and a test read the log before this thread runs on
                 req.sent += len(chunk)
+                h.wfile.write(chunk)
         except OSError:  # the client hung up (as a reader that refuses a whole file does)
+            req.sent -= len(chunk)
             h.close_connection = True
 
 
