@@ -246,3 +246,28 @@ def test_the_cli_refuses_a_bad_script_before_creating_anything(
         assert (
             "unknown scan script 'turbo'" if script == "turbo" else "bad.scans: coefficients"
         ) in (proc.stderr)
+
+
+@pytest.mark.jpegtran
+def test_the_cli_encodes_in_a_script_file_and_inspect_names_it(
+    photo_folder: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "swapped.scans").write_text("# chroma scans swapped\n" + SWAPPED)
+    out = tmp_path / "ds"
+    run = [sys.executable, "-m", "pcr_explore"]
+    subprocess.run(
+        [*run, "encode", str(photo_folder), str(out), "--quiet"]
+        + ["--scan-script", str(tmp_path / "swapped.scans")],
+        check=True,
+    )
+    info = json.loads(
+        subprocess.run(
+            [*run, "inspect", str(out), "--json"], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    assert info["scan_script"] == "custom" and info["scans"] == 10
+    assert info["scan_content"][2] == "Cb AC 1-63 first (Ah=0, Al=1)"
+    text = subprocess.run(
+        [*run, "inspect", str(out)], check=True, capture_output=True, text=True
+    ).stdout
+    assert "custom scan script" in text and "Cb AC 1-63 first" in text
