@@ -28,9 +28,12 @@ from ._target import Target
 
 __all__ = ["Pass", "inspect_all"]
 
-# Jobs in flight per worker: results are taken in order, so a slow image
+# Tasks in flight per worker: results are taken in order, so a slow task
 # holds back at most this many finished ones before its worker is idle.
-_WINDOW = 8
+_WINDOW = 4
+# Images per task, at most: one message each way per task instead of per
+# image. Sampled images, ten times longer, go one per task.
+_CHUNK = 8
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,36 @@ def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
             yield FileJob(idx, t.names[idx], data=data)
 
 
+def inspect_files(jobs: list[FileJob]) -> list[FileInfo]:
+    """Inspect a few images in one worker task."""
+    return [inspect_file(j) for j in jobs]
+
+
+def _chunks(jobs: Iterator[FileJob], size: int) -> Iterator[list[FileJob]]:
+    """Jobs in lists of *size*; a sampled image's job alone."""
+    chunk: list[FileJob] = []
+    for job in jobs:
+        if job.sample is not None:
+            yield [job]
+            continue
+        chunk.append(job)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def _run(jobs: Iterator[FileJob], total: int, workers: int | None) -> Iterator[FileInfo]:
     """Inspect every job, in job order: in worker processes when it pays."""
     w = default_workers(total) if workers is None else workers
     if w == 1 or not main_is_importable():
         yield from map(inspect_file, jobs)
         return
+    size = max(1, min(_CHUNK, total // (16 * w)))  # a small audit still spreads evenly
     with worker_pool(w, preload=("pcr_explore.audit",)) as pool:
-        yield from ordered_map(inspect_file, jobs, pool, window=_WINDOW * w)
+        for infos in ordered_map(inspect_files, _chunks(jobs, size), pool, window=_WINDOW * w):
+            yield from infos
 
 
 def inspect_all(t: Target, o: Options, files_bar: Any, sample_bar: Any) -> Pass:
