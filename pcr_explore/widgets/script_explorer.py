@@ -5,12 +5,14 @@ from __future__ import annotations
 import html
 import io
 import os
+from typing import cast
 
 import ipywidgets as w
 import numpy as np
+from bokeh.core.properties import value
 from bokeh.layouts import row
 from bokeh.models import ColumnDataSource, HoverTool
-from bokeh.models.annotations import Span
+from bokeh.models.annotations import LegendItem, Span
 from bokeh.plotting import figure
 from PIL import Image
 
@@ -91,8 +93,11 @@ class ScriptExplorer(Explorer):
             layout=w.Layout(width="420px"),
         )
         self.curves_fig, self.times_fig, self.sources, self.marker = self._figures()
-        self.pictures = [w.Image(format="jpeg") for _ in range(2)]
-        self.captions = [w.HTML() for _ in range(2)]
+        self.pictures = [
+            w.Image(format="jpeg", layout=w.Layout(width=f"{max_side}px", height="auto"))
+            for _ in range(2)
+        ]
+        self.captions = [w.HTML(layout=w.Layout(width=f"{max_side}px")) for _ in range(2)]
         self.table = w.HTML()
         for c in (*self.pick, self.image_pick, self.budget):
             c.observe(self._guarded(self.update), names="value")
@@ -161,6 +166,10 @@ class ScriptExplorer(Explorer):
     def update(self, change: object = None) -> None:
         """Redraw the curves, the pictures and the table for the current controls."""
         cmp = self.comparison
+        for fig in (self.curves_fig, self.times_fig):
+            items = cast(list[LegendItem], fig.legend[0].items)
+            for item, name in zip(items, self.chosen()):
+                item.label = value(name)
         for src, name in zip(self.sources, self.chosen()):
             c = cmp[name]
             n = c.script.num_levels
