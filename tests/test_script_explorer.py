@@ -64,3 +64,16 @@ def test_the_widget_shows_each_script_at_the_byte_budget(comparison) -> None:
     pic = Image.open(io.BytesIO(ex.snapshot()))
     assert pic.format == "JPEG" and pic.width > 600
     assert "image/jpeg" in ex._repr_mimebundle_()
+
+
+def test_a_dataset_in_another_script_is_audited_in_its_own_levels(
+    photo_folder: Path, tmp_path: Path
+) -> None:
+    from pcr_explore import audit, encode_dataset
+
+    encode_dataset(photo_folder, tmp_path / "ds", scan_script="hybrid", progress=False)
+    report = audit(str(tmp_path / "ds"), sample=3, workers=1, progress=False)
+    assert not [p for p in report.problems if p["issue"] == "coding"]
+    assert set(report.coding) == {"progressive JPEG, hybrid scan script"}
+    assert len(report.level_bytes) == 7 and report.tune is not None
+    assert 1 <= report.tune.scan <= 7

@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..manifest import NUM_LEVELS
 from ..metrics import MSSSIM_WEIGHTS
 from ..tuner import Statistic
 from ._checks import CHECKS
@@ -204,7 +203,7 @@ def audit(
         tqdm(total=n, desc="audit: files", unit="file", disable=not progress) as files_bar,
         tqdm(
             total=n if o.sample is None else min(o.sample, n),
-            desc=f"audit: quality sample ({NUM_LEVELS} levels each)",
+            desc=f"audit: quality sample ({t.source.num_scans} levels each)",
             unit="img",
             disable=not progress,
         ) as sample_bar,
@@ -214,7 +213,7 @@ def audit(
         t_files = time.perf_counter()
         found = find_issues(infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
         ok = [i for i in infos if not i.broken and i.level_bytes is not None]
-        level_bytes = np.zeros(NUM_LEVELS, np.int64)
+        level_bytes = np.zeros(t.source.num_scans, np.int64)
         if ok:
             level_bytes = np.sum([i.level_bytes for i in ok if i.level_bytes is not None], axis=0)
         t_checks = time.perf_counter()

@@ -26,13 +26,12 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import JPEGError, PCRError, ScanScriptError
-from ..jpeg import ProgressiveJPEG, check_scan_script, split_scans
-from ..manifest import NUM_LEVELS
+from ..jpeg import ProgressiveJPEG, split_scans
 from ..metrics import WINDOW
 from ..quality._jobs import ImageJob, Outcome
 from ..quality._jobs import measure as measure_levels
+from ..scan_script import STANDARD as STANDARD_SCRIPT
 from ..scan_script import ScanScript
-from ..sources import gray_scans_at
 from ..transcode import MAX_PIXELS, MAX_SOURCE_BYTES, transcode
 from ._properties import ONE_CHANNEL_MODES, Properties, measure, reduced_image
 
@@ -101,6 +100,7 @@ class FileJob:
     backend: str = "auto"
     quality: int = 90
     sample: SampleSpec | None = None
+    script: ScanScript = STANDARD_SCRIPT  # the dataset's (a folder: the standard one)
 
 
 @dataclass(frozen=True)
@@ -135,17 +135,21 @@ class FileInfo:
         return any(kind == "bad_file" for kind, _ in self.issues)
 
 
-def _coding(pj: ProgressiveJPEG, name: str) -> tuple[str, str]:
-    """Return (coding category, issue or "") of a JPEG file, from its markers alone."""
+def _coding(pj: ProgressiveJPEG, name: str, script: ScanScript) -> tuple[str, str]:
+    """Return (coding category, issue or "") of a JPEG file, from its markers alone.
+
+    ``STANDARD`` means the standard script; a dataset's images in its own
+    other script are counted as "progressive JPEG, <name> scan script".
+    """
     if pj.sof in (0xC0, 0xC1):
         return BASELINE, ""
     if not pj.progressive:
         return OTHER_JPEG, f"JPEG frame type 0x{pj.sof:02X} (lossless, arithmetic or hierarchical)"
     try:
-        check_scan_script(pj, source=name)
+        script.check(pj, source=name)
     except ScanScriptError as exc:
-        return OTHER_PROGRESSIVE, f"progressive with a non-standard scan script: {exc}"
-    return STANDARD, ""
+        return OTHER_PROGRESSIVE, f"progressive with another scan script: {exc}"
+    return (STANDARD if script.is_standard else f"progressive JPEG, {script.name} scan script"), ""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -228,7 +232,7 @@ def inspect_file(job: FileJob) -> FileInfo:
     coding = NOT_JPEG
     if fmt in ("JPEG", "MPO"):
         try:
-            coding, odd = _coding(split_scans(raw, source=job.name), job.name)
+            coding, odd = _coding(split_scans(raw, source=job.name), job.name, job.script)
         except JPEGError as exc:
             return _bad(base, str(exc), *issues)
         if odd:
@@ -255,7 +259,8 @@ def inspect_file(job: FileJob) -> FileInfo:
     pj = res.jpeg
     ends = np.asarray(pj.scan_ends, np.int64) + 2  # + EOI
     if pj.num_components == 1:
-        ends = ends[[gray_scans_at(k) - 1 for k in range(1, NUM_LEVELS + 1)]]
+        gray = job.script.gray_scans_at
+        ends = ends[[gray(k) - 1 for k in range(1, job.script.num_levels + 1)]]
     conversion = res.note
     if not res.lossless:
         conversion = res.note or f"{fmt} {mode} source encoded as JPEG (quality {job.quality})"

@@ -53,9 +53,10 @@ class Pass:
 
 def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
     """One job per image, the sampled images first: a folder's file, or a dataset's JPEG."""
+    script = scan_script_of(t.source)
     spec = SampleSpec(
         t.source.num_scans,
-        scan_script_of(t.source),
+        script,
         luminance=o.luminance,
         max_pixels=o.max_pixels,
     )
@@ -73,10 +74,10 @@ def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
         return
     ds = t.dataset
     for i in first:
-        yield FileJob(i, t.names[i], data=ds.jpeg_bytes(i), sample=spec)
+        yield FileJob(i, t.names[i], data=ds.jpeg_bytes(i), sample=spec, script=script)
     for idx, data, _label in ds.iter_jpeg(None):  # the rest a record at a time
         if idx not in sampled:
-            yield FileJob(idx, t.names[idx], data=data)
+            yield FileJob(idx, t.names[idx], data=data, script=script)
 
 
 def inspect_files(jobs: list[FileJob]) -> list[FileInfo]:
