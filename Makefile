@@ -58,6 +58,8 @@ test-fast: install-test
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	$(BIN)/python -m pip install --quiet --no-deps "mosaicml-streaming>=0.7"
+	$(BIN)/python -m pip install --quiet xxhash zstd python-snappy brotli catalogue
 	$(BIN)/python bench/bench_pcr.py
 	$(BIN)/python bench/bench_quality.py
 	$(BIN)/python bench/bench_swap.py
@@ -65,6 +67,9 @@ bench: install
 	$(BIN)/python bench/bench_audit.py
 	$(BIN)/python bench/bench_remote.py
 	$(BIN)/python bench/bench_train.py --threads 1
+	$(BIN)/python bench/bench_scans.py
+	$(BIN)/python bench/bench_decoders.py
+	$(BIN)/python bench/bench_peers.py --scan-script standard lean spectral hybrid
 
 lint:
 	$(BIN)/ruff check pcr_explore tests bench
