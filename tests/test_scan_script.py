@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from PIL import Image
 
 from pcr_explore import encode_dataset, open_dataset
@@ -271,3 +273,28 @@ def test_the_cli_encodes_in_a_script_file_and_inspect_names_it(
         [*run, "inspect", str(out)], check=True, capture_output=True, text=True
     ).stdout
     assert "custom scan script" in text and "Cb AC 1-63 first" in text
+
+
+_entry = st.tuples(
+    st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    st.integers(0, 64),
+    st.integers(0, 64),
+    st.integers(0, 11),
+    st.integers(0, 11),
+).map(lambda t: f"{','.join(map(str, t[0]))}: {t[1]}-{t[2]}, {t[3]}, {t[4]};")
+
+
+@given(
+    text=st.one_of(
+        st.text(max_size=120),
+        st.lists(_entry, min_size=1, max_size=12).map("\n".join),
+    )
+)
+def test_any_script_text_is_either_valid_or_refused_with_a_scan_script_error(text: str) -> None:
+    try:
+        script = ScanScript.parse(text, source="fuzz.scans")
+    except ScanScriptError as exc:
+        assert str(exc).startswith("fuzz.scans")
+    else:  # a valid script codes every bit of every coefficient, DC first
+        assert script.color[0].ss == 0 and 1 <= script.num_levels <= 64
+        assert ScanScript.parse(script.text()).color == script.color
