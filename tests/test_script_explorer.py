@@ -77,3 +77,15 @@ def test_a_dataset_in_another_script_is_audited_in_its_own_levels(
     assert set(report.coding) == {"progressive JPEG, hybrid scan script"}
     assert len(report.level_bytes) == 7 and report.tune is not None
     assert 1 <= report.tune.scan <= 7
+
+
+def test_training_defaults_fit_any_scan_script(photo_folder: Path, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from pcr_explore import encode_dataset, open_dataset
+    from pcr_explore.train import default_levels, small_cnn, tune_by_gradient
+
+    assert default_levels(10) == (1, 2, 5, 10) and default_levels(7) == (1, 2, 4, 7)
+    encode_dataset(photo_folder, tmp_path / "ds", scan_script="spectral", progress=False)
+    ds = open_dataset(str(tmp_path / "ds"))
+    result = tune_by_gradient(small_cnn(len(ds.classes)), ds, batches=1, batch_size=4, size=32)
+    assert result.scans == (1, 2, 3, 5) and 1 <= result.scan <= 5

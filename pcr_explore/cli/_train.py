@@ -66,8 +66,9 @@ def add_train_parsers(sub: Any) -> None:
     p.add_argument(
         "--scans",
         type=_scans,
-        default=[1, 2, 5, 10],
-        help="levels to train at, e.g. 1,2,5,10, or 'auto' (gradient tuner; default 1,2,5,10)",
+        default=None,
+        help="levels to train at, e.g. 1,2,5,10, or 'auto' (gradient tuner); default 1,2,5,10 "
+        "(another scan script: 1, 2, its middle and its full level)",
     )
     p.add_argument("--size", type=_positive, default=64, help="image side in pixels (64)")
     p.add_argument("--epochs", type=_positive, default=10, help="epochs per level (10)")
@@ -92,7 +93,10 @@ def add_train_parsers(sub: Any) -> None:
     )
     p.add_argument("dataset", metavar="DATASET", help="labelled PCR dataset")
     p.add_argument(
-        "--scans", type=_levels, default=[1, 2, 5, 10], help="levels to compare (1,2,5,10)"
+        "--scans",
+        type=_levels,
+        default=None,
+        help="levels to compare (default 1,2,5,10; another scan script: 1, 2, middle, full)",
     )
     p.add_argument("--size", type=_positive, default=64, help="image side in pixels (64)")
     p.add_argument("--batches", type=_positive, default=10, help="batches to average (10)")

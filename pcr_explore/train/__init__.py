@@ -27,7 +27,7 @@ from .flowers import (
     prepare_split,
     split_folder,
 )
-from .gradient import GradientTuneResult, tune_by_gradient
+from .gradient import GradientTuneResult, default_levels, tune_by_gradient
 from .levels import train_at_levels
 from .loop import LevelImages, evaluate, read_level, stack_images, to_input, train_epoch
 from .model import MODELS, build_model, small_cnn
@@ -69,4 +69,5 @@ __all__ = [
     "train_epoch",
     "training_figure",
     "tune_by_gradient",
+    "default_levels",
 ]

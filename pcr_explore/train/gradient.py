@@ -160,6 +160,22 @@ def _level_jpeg(full: bytes, level_bytes: np.ndarray, scan: int) -> bytes:
     return full[: int(level_bytes[scan - 1]) - len(EOI)] + EOI
 
 
+def default_levels(num_scans: int) -> tuple[int, ...]:
+    """The levels compared when none are given.
+
+    The paper's 1, 2, 5 and 10 for the standard script's 10 levels; for
+    another script, 1, 2, the middle level and the full one.
+
+    Examples
+    --------
+    >>> default_levels(10), default_levels(5), default_levels(9)
+    ((1, 2, 5, 10), (1, 2, 3, 5), (1, 2, 5, 9))
+    """
+    if num_scans == 10:
+        return (1, 2, 5, 10)
+    return tuple(sorted({1, min(2, num_scans), (num_scans + 1) // 2, num_scans}))
+
+
 def _check_scans(scans: Sequence[int], num_scans: int) -> tuple[int, ...]:
     out = tuple(sorted({int(k) for k in scans}))
     if not out or any(not 1 <= k <= num_scans for k in out):
@@ -170,7 +186,7 @@ def _check_scans(scans: Sequence[int], num_scans: int) -> tuple[int, ...]:
 def tune_by_gradient(
     model: Any,
     dataset: LevelSource | str | os.PathLike[str],
-    scans: Sequence[int] = (1, 2, 5, 10),
+    scans: Sequence[int] | None = None,
     *,
     batches: int = 10,
     batch_size: int = 32,
@@ -196,8 +212,9 @@ def tune_by_gradient(
         (:func:`~pcr_explore.train.to_input`).
     dataset : LevelSource or path
         A PCR dataset (or a labelled folder of images).
-    scans : sequence of int
-        Levels to compare (the paper: 1, 2, 5, 10).
+    scans : sequence of int, optional
+        Levels to compare (default :func:`default_levels`: the paper's 1, 2,
+        5, 10 for the standard script).
     batches : int
         Batches to average over.
     batch_size : int
@@ -238,7 +255,7 @@ def tune_by_gradient(
         raise ValueError(f"batches and batch_size must be at least 1, got {batches}, {batch_size}")
     src = dataset if isinstance(dataset, LevelSource) else open_source(dataset)
     full = src.num_scans
-    levels = _check_scans(scans, full)
+    levels = _check_scans(default_levels(full) if scans is None else scans, full)
     loss_fn = loss_fn or torch.nn.functional.cross_entropy
     labels = np.asarray(src.labels)
     labelled = np.flatnonzero(labels >= 0)

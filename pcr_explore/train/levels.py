@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..errors import DatasetError
 from ..reader import PCRDataset, open_dataset
 from ._torch import require_torch
-from .gradient import tune_by_gradient
+from .gradient import default_levels, tune_by_gradient
 from .loop import evaluate, read_level, train_epoch
 from .model import build_model
 from .result import EpochStats, LevelRun, TrainResult
@@ -64,7 +64,7 @@ def _check_labels(train: PCRDataset, val: PCRDataset) -> int:
 def train_at_levels(
     train: PCRDataset | str | os.PathLike[str],
     val: PCRDataset | str | os.PathLike[str],
-    scans: Scans = (1, 2, 5, 10),
+    scans: Scans | None = None,
     *,
     size: int = 64,
     epochs: int = 10,
@@ -76,7 +76,7 @@ def train_at_levels(
     progress: bool = True,
     workers: int = 2,
     retune_every: int = 2,
-    auto_scans: Sequence[int] = (1, 2, 5, 10),
+    auto_scans: Sequence[int] | None = None,
     threshold: float = 0.8,
     tune_batches: int = 10,
     on_epoch: Callable[[LevelRun], None] | None = None,
@@ -88,8 +88,10 @@ def train_at_levels(
     train, val : PCRDataset or path
         Labelled PCR datasets with the same classes. *val* is always read at
         full quality.
-    scans : sequence of int or "auto"
-        Levels to train at, one run each. ``"auto"``: a single run whose
+    scans : sequence of int or "auto", optional
+        Levels to train at, one run each (default
+        :func:`~pcr_explore.train.gradient.default_levels`: 1, 2, 5, 10 for
+        the standard script). ``"auto"``: a single run whose
         level :func:`~pcr_explore.train.tune_by_gradient` chooses before
         epoch 1 and every *retune_every* epochs after.
     size : int
@@ -148,7 +150,7 @@ def train_at_levels(
     train_ds, val_ds = _open(train), _open(val)
     num_classes = _check_labels(train_ds, val_ds)
     full = train_ds.num_scans
-    plan = _plan(scans, full)
+    plan = _plan(default_levels(full) if scans is None else scans, full)
     reader = throttled(train_ds, bw) if bw is not None else train_ds
     val_level = read_level(val_ds, None, size, workers=workers)
 

@@ -13,6 +13,7 @@ from ..train import (
     GradientTuneResult,
     LevelRun,
     TrainResult,
+    default_levels,
     similarity_figure,
     train_at_levels,
     training_figure,
@@ -104,7 +105,7 @@ class TrainingExplorer(Explorer):
         train: str | os.PathLike[str] | PCRDataset,
         val: str | os.PathLike[str] | PCRDataset,
         *,
-        scans: Sequence[int] = (1, 2, 5, 10),
+        scans: Sequence[int] | None = None,
         size: int = 64,
         epochs: int = 5,
         bandwidth: float | None = None,
@@ -123,6 +124,7 @@ class TrainingExplorer(Explorer):
         self.threshold, self.tune_batches = threshold, tune_batches
         self.target, self.sample = target, sample
         n = self.train_set.num_scans
+        scans = default_levels(n) if scans is None else scans
         self.level_boxes = {
             k: w.Checkbox(
                 value=k in scans, description=str(k), indent=False, layout=w.Layout(width="44px")
