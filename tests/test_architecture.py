@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("encoder", "reader", "distributed"),
     ("sources", "loader", "throughput", "compare", "sample", "verify"),
     ("quality",),
-    ("tuner",),
+    ("tune_result", "tuner"),
     ("plots",),  # figure builders shared by the audit report and the widgets
     ("audit", "train", "swap"),
     ("widgets", "cli", "__main__"),

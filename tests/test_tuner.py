@@ -214,3 +214,25 @@ def test_tune_builtin_metric_on_photos(
         tune(tmp_path, metric="vif")
     with pytest.raises(ValueError, match="need 2 <= start <= budget"):
         tune(tmp_path, sample="auto", start=8, budget=4)
+
+
+def test_each_metric_gets_its_own_default_target() -> None:
+    from pcr_explore.quality import QualityCurve
+    from pcr_explore.tuner import recommend
+
+    db = np.tile([20.0, 30.0, 36.0, 100.0], (8, 1))
+    curve = QualityCurve.from_values(db, np.tile([10, 40, 70, 100], (8, 1)), metric="psnr")
+    r = recommend(curve)
+    assert r.target == 35.0 and r.scan == 3  # not 0.95 dB, which every level meets
+    sim = QualityCurve.from_values(
+        np.tile([0.6, 0.9, 0.97, 1.0], (8, 1)), np.tile([1, 2, 3, 4], (8, 1))
+    )
+    assert recommend(sim).target == 0.95
+    with pytest.raises(
+        ValueError, match="must be in \\(0, 1\\], got 95 \\(did you mean 0.95\\?\\)"
+    ):
+        recommend(sim, 95)
+    with pytest.raises(ValueError, match="PSNR target is in dB"):
+        tune("no-such-folder", 0.95, metric="psnr")  # refused before the folder is opened
+    with pytest.raises(ValueError, match="give a target for the custom metric"):
+        tune("no-such-folder", metric=lambda a, b: 0.0)

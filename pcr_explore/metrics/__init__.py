@@ -36,8 +36,11 @@ from ._structural import (
     ms_ssim,
     ssim,
 )
+from ._targets import DEFAULT_TARGETS, check_target
 
 __all__ = [
+    "DEFAULT_TARGETS",
+    "check_target",
     "K1",
     "K2",
     "METRICS",
