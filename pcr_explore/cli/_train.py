@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 from .._json import to_json
-from ..train import parse_bandwidth
 from ._args import positive_int as _positive
 
 __all__ = ["add_train_parsers"]
@@ -35,6 +34,10 @@ def _levels(text: str) -> list[int]:
 
 
 def _bandwidth(text: str) -> float:
+    # imported here: the training package loads Bokeh, which every other
+    # command (and --help) would otherwise pay for at start-up
+    from ..train import parse_bandwidth
+
     try:
         return parse_bandwidth(text)
     except ValueError as exc:
