@@ -71,6 +71,12 @@ MAX_PIXELS = 178_956_970
 # A source file is read whole: refuse anything larger than any photo would be.
 MAX_SOURCE_BYTES = 1 << 30
 
+# Above this many pixels a Pillow encode is written baseline and made
+# progressive by jpegtran in its own process: Pillow's progressive encoder
+# keeps every DCT coefficient of the image beside its pixels (1.2 GB for a
+# 13,000 x 13,000 RGB image), a baseline encode streams them.
+STREAM_PIXELS = 1 << 24
+
 # File signatures of the formats in IMAGE_SUFFIXES, checked before a file is
 # read whole, so a large junk file named ``.jpg`` costs one 16-byte read.
 _SIGNATURES = (
@@ -243,9 +249,13 @@ def _to_8bit(im: Image.Image) -> Image.Image:
     return im.convert("RGB")  # CMYK, YCbCr, LAB, HSV, RGBX ...
 
 
-def _pillow_encode(im: Image.Image, quality: int, src_jpeg: Image.Image | None) -> bytes:
+def _pillow_encode(
+    im: Image.Image, quality: int, src_jpeg: Image.Image | None, progressive: bool = True
+) -> bytes:
     out = io.BytesIO()
-    kwargs: dict[str, object] = {"progressive": True, "optimize": True}
+    # Pillow buffers the whole image to optimise or write progressive; a
+    # baseline encode (that jpegtran then optimises) streams
+    kwargs: dict[str, object] = {"progressive": progressive, "optimize": progressive}
     if src_jpeg is not None and src_jpeg.mode in ("L", "RGB"):
         # Keep the source's quantisation and subsampling (Pillow's quality="keep"
         # only works on the unmodified source object, so pass them explicitly).
@@ -357,9 +367,13 @@ def transcode(
             # source that copy alone is 500 MB, so only call it to turn
             upright = (ImageOps.exif_transpose(im) or im) if orientation in _JPEGTRAN_ORIENT else im
             src_jpeg = im if fmt in ("JPEG", "MPO") and mode in ("L", "RGB") else None
-            out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg)
-            if not script.is_standard:
-                out = _rescan(exe, out, script, label)
+            # jpegtran makes it progressive when it can: always for another
+            # script, and for a large image, whose pixels are then freed first
+            stream = exe is not None and (
+                not script.is_standard or upright.width * upright.height > STREAM_PIXELS
+            )
+            out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg, not stream)
+            del upright, src_jpeg
     except UnidentifiedImageError as exc:
         # The file's own bytes are never quoted: a reason lands in manifests and reports.
         what = "empty" if not data else "not a recognised image format"
@@ -368,11 +382,13 @@ def transcode(
         if isinstance(exc, (SourceImageError, JPEGError)):
             raise
         raise SourceImageError(f"{label}: cannot decode image: {exc}") from exc
+    if stream or not script.is_standard:  # the image is closed: only the JPEG is held
+        out = _rescan(exe, out, script, label)
     return _finish(out, "pillow", False, fmt, mode, note, label, script)
 
 
 def _rescan(exe: str | None, jpeg: bytes, script: ScanScript, label: str) -> bytes:
-    """Rewrite Pillow's standard progression in *script*'s scans, losslessly, with jpegtran."""
+    """Rewrite a Pillow JPEG (baseline or progressive) in *script*'s scans, losslessly."""
     if exe is None:
         raise ScanScriptError(
             f"{label}: the {script.name} scan script needs jpegtran (Pillow writes only the "

@@ -196,3 +196,19 @@ def test_argument_errors() -> None:
         transcode(b"", backend="magic")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="quality"):
         transcode(b"", quality=0)
+
+
+@pytest.mark.jpegtran
+def test_large_images_stream_through_a_baseline_encode_to_the_same_bytes(
+    sk_photo: Callable[..., np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pcr_explore.transcode as tr
+
+    buf = io.BytesIO()
+    Image.fromarray(sk_photo("astronaut", 200)).save(buf, "PNG")
+    direct = transcode(buf.getvalue())
+    monkeypatch.setattr(tr, "STREAM_PIXELS", 0)  # every image counts as large
+    streamed = transcode(buf.getvalue())
+    assert streamed.jpeg.data == direct.jpeg.data and streamed.backend == "pillow"
+    monkeypatch.setenv("PCR_JPEGTRAN", "/nonexistent/jpegtran")  # no jpegtran: Pillow alone
+    assert transcode(buf.getvalue()).jpeg.data == direct.jpeg.data
