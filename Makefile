@@ -33,12 +33,13 @@ install-test: $(BIN)/python system-deps torch
 
 # jpegtran (lossless transcode) and chromium (browser test) from Debian.
 system-deps:
-	@if ! command -v jpegtran >/dev/null || ! command -v chromium >/dev/null; then \
+	@if ! command -v jpegtran >/dev/null || ! command -v chromium >/dev/null \
+	    || [ -z "$$(ls /usr/lib/*/libturbojpeg.so.0 /usr/lib/libturbojpeg.so.0 2>/dev/null)" ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  if command -v apt-get >/dev/null; then \
 	    $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
-	      libjpeg-turbo-progs chromium >/dev/null; \
+	      libjpeg-turbo-progs libturbojpeg0 chromium >/dev/null; \
 	  else echo "install jpegtran (libjpeg-turbo) and chromium with your package manager"; fi; \
 	fi
 

@@ -7,6 +7,9 @@ Two backends:
     for a script other than the standard one). For JPEG
     sources this is a *lossless* transcode: the DCT coefficients are kept, so
     decoding all scans gives exactly the source's pixels.
+    Where libjpeg-turbo's TurboJPEG library is installed, the common case
+    (standard script, no rotation) runs in-process through ``tjTransform``,
+    which writes the same bytes (:mod:`pcr_explore._tjtransform`).
 ``pillow``
     Always available. JPEG sources are re-encoded with their own quantisation
     tables and chroma subsampling (``quality="keep"``); other formats are
@@ -43,6 +46,7 @@ import numpy as np
 from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from ._atomic import atomic_write
+from ._tjtransform import progressive
 from .errors import JPEGError, ScanScriptError, SourceImageError
 from .jpeg import ProgressiveJPEG, split_scans
 from .scan_script import ScanScript, resolve_scan_script
@@ -358,7 +362,9 @@ def transcode(
                 note = "EXIF orientation applied losslessly"
                 return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if jt is not None:
-                out = _run_jpegtran(jt, data, path, scans, label)
+                # the same bytes as the program, without a process per image
+                got = progressive(data, label) if script.is_standard else None
+                out = got if got is not None else _run_jpegtran(jt, data, path, scans, label)
                 return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
                 note = "CMYK converted to RGB (its 18-scan progression would not share levels)"
