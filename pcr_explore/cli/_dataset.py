@@ -143,14 +143,19 @@ def _run_encode(args: argparse.Namespace) -> EncodeSummary:
         try:
             return _encode_with(args, client)
         finally:
-            client.close()
+            client.close(timeout=30)
     if args.dask_workers is not None:
         cluster, client = local_cluster(args.dask_workers)
         try:
             return _encode_with(args, client)
         finally:
-            client.close()
-            cluster.close()
+            # bounded: the records and manifest are written by now, and a worker
+            # that does not answer the close must not keep the command running
+            try:
+                client.close(timeout=30)
+                cluster.close(timeout=30)
+            except Exception as exc:  # noqa: BLE001 - reported, the encode itself is done
+                print(f"pcr-explore: the local Dask cluster did not close: {exc}", file=sys.stderr)
     return _encode_with(args, None)
 
 
