@@ -19,7 +19,7 @@ from PIL import Image
 
 from . import _decoders
 from ._decoders import decoder_name, set_decoder
-from .errors import JPEGError, ScanScriptError
+from .errors import JPEGError
 
 __all__ = [
     "EOI",
@@ -29,7 +29,6 @@ __all__ = [
     "ScanHeader",
     "ProgressiveJPEG",
     "split_scans",
-    "check_scan_script",
     "decode",
     "decoder_name",
     "set_decoder",
@@ -300,40 +299,6 @@ def _parse_sos(
         comps.append(frame_ids.index(cid))
     p = pos + 3 + 2 * ns
     return ScanHeader(tuple(comps), data[p], data[p + 1], data[p + 2] >> 4, data[p + 2] & 15)
-
-
-def check_scan_script(pj: ProgressiveJPEG, *, source: str = "<bytes>") -> None:
-    """Check that *pj* uses libjpeg's standard progression.
-
-    Shared scan levels only mean the same fidelity for every image when every
-    image uses the same script: 10 scans for YCbCr, 6 for grayscale.
-
-    Raises
-    ------
-    ScanScriptError
-        Naming the first scan that differs, or the component count.
-    """
-    if not pj.progressive:
-        raise ScanScriptError(f"{source}: not a progressive JPEG (frame marker 0x{pj.sof:02X})")
-    if pj.num_components == 3:
-        expected = STANDARD_SCRIPT_COLOR
-    elif pj.num_components == 1:
-        expected = STANDARD_SCRIPT_GRAY
-    else:
-        raise ScanScriptError(
-            f"{source}: {pj.num_components}-component JPEG ({pj.num_scans} scans); only "
-            "grayscale (6 scans) and YCbCr (10 scans) share the standard scan levels"
-        )
-    if pj.num_scans != len(expected):
-        raise ScanScriptError(
-            f"{source}: {pj.num_scans} scans, expected the standard {len(expected)}"
-        )
-    for k, (got, want) in enumerate(zip(pj.scans, expected), start=1):
-        if got != want:
-            raise ScanScriptError(
-                f"{source}: scan {k} is '{got.describe()}', the standard script has "
-                f"'{want.describe()}'"
-            )
 
 
 def target_size(width: int, height: int, size: Size) -> tuple[int, int]:

@@ -18,10 +18,10 @@ from pcr_explore.jpeg import (
     EOI,
     STANDARD_SCRIPT_COLOR,
     STANDARD_SCRIPT_GRAY,
-    check_scan_script,
     decode,
     split_scans,
 )
+from pcr_explore.scan_script import STANDARD
 from pcr_explore.transcode import transcode
 
 
@@ -36,7 +36,7 @@ def test_colour_progressive_has_standard_ten_scans(prog_color: bytes) -> None:
     assert pj.scans == STANDARD_SCRIPT_COLOR
     assert pj.progressive and pj.num_components == 3
     assert (pj.width, pj.height) == (256, 256)
-    check_scan_script(pj)
+    STANDARD.check(pj)
 
 
 def test_pieces_tile_the_file_and_full_level_is_identical(prog_color: bytes) -> None:
@@ -107,7 +107,7 @@ def test_baseline_jpeg_splits_but_fails_the_script_check(
     pj = split_scans(base)
     assert not pj.progressive and pj.num_scans == 1
     with pytest.raises(ScanScriptError, match="not a progressive JPEG"):
-        check_scan_script(pj, source="base.jpg")
+        STANDARD.check(pj, source="base.jpg")
 
 
 def test_cmyk_progression_is_rejected(sk_photo: Callable[..., np.ndarray]) -> None:
@@ -117,7 +117,7 @@ def test_cmyk_progression_is_rejected(sk_photo: Callable[..., np.ndarray]) -> No
     pj = split_scans(buf.getvalue())
     assert pj.num_components == 4 and pj.num_scans == 18
     with pytest.raises(ScanScriptError, match="cmyk.jpg: 4-component"):
-        check_scan_script(pj, source="cmyk.jpg")
+        STANDARD.check(pj, source="cmyk.jpg")
 
 
 @pytest.mark.parametrize(
