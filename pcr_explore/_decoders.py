@@ -32,9 +32,11 @@ from typing import Protocol
 import numpy as np
 from PIL import Image
 
+from ._eighth import at_eighth as eighth_rewrite
 from .errors import MissingExtraError
 
 ENV_VAR = "PCR_DECODER"
+SKIP_SCANS_VAR = "PCR_SKIP_SCANS"
 NAMES = ("pillow", "simplejpeg", "turbojpeg")
 # Fastest first (bench/bench_decoders.py); only backends that matched Pillow in
 # every measured case belong here.
@@ -214,7 +216,27 @@ def backend_decode(
 
 
 def decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
-    """Decode with the active backend, falling back to Pillow (whose errors pass through)."""
+    """Decode with the active backend, falling back to Pillow (whose errors pass through).
+
+    A progressive JPEG decoded at 1/8 scale leaves out the scans that cannot
+    change its pixels (:mod:`pcr_explore._eighth`); ``PCR_SKIP_SCANS=0``
+    turns that off.
+    """
+    if os.environ.get(SKIP_SCANS_VAR, "1") != "0":
+
+        def at_eighth(width: int, height: int) -> bool:
+            return draft_scale(width, height, target_for(width, height)) == 8
+
+        lean = eighth_rewrite(data, at_eighth)
+        if lean is not None:
+            try:
+                return _decode(lean, target_for, mode)
+            except (OSError, SyntaxError, ValueError, EOFError):
+                pass  # the whole file decides
+    return _decode(data, target_for, mode)
+
+
+def _decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
     backend = active_backend()
     if backend is not None:
         arr = backend_decode(backend, data, target_for, mode)
