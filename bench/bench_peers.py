@@ -26,6 +26,14 @@ scaling serve all:
 
 PCR is read at levels 1, 5 and all (10; with ``--scan-script``, where
 ``encode_dataset`` takes one, each named script's levels 1, 5 and all).
+At 1/8 the decoder leaves out the AC scans that cannot change the pixels
+(``pcr_explore._eighth``); the rows ``pcr Lk, all scans`` read the standard
+script's levels with that turned off (``PCR_SKIP_SCANS=0``), in the same run.
+
+``--as-420`` first re-encodes the picked sources as baseline 4:2:0 JPEGs
+(quality 90), the chroma layout of most camera and ImageNet JPEGs; the
+flowers5 photos are stored 4:4:4, which leaves every AC scan out at 1/8,
+while in 4:2:0 the chroma scans stay.
 Figures: images/s (wall time of the pass), CPU ms/image (CPU time of the
 worker processes; decode plus read), and bytes read per image (file bytes the
 reader had to read; for PCR the record prefixes its reader fetched), each as a
@@ -46,11 +54,11 @@ bandwidth).
 
 Usage::
 
-    python bench/bench_peers.py [FOLDER] [--limit 400] [--rounds 3]
+    python bench/bench_peers.py [FOLDER] [--limit 400] [--rounds 3] [--as-420]
 
 Needs ``pip install pcr-explore[bench]`` (webdataset, mosaicml-streaming); a
 missing peer is left out and named. Prints a table and writes
-bench/results/bench_peers.json.
+bench/results/bench_peers.json (with ``--as-420``: bench_peers_420.json).
 """
 
 from __future__ import annotations
@@ -75,6 +83,11 @@ from typing import Any
 from pcr_explore import encode_dataset, open_dataset
 from pcr_explore._json import to_json
 from pcr_explore.jpeg import decode, decoder_name
+
+try:  # the 1/8 rewrite's switch (absent before it existed)
+    from pcr_explore._decoders import SKIP_SCANS_VAR
+except ImportError:
+    SKIP_SCANS_VAR = "PCR_SKIP_SCANS"
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SRC = HERE.parent.parent / "shared" / "data" / "flowers5" / "train"
@@ -152,6 +165,20 @@ def pick_sources(src: Path, limit: int) -> list[tuple[Path, int, str]]:
         n = max(1, limit // len(classes))
         step = max(1, len(files) // n)
         out += [(p, label, classes[label]) for p in files[::step][:n]]
+    return out
+
+
+def as_420(sources: list[tuple[Path, int, str]], work: Path) -> list[tuple[Path, int, str]]:
+    """The sources re-encoded as baseline 4:2:0 JPEGs (quality 90), in *work*/src420."""
+    from PIL import Image
+
+    out = []
+    for p, label, cls in sources:
+        dst = work / "src420" / cls / p.name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with Image.open(p) as im:
+            im.convert("RGB").save(dst, "JPEG", quality=90, subsampling=2)
+        out.append((dst, label, cls))
     return out
 
 
@@ -253,6 +280,16 @@ def read_part(task: tuple[str, Any, int, int, int | None, str]) -> tuple[int, in
                     n += 1
                 nbytes += os.path.getsize(Path(where, shard["raw_data"]["basename"]))
             start += count
+    elif kind == "pcr-all-scans":
+        saved = os.environ.get(SKIP_SCANS_VAR)
+        os.environ[SKIP_SCANS_VAR] = "0"
+        try:
+            n, nbytes, _ = read_part(("pcr", where, part, parts, level, size))
+        finally:
+            if saved is None:
+                del os.environ[SKIP_SCANS_VAR]
+            else:
+                os.environ[SKIP_SCANS_VAR] = saved
     else:  # PCR
         ds = open_dataset(where)
         for r in range(part, len(ds.records), parts):
@@ -287,6 +324,11 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=400, help="source images (default 400)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    ap.add_argument(
+        "--as-420",
+        action="store_true",
+        help="re-encode the sources as baseline 4:2:0 JPEGs (quality 90) first",
+    )
     has_scripts = "scan_script" in inspect.signature(encode_dataset).parameters
     if has_scripts:
         ap.add_argument(
@@ -308,10 +350,12 @@ def main() -> None:
         sys.exit("WebDataset is the baseline: pip install webdataset")
 
     sources = pick_sources(args.folder, args.limit)
-    src_bytes = sum(p.stat().st_size for p, _, _ in sources)
-    shard_bytes = -(-src_bytes // 8)
     work = Path(tempfile.mkdtemp(prefix="bench_peers-"))
     try:
+        if args.as_420:
+            sources = as_420(sources, work)
+        src_bytes = sum(p.stat().st_size for p, _, _ in sources)
+        shard_bytes = -(-src_bytes // 8)
         t0 = time.perf_counter()
         written = write_all(sources, work, shard_bytes, wds, streaming, scripts)
         write_s = time.perf_counter() - t0
@@ -325,6 +369,8 @@ def main() -> None:
             scans = open_dataset(path).num_scans  # another script may have fewer than 5
             for k in [lv for lv in PCR_LEVELS if lv is None or lv < scans]:
                 cases.append((f"{tag} L{k or scans}", "pcr", path, k))
+                if script == "standard":
+                    cases.append((f"{tag} L{k or scans}, all scans", "pcr-all-scans", path, k))
 
         ctx = mp.get_context("fork")  # workers inherit the imported readers
         pools = {w: ctx.Pool(w) for w in args.workers}
@@ -335,6 +381,8 @@ def main() -> None:
             for w, pool in pools.items():
                 for size in SIZES:
                     for name, kind, where, level in cases:
+                        if kind == "pcr-all-scans" and size != "1/8":
+                            continue  # the decoder leaves scans out at 1/8 only
                         tasks = [(kind, where, i, w, level, size) for i in range(w)]
                         t = time.perf_counter()
                         parts = pool.map(read_part, tasks)
@@ -401,12 +449,12 @@ def main() -> None:
     if missing:
         print(f"left out (not installed): {', '.join(missing)}")
     print(
-        f"\n{'format':<18} {'size':>5} {'workers':>7} {'images/s':>9} {'CPU ms/img':>10} "
+        f"\n{'format':<20} {'size':>5} {'workers':>7} {'images/s':>9} {'CPU ms/img':>10} "
         f"{'kB read/img':>11} {'speed/WDS':>9} {'CPU/WDS':>8} {'bytes/WDS':>9}"
     )
     for r in sorted(rows, key=lambda r: (r["workers"], SIZES.index(r["size"]))):
         print(
-            f"{r['format']:<18} {r['size']:>5} {r['workers']:>7} {r['images_per_s']:>9.1f} "
+            f"{r['format']:<20} {r['size']:>5} {r['workers']:>7} {r['images_per_s']:>9.1f} "
             f"{r['cpu_ms_per_image']:>10.2f} {r['bytes_per_image'] / 1e3:>11.1f} "
             f"{r['speed_vs_wds']:>8.2f}x {r['cpu_vs_wds']:>7.2f}x {r['bytes_vs_wds']:>8.2f}x"
         )
@@ -416,10 +464,10 @@ def main() -> None:
         "serial: B < (b_wds - b_k) / (t_k - t_wds); overlapped: B < b_wds / t_k; "
         "inf: PCR's decode is no slower)"
     )
-    print(f"{'format':<18} {'size':>5} {'serial MB/s':>12} {'overlap MB/s':>13}")
+    print(f"{'format':<20} {'size':>5} {'serial MB/s':>12} {'overlap MB/s':>13}")
     for c in cross:
         print(
-            f"{c['format']:<18} {c['size']:>5} {c['serial_Bps'] / 1e6:>12.1f} "
+            f"{c['format']:<20} {c['size']:>5} {c['serial_Bps'] / 1e6:>12.1f} "
             f"{c['overlap_Bps'] / 1e6:>13.1f}"
         )
     result = {
@@ -444,7 +492,7 @@ def main() -> None:
         },
     }
     (HERE / "results").mkdir(exist_ok=True)
-    out = HERE / "results" / "bench_peers.json"
+    out = HERE / "results" / ("bench_peers_420.json" if args.as_420 else "bench_peers.json")
     out.write_text(to_json(result) + "\n")  # an infinite crossover is written as null
     print(f"\nwrote {out}")
 

@@ -163,6 +163,8 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
     # Only full-resolution components decode to one pixel per block at 1/8:
     # libjpeg scales subsampled chroma by a larger IDCT instead of upsampling.
     lean = {cid for cid, h, v in comps if (h, v) == (hmax, vmax)}
+    if data.count(b"\xff\xda", pos) < 1 + len(lean):
+        return None  # too few scans for a DC scan and an AC scan of each (level 1, say)
     seen_dc: set[int] = set()  # components whose DC has been received
     seen_low_ac: set[int] = set()  # lean components that received some of AC 1-9
     keep: list[bytes] = []
