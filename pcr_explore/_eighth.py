@@ -33,6 +33,8 @@ import re
 import struct
 from collections.abc import Callable
 
+from ._frame import SOF_MARKERS, read_frame
+
 __all__ = ["at_eighth", "zero_ac_scan"]
 
 # The first marker after a scan's data: FF followed by anything but a stuffed
@@ -40,8 +42,6 @@ __all__ = ["at_eighth", "zero_ac_scan"]
 _MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7]")
 # Entropy-coded segments run until the next marker; other segments have lengths.
 _SOS, _DRI, _SOF2 = 0xDA, 0xDD, 0xC2
-# frames other than progressive Huffman: baseline, extended, lossless, hierarchical, arithmetic
-_OTHER_SOF = frozenset({0xC0, 0xC1, 0xC3, *range(0xC5, 0xC8), *range(0xC9, 0xD0)} - {0xCC})
 _SMOOTHED = range(1, 10)  # AC coefficients whose absence lets libjpeg re-estimate DC
 _MAX_RUN = 32767  # longest end-of-band run one symbol codes (EOB14 + 14 bits)
 
@@ -106,33 +106,6 @@ def zero_ac_scan(component_id: int, blocks: int) -> bytes:
     )
 
 
-def _frame(data: bytes) -> tuple[int, int, list[tuple[int, int, int]], int] | None:
-    """(width, height, [(id, h, v)], offset of the first SOS) of a progressive Huffman JPEG."""
-    pos, n = 2, len(data)
-    sof: tuple[int, int, list[tuple[int, int, int]]] | None = None
-    while pos + 4 <= n and data[pos] == 0xFF:
-        code = data[pos + 1]
-        if code == 0xFF:  # a fill byte
-            pos += 1
-            continue
-        if code == _SOS:
-            return None if sof is None else (*sof, pos)
-        length = (data[pos + 2] << 8) | data[pos + 3]
-        seg = data[pos + 4 : pos + 2 + length]
-        if code in _OTHER_SOF or (code == _DRI and seg[:2] != b"\x00\x00"):
-            return None  # not progressive Huffman, or restart markers
-        if code == _SOF2 and len(seg) >= 6:
-            height, width, nc = struct.unpack(">HHB", seg[1:6])
-            if len(seg) < 6 + 3 * nc or nc not in (1, 3) or not width or not height:
-                return None
-            comps = [(seg[6 + 3 * i], seg[7 + 3 * i] >> 4, seg[7 + 3 * i] & 15) for i in range(nc)]
-            if any(not 1 <= h <= 4 or not 1 <= v <= 4 for _, h, v in comps):
-                return None
-            sof = (width, height, comps)
-        pos += 2 + length
-    return None
-
-
 def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> bytes | None:
     """*data* rewritten to decode at 1/8 scale to the same pixels with less work; None if not.
 
@@ -151,12 +124,14 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
         the pixels, or where *data* is not a complete progressive Huffman JPEG
         (the caller then decodes *data* itself).
     """
-    if data[:2] != b"\xff\xd8":
+    frame = read_frame(data)
+    if frame is None or frame.sof != _SOF2 or frame.restart_interval:
+        return None  # not progressive Huffman, or restart markers
+    width, height, comps, pos = frame.width, frame.height, frame.components, frame.first_scan
+    if not width or not height or len(comps) not in (1, 3):
         return None
-    frame = _frame(data)
-    if frame is None:
+    if any(not 1 <= h <= 4 or not 1 <= v <= 4 for _, h, v in comps):
         return None
-    width, height, comps, pos = frame
     if wanted is not None and not wanted(width, height):
         return None
     hmax, vmax = max(c[1] for c in comps), max(c[2] for c in comps)
@@ -184,7 +159,7 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
         length = (data[pos + 2] << 8) | data[pos + 3]
         if code != _SOS:
             restarts = code == _DRI and data[pos + 4 : pos + 6] != b"\0\0"
-            if code == _SOF2 or code in _OTHER_SOF or restarts:
+            if code in SOF_MARKERS or restarts:
                 return None  # a second frame, or restart markers from here on
             pos += 2 + length
             continue

@@ -40,6 +40,7 @@ import subprocess
 import tempfile
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -175,7 +176,13 @@ def find_jpegtran() -> str | None:
     env = os.environ.get("PCR_JPEGTRAN")
     if env:
         return env if os.path.isfile(env) else None
-    return shutil.which("jpegtran")
+    return _which_jpegtran(os.environ.get("PATH"))
+
+
+@lru_cache(maxsize=8)
+def _which_jpegtran(path: str | None) -> str | None:
+    # a search of $PATH per image cost 0.2 ms; a changed $PATH searches again
+    return shutil.which("jpegtran", path=path)
 
 
 def _script_file(text: str) -> str:

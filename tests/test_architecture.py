@@ -20,7 +20,7 @@ ROOT = Path(pcr_explore.__file__).parent
 # Lowest first. A module may import its own layer or a lower one.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "_atomic", "_json", "_pool", "_lock", "_version"),
-    ("jpeg", "_decoders", "_eighth", "_orient", "_tjtransform", "scan_script", "metrics"),
+    ("_frame", "jpeg", "_decoders", "_eighth", "_orient", "_tjtransform", "scan_script", "metrics"),
     ("transcode", "format", "prefix", "manifest", "summary", "remote", "cache", "_output"),
     ("discover", "_journal", "_fetch", "_plan", "_shard", "_spool"),
     ("encoder", "reader", "distributed"),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from .._frame import read_frame
 from ..errors import JPEGError, PCRError, ScanScriptError
 from ..jpeg import ProgressiveJPEG, split_scans
 from ..metrics import WINDOW
@@ -230,7 +231,10 @@ def inspect_file(job: FileJob) -> FileInfo:
     if job.data is None and expected and fmt not in expected:
         issues.append(("misnamed", f"a {fmt} file named {suffix}"))
     coding = NOT_JPEG
-    if fmt in ("JPEG", "MPO"):
+    frame = read_frame(raw) if fmt in ("JPEG", "MPO") else None
+    if frame is not None and frame.sof in (0xC0, 0xC1):
+        coding = BASELINE  # from the frame header: no scan search needed
+    elif fmt in ("JPEG", "MPO"):
         try:
             coding, odd = _coding(split_scans(raw, source=job.name), job.name, job.script)
         except JPEGError as exc:
@@ -253,7 +257,8 @@ def inspect_file(job: FileJob) -> FileInfo:
     if job.data is not None:  # a dataset image: bytes per level come from its record
         return FileInfo(**base, issues=tuple(issues), measured=_measured(job, job.data))
     try:
-        res = transcode(job.path or raw, backend=job.backend, quality=job.quality, name=job.name)  # type: ignore[arg-type]
+        # the bytes already read: no second read of the file
+        res = transcode(raw, backend=job.backend, quality=job.quality, name=job.name)  # type: ignore[arg-type]
     except (PCRError, OSError, ValueError) as exc:
         return _bad(base, f"cannot transcode: {_first_line(exc)}", *issues)
     pj = res.jpeg
