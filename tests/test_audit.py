@@ -161,6 +161,45 @@ def test_bytes_quality_and_recommendation(report: AuditReport, planted: Path) ->
     assert report.worst[0]["thumb_full"].startswith("data:image/jpeg;base64,")
 
 
+def test_a_bytes_sample_estimates_bytes_and_checks_every_file(
+    report: AuditReport, planted: Path
+) -> None:
+    quick = audit(planted, sample=2, workers=2, seed=1, progress=False, bytes_sample=4)
+    # every file is still read, decoded and checked: the same problems and scores
+    assert quick.problems == report.problems and quick.scores == report.scores
+    assert quick.readable == report.readable and quick.source_bytes == report.source_bytes
+    # four readable files transcoded, among them the two of the quality sample
+    assert quick.bytes_measured == 4 and quick.to_dict()["bytes_measured"] == 4
+    assert quick.curve is not None and quick.curve.sample_size == 2
+    assert quick.options["bytes_sample"] == 4
+    # their bytes per source byte, times every readable file's source bytes
+    src = FolderSource(planted)
+    coded = [i for i in range(len(src)) if src.names[i] in _transcoded(quick, planted)]
+    assert len(coded) == 4
+    per_byte = sum(src.level_bytes(i) for i in coded) / sum(
+        (planted / src.names[i]).stat().st_size for i in coded
+    )
+    np.testing.assert_array_equal(quick.level_bytes, np.rint(per_byte * quick.source_bytes))
+    assert any("estimated from the 4 of" in n for n in quick.notes)
+    assert "estimated from the 4 of" in quick.summary()
+    # all of them: the exact figures, and nothing said about estimates
+    whole = audit(planted, sample=2, workers=1, seed=1, progress=False, bytes_sample=100)
+    np.testing.assert_array_equal(whole.level_bytes, report.level_bytes)
+    assert whole.bytes_measured is None and not any("estimated" in n for n in whole.notes)
+
+
+def _transcoded(r: AuditReport, root: Path) -> set[str]:
+    """Files whose bytes the audit measured: the start of its seeded order, readable ones."""
+    from pcr_explore.audit._target import open_target
+
+    names = open_target(root, "auto", 90).names
+    perm = np.random.default_rng(r.options["seed"]).permutation(len(names))
+    order = [names[int(i)] for i in perm]
+    broken = {p["file"] for p in r.problems if p["type"] == "bad_file"}
+    take = max(r.options["sample"], r.options["bytes_sample"])
+    return {n for n in order[:take] if n not in broken}
+
+
 @pytest.mark.jpegtran
 def test_json(report: AuditReport, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
@@ -345,6 +384,11 @@ def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["audit", str(planted / "cats" / "coffee.jpg"), "--json", "-", "--quiet"]) == 0
     one = json.loads(capsys.readouterr().out)
     assert one["images"] == 1 and one["kind"] == "file" and one["classes"] == {"(no class)": 1}
+
+    args = ["audit", str(planted), "--sample", "2", "--bytes-sample", "3", "--json", "-"]
+    assert main([*args, "--quiet", "--workers", "1"]) == 0
+    quick = json.loads(capsys.readouterr().out)
+    assert quick["bytes_measured"] == 3 and quick["options"]["bytes_sample"] == 3
 
     assert main(["audit", str(tmp_path / "nope")]) == 1
     assert "no such file" in capsys.readouterr().err

@@ -37,6 +37,7 @@ MISSING = Path("/nonexistent/pcr-explore-audit")
         ({"worst": -1}, "worst must be an integer >= 0, got -1"),
         ({"seed": 1.5}, "seed must be an integer >= 0"),
         ({"max_pixels": 0}, "max_pixels must be an integer >= 1"),
+        ({"bytes_sample": 0}, "bytes_sample must be an integer >= 1, got 0"),
         ({"luminance": "yes"}, "luminance must be True or False"),
         ({"backend": "magick"}, "unknown backend 'magick'"),
         ({"quality": 200}, "quality must be an integer in 1..100, got 200"),

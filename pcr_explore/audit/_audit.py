@@ -49,12 +49,38 @@ def _problems(
     return sorted(problems, key=lambda d: (d["file"], d["type"], d["issue"]))
 
 
-def _notes(found: ImageFindings, sampled: SampleQuality, o: Options) -> list[str]:
+def _level_bytes(ok: list[FileInfo], levels: int) -> tuple[np.ndarray, int]:
+    """The readable images' bytes at each level, and how many of them were measured.
+
+    Where only some were transcoded, the total is their bytes at each level
+    over their source bytes, times every readable image's source bytes.
+    """
+    coded = [i for i in ok if i.level_bytes is not None]
+    rows = [i.level_bytes for i in coded if i.level_bytes is not None]  # (for mypy)
+    if not rows:
+        return np.zeros(levels, np.int64), 0
+    total = np.sum(rows, axis=0).astype(np.int64)
+    if len(coded) < len(ok):
+        scale = sum(i.file_bytes for i in ok) / max(1, sum(i.file_bytes for i in coded))
+        total = np.rint(total * scale).astype(np.int64)
+    return total, len(coded)
+
+
+def _notes(
+    found: ImageFindings, sampled: SampleQuality, o: Options, measured: int, readable: int
+) -> list[str]:
     """Say how the numbers were made where it changes how to read them."""
     notes = [
         "image properties and perceptual hashes are measured on one decode per image, "
         f"its longer side at most {ANALYSIS_SIDE} px (DCT scaling for JPEGs)"
     ]
+    if measured < readable:
+        notes.append(
+            f"bytes per level are estimated from the {measured:,} of {readable:,} readable "
+            "images transcoded (bytes_sample): their bytes at each level per source byte, "
+            "times all readable images' source bytes; the others were not transcoded, so a "
+            "file that fails only the lossless transcode would not be found"
+        )
     curve = sampled.tune.curve if sampled.tune is not None else None
     shrunk = [
         n for n, text in (curve.notes if curve is not None else ()) if "measured at 1/" in text
@@ -109,6 +135,7 @@ def audit(
     quality: int = 90,
     thresholds: Mapping[str, float] | None = None,
     max_pixels: int = MAX_QUALITY_PIXELS,
+    bytes_sample: int | None = None,
 ) -> AuditReport:
     """Audit a folder of images, one image file, or a PCR dataset.
 
@@ -159,6 +186,16 @@ def audit(
     max_pixels : int
         A sampled image larger than this is measured for quality at a reduced
         size, so a worker's memory stays bounded (the report says so).
+    bytes_sample : int, optional
+        Transcode only this many folder images for their bytes at each level
+        (the start of the quality sample's seeded order, so they include the
+        quality sample), and estimate the dataset's bytes per level from
+        them: their bytes at each level over their source bytes, times all
+        readable images' source bytes. The others are still read, decoded
+        and checked, but a file that would fail only the lossless transcode
+        (libjpeg warnings on corrupt data that Pillow decodes anyway) is then
+        not found. Default None: every image is transcoded and the bytes are
+        exact. A PCR dataset's bytes always come from its record index.
 
     Returns
     -------
@@ -193,6 +230,7 @@ def audit(
         quality=quality,
         thresholds=thresholds,
         max_pixels=max_pixels,
+        bytes_sample=bytes_sample,
     )
     from tqdm.auto import tqdm
 
@@ -212,10 +250,8 @@ def audit(
         infos = p.infos
         t_files = time.perf_counter()
         found = find_issues(infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
-        ok = [i for i in infos if not i.broken and i.level_bytes is not None]
-        level_bytes = np.zeros(t.source.num_scans, np.int64)
-        if ok:
-            level_bytes = np.sum([i.level_bytes for i in ok if i.level_bytes is not None], axis=0)
+        ok = [i for i in infos if not i.broken]
+        level_bytes, measured = _level_bytes(ok, t.source.num_scans)
         t_checks = time.perf_counter()
         sampled = _sample(t, p, level_bytes, o, sample_bar)
     t_sample = time.perf_counter()
@@ -253,6 +289,7 @@ def audit(
             "msssim_scales": len(MSSSIM_WEIGHTS),
             "max_pixels": o.max_pixels,
             "analysis_side": ANALYSIS_SIDE,
+            "bytes_sample": o.bytes_sample,
         },
         seconds=end - t0,
         scores=found.scores,
@@ -267,11 +304,12 @@ def audit(
         },
         examples=examples,
         thumbnails=thumbs,
-        notes=_notes(found, sampled, o),
+        notes=_notes(found, sampled, o, measured, len(ok)),
         timings={
             "files": t_files - t0,
             "checks": t_checks - t_files,
             "quality_sample": t_sample - t_checks,
             "report": end - t_sample,
         },
+        bytes_measured=None if measured == len(ok) else measured,
     )

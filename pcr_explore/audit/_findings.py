@@ -56,6 +56,7 @@ class AuditFindings:
     thumbnails: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    bytes_measured: int | None = None
 
     @property
     def issue_counts(self) -> dict[str, int]:
@@ -179,6 +180,7 @@ class AuditFindings:
             "notes": self.notes,
             "conversions": self.conversions,
             "source_bytes": self.source_bytes,
+            "bytes_measured": self.readable if self.bytes_measured is None else self.bytes_measured,
             "levels": self.levels(),
             "recommended_scan": self.recommended_scan,
             "target": self.options.get("target"),

@@ -102,6 +102,7 @@ class FileJob:
     quality: int = 90
     sample: SampleSpec | None = None
     script: ScanScript = STANDARD_SCRIPT  # the dataset's (a folder: the standard one)
+    transcode: bool = True  # False: a folder's file outside the bytes sample
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,8 @@ def inspect_file(job: FileJob) -> FileInfo:
     base.update(coding=coding, props=props)
     if job.data is not None:  # a dataset image: bytes per level come from its record
         return FileInfo(**base, issues=tuple(issues), measured=_measured(job, job.data))
+    if not job.transcode:  # outside the bytes sample: checked, not transcoded
+        return FileInfo(**base, issues=tuple(issues))
     try:
         # the bytes already read: no second read of the file
         res = transcode(raw, backend=job.backend, quality=job.quality, name=job.name)  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ class Options:
     quality: int
     thresholds: dict[str, float]
     max_pixels: int
+    bytes_sample: int | None = None
 
 
 def _count(name: str, value: object, low: int, *, none: bool = False) -> None:
@@ -57,6 +58,7 @@ def check_options(
     quality: int,
     thresholds: Mapping[str, float] | None,
     max_pixels: int,
+    bytes_sample: int | None = None,
 ) -> Options:
     """Validate every audit option at once, before any work; see :func:`~pcr_explore.audit.audit`.
 
@@ -92,6 +94,7 @@ def check_options(
     _count("seed", seed, 0)
     _count("worst", worst, 0)
     _count("max_pixels", max_pixels, 1)
+    _count("bytes_sample", bytes_sample, 1, none=True)
     if not isinstance(luminance, bool):
         raise ValueError(f"luminance must be True or False, got {luminance!r}")
     check_backend_and_quality(backend, quality)
@@ -108,4 +111,5 @@ def check_options(
         quality=quality,
         thresholds=check_thresholds(thresholds),
         max_pixels=max_pixels,
+        bytes_sample=bytes_sample,
     )

@@ -51,8 +51,12 @@ class Pass:
     measured: list[Outcome]
 
 
-def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
-    """One job per image, the sampled images first: a folder's file, or a dataset's JPEG."""
+def _jobs(t: Target, o: Options, first: list[int], coded: set[int] | None) -> Iterator[FileJob]:
+    """One job per image, the sampled images first: a folder's file, or a dataset's JPEG.
+
+    *coded* holds the folder files to transcode for their bytes per level
+    (None: every file).
+    """
     script = scan_script_of(t.source)
     spec = SampleSpec(
         t.source.num_scans,
@@ -70,6 +74,7 @@ def _jobs(t: Target, o: Options, first: list[int]) -> Iterator[FileJob]:
                 backend=o.backend,
                 quality=o.quality,
                 sample=spec if i in sampled else None,
+                transcode=coded is None or i in coded,
             )
         return
     ds = t.dataset
@@ -131,8 +136,10 @@ def inspect_all(t: Target, o: Options, files_bar: Any, sample_bar: Any) -> Pass:
     n = len(t.names)
     want = n if o.sample is None else min(o.sample, n)
     perm = [int(i) for i in np.random.default_rng(o.seed).permutation(n)]
+    # the bytes sample starts the same permutation, so it holds the quality sample
+    coded = None if o.bytes_sample is None else set(perm[: max(want, o.bytes_sample)])
     infos: list[FileInfo] = []
-    for info in _run(_jobs(t, o, perm[:want]), n, o.workers):
+    for info in _run(_jobs(t, o, perm[:want], coded), n, o.workers):
         infos.append(info)
         files_bar.update(1)
         if info.measured is not None:
@@ -141,7 +148,7 @@ def inspect_all(t: Target, o: Options, files_bar: Any, sample_bar: Any) -> Pass:
     if t.dataset is not None:  # bytes per level from the record index, not a transcode
         ds = t.dataset
         infos = [i if i.broken else replace(i, level_bytes=ds.level_bytes(i.index)) for i in infos]
-    readable = {i.index for i in infos if not i.broken and i.level_bytes is not None}
+    readable = {i.index for i in infos if not i.broken}
     order = [i for i in perm if i in readable]
     measured = [m for i in order if (m := infos[i].measured) is not None]
     return Pass(infos, order, want, measured)

@@ -72,7 +72,9 @@ class AuditReport(AuditFindings):
         ``{"file": ..., "note": ...}`` for sources that could not be
         transcoded losslessly (non-JPEG formats, CMYK, EXIF rotations).
     level_bytes : ndarray of int
-        Bytes of all readable images at each scan level (cumulative).
+        Bytes of all readable images at each scan level (cumulative); with
+        ``bytes_sample``, estimated from the images transcoded (see
+        ``bytes_measured`` and ``notes``).
     source_bytes : int
         Bytes of the readable source files.
     tune : TuneResult or None
@@ -85,6 +87,9 @@ class AuditReport(AuditFindings):
         The audit's settings (sample, target, metric, statistic, seed, luminance).
     seconds : float
         Wall time of the audit.
+    bytes_measured : int or None
+        Readable images whose bytes per level were measured, where
+        ``audit(..., bytes_sample=...)`` measured only some (None: all).
 
     Examples
     --------

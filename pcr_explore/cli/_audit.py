@@ -75,6 +75,15 @@ def register(sub: Any) -> None:
         help="measure the quality of larger sampled images at a reduced size "
         f"(bounds memory; default {MAX_QUALITY_PIXELS:,})",
     )
+    p.add_argument(
+        "--bytes-sample",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="transcode only N images (the quality sample among them) and estimate the "
+        "bytes per level from them; faster, but a file that fails only the lossless "
+        "transcode is then not found (default: every image, exact bytes)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
     p.set_defaults(func=_audit)
 
@@ -92,6 +101,7 @@ def _audit(args: argparse.Namespace) -> int:
         luminance=args.luminance,
         thresholds=dict(args.threshold),
         max_pixels=args.max_pixels,
+        bytes_sample=args.bytes_sample,
     )
     to_stdout = args.json == "-"
     if not args.quiet and not to_stdout:
