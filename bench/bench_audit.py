@@ -23,14 +23,18 @@
    polled every 50 ms; the table gives the largest worker and the main
    process, against the 1 GB per worker the audit aims for. Ratios, never
    asserted. The flags raised on these unplanted photos are counted per
-   issue type.
+   issue type. With ``--bytes-sample N`` a third run per round,
+   ``pcr-quick``, audits with ``bytes_sample=N`` (only N images transcoded,
+   the bytes per level estimated from them), and its estimate is compared
+   with the exact bytes of the default run.
 
 3. ``--huge``: a PNG that decodes to 13,000 x 13,000 pixels (a few hundred
    KB on disk) among three photos, audited with every image in the quality
    sample: the peak memory per worker, which the audit bounds by measuring
    such images at a reduced size.
 
-Usage: ``python bench/bench_audit.py [--repeat 3] [--huge] [--photos DIR]``.
+Usage: ``python bench/bench_audit.py [--repeat 3] [--huge] [--photos DIR]
+[--bytes-sample N]``.
 Prints tables and writes bench/results/audit.json.
 """
 
@@ -172,11 +176,11 @@ def build_huge(root: Path) -> Path:
 # -- one tool in a fresh process ---------------------------------------------------------
 
 
-def _run_pcr(folder: str, out: str, sample: int) -> None:
+def _run_pcr(folder: str, out: str, sample: int, bytes_sample: int | None = None) -> None:
     from pcr_explore.audit import audit
 
     t = time.perf_counter()
-    r = audit(folder, sample=sample, workers=2, progress=False)
+    r = audit(folder, sample=sample, workers=2, progress=False, bytes_sample=bytes_sample)
     seconds = time.perf_counter() - t
     res = {
         "seconds": seconds,
@@ -187,6 +191,7 @@ def _run_pcr(folder: str, out: str, sample: int) -> None:
         "notes": r.notes,
         "recommended_scan": r.recommended_scan,
         "duplicate_sets": r.duplicate_sets,
+        "level_bytes": [int(b) for b in r.level_bytes],
     }
     Path(out).write_text(json.dumps(res))
 
@@ -377,31 +382,34 @@ def bench_planted(root: Path, have_cv: bool) -> dict[str, Any]:
     }
 
 
-def bench_speed(folder: Path, repeat: int, have_cv: bool) -> dict[str, Any]:
+def bench_speed(
+    folder: Path, repeat: int, have_cv: bool, bytes_sample: int | None = None
+) -> dict[str, Any]:
     runs: dict[str, list[dict[str, Any]]] = {"pcr": [], "cleanvision": []}
+    args = {"pcr": ["pcr", str(folder), "64"], "cleanvision": ["cleanvision", str(folder)]}
+    if bytes_sample is not None:
+        runs["pcr-quick"] = []
+        args["pcr-quick"] = ["pcr-quick", str(folder), "64", str(bytes_sample)]
     rounds = []
     for k in range(repeat):
-        order = ["pcr", "cleanvision"] if have_cv else ["pcr"]
-        if k % 2:
-            order.reverse()
+        order = [t for t in runs if have_cv or t != "cleanvision"]
+        order = order[k % len(order) :] + order[: k % len(order)]  # who goes first rotates
         for tool in order:
             load = os.getloadavg()[0]
-            args = ["pcr", str(folder), "64"] if tool == "pcr" else ["cleanvision", str(folder)]
-            res, mem = run_tool(args)
+            res, mem = run_tool(args[tool])
             runs[tool].append({**res, "memory": mem, "load_at_start": load})
         if have_cv:
-            ours, cv = runs["pcr"][-1], runs["cleanvision"][-1]
-            rounds.append(
-                {
-                    "first": order[0],
-                    "wall_ratio": ours["seconds"] / cv["seconds"],
-                    "cpu_ratio": ours["memory"]["cpu_s"] / cv["memory"]["cpu_s"],
-                }
-            )
+            cv = runs["cleanvision"][-1]
+            rnd: dict[str, Any] = {"first": order[0]}
+            for tool, key in (("pcr", ""), ("pcr-quick", "quick_")):
+                if tool in runs:
+                    ours = runs[tool][-1]
+                    rnd[f"{key}wall_ratio"] = ours["seconds"] / cv["seconds"]
+                    rnd[f"{key}cpu_ratio"] = ours["memory"]["cpu_s"] / cv["memory"]["cpu_s"]
+            rounds.append(rnd)
     best = {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items() if v}
-    median = {
-        key: float(np.median([r[key] for r in rounds])) for key in ("wall_ratio", "cpu_ratio")
-    }
+    keys = [k for k in (rounds[0] if rounds else {}) if k.endswith("_ratio")]
+    median = {key: float(np.median([r[key] for r in rounds])) for key in keys}
     return {
         "folder": str(folder),
         "repeat": repeat,
@@ -410,6 +418,7 @@ def bench_speed(folder: Path, repeat: int, have_cv: bool) -> dict[str, Any]:
         "rounds": rounds,
         "median": median if rounds else None,
         "worker_max_mb": max(r["memory"]["worker_max_mb"] for r in runs["pcr"]),
+        "bytes_sample": bytes_sample,
     }
 
 
@@ -459,7 +468,7 @@ def _print_speed(s: dict[str, Any]) -> None:
         f"{'worker MB':>11}{'jpegtran MB':>13}"
     )
     for k in range(s["repeat"]):
-        for name in ("pcr", "cleanvision"):
+        for name in s["runs"]:
             if len(s["runs"][name]) <= k:
                 continue
             r = s["runs"][name][k]
@@ -479,6 +488,19 @@ def _print_speed(s: dict[str, Any]) -> None:
         best = s["best"]
         ours, theirs = best["pcr"]["seconds"], best["cleanvision"]["seconds"]
         print(f"best runs: {ours:.1f} s / {theirs:.1f} s = {ours / theirs:.2f}")
+        if "quick_wall_ratio" in med:
+            quick = s["runs"]["pcr-quick"]
+            walls = ", ".join(f"{r['quick_wall_ratio']:.2f}" for r in s["rounds"])
+            cpus = ", ".join(f"{r['quick_cpu_ratio']:.2f}" for r in s["rounds"])
+            print(
+                f"pcr-quick (audit(..., bytes_sample={s['bytes_sample']})) / cleanvision, per "
+                f"round: wall time {walls}; CPU time {cpus}; median: wall time "
+                f"{med['quick_wall_ratio']:.2f}, CPU time {med['quick_cpu_ratio']:.2f}"
+            )
+            exact = np.array(s["runs"]["pcr"][0]["level_bytes"], np.float64)
+            est = np.array(quick[0]["level_bytes"], np.float64)
+            err = np.abs(est / exact - 1).max() if exact.all() else float("nan")
+            print(f"its estimated bytes per level against the exact ones: at most {err:.2%} off")
     print(f"largest pcr-explore worker: {s['worker_max_mb']:.0f} MB (aim: under 1,024 MB)")
     best_pcr = s["best"]["pcr"]
     t = best_pcr["timings"]
@@ -497,11 +519,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="rounds: one timed run per tool each")
     ap.add_argument("--photos", type=Path, default=FLOWERS, help="folder of photos to time")
     ap.add_argument("--huge", action="store_true", help="also audit a 13,000 x 13,000 PNG")
+    ap.add_argument(
+        "--bytes-sample",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also time audit(..., bytes_sample=N) (pcr-quick) in every round",
+    )
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         if args.one[0] == "pcr":
             _run_pcr(args.one[1], args.one[3], int(args.one[2]) or 10**9)
+        elif args.one[0] == "pcr-quick":
+            _run_pcr(args.one[1], args.one[4], int(args.one[2]), int(args.one[3]))
         else:
             _run_cleanvision(args.one[1], args.one[2])
         return
@@ -518,7 +549,7 @@ def main() -> None:
     _print_planted(planted)
     speed = None
     if args.photos.is_dir():
-        speed = bench_speed(args.photos, args.repeat, have_cv)
+        speed = bench_speed(args.photos, args.repeat, have_cv, args.bytes_sample)
         _print_speed(speed)
     else:
         print(f"\n2. skipped: no photos at {args.photos}")
