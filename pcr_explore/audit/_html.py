@@ -70,7 +70,15 @@ def _levels(r: AuditFindings) -> str:
             )
         )
     table = _table(
-        ("scan", "bytes", "of full", f"{metric} mean", "p5", "median", "p95"),
+        (
+            "scan",
+            "bytes" if r.bytes_measured is None else "bytes (estimated)",
+            "of full",
+            f"{metric} mean",
+            "p5",
+            "median",
+            "p95",
+        ),
         rows,
         (1, 2, 3, 4, 5, 6),
     )

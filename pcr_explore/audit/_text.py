@@ -13,8 +13,9 @@ _MAX_SETS = 10
 
 def _levels(r: AuditFindings) -> list[str]:
     metric = r.options.get("metric", "")
+    head = "bytes" if r.bytes_measured is None else "bytes (est.)"  # from a bytes sample
     lines = [
-        f"{'scan':>4} {'bytes':>14} {'of full':>8} {metric + ' mean':>12} {'p5':>8} "
+        f"{'scan':>4} {head:>14} {'of full':>8} {metric + ' mean':>12} {'p5':>8} "
         f"{'p50':>8} {'p95':>8}"
     ]
     for d in r.levels():
