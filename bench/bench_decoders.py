@@ -13,7 +13,11 @@ sizes that make Pillow's ``draft`` pick a DCT scale of 1/2, 1/4 and 1/8, and at
 two exact sizes that need a resize after (1/3 with DCT 1/2, 0.6 without DCT
 scaling), each as stored, ``mode="L"`` and ``mode="RGB"``; each backend's
 result is compared with Pillow's, array for array. "declined" counts images a
-backend hands back to Pillow (a libjpeg warning, a tiny image).
+backend hands back to Pillow (a libjpeg warning, a tiny image). The rows
+``jpeg.decode`` compare the public function as callers use it (the automatic
+backend, and at 1/8 the rewrite without the scans that cannot change the
+pixels, ``pcr_explore._eighth``) with Pillow's decode of the whole file;
+"rewritten" counts the 1/8 decodes that went through that rewrite.
 
 Speed: ``pcr_explore.jpeg.decode`` with each decoder forced, one thread,
 rounds interleaved across decoders, median of ``--repeat`` rounds of the
@@ -42,7 +46,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pcr_explore import _decoders
+from pcr_explore import _decoders, _eighth
 from pcr_explore.jpeg import decode, set_decoder, split_scans, target_size
 from pcr_explore.transcode import transcode
 
@@ -83,6 +87,7 @@ def size_arg(label: str, w: int, h: int) -> int | tuple[int, int] | None:
 
 def identity(jpegs: dict[str, list[bytes]], backends: list) -> dict[str, dict[str, Counter]]:
     out: dict[str, dict[str, Counter]] = {b.name: {} for b in backends}
+    out["jpeg.decode"] = {}
     for kind, files in jpegs.items():
         for data in files:
             pj = split_scans(data)
@@ -105,6 +110,12 @@ def identity(jpegs: dict[str, list[bytes]], backends: list) -> dict[str, dict[st
                             else:
                                 verdict = "differs"
                             out[b.name].setdefault(f"{kind} | {label}", Counter())[verdict] += 1
+                        got = decode(level, size, mode=mode)
+                        same = got.shape == want.shape and np.array_equal(got, want)
+                        c = out["jpeg.decode"].setdefault(f"{kind} | {label}", Counter())
+                        c["identical" if same else "differs"] += 1
+                        if label == "1/8" and _eighth.at_eighth(level) is not None:
+                            c["rewritten"] += 1
     return out
 
 
@@ -171,10 +182,16 @@ def main() -> None:
     print(f"\nmeasured on this machine ({os.cpu_count()} CPUs, 1 thread): {cmd}")
     print(f"automatic choice: {_decoders.decoder_name()}; not installed: {missing or 'none'}")
     print(f"\npixel identity with Pillow ({t_ident:.0f} s; every level x {len(MODES)} modes)")
-    print(f"{'backend':>10} {'images | size':<38} {'identical':>9} {'differs':>7} {'declined':>8}")
+    print(
+        f"{'backend':>11} {'images | size':<38} {'identical':>9} {'differs':>7} {'declined':>8} "
+        f"{'rewritten':>9}"
+    )
     for name, groups in ident.items():
         for key, c in groups.items():
-            print(f"{name:>10} {key:<38} {c['identical']:>9} {c['differs']:>7} {c['declined']:>8}")
+            print(
+                f"{name:>11} {key:<38} {c['identical']:>9} {c['differs']:>7} {c['declined']:>8} "
+                f"{c['rewritten']:>9}"
+            )
     print(f"\nspeed: median of {args.repeat} interleaved rounds; CPU time of this process")
     print(
         f"{'workload':<28} {'decoder':>10} {'CPU ms/img':>10} {'wall ms/img':>11} {'vs Pillow':>9}"
