@@ -138,6 +138,7 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
     # Only full-resolution components decode to one pixel per block at 1/8:
     # libjpeg scales subsampled chroma by a larger IDCT instead of upsampling.
     lean = {cid for cid, h, v in comps if (h, v) == (hmax, vmax)}
+    frame_ids = {cid for cid, _, _ in comps}
     if data.count(b"\xff\xda", pos) < 1 + len(lean):
         return None  # too few scans for a DC scan and an AC scan of each (level 1, say)
     seen_dc: set[int] = set()  # components whose DC has been received
@@ -168,6 +169,8 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
             return None
         ids = [data[pos + 5 + 2 * i] for i in range(ns)]
         ss, se, ahl = data[pos + 5 + 2 * ns : pos + 8 + 2 * ns]
+        if not set(ids) <= frame_ids or (ss and ns != 1):
+            return None  # libjpeg refuses these: leave the error to the decoder
         found = _MARKER.search(data, pos + 2 + length)
         if found is None:
             return None  # a scan with no end: truncated

@@ -137,6 +137,15 @@ def test_what_is_not_rewritten(encode_jpeg, sk_photo) -> None:
     # a restart interval: the zero scans would need restart markers
     dri = b"\xff\xdd\x00\x04\x00\x10"
     assert _eighth.at_eighth(full[:2] + dri + full[2:]) is None
+    # an AC scan that libjpeg refuses (a component the frame lacks, or two
+    # components in one AC scan) is not silently left out
+    pj = split_scans(full)
+    sos = full.index(b"\xff\xda", pj.scan_ends[0])  # scan 2: Y AC 1-5
+    assert full[sos + 5] == 1 and _eighth.at_eighth(full) is not None
+    assert _eighth.at_eighth(full[: sos + 5] + b"\x09" + full[sos + 6 :]) is None
+    two = full[: sos + 2] + b"\x00\x0a\x02\x01\x00\x02\x11" + full[sos + 7 :]
+    assert split_scans(two).scans[1].components == (0, 1)
+    assert _eighth.at_eighth(two) is None
 
 
 def test_full_size_and_half_size_decodes_are_untouched(
