@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable
+from functools import lru_cache
 
 from ._frame import SOF_MARKERS, read_frame
 
@@ -72,6 +73,7 @@ class _Bits:
         return bytes(self.out)
 
 
+@lru_cache(maxsize=256)  # images of one dataset share a few sizes
 def zero_ac_scan(component_id: int, blocks: int) -> bytes:
     """A DHT and an AC first scan (1-63, Al=0) that sets every AC coefficient of *blocks* to zero.
 
@@ -143,23 +145,26 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
         return None  # too few scans for a DC scan and an AC scan of each (level 1, say)
     seen_dc: set[int] = set()  # components whose DC has been received
     seen_low_ac: set[int] = set()  # lean components that received some of AC 1-9
-    keep: list[bytes] = []
+    keep: list[bytes | memoryview] = []
     start = 0  # where the current piece (tables, then a scan) begins
     n = len(data)
+    view = memoryview(data)  # kept pieces are copied once, by the final join
     while True:
-        if data[pos : pos + 2] == b"\xff\xd9":
+        if pos + 2 > n or data[pos] != 0xFF:
+            return None
+        code = data[pos + 1]
+        if code == 0xD9:  # EOI
             if pos + 2 != n:
                 return None  # data after EOI: leave it to the decoder
             break
-        if data[pos] != 0xFF or pos + 4 > n:
-            return None
-        code = data[pos + 1]
         if code == 0xFF:  # a fill byte
             pos += 1
             continue
+        if pos + 4 > n:
+            return None
         length = (data[pos + 2] << 8) | data[pos + 3]
         if code != _SOS:
-            restarts = code == _DRI and data[pos + 4 : pos + 6] != b"\0\0"
+            restarts = code == _DRI and (data[pos + 4] or data[pos + 5])
             if code in SOF_MARKERS or restarts:
                 return None  # a second frame, or restart markers from here on
             pos += 2 + length
@@ -180,9 +185,9 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
         elif not seen_dc.issuperset(ids):
             return None  # AC before DC: libjpeg warns; leave that to the decoder
         if ss == 0 or not lean.issuperset(ids):
-            keep.append(data[start:end])  # a scan that shapes the picture, with its tables
+            keep.append(view[start:end])  # a scan that shapes the picture, with its tables
         else:
-            keep.append(data[start:pos])  # only the tables (later scans may use them)
+            keep.append(view[start:pos])  # only the tables (later scans may use them)
             if ahl >> 4 == 0 and ss <= _SMOOTHED[-1] and se >= _SMOOTHED[0]:
                 seen_low_ac.update(ids)
         start = pos = end
