@@ -21,8 +21,9 @@ from typing import Any
 
 from .errors import JPEGError
 
-__all__ = ["progressive"]
+__all__ = ["progressive", "read_check"]
 
+_TJXOPT_NOOUTPUT = 16
 _TJXOPT_PROGRESSIVE = 32
 _TJXOPT_COPYNONE = 64
 _TJFLAG_STOPONWARNING = 8192  # a warning (corrupt data) fails, as jpegtran's exit status does
@@ -95,12 +96,37 @@ def progressive(data: bytes, source: str) -> bytes | None:
     JPEGError
         Naming *source*, if libjpeg reports an error or a warning.
     """
+    return _transform(data, _TJXOPT_PROGRESSIVE | _TJXOPT_COPYNONE, source)
+
+
+def read_check(data: bytes, source: str) -> bool:
+    """Read every coefficient of *data* as the transcode does, writing nothing.
+
+    About a ninth of the transcode's time: the same Huffman decoding, so the
+    same errors and warnings, without the progressive encode.
+
+    Returns
+    -------
+    bool
+        True when read; False when the in-process library is unavailable.
+
+    Raises
+    ------
+    JPEGError
+        Naming *source*, if libjpeg reports an error or a warning (the
+        transcode would fail the same way).
+    """
+    return _transform(data, _TJXOPT_NOOUTPUT | _TJXOPT_COPYNONE, source) is not None
+
+
+def _transform(data: bytes, options: int, source: str) -> bytes | None:
+    """Run ``tjTransform`` with *options*: its output (b"" for none), or None if unavailable."""
     if not available():
         return None
     lib = _library()
     handle = _handle(lib)
     xform = _Transform()
-    xform.options = _TJXOPT_PROGRESSIVE | _TJXOPT_COPYNONE
+    xform.options = options
     buf = ctypes.POINTER(ctypes.c_ubyte)()
     size = ctypes.c_ulong(0)
     rc = lib.tjTransform(
@@ -117,7 +143,7 @@ def progressive(data: bytes, source: str) -> bytes | None:
         if rc != 0:
             msg = (lib.tjGetErrorStr2(handle) or b"").decode("utf-8", "replace")
             raise JPEGError(f"{source}: lossless transcode failed: {msg or rc}")
-        return ctypes.string_at(buf, size.value)
+        return ctypes.string_at(buf, size.value) if buf else b""
     finally:
         if buf:
             lib.tjFree(buf)

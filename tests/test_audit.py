@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from pcr_explore import _tjtransform
 from pcr_explore.audit import TINY_SIDE, AuditReport, audit
 from pcr_explore.cli import main
 from pcr_explore.encoder import encode_dataset
@@ -188,6 +189,31 @@ def test_a_bytes_sample_estimates_bytes_and_checks_every_file(
     np.testing.assert_array_equal(whole.level_bytes, report.level_bytes)
     assert whole.bytes_measured is None and not any("estimated" in n for n in whole.notes)
     assert "(est" not in whole.summary()
+
+
+@pytest.mark.skipif(not _tjtransform.available(), reason="libturbojpeg not installed")
+def test_a_bytes_sample_still_finds_corrupt_jpegs_it_does_not_transcode(
+    tmp_path: Path, sk_photo: Callable[..., np.ndarray], encode_jpeg: Callable[..., bytes]
+) -> None:
+    # an RST marker inside the entropy data: Pillow decodes it, libjpeg warns
+    for n in ["chelsea", "coffee", "rocket", "camera"]:
+        (tmp_path / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n, 160)))
+    good = encode_jpeg(sk_photo("astronaut", 160))
+    mid = (good.index(b"\xff\xda") + len(good)) // 2
+    (tmp_path / "corrupt.jpg").write_bytes(good[:mid] + b"\xff\xd5" + good[mid + 2 :])
+    Image.open(tmp_path / "corrupt.jpg").load()  # Pillow alone would not notice
+    names = sorted(p.name for p in tmp_path.iterdir())
+
+    def first(seed: int) -> str:  # the only image a bytes sample of 1 transcodes
+        return names[int(np.random.default_rng(seed).permutation(len(names))[0])]
+
+    seed = next(s for s in range(20) if first(s) != "corrupt.jpg")
+    full = audit(tmp_path, sample=1, seed=seed, workers=1, progress=False)
+    quick = audit(tmp_path, sample=1, seed=seed, workers=1, progress=False, bytes_sample=1)
+    assert quick.bytes_measured == 1
+    want = [p for p in full.problems if p["file"] == "corrupt.jpg"]
+    assert want and want[0]["type"] == "bad_file" and "cannot transcode" in want[0]["issue"]
+    assert [p for p in quick.problems if p["file"] == "corrupt.jpg"] == want
 
 
 def _transcoded(r: AuditReport, root: Path) -> set[str]:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._tjtransform import available as tj_available
 from ..metrics import MSSSIM_WEIGHTS
 from ..tuner import Statistic
 from ._checks import CHECKS
@@ -78,8 +79,9 @@ def _notes(
         notes.append(
             f"bytes per level are estimated from the {measured:,} of {readable:,} readable "
             "images transcoded (bytes_sample): their bytes at each level per source byte, "
-            "times all readable images' source bytes; the others were not transcoded, so a "
-            "file that fails only the lossless transcode would not be found"
+            "times all readable images' source bytes; the other JPEGs had their coefficients "
+            "read as the transcode would, without the progressive encode"
+            + ("" if tj_available() else " (not here: libturbojpeg is not installed)")
         )
     curve = sampled.tune.curve if sampled.tune is not None else None
     shrunk = [
@@ -192,10 +194,12 @@ def audit(
         quality sample), and estimate the dataset's bytes per level from
         them: their bytes at each level over their source bytes, times all
         readable images' source bytes. The others are still read, decoded
-        and checked, but a file that would fail only the lossless transcode
-        (libjpeg warnings on corrupt data that Pillow decodes anyway) is then
-        not found. Default None: every image is transcoded and the bytes are
-        exact. A PCR dataset's bytes always come from its record index.
+        and checked, and a JPEG among them has its coefficients read as the
+        transcode would (libjpeg-turbo's TurboJPEG library, about a tenth of
+        the transcode's time), so corrupt data that Pillow decodes anyway is
+        still found; only without that library is it not. Default None:
+        every image is transcoded and the bytes are exact. A PCR dataset's
+        bytes always come from its record index.
 
     Returns
     -------

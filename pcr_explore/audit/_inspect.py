@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from .._frame import read_frame
+from .._tjtransform import read_check
 from ..errors import JPEGError, PCRError, ScanScriptError
 from ..jpeg import ProgressiveJPEG, split_scans
 from ..metrics import WINDOW
@@ -257,7 +258,12 @@ def inspect_file(job: FileJob) -> FileInfo:
     base.update(coding=coding, props=props)
     if job.data is not None:  # a dataset image: bytes per level come from its record
         return FileInfo(**base, issues=tuple(issues), measured=_measured(job, job.data))
-    if not job.transcode:  # outside the bytes sample: checked, not transcoded
+    if not job.transcode:  # outside the bytes sample: its coefficients read, not transcoded
+        if fmt in ("JPEG", "MPO") and mode in ("L", "RGB"):
+            try:  # the transcode's own reading (and its corrupt-data warnings), no encode
+                read_check(raw, job.name)
+            except JPEGError as exc:
+                return _bad(base, f"cannot transcode: {_first_line(exc)}", *issues)
         return FileInfo(**base, issues=tuple(issues))
     try:
         # the bytes already read: no second read of the file

@@ -81,8 +81,8 @@ def register(sub: Any) -> None:
         default=None,
         metavar="N",
         help="transcode only N images (the quality sample among them) and estimate the "
-        "bytes per level from them; faster, but a file that fails only the lossless "
-        "transcode is then not found (default: every image, exact bytes)",
+        "bytes per level from them; the other JPEGs only have their coefficients read "
+        "(default: every image transcoded, exact bytes)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
     p.set_defaults(func=_audit)
