@@ -17,8 +17,9 @@ images: libjpeg-turbo 2.1 and later re-estimate the DC coefficient of a
 component for which none of AC coefficients 1-9 has been received yet
 (``change_dc`` in ``jdcoefct.c``). The rewrite is therefore made only where
 every full-resolution component has received some of AC 1-9 (for the
-standard scan script: level 2 for grey images, 4 for colour); earlier
-levels decode as they are. The zero scans mark those AC coefficients as
+standard scan script: from level 2 where only Y is left out, as in grey,
+4:2:0 and 4:2:2 images, and from level 4 in 4:4:4); earlier levels decode
+as they are. The zero scans mark those AC coefficients as
 known, so they are not smoothed, which leaves each DC as decoded. The
 rewrite keeps every table segment between scans, needs complete scans
 ending at EOI, no restart markers and Huffman coding, and otherwise
