@@ -184,6 +184,7 @@ def test_a_bytes_sample_estimates_bytes_and_checks_every_file(
     assert any("estimated from the 4 of" in n for n in quick.notes)
     assert "estimated from the 4 of" in quick.summary() and "bytes (est.)" in quick.summary()
     assert "bytes (estimated)" in quick._repr_html_()
+    assert "estimated from the 4 transcoded" in quick._repr_html_()
     # all of them: the exact figures, and nothing said about estimates
     whole = audit(planted, sample=2, workers=1, seed=1, progress=False, bytes_sample=100)
     np.testing.assert_array_equal(whole.level_bytes, report.level_bytes)

@@ -85,8 +85,13 @@ def _levels(r: AuditFindings) -> str:
     if rec is not None:  # highlight the recommended row
         marker = f"<tr><td>{rec}</td>"
         table = table.replace(marker, f"<tr class='rec'><td>{rec}</td>", 1)
+    bytes_from = (
+        "all readable images"
+        if r.bytes_measured is None
+        else f"all readable images, estimated from the {r.bytes_measured:,} transcoded"
+    )
     return (
-        "<h2>Bytes and quality per scan level</h2><p class='meta'>Bytes: all readable images; "
+        f"<h2>Bytes and quality per scan level</h2><p class='meta'>Bytes: {bytes_from}; "
         "quality: the sample, each level against the same image in full.</p>" + table
     )
 
