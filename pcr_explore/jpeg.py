@@ -19,6 +19,7 @@ from PIL import Image
 
 from . import _decoders
 from ._decoders import decoder_name, set_decoder
+from ._frame import SOF_MARKERS
 from .errors import JPEGError
 
 __all__ = [
@@ -97,9 +98,6 @@ STANDARD_SCRIPT_GRAY: tuple[ScanHeader, ...] = _script(
 # every image has the same luminance fidelity at every level.
 GRAY_LEVELS_IN_COLOR: tuple[int, ...] = (1, 2, 5, 6, 7, 10)
 
-_SOF_MARKERS = frozenset(
-    {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
-)
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})
 
 
@@ -244,7 +242,7 @@ def split_scans(data: bytes, *, source: str = "<bytes>") -> ProgressiveJPEG:
                 f"{source}: segment 0xFF{code:02X} at byte {pos - 2} claims {length} bytes, "
                 f"past the end of the file ({n} bytes)"
             )
-        if code in _SOF_MARKERS:
+        if code in SOF_MARKERS:
             if length < 8:
                 raise JPEGError(f"{source}: frame header too short ({length} bytes)")
             h, w, nc = _u16(data, pos + 3), _u16(data, pos + 5), data[pos + 7]

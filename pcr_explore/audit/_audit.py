@@ -56,13 +56,12 @@ def _level_bytes(ok: list[FileInfo], levels: int) -> tuple[np.ndarray, int]:
     Where only some were transcoded, the total is their bytes at each level
     over their source bytes, times every readable image's source bytes.
     """
-    coded = [i for i in ok if i.level_bytes is not None]
-    rows = [i.level_bytes for i in coded if i.level_bytes is not None]  # (for mypy)
-    if not rows:
+    coded = [(i.level_bytes, i.file_bytes) for i in ok if i.level_bytes is not None]
+    if not coded:
         return np.zeros(levels, np.int64), 0
-    total = np.sum(rows, axis=0).astype(np.int64)
+    total = np.sum([b for b, _ in coded], axis=0).astype(np.int64)
     if len(coded) < len(ok):
-        scale = sum(i.file_bytes for i in ok) / max(1, sum(i.file_bytes for i in coded))
+        scale = sum(i.file_bytes for i in ok) / max(1, sum(n for _, n in coded))
         total = np.rint(total * scale).astype(np.int64)
     return total, len(coded)
 

@@ -117,22 +117,18 @@ class ScriptExplorer(Explorer):
         self.update()
 
     def _figures(self) -> tuple[figure, figure, list[ColumnDataSource], Span]:
-        curves = figure(
-            height=300,
-            title="Bytes read vs mean MS-SSIM (sample)",
-            x_axis_label=f"bytes (share of {self.comparison.reference.name}'s full level)",
-            y_axis_label="mean MS-SSIM",
-            sizing_mode="stretch_width",
-            tools="pan,wheel_zoom,reset",
-        )
-        times = figure(
-            height=300,
-            title="Decode time per level (measured on this machine)",
-            x_axis_label=f"bytes (share of {self.comparison.reference.name}'s full level)",
-            y_axis_label="ms per image",
-            sizing_mode="stretch_width",
-            tools="pan,wheel_zoom,reset",
-        )
+        def plot(title: str, y_label: str) -> figure:  # both against the same bytes axis
+            return figure(
+                height=300,
+                title=title,
+                x_axis_label=f"bytes (share of {self.comparison.reference.name}'s full level)",
+                y_axis_label=y_label,
+                sizing_mode="stretch_width",
+                tools="pan,wheel_zoom,reset",
+            )
+
+        curves = plot("Bytes read vs mean MS-SSIM (sample)", "mean MS-SSIM")
+        times = plot("Decode time per level (measured on this machine)", "ms per image")
         sources = []
         for k, color in enumerate(_COLORS):
             src = ColumnDataSource({"x": [], "q": [], "ms": [], "level": [], "name": []})
