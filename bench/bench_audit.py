@@ -177,10 +177,16 @@ def build_huge(root: Path) -> Path:
 
 
 def _run_pcr(folder: str, out: str, sample: int, bytes_sample: int | None = None) -> None:
-    from pcr_explore.audit import audit
+    from pcr_explore.auditing import AuditOptions, audit
 
     t = time.perf_counter()
-    r = audit(folder, sample=sample, workers=2, progress=False, bytes_sample=bytes_sample)
+    r = audit(
+        folder,
+        sample=sample,
+        workers=2,
+        progress=False,
+        options=AuditOptions(bytes_sample=bytes_sample),
+    )
     seconds = time.perf_counter() - t
     res = {
         "seconds": seconds,

@@ -6,7 +6,7 @@ Sources, all real photographs:
   progressive JPEGs (4:2:0, 10 scans) and, converted to grey first, to
   grey progressive JPEGs (6 scans);
 * photos of ../shared/data/flowers5/train as they are (baseline 4:4:4) and
-  losslessly transcoded to progressive (``pcr_explore.transcode.transcode``).
+  losslessly transcoded to progressive (``pcr_explore.jpeg.transcode.transcode``).
 
 Pixel identity: every scan level of every image, decoded at full size, at the
 sizes that make Pillow's ``draft`` pick a DCT scale of 1/2, 1/4 and 1/8, and at
@@ -16,7 +16,7 @@ result is compared with Pillow's, array for array. "declined" counts images a
 backend hands back to Pillow (a libjpeg warning, a tiny image). The rows
 ``jpeg.decode`` compare the public function as callers use it (the automatic
 backend, and at 1/8 the rewrite without the scans that cannot change the
-pixels, ``pcr_explore._eighth``) with Pillow's decode of the whole file;
+pixels, ``pcr_explore.jpeg._eighth``) with Pillow's decode of the whole file;
 "rewritten" counts the 1/8 decodes that went through that rewrite.
 
 Speed: ``pcr_explore.jpeg.decode`` with each decoder forced, one thread,
@@ -46,9 +46,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pcr_explore import _decoders, _eighth
-from pcr_explore.jpeg import decode, set_decoder, split_scans, target_size
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg import _decoders, _eighth, decode, set_decoder, split_scans
+from pcr_explore.jpeg._progressive import target_size
+from pcr_explore.jpeg.transcode import transcode
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data"

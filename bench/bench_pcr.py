@@ -40,7 +40,7 @@ import numpy as np
 from PIL import Image
 
 from pcr_explore import encode_dataset, find_jpegtran, open_dataset
-from pcr_explore.discover import find_sources
+from pcr_explore.encode.discover import find_sources
 
 HERE = Path(__file__).resolve().parent
 KODAK = HERE.parent.parent / "shared" / "data" / "kodak24"

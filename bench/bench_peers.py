@@ -27,7 +27,7 @@ scaling serve all:
 PCR is read at levels 1, 5 and all (10; with ``--scan-script``, where
 ``encode_dataset`` takes one, each named script's levels 1, 5 and all).
 At 1/8 the decoder leaves out the AC scans that cannot change the pixels
-(``pcr_explore._eighth``); the rows ``pcr Lk, all scans`` read the standard
+(``pcr_explore.jpeg._eighth``); the rows ``pcr Lk, all scans`` read the standard
 script's levels with that turned off (``PCR_SKIP_SCANS=0``), in the same run.
 
 ``--as-420`` first re-encodes the picked sources as baseline 4:2:0 JPEGs
@@ -85,7 +85,7 @@ from pcr_explore._json import to_json
 from pcr_explore.jpeg import decode, decoder_name
 
 try:  # the 1/8 rewrite's switch (absent before it existed)
-    from pcr_explore._decoders import SKIP_SCANS_VAR
+    from pcr_explore.jpeg._decoders import SKIP_SCANS_VAR
 except ImportError:
     SKIP_SCANS_VAR = "PCR_SKIP_SCANS"
 

@@ -52,12 +52,12 @@ from PIL import Image  # noqa: E402
 from scipy import ndimage  # noqa: E402
 from skimage.metrics import structural_similarity  # noqa: E402
 
-import pcr_explore.metrics._filter as _filter  # noqa: E402
-from pcr_explore.audit import audit  # noqa: E402
-from pcr_explore.metrics import SIGMA, WINDOW  # noqa: E402
+import pcr_explore.quality.metrics._filter as _filter  # noqa: E402
+from pcr_explore.auditing import audit  # noqa: E402
+from pcr_explore.jpeg.transcode import transcode  # noqa: E402
 from pcr_explore.quality import QualityCurve, level_quality, quality_curve  # noqa: E402
-from pcr_explore.transcode import transcode  # noqa: E402
-from pcr_explore.tuner import recommend  # noqa: E402
+from pcr_explore.quality.metrics import SIGMA, WINDOW  # noqa: E402
+from pcr_explore.quality.tune import recommend  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 KODAK = HERE.parent.parent / "shared" / "data" / "kodak24"
@@ -238,8 +238,8 @@ def bench_audit(folder: Path, sample: int, full_cache: Path) -> dict[str, object
     checks = []
     for statistic in ("mean", "p5"):
         for target in (0.90, 0.95, 0.98):
-            s = recommend(curve, target, statistic, bytes_fraction=frac)  # type: ignore[arg-type]
-            f = recommend(full_curve, target, statistic, bytes_fraction=frac)  # type: ignore[arg-type]
+            s = recommend(curve, target=target, statistic=statistic, bytes_fraction=frac)  # type: ignore[arg-type]
+            f = recommend(full_curve, target=target, statistic=statistic, bytes_fraction=frac)  # type: ignore[arg-type]
             checks.append(
                 {
                     "statistic": statistic,

@@ -45,7 +45,7 @@ from _loopback import s3_server  # noqa: E402
 from bench_pcr import kodak_jpegs  # noqa: E402
 
 from pcr_explore import encode_dataset, open_dataset  # noqa: E402
-from pcr_explore.distributed import local_cluster  # noqa: E402
+from pcr_explore.encode.distributed import local_cluster  # noqa: E402
 
 
 def tree_digest(root: Path) -> dict[str, str]:

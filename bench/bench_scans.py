@@ -1,6 +1,6 @@
 """Benchmark: the named scan scripts on real photos: bytes, quality per level, decode time.
 
-For every script in ``pcr_explore.scan_script.SCRIPTS`` the same sampled
+For every script in ``pcr_explore.jpeg.scan_script.SCRIPTS`` the same sampled
 JPEGs are transcoded losslessly (jpegtran) into it and measured with
 ``pcr_explore.quality.compare_scripts``:
 
@@ -32,8 +32,8 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from pcr_explore._json import json_safe  # noqa: E402
+from pcr_explore.jpeg.scan_script import SCRIPTS  # noqa: E402
 from pcr_explore.quality import compare_scripts  # noqa: E402
-from pcr_explore.scan_script import SCRIPTS  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SOURCE = HERE.parent.parent / "shared" / "data" / "flowers5" / "train"

@@ -67,7 +67,7 @@ from pcr_explore.swap import (
     simulate_many,
     synthetic_activations,
 )
-from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
 
 OUT = Path(__file__).resolve().parent / "results" / "swap.json"
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "flowers5"
@@ -380,7 +380,7 @@ def bench_sparsity(images, cfg: dict) -> tuple[dict, list, list]:
     import torch
 
     from pcr_explore.swap import build_net, capture_training
-    from pcr_explore.swap.codec_training import ImageBatches
+    from pcr_explore.swap.training.codec_training import ImageBatches
 
     torch.manual_seed(0)
     net = build_net("small-cnn", len(images.classes))
@@ -557,7 +557,7 @@ def bench_zfp(images, cfg: dict) -> dict:
 
 
 def bench_predictor(tensors: list, groups: list, cfg: dict) -> dict:
-    from pcr_explore.swap.predictor_eval import evaluate_predictors, measure_times
+    from pcr_explore.swap.model.predictor_eval import evaluate_predictors, measure_times
 
     t0 = time.perf_counter()
     # tensors below 4 KiB are not worth swapping (compressed_activations keeps them raw)

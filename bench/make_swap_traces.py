@@ -1,6 +1,6 @@
-"""Make the measured swap traces shipped in pcr_explore/swap/measured_traces/.
+"""Make the measured swap traces shipped in pcr_explore/swap/traces/measured_traces/.
 
-For each network of ``pcr_explore.swap.nets`` (small-cnn, vgg-small,
+For each network of ``pcr_explore.swap.capture.nets`` (small-cnn, vgg-small,
 resnet-small), train from a fixed seed on flowers5 (1,200 training photos in
 five classes, squashed to 48x48) with SGD (momentum 0.9, the network's
 default learning rate), batch 32, and capture every saved activation at steps
@@ -28,12 +28,12 @@ import numpy as np
 import torch
 
 from pcr_explore.swap import capture_training, load_labelled_images
-from pcr_explore.swap.codec_training import ImageBatches, evaluate
-from pcr_explore.swap.nets import DEFAULT_LR, NETS, build_net
+from pcr_explore.swap.capture.nets import DEFAULT_LR, NETS, build_net
 from pcr_explore.swap.traces import Trace
+from pcr_explore.swap.training.codec_training import ImageBatches, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "pcr_explore" / "swap" / "measured_traces"
+OUT = ROOT / "pcr_explore" / "swap" / "traces" / "measured_traces"
 CODECS = ("zvc", "bitmap", "csr", "delta8", "rle")
 
 

@@ -21,75 +21,8 @@ References
    version in IEEE TPDS 33(12), 2022.
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from ._version import __version__
-from .audit import AuditReport, audit
-from .discover import find_sources
-from .encoder import EncodeSummary, encode_dataset
-from .errors import (
-    CorruptRecordError,
-    DatasetError,
-    FewerScalesWarning,
-    JPEGError,
-    LabelWarning,
-    MissingExtraError,
-    PCRError,
-    PCRFormatError,
-    RangeIgnoredWarning,
-    RemoteReadError,
-    ScanScriptError,
-    SourceImageError,
-    SwapError,
-    WorkerError,
-)
-from .quality import LevelQuality, QualityCurve, image_quality, quality_curve
-from .reader import PCRDataset, open_dataset
-from .sample import build_sample
-from .sources import FolderSource, LevelSource, open_source
-from .summary import DatasetSummary
-from .transcode import find_jpegtran
-from .tuner import TuneResult, tune
-from .verify import VerifyReport, verify_dataset
-
-__all__ = [
-    "__version__",
-    # encode, open, read
-    "encode_dataset",
-    "EncodeSummary",
-    "find_sources",
-    "find_jpegtran",
-    "open_dataset",
-    "PCRDataset",
-    "DatasetSummary",
-    "open_source",
-    "FolderSource",
-    "LevelSource",
-    "verify_dataset",
-    "VerifyReport",
-    "build_sample",
-    # measure, tune, audit
-    "quality_curve",
-    "QualityCurve",
-    "image_quality",
-    "LevelQuality",
-    "tune",
-    "TuneResult",
-    "audit",
-    "AuditReport",
-    # errors and warnings
-    "PCRError",
-    "JPEGError",
-    "ScanScriptError",
-    "SourceImageError",
-    "PCRFormatError",
-    "CorruptRecordError",
-    "DatasetError",
-    "RemoteReadError",
-    "WorkerError",
-    "SwapError",
-    "MissingExtraError",
-    "FewerScalesWarning",
-    "LabelWarning",
-    "RangeIgnoredWarning",
-]
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

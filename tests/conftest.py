@@ -14,7 +14,7 @@ from hypothesis import settings
 from PIL import Image
 from skimage import data
 
-from pcr_explore.transcode import find_jpegtran
+from pcr_explore.jpeg.transcode import find_jpegtran
 
 needs_jpegtran = pytest.mark.skipif(
     find_jpegtran() is None, reason="jpegtran not installed (Debian: libjpeg-turbo-progs)"

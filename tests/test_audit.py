@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore import _tjtransform
-from pcr_explore.audit import TINY_SIDE, AuditReport, audit
+from pcr_explore.auditing import TINY_SIDE, AuditOptions, AuditReport, audit
 from pcr_explore.cli import main
-from pcr_explore.encoder import encode_dataset
-from pcr_explore.sources import FolderSource
+from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.jpeg import _tjtransform
+from pcr_explore.read.sources import FolderSource
 
 GOOD = {"cats": ["chelsea", "coffee"], "space": ["astronaut", "rocket", "camera"]}
 CMYK_ISSUE = (
@@ -165,7 +165,9 @@ def test_bytes_quality_and_recommendation(report: AuditReport, planted: Path) ->
 def test_a_bytes_sample_estimates_bytes_and_checks_every_file(
     report: AuditReport, planted: Path
 ) -> None:
-    quick = audit(planted, sample=2, workers=2, seed=1, progress=False, bytes_sample=4)
+    quick = audit(
+        planted, sample=2, workers=2, seed=1, progress=False, options=AuditOptions(bytes_sample=4)
+    )
     # every file is still read, decoded and checked: the same problems and scores
     assert quick.problems == report.problems and quick.scores == report.scores
     assert quick.readable == report.readable and quick.source_bytes == report.source_bytes
@@ -186,7 +188,9 @@ def test_a_bytes_sample_estimates_bytes_and_checks_every_file(
     assert "bytes (estimated)" in quick._repr_html_()
     assert "estimated from the 4 transcoded" in quick._repr_html_()
     # all of them: the exact figures, and nothing said about estimates
-    whole = audit(planted, sample=2, workers=1, seed=1, progress=False, bytes_sample=100)
+    whole = audit(
+        planted, sample=2, workers=1, seed=1, progress=False, options=AuditOptions(bytes_sample=100)
+    )
     np.testing.assert_array_equal(whole.level_bytes, report.level_bytes)
     assert whole.bytes_measured is None and not any("estimated" in n for n in whole.notes)
     assert "(est" not in whole.summary()
@@ -210,7 +214,14 @@ def test_a_bytes_sample_still_finds_corrupt_jpegs_it_does_not_transcode(
 
     seed = next(s for s in range(20) if first(s) != "corrupt.jpg")
     full = audit(tmp_path, sample=1, seed=seed, workers=1, progress=False)
-    quick = audit(tmp_path, sample=1, seed=seed, workers=1, progress=False, bytes_sample=1)
+    quick = audit(
+        tmp_path,
+        sample=1,
+        seed=seed,
+        workers=1,
+        progress=False,
+        options=AuditOptions(bytes_sample=1),
+    )
     assert quick.bytes_measured == 1
     want = [p for p in full.problems if p["file"] == "corrupt.jpg"]
     assert want and want[0]["type"] == "bad_file" and "cannot transcode" in want[0]["issue"]
@@ -219,7 +230,7 @@ def test_a_bytes_sample_still_finds_corrupt_jpegs_it_does_not_transcode(
 
 def _transcoded(r: AuditReport, root: Path) -> set[str]:
     """Files whose bytes the audit measured: the start of its seeded order, readable ones."""
-    from pcr_explore.audit._target import open_target
+    from pcr_explore.auditing._target import open_target
 
     names = open_target(root, "auto", 90).names
     perm = np.random.default_rng(r.options["seed"]).permutation(len(names))

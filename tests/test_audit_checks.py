@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageFilter
 
-from pcr_explore.audit import CHECKS, AuditReport, audit
-from pcr_explore.audit._duplicates import exact_groups, hamming, near_duplicates
-from pcr_explore.audit._inspect import FileJob, inspect_file
+from pcr_explore.auditing import CHECKS, AuditOptions, AuditReport, audit
+from pcr_explore.auditing._duplicates import exact_groups, hamming, near_duplicates
+from pcr_explore.auditing._inspect import FileJob, inspect_file
 from pcr_explore.errors import MissingExtraError
 
 
@@ -210,7 +210,11 @@ def test_to_frame_names_the_extra_without_pandas(
 
 def test_thresholds_override(planted: Path) -> None:
     r = audit(
-        planted, sample=1, workers=1, progress=False, thresholds={"blurry": 0.0, "odd_size": 0.7}
+        planted,
+        sample=1,
+        workers=1,
+        progress=False,
+        options=AuditOptions(thresholds={"blurry": 0.0, "odd_size": 0.7}),
     )
     assert r.flagged("blurry") == []
     assert r.flagged("odd_size") == ["a/big.jpg", "a/coffee_small.jpg"]

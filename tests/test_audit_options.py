@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore.audit import DEFAULT_TARGETS, MAX_QUALITY_PIXELS, audit
-from pcr_explore.audit import _audit as audit_module
+from pcr_explore.auditing import DEFAULT_TARGETS, MAX_QUALITY_PIXELS, AuditOptions, audit
+from pcr_explore.auditing import _audit as audit_module
 from pcr_explore.cli import main
+from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.quality import level_quality
-from pcr_explore.transcode import transcode
 
 MISSING = Path("/nonexistent/pcr-explore-audit")
 
@@ -52,8 +52,9 @@ def test_every_option_is_checked_before_any_work(
         raise AssertionError("the audit opened its target before checking its options")
 
     monkeypatch.setattr(audit_module, "open_target", no_work)
+    rare = {k: kwargs.pop(k) for k in list(kwargs) if k in AuditOptions.__dataclass_fields__}
     with pytest.raises(ValueError, match=message):
-        audit(MISSING, **kwargs)
+        audit(MISSING, **kwargs, options=AuditOptions(**rare))
 
 
 def test_each_metric_gets_its_own_default_target(
@@ -126,7 +127,9 @@ def test_level_quality_bounds_the_pixels_it_measures() -> None:
 
 def test_audit_says_when_quality_was_measured_small(tmp_path: Path) -> None:
     (tmp_path / "big.jpg").write_bytes(_big_jpeg(1200, 900))
-    r = audit(tmp_path, sample=1, workers=1, progress=False, max_pixels=200_000)
+    r = audit(
+        tmp_path, sample=1, workers=1, progress=False, options=AuditOptions(max_pixels=200000)
+    )
     assert r.curve is not None
     assert r.curve.notes == (
         ("big.jpg", "measured at 1/3 size: 1200x900 px is over the 200,000-pixel bound"),

@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pcr_explore.audit import AuditReport, audit
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.auditing import AuditReport, audit
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.quality import Sampler
 from pcr_explore.quality._jobs import Outcome
-from pcr_explore.reader import open_dataset
-from pcr_explore.sources import FolderSource, LevelSource
+from pcr_explore.read.reader import open_dataset
+from pcr_explore.read.sources import FolderSource, LevelSource
 
 # the package exports the audit function under the subpackage's name
-inspect_mod = import_module("pcr_explore.audit._inspect")
+inspect_mod = import_module("pcr_explore.auditing._inspect")
 jobs_mod = import_module("pcr_explore.quality._jobs")
 BROKEN = ("things/truncated.jpg", "things/empty.jpg")
 

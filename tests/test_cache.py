@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from _loopback import FileServer
 
-from pcr_explore.cache import cache_folder
-from pcr_explore.encoder import encode_dataset
-from pcr_explore.reader import PCRDataset, open_dataset
+from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.read.reader import PCRDataset, open_dataset
+from pcr_explore.storage.cache import cache_folder
 
 LEVELS = (1, 3, 5, 10)
 

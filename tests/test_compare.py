@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcr_explore.compare import (
+from pcr_explore.jpeg import decode
+from pcr_explore.jpeg.scan_script import SCRIPTS
+from pcr_explore.quality.compare import (
     LevelCache,
     difference_map,
     difference_scale,
@@ -22,9 +24,7 @@ from pcr_explore.compare import (
     worst_window,
     zoom_crop,
 )
-from pcr_explore.jpeg import decode
-from pcr_explore.scan_script import SCRIPTS
-from pcr_explore.sources import open_source
+from pcr_explore.read.sources import open_source
 
 
 @pytest.fixture(scope="module")

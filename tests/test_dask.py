@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from pcr_explore.cli import main
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import DatasetError, MissingExtraError
-from pcr_explore.reader import open_dataset
+from pcr_explore.read.reader import open_dataset
 
 KW: dict[str, Any] = {"record_size": 20_000, "progress": False}
 
@@ -145,8 +145,8 @@ def test_a_worker_dying_mid_task_has_its_record_redone(
             # temporary file, before the rename.
             import os
 
-            import pcr_explore._atomic as atomic
-            import pcr_explore._shard as shard
+            import pcr_explore.encode._shard as shard
+            import pcr_explore.storage._atomic as atomic
 
             def first(mark: str) -> bool:
                 try:
@@ -197,7 +197,7 @@ def test_a_record_whose_workers_keep_dying_is_a_worker_error(
         def setup(self, worker: Any) -> None:
             import os
 
-            import pcr_explore._shard as shard
+            import pcr_explore.encode._shard as shard
 
             transcode = shard.transcode_source
 
@@ -235,7 +235,7 @@ def test_a_missing_dask_names_the_extra(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setitem(sys.modules, "distributed", None)
-    from pcr_explore.distributed import local_cluster
+    from pcr_explore.encode.distributed import local_cluster
 
     with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[dask\]"):
         local_cluster(2)

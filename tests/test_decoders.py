@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from pcr_explore import _decoders
 from pcr_explore.errors import JPEGError, MissingExtraError
-from pcr_explore.jpeg import decode, decoder_name, set_decoder, split_scans, target_size
+from pcr_explore.jpeg import _decoders, decode, decoder_name, set_decoder, split_scans
+from pcr_explore.jpeg._progressive import target_size
 
 
 def _backend(name: str) -> _decoders._Backend:

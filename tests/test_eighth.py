@@ -7,10 +7,9 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from pcr_explore import _decoders, _eighth
-from pcr_explore.jpeg import decode, set_decoder, split_scans
-from pcr_explore.scan_script import SCRIPTS
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg import _decoders, _eighth, decode, set_decoder, split_scans
+from pcr_explore.jpeg.scan_script import SCRIPTS
+from pcr_explore.jpeg.transcode import transcode
 
 
 @pytest.fixture(autouse=True)

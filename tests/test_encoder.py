@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore.discover import find_sources
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.discover import find_sources
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import decode
-from pcr_explore.reader import open_dataset
-from pcr_explore.sources import gray_scans_at
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg.transcode import transcode
+from pcr_explore.read.reader import open_dataset
+from pcr_explore.read.sources import gray_scans_at
 
 
 def _tree_digest(root: Path) -> dict[str, str]:
@@ -224,7 +224,7 @@ def test_resume_after_a_run_of_skipped_sources(
         raise KeyboardInterrupt
 
     with monkeypatch.context() as m:
-        m.setattr("pcr_explore.encoder.write_json_atomic", killed)
+        m.setattr("pcr_explore.encode.encoder.write_json_atomic", killed)
         with pytest.raises(KeyboardInterrupt):
             encode_dataset(photo_copy, out, **kw)
     lines = [json.loads(x) for x in (out / ".pcr-journal.jsonl").read_text().splitlines()]

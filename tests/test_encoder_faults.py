@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcr_explore._lock import FolderLock
-from pcr_explore.discover import find_sources
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.discover import find_sources
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import DatasetError, LabelWarning, SourceImageError
-from pcr_explore.reader import open_dataset
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg.transcode import transcode
+from pcr_explore.read.reader import open_dataset
+from pcr_explore.storage._lock import FolderLock
 
 
 def test_a_second_encode_into_a_locked_folder_fails_at_once(
@@ -71,7 +71,7 @@ def test_workers_end_when_the_encode_is_killed(
     for i in range(60):
         (src / f"{i:03d}.jpg").write_bytes(encode_jpeg(sk_photo("astronaut", 384)))
     script = (
-        "from pcr_explore.encoder import encode_dataset\n"
+        "from pcr_explore.encode.encoder import encode_dataset\n"
         "if __name__ == '__main__':\n"
         f"    encode_dataset({str(src)!r}, {str(tmp_path / 'o')!r}, workers=2,"
         " record_size=20_000, progress=False, backend='pillow', parallel='processes')\n"
@@ -205,7 +205,7 @@ def test_a_full_disk_names_the_file_being_written(
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr("pcr_explore._atomic.os.fsync", full)
+    monkeypatch.setattr("pcr_explore.storage._atomic.os.fsync", full)
     with pytest.raises(OSError, match="No space left on device") as info:
         encode_dataset(photo_folder, tmp_path / "o", workers=1, progress=False)
     assert info.value.filename == str(tmp_path / "o" / ".pcr-plan.json")

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcr_explore.errors import CorruptRecordError, PCRError, PCRFormatError
-from pcr_explore.format import (
+from pcr_explore.records.format import (
     MAGIC,
     RecordImage,
     encode_record,
@@ -22,7 +22,7 @@ from pcr_explore.format import (
     read_header,
     write_record,
 )
-from pcr_explore.prefix import parse_prefix
+from pcr_explore.records.prefix import parse_prefix
 
 S = 4
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pcr_explore._journal import JOURNAL, PLAN, Journal
+from pcr_explore.encode._journal import JOURNAL, PLAN, Journal
 from pcr_explore.errors import DatasetError
-from pcr_explore.format import RecordImage, encode_record, parse_header
 from pcr_explore.jpeg import EOI
-from pcr_explore.manifest import FORMAT_NAME, FORMAT_VERSION, check_manifest
-from pcr_explore.prefix import parse_prefix
-from pcr_explore.scan_script import SCRIPTS
+from pcr_explore.jpeg.scan_script import SCRIPTS
+from pcr_explore.records.format import RecordImage, encode_record, parse_header
+from pcr_explore.records.manifest import FORMAT_NAME, FORMAT_VERSION, check_manifest
+from pcr_explore.records.prefix import parse_prefix
 
 # Names a record must store exactly: any Unicode text but surrogates and NUL.
 _names = st.text(

@@ -12,17 +12,17 @@ from hypothesis import strategies as st
 from PIL import Image
 from PIL.JpegImagePlugin import JpegImageFile
 
-from pcr_explore import _decoders
 from pcr_explore.errors import JPEGError, ScanScriptError
 from pcr_explore.jpeg import (
     EOI,
     STANDARD_SCRIPT_COLOR,
     STANDARD_SCRIPT_GRAY,
+    _decoders,
     decode,
     split_scans,
 )
-from pcr_explore.scan_script import STANDARD
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg.scan_script import STANDARD
+from pcr_explore.jpeg.transcode import transcode
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_grayscale_gives_six_scans(
 def test_restart_markers_inside_scans_are_skipped(prog_color: bytes) -> None:
     import subprocess
 
-    from pcr_explore.transcode import find_jpegtran
+    from pcr_explore.jpeg.transcode import find_jpegtran
 
     out = subprocess.run(
         [find_jpegtran(), "-restart", "1", "-progressive"],

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.jpeg import decode
-from pcr_explore.loader import record_shard
-from pcr_explore.reader import open_dataset
+from pcr_explore.read.loader import record_shard
+from pcr_explore.read.reader import open_dataset
 
 
 @pytest.mark.parametrize("seed", [None, 3])
@@ -29,7 +29,7 @@ def test_torch_dataset_reads_every_image_once(photo_folder: Path, tmp_path: Path
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
-    from pcr_explore.loader import torch_dataset
+    from pcr_explore.read.loader import torch_dataset
 
     encode_dataset(photo_folder, tmp_path / "ds", record_size=20_000, workers=1, progress=False)
     ds = open_dataset(str(tmp_path / "ds"))

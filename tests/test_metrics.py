@@ -12,7 +12,7 @@ from scipy import ndimage
 from skimage.metrics import structural_similarity
 
 from pcr_explore.errors import FewerScalesWarning
-from pcr_explore.metrics import (
+from pcr_explore.quality.metrics import (
     METRIC_LABELS,
     METRICS,
     MSSSIM_WEIGHTS,
@@ -25,7 +25,7 @@ from pcr_explore.metrics import (
     psnr,
     ssim,
 )
-from pcr_explore.metrics._filter import filter_valid, pool2x2
+from pcr_explore.quality.metrics._filter import filter_valid, pool2x2
 
 Photo = Callable[..., np.ndarray]
 Encode = Callable[..., bytes]

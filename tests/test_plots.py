@@ -9,7 +9,6 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource
 from bokeh.resources import INLINE
 
-from pcr_explore.metrics import PSNR_CAP
 from pcr_explore.plots import (
     axis_label,
     bytes_data,
@@ -27,7 +26,8 @@ from pcr_explore.plots import (
     to_db,
 )
 from pcr_explore.quality import QualityCurve
-from pcr_explore.throughput import LevelReading, ReadingReport
+from pcr_explore.quality.metrics import PSNR_CAP
+from pcr_explore.read.throughput import LevelReading, ReadingReport
 
 BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
 

@@ -14,8 +14,9 @@ import pytest
 from PIL import Image
 from skimage.metrics import structural_similarity
 
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import JPEGError
+from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.quality import (
     METRICS,
     QualityCurve,
@@ -28,8 +29,7 @@ from pcr_explore.quality import (
     ssim,
 )
 from pcr_explore.quality.runner import default_workers, run_jobs
-from pcr_explore.sources import FolderSource
-from pcr_explore.transcode import transcode
+from pcr_explore.read.sources import FolderSource
 
 Photo = Callable[..., np.ndarray]
 Encode = Callable[..., bytes]

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import CorruptRecordError, DatasetError
-from pcr_explore.reader import open_dataset
-from pcr_explore.sources import open_source
+from pcr_explore.read.reader import open_dataset
+from pcr_explore.read.sources import open_source
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ import pytest
 from _loopback import FileServer
 
 from pcr_explore.cli import main
-from pcr_explore.encoder import encode_dataset
+from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import DatasetError, RangeIgnoredWarning, RemoteReadError
-from pcr_explore.reader import PCRDataset, open_dataset
+from pcr_explore.read.reader import PCRDataset, open_dataset
 
 
 @pytest.fixture(scope="module")

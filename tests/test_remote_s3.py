@@ -14,9 +14,9 @@ pytest.importorskip("moto.server", reason="needs moto's server mode (pip install
 
 from _loopback import S3, s3_server  # noqa: E402
 
-from pcr_explore.encoder import encode_dataset  # noqa: E402
+from pcr_explore.encode.encoder import encode_dataset  # noqa: E402
 from pcr_explore.errors import DatasetError  # noqa: E402
-from pcr_explore.reader import open_dataset  # noqa: E402
+from pcr_explore.read.reader import open_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="session")

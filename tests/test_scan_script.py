@@ -19,9 +19,8 @@ from PIL import Image
 
 from pcr_explore import encode_dataset, open_dataset
 from pcr_explore.errors import CorruptRecordError, ScanScriptError
-from pcr_explore.format import parse_header
 from pcr_explore.jpeg import GRAY_LEVELS_IN_COLOR, STANDARD_SCRIPT_GRAY, split_scans
-from pcr_explore.scan_script import (
+from pcr_explore.jpeg.scan_script import (
     SCRIPTS,
     STANDARD,
     ScanScript,
@@ -29,8 +28,9 @@ from pcr_explore.scan_script import (
     resolve_scan_script,
     script_from_record,
 )
-from pcr_explore.sources import FolderSource
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg.transcode import transcode
+from pcr_explore.read.sources import FolderSource
+from pcr_explore.records.format import parse_header
 
 # The standard script with its two chroma scans swapped: valid, as many levels, not standard.
 SWAPPED = STANDARD.text().replace(

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcr_explore.encoder import encode_dataset
-from pcr_explore.reader import PCRDataset
-from pcr_explore.sources import FolderSource, gray_scans_at, open_source
+from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.read.reader import PCRDataset
+from pcr_explore.read.sources import FolderSource, gray_scans_at, open_source
 
 
 def test_gray_levels_map_onto_colour_levels() -> None:

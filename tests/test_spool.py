@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import pcr_explore.encoder as encoder
+import pcr_explore.encode.encoder as encoder
 from pcr_explore import encode_dataset
-from pcr_explore._shard import Transcoded
-from pcr_explore._spool import Spool, spool_file
-from pcr_explore.format import RecordImage
+from pcr_explore.encode._shard import Transcoded
+from pcr_explore.encode._spool import Spool, spool_file
+from pcr_explore.records.format import RecordImage
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pcr_explore import encode_dataset, open_dataset
-from pcr_explore.throughput import measure_reading
+from pcr_explore.read.throughput import measure_reading
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore import _tjtransform
 from pcr_explore.errors import JPEGError, PCRError
-from pcr_explore.transcode import find_jpegtran, transcode
+from pcr_explore.jpeg import _tjtransform
+from pcr_explore.jpeg.transcode import find_jpegtran, transcode
 
 pytestmark = [
     pytest.mark.jpegtran,
@@ -56,7 +56,7 @@ def test_transcode_uses_it_and_can_be_turned_off(
         calls.append(source)
         return real(data, source)
 
-    monkeypatch.setattr("pcr_explore.transcode.progressive", spy)
+    monkeypatch.setattr("pcr_explore.jpeg.transcode.progressive", spy)
     on = transcode(sources[0], name="a.jpg")
     assert calls == ["a.jpg"] and on.backend == "jpegtran" and on.lossless
     monkeypatch.setenv("PCR_TJTRANSFORM", "0")

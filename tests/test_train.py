@@ -13,7 +13,7 @@ from conftest import needs_jpegtran
 from PIL import Image
 
 from pcr_explore.errors import DatasetError, MissingExtraError
-from pcr_explore.reader import open_dataset
+from pcr_explore.read.reader import open_dataset
 from pcr_explore.train import (
     SplitDatasets,
     load_flowers,
@@ -27,11 +27,13 @@ torch = pytest.importorskip("torch")
 from pcr_explore.train import (  # noqa: E402 - after the torch check
     evaluate,
     read_level,
+    result_figure,
     small_cnn,
     stack_images,
     train_at_levels,
     train_epoch,
     tune_by_gradient,
+    write_html,
 )
 from pcr_explore.train.gradient import _level_jpeg  # noqa: E402
 
@@ -193,9 +195,9 @@ def test_result_json_table_plot_and_time_to_accuracy(run, tmp_path: Path) -> Non
     assert run.speedup(0.95)["scan 10"] == pytest.approx(1.0)
     html = run._repr_html_()
     assert "scan 1" in html and "scan 10" in html and "<table>" in html
-    fig = run.figure()
+    fig = result_figure(run)
     assert len(fig.children) == 3
-    page = run.to_html(tmp_path / "report.html").read_text()
+    page = write_html(run, tmp_path / "report.html").read_text()
     assert "Bokeh" in page and "scan 3" in page
     with pytest.raises(KeyError, match="no run at scan 7"):
         run.level(7)
@@ -229,7 +231,7 @@ def test_loader_switches_level_in_persistent_workers(data: SplitDatasets) -> Non
     from torch.utils.data import DataLoader
 
     from pcr_explore.jpeg import decode
-    from pcr_explore.loader import torch_dataset
+    from pcr_explore.read.loader import torch_dataset
 
     ds = open_dataset(str(data.train))
     tds = torch_dataset(str(data.train), scan=1, size=(SIZE, SIZE))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pcr_explore.errors import DatasetError
-from pcr_explore.reader import open_dataset
+from pcr_explore.read.reader import open_dataset
 from pcr_explore.train import (
     FLOWERS_ENV,
     FLOWERS_SHA256,

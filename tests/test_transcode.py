@@ -11,11 +11,11 @@ import pytest
 from PIL import Image, ImageOps
 
 from pcr_explore import encode_dataset, open_dataset
-from pcr_explore.compare import LevelCache, level_strip
 from pcr_explore.errors import SourceImageError
 from pcr_explore.jpeg import decode
-from pcr_explore.sources import FolderSource
-from pcr_explore.transcode import transcode
+from pcr_explore.jpeg.transcode import transcode
+from pcr_explore.quality.compare import LevelCache, level_strip
+from pcr_explore.read.sources import FolderSource
 
 
 def _save(im: Image.Image, fmt: str, **kw: object) -> bytes:
@@ -204,7 +204,7 @@ def test_argument_errors() -> None:
 def test_large_images_stream_through_a_baseline_encode_to_the_same_bytes(
     sk_photo: Callable[..., np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pcr_explore.transcode as tr
+    import pcr_explore.jpeg.transcode as tr
 
     buf = io.BytesIO()
     Image.fromarray(sk_photo("astronaut", 200)).save(buf, "PNG")

@@ -11,9 +11,9 @@ import pytest
 
 from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import ProgressiveJPEG
+from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.quality import QualityCurve
-from pcr_explore.transcode import transcode
-from pcr_explore.tuner import recommend, tune
+from pcr_explore.quality.tune import TuneOptions, recommend, tune
 
 MEANS = np.array([0.6, 0.8, 0.85, 0.9, 0.94, 0.96, 0.97, 0.98, 0.99, 1.0])
 BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
@@ -32,7 +32,7 @@ def _noisy(n: int, sd: float, seed: int = 0, means: np.ndarray = MEANS) -> np.nd
 
 
 def test_picks_smallest_level_meeting_the_target() -> None:
-    r = recommend(_curve(_noisy(300, 0.01), population=10_000), 0.95)
+    r = recommend(_curve(_noisy(300, 0.01), population=10000), target=0.95)
     assert r.scan == 6  # 0.94 at scan 5 misses, 0.96 at scan 6 meets
     assert r.met and r.decided
     assert r.ci[0] <= r.value <= r.ci[1] and r.ci[0] >= 0.95
@@ -42,16 +42,16 @@ def test_picks_smallest_level_meeting_the_target() -> None:
     assert r.bandwidth_saving == pytest.approx(0.40)
     assert r.sample_size == 300 and r.population == 10_000
     for target, scan in [(0.5, 1), (0.79, 2), (0.88, 4), (0.975, 8), (0.995, 10)]:
-        assert recommend(r.curve, target).scan == scan
+        assert recommend(r.curve, target=target).scan == scan
 
 
 def test_small_noisy_sample_cannot_separate_close_levels() -> None:
     means = MEANS.copy()
     means[4], means[5] = 0.947, 0.953
-    r = recommend(_curve(_noisy(6, 0.03, seed=2, means=means), population=1000), 0.95)
+    r = recommend(_curve(_noisy(6, 0.03, seed=2, means=means), population=1000), target=0.95)
     assert not r.decided
     assert "not clear" in r.explanation
-    big = recommend(_curve(_noisy(4000, 0.03, seed=2, means=means), population=100_000), 0.95)
+    big = recommend(_curve(_noisy(4000, 0.03, seed=2, means=means), population=100000), target=0.95)
     assert big.decided and big.scan == 6
     # more images, narrower interval
     assert big.ci[1] - big.ci[0] < (r.ci[1] - r.ci[0]) / 5
@@ -60,7 +60,7 @@ def test_small_noisy_sample_cannot_separate_close_levels() -> None:
 def test_whole_dataset_measured_is_exact() -> None:
     means = MEANS.copy()
     means[5] = 0.9502
-    r = recommend(_curve(_noisy(20, 0.02, means=means), population=20), 0.95)
+    r = recommend(_curve(_noisy(20, 0.02, means=means), population=20), target=0.95)
     assert r.decided and "every image" in r.explanation
 
 
@@ -68,15 +68,15 @@ def test_p5_statistic_guards_the_tail() -> None:
     v = np.tile(MEANS, (100, 1))
     v[:10, :-1] -= 0.06  # one image in ten degrades much more
     c = _curve(v, population=1000)
-    assert recommend(c, 0.95, "mean").scan == 6  # mean 0.954
-    assert recommend(c, 0.95, "p5").scan == 10  # p5 is the bad tail: 0.90 ... 0.93
-    assert recommend(c, 0.915, "p5").scan == 8
+    assert recommend(c, target=0.95, statistic="mean").scan == 6  # mean 0.954
+    assert recommend(c, target=0.95, statistic="p5").scan == 10  # p5 is the bad tail: 0.90 ... 0.93
+    assert recommend(c, target=0.915, statistic="p5").scan == 8
 
 
 def test_bootstrap_interval_covers_the_true_mean_mostly() -> None:
     hits = 0
     for seed in range(40):
-        r = recommend(_curve(_noisy(40, 0.02, seed=seed), population=10**6), 0.95, seed=seed)
+        r = recommend(_curve(_noisy(40, 0.02, seed=seed), population=10**6), target=0.95, seed=seed)
         hits += r.ci[0] <= MEANS[r.scan - 1] <= r.ci[1]
     assert hits >= 33  # nominal 95%: 38 of 40; allow for the bootstrap's small-sample bias
 
@@ -84,31 +84,31 @@ def test_bootstrap_interval_covers_the_true_mean_mostly() -> None:
 def test_target_not_reached() -> None:
     v = np.tile(np.linspace(0.1, 0.7, 10), (5, 1))
     c = QualityCurve.from_values(v, np.tile(BYTES, (5, 1)), metric="task_score", population=50)
-    r = recommend(c, 0.9)
+    r = recommend(c, target=0.9)
     assert not r.met and not r.decided and r.scan == 10
     assert "no level reaches" in r.explanation
 
 
 def test_bytes_fraction_override() -> None:
-    r = recommend(_curve(_noisy(50, 0.01)), 0.95, bytes_fraction=np.linspace(0.1, 1.0, 10))
+    r = recommend(_curve(_noisy(50, 0.01)), target=0.95, bytes_fraction=np.linspace(0.1, 1.0, 10))
     assert r.bytes_fraction == pytest.approx(0.6)
 
 
 def test_bad_arguments() -> None:
     c = _curve(_noisy(10, 0.01))
     with pytest.raises(ValueError, match="statistic"):
-        recommend(c, 0.95, "median")  # type: ignore[arg-type]
+        recommend(c, target=0.95, statistic="median")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="target"):
-        recommend(c, 1.5)
+        recommend(c, target=1.5)
     with pytest.raises(ValueError, match="confidence"):
-        recommend(c, 0.9, confidence=1.0)
+        recommend(c, target=0.9, options=TuneOptions(confidence=1.0))
     empty = QualityCurve.from_values(np.zeros((0, 10)), np.zeros((0, 10)))
     with pytest.raises(DatasetError, match="no image"):
-        recommend(empty, 0.9)
+        recommend(empty, target=0.9)
 
 
 def test_result_renders() -> None:
-    r = recommend(_curve(_noisy(30, 0.01)), 0.95)
+    r = recommend(_curve(_noisy(30, 0.01)), target=0.95)
     d = json.loads(json.dumps(r.to_dict()))
     assert d["scan"] == r.scan == 6 and d["ci"] == list(r.ci)
     assert d["value"] == r.value and d["ci_below"] == list(r.ci_below or ())
@@ -174,14 +174,24 @@ def test_tune_with_a_custom_metric(memory_source: MemorySource) -> None:
 
 
 def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) -> None:
-    easy = tune(memory_source, target=0.3, metric=_neg_mae, sample="auto", start=4, budget=16)
+    easy = tune(
+        memory_source,
+        target=0.3,
+        metric=_neg_mae,
+        sample="auto",
+        options=TuneOptions(start=4, budget=16),
+    )
     assert easy.decided and easy.sample_size == 4  # clear at once: no more images
     full = tune(memory_source, target=0.9, metric=_neg_mae, sample=None).curve
     # a target just above the mean at one level: the hardest call to make
     k = int(np.flatnonzero(full.mean < 0.999)[-1])
     hard_target = float(full.mean[k]) + 1e-4
     hard = tune(
-        memory_source, target=hard_target, metric=_neg_mae, sample="auto", start=4, budget=16
+        memory_source,
+        target=hard_target,
+        metric=_neg_mae,
+        sample="auto",
+        options=TuneOptions(start=4, budget=16),
     )
     assert hard.sample_size in (4, 8, 16)
     assert hard.decided or hard.sample_size == 16
@@ -190,9 +200,7 @@ def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) ->
         target=hard_target,
         metric=_neg_mae,
         sample="auto",
-        start=4,
-        budget=16,
-        max_seconds=0.0,
+        options=TuneOptions(start=4, budget=16, max_seconds=0.0),
     )
     assert timed.sample_size == 4
 
@@ -213,12 +221,12 @@ def test_tune_builtin_metric_on_photos(
     with pytest.raises(ValueError, match="unknown metric 'vif'"):
         tune(tmp_path, metric="vif")
     with pytest.raises(ValueError, match="need 2 <= start <= budget"):
-        tune(tmp_path, sample="auto", start=8, budget=4)
+        tune(tmp_path, sample="auto", options=TuneOptions(start=8, budget=4))
 
 
 def test_each_metric_gets_its_own_default_target() -> None:
     from pcr_explore.quality import QualityCurve
-    from pcr_explore.tuner import recommend
+    from pcr_explore.quality.tune import recommend
 
     db = np.tile([20.0, 30.0, 36.0, 100.0], (8, 1))
     curve = QualityCurve.from_values(db, np.tile([10, 40, 70, 100], (8, 1)), metric="psnr")
@@ -231,8 +239,8 @@ def test_each_metric_gets_its_own_default_target() -> None:
     with pytest.raises(
         ValueError, match="must be in \\(0, 1\\], got 95 \\(did you mean 0.95\\?\\)"
     ):
-        recommend(sim, 95)
+        recommend(sim, target=95)
     with pytest.raises(ValueError, match="PSNR target is in dB"):
-        tune("no-such-folder", 0.95, metric="psnr")  # refused before the folder is opened
+        tune("no-such-folder", target=0.95, metric="psnr")  # refused before the folder is opened
     with pytest.raises(ValueError, match="give a target for the custom metric"):
         tune("no-such-folder", metric=lambda a, b: 0.0)

@@ -17,7 +17,10 @@ import pytest
 from PIL import Image
 
 from pcr_explore import encode_dataset, open_dataset
-from pcr_explore.compare import (
+from pcr_explore.jpeg import decode
+from pcr_explore.plots import to_db
+from pcr_explore.quality import image_quality, quality_curve
+from pcr_explore.quality.compare import (
     difference_map,
     encode_jpeg,
     jpeg_size,
@@ -25,12 +28,9 @@ from pcr_explore.compare import (
     worst_detail,
     zoom_crop,
 )
-from pcr_explore.jpeg import decode
-from pcr_explore.plots import to_db
-from pcr_explore.quality import image_quality, quality_curve
+from pcr_explore.quality.tune import recommend
 from pcr_explore.swap import builtin_trace, ratio_curve, simulate_many
-from pcr_explore.swap.applicability import applicable_codecs
-from pcr_explore.tuner import recommend
+from pcr_explore.swap.simulator.applicability import applicable_codecs
 from pcr_explore.widgets import ScanExplorer, SwapExplorer, TunerDashboard
 from pcr_explore.widgets._explorer import Debounced
 
@@ -319,7 +319,7 @@ def test_tuner_target_slider_recommends_from_the_measured_sample(tuner: TunerDas
     for target in (0.9, 0.99, 0.95):
         tuner.target.value = target
         assert tuner.last_error is None
-        want = recommend(curve, target, "mean", seed=0)
+        want = recommend(curve, target=target, statistic="mean", seed=0)
         r = tuner.result
         assert (r.scan, r.value, r.ci) == (want.scan, want.value, want.ci)
         assert r.bandwidth_saving == pytest.approx(want.bandwidth_saving)

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..audit import CHECKS, DEFAULT_TARGETS, MAX_QUALITY_PIXELS, audit
-from ..metrics import METRICS
-from ..tuner import STATISTICS
+from ..auditing import CHECKS, DEFAULT_TARGETS, MAX_QUALITY_PIXELS, AuditOptions, audit
+from ..quality.metrics import METRICS
+from ..quality.tune import STATISTICS
 from ._args import positive_int as _positive
 
 
@@ -99,9 +99,11 @@ def _audit(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         seed=args.seed,
         luminance=args.luminance,
-        thresholds=dict(args.threshold),
-        max_pixels=args.max_pixels,
-        bytes_sample=args.bytes_sample,
+        options=AuditOptions(
+            thresholds=dict(args.threshold),
+            max_pixels=args.max_pixels,
+            bytes_sample=args.bytes_sample,
+        ),
     )
     to_stdout = args.json == "-"
     if not args.quiet and not to_stdout:

@@ -7,14 +7,14 @@ import sys
 from typing import Any
 
 from .._json import to_json
-from ..distributed import connect, local_cluster
-from ..encoder import DEFAULT_RECORD_SIZE, EncodeSummary, encode_dataset
-from ..reader import PCRDataset, open_dataset
-from ..remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from ..sample import build_sample
-from ..scan_script import SCRIPTS
-from ..throughput import read_pass
-from ..verify import verify_dataset
+from ..encode.distributed import connect, local_cluster
+from ..encode.encoder import DEFAULT_RECORD_SIZE, EncodeSummary, encode_dataset
+from ..encode.sample import build_sample
+from ..jpeg.scan_script import SCRIPTS
+from ..read.reader import PCRDataset, open_dataset
+from ..read.throughput import read_pass
+from ..read.verify import verify_dataset
+from ..storage.remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT
 
 
 def register(sub: Any) -> None:

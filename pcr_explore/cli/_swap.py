@@ -1,6 +1,6 @@
 """The swap sub-commands.
 
-``swap-sim`` prints a swap report (:func:`pcr_explore.swap.report`): simulated
+``swap-sim`` prints a swap report (:func:`pcr_explore.swap.simulator.report`): simulated
 figures under a device profile's assumptions. ``swap-train`` trains with a
 codec on the saved activations next to the uncompressed run
 (:func:`pcr_explore.swap.swap_train`): figures measured on this machine.
@@ -13,9 +13,9 @@ import sys
 from typing import Any
 
 from .._json import to_json
-from ..swap.architectures import BUILTIN_MODELS
-from ..swap.profiles import profile_names
-from ..swap.report import report
+from ..swap.model.profiles import profile_names
+from ..swap.simulator.report import report
+from ..swap.traces.architectures import BUILTIN_MODELS
 from ._args import positive_int as _positive
 
 __all__ = ["add_swap_sim_parser", "add_swap_train_parser", "run_swap_sim", "run_swap_train"]
@@ -180,7 +180,7 @@ def add_swap_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     argparse.ArgumentParser
         The sub-command's parser (its ``func`` default is :func:`run_swap_train`).
     """
-    from ..swap.nets import NETS
+    from ..swap.capture.nets import NETS
 
     p = subparsers.add_parser(
         "swap-train",
@@ -232,7 +232,7 @@ def run_swap_train(args: argparse.Namespace) -> int:
     SwapError, DatasetError, MissingExtraError
         For bad input or a missing PyTorch (the main CLI prints one line).
     """
-    from ..swap.codec_training import swap_train
+    from ..swap.training.codec_training import swap_train
 
     res = swap_train(
         args.dataset,

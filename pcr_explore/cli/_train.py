@@ -139,14 +139,16 @@ def _train(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(result.summary())
     if args.html:
-        out = result.to_html(args.html)
+        from ..train.plot import write_html
+
+        out = write_html(result, args.html)
         if not (args.quiet or args.json):
             print(f"HTML report: {out}")
     return 0
 
 
 def _tune_gradient(args: argparse.Namespace) -> int:
-    from ..reader import open_dataset
+    from ..read.reader import open_dataset
     from ..train import small_cnn, train_at_levels, tune_by_gradient
 
     ds = open_dataset(args.dataset)

@@ -18,7 +18,7 @@ from bokeh.models import (
 from bokeh.models.annotations import LabelSet, Whisker
 from bokeh.plotting import figure
 
-from ..throughput import ReadingReport
+from ..read.throughput import ReadingReport
 
 __all__ = ["BytesFigure", "bytes_figure", "bytes_data", "reading_data", "reading_figure"]
 
@@ -129,7 +129,7 @@ def reading_data(report: ReadingReport) -> dict[str, Any]:
     Parameters
     ----------
     report : ReadingReport
-        From :func:`~pcr_explore.throughput.measure_reading`.
+        From :func:`~pcr_explore.read.throughput.measure_reading`.
 
     Returns
     -------
@@ -137,7 +137,7 @@ def reading_data(report: ReadingReport) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from pcr_explore.throughput import LevelReading, ReadingReport
+    >>> from pcr_explore.read.throughput import LevelReading, ReadingReport
     >>> levels = (LevelReading(1, 8, 100, 0.01), LevelReading(10, 8, 400, 0.04))
     >>> rep = ReadingReport(levels, 1e8, 224)
     >>> d = reading_data(rep)
@@ -182,7 +182,7 @@ def reading_figure(
     Parameters
     ----------
     report : ReadingReport
-        From :func:`~pcr_explore.throughput.measure_reading`.
+        From :func:`~pcr_explore.read.throughput.measure_reading`.
     width, height : int
         Size of each of the two plots, in pixels (*width* is the least
         width under ``stretch_width``).
@@ -196,7 +196,7 @@ def reading_figure(
 
     Examples
     --------
-    >>> from pcr_explore.throughput import LevelReading, ReadingReport
+    >>> from pcr_explore.read.throughput import LevelReading, ReadingReport
     >>> levels = (LevelReading(1, 8, 100, 0.01), LevelReading(10, 8, 400, 0.04))
     >>> rep = ReadingReport(levels, 1e8, 224)
     >>> fig = reading_figure(rep)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from bokeh.models.annotations import LabelSet, Legend, Title
 
-from ..metrics import PSNR_CAP, metric_label
+from ..quality.metrics import PSNR_CAP, metric_label
 
 __all__ = [
     "SCALES",
@@ -57,7 +57,7 @@ def drawable(values: Any, metric: str, scale: str = "value") -> np.ndarray:
     """Return metric values as a figure draws them: identical images left out.
 
     A level identical to the full image has infinite PSNR (counted at
-    :data:`~pcr_explore.metrics.PSNR_CAP` in statistics) and, in decibels,
+    :data:`~pcr_explore.quality.metrics.PSNR_CAP` in statistics) and, in decibels,
     an infinite SSIM. Drawn, either would squash the rest of the curve, so
     such values become NaN, which Bokeh and the static charts leave out.
 

@@ -1,6 +1,6 @@
 """Quality of every scan level of an image against the full image, over a sample.
 
-The measures are SSIM, MS-SSIM and PSNR from :mod:`pcr_explore.metrics`
+The measures are SSIM, MS-SSIM and PSNR from :mod:`pcr_explore.quality.metrics`
 (re-exported here). :func:`level_quality` measures every level of one image,
 :func:`quality_curve` a random sample of a dataset, folder or file, giving a
 :class:`QualityCurve` for the tuner and the plots.
@@ -25,44 +25,8 @@ Custom metrics
     full level reads the metric's own value for identical images.
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from ..errors import FewerScalesWarning
-from ..metrics import (
-    METRIC_LABELS,
-    METRICS,
-    MSSSIM_WEIGHTS,
-    PSNR_CAP,
-    MetricFn,
-    metric_name,
-    ms_ssim,
-    psnr,
-    ssim,
-)
-from ._curve import PerImageQuality, QualityCurve
-from ._levels import LevelQuality, image_quality, level_quality
-from ._sampler import Sampler, quality_curve
-from ._scripts import ScriptComparison, ScriptCurve, compare_scripts
-
-__all__ = [
-    "METRICS",
-    "METRIC_LABELS",
-    "MSSSIM_WEIGHTS",
-    "PSNR_CAP",
-    "FewerScalesWarning",
-    "LevelQuality",
-    "MetricFn",
-    "PerImageQuality",
-    "QualityCurve",
-    "Sampler",
-    "ScriptComparison",
-    "ScriptCurve",
-    "compare_scripts",
-    "image_quality",
-    "level_quality",
-    "metric_name",
-    "ms_ssim",
-    "psnr",
-    "quality_curve",
-    "ssim",
-]
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

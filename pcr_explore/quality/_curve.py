@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import capped
+from .metrics import capped
 
 __all__ = ["STATISTICS_OF_CURVE", "PerImageQuality", "QualityCurve", "summarise"]
 
@@ -129,7 +129,7 @@ class QualityCurve:
         sample's full bytes.
     mean, p5, p50, p95 : ndarray of float
         The metric's mean and percentiles over the sample at each level (PSNR
-        of identical images counted as :data:`~pcr_explore.metrics.PSNR_CAP`).
+        of identical images counted as :data:`~pcr_explore.quality.metrics.PSNR_CAP`).
     per_image : PerImageQuality
         The per-image table.
     indices : ndarray of int
@@ -349,7 +349,7 @@ def summarise(
     """Return the curve of *metric* over the images of *table*.
 
     *table*'s ``values`` are replaced by ``metrics[metric]``; statistics count
-    infinite values at the PSNR cap (:func:`~pcr_explore.metrics.capped`).
+    infinite values at the PSNR cap (:func:`~pcr_explore.quality.metrics.capped`).
     An empty table gives NaN statistics.
     """
     values = table.metrics[metric]

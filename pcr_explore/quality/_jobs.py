@@ -15,12 +15,12 @@ import numpy as np
 
 from ..errors import FewerScalesWarning, JPEGError, PCRError
 from ..jpeg import split_scans
-from ..metrics import MetricFn
-from ..reader import PCRDataset
-from ..scan_script import STANDARD, ScanScript
-from ..sources import FolderSource, LevelSource, scan_script_of
-from ..transcode import transcode
+from ..jpeg.scan_script import STANDARD, ScanScript
+from ..jpeg.transcode import transcode
+from ..read.reader import PCRDataset
+from ..read.sources import FolderSource, LevelSource, scan_script_of
 from ._levels import LevelQuality, custom_level_values, level_quality, source_levels
+from .metrics import MetricFn
 
 __all__ = ["ImageJob", "Outcome", "make_job", "measure"]
 

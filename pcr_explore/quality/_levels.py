@@ -13,7 +13,8 @@ import numpy as np
 from PIL import Image
 
 from ..errors import JPEGError
-from ..metrics import (
+from ..read.sources import LevelSource, open_source
+from .metrics import (
     METRIC_LABELS,
     METRICS,
     MSSSIM_WEIGHTS,
@@ -22,7 +23,6 @@ from ..metrics import (
     one_blas_thread,
     psnr_from_mse,
 )
-from ..sources import LevelSource, open_source
 
 __all__ = ["LevelQuality", "custom_level_values", "image_quality", "level_quality"]
 
@@ -163,7 +163,7 @@ def level_quality(
     """Measure every level of one image against its last (full) level.
 
     Each distinct level is decoded once; the full image's statistics are
-    computed once and shared by all levels (:class:`~pcr_explore.metrics.SSIMReference`).
+    computed once and shared by all levels (:class:`~pcr_explore.quality.metrics.SSIMReference`).
     Levels with identical bytes (a grayscale image's chroma-only levels) are
     measured once.
 
@@ -203,7 +203,7 @@ def level_quality(
     --------
     >>> import io
     >>> from PIL import Image
-    >>> from pcr_explore.transcode import transcode
+    >>> from pcr_explore.jpeg.transcode import transcode
     >>> y, x = np.mgrid[0:176, 0:176]
     >>> img = np.stack([x, y, (x * y) % 256], axis=-1).astype(np.uint8)
     >>> buf = io.BytesIO()
@@ -311,7 +311,7 @@ def custom_level_values(levels: Sequence[bytes], fn: MetricFn, *, source: str) -
     --------
     >>> import io
     >>> from PIL import Image
-    >>> from pcr_explore.transcode import transcode
+    >>> from pcr_explore.jpeg.transcode import transcode
     >>> y, x = np.mgrid[0:64, 0:64]
     >>> buf = io.BytesIO()
     >>> Image.fromarray(((x * y) % 256).astype(np.uint8)).save(buf, "JPEG", quality=90)
@@ -345,7 +345,7 @@ def image_quality(source: LevelSource | str | os.PathLike[str], i: int, **kw: An
     Parameters
     ----------
     source : LevelSource or path
-        Anything :func:`~pcr_explore.sources.open_source` accepts.
+        Anything :func:`~pcr_explore.read.sources.open_source` accepts.
     i : int
         Image index.
     **kw

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics import METRICS, MetricFn, metric_name
-from ..sources import LevelSource, open_source
+from ..read.sources import LevelSource, open_source
 from ._curve import PerImageQuality, QualityCurve, summarise
 from ._jobs import Outcome, make_job, measure
+from .metrics import METRICS, MetricFn, metric_name
 from .runner import run_jobs
 
 __all__ = ["Sampler", "quality_curve"]
@@ -218,12 +218,12 @@ class Sampler:
 
 def quality_curve(
     source: LevelSource | str | os.PathLike[str],
+    *,
     sample: int | None = 64,
     seed: int = 0,
     metric: str | MetricFn = "mssim",
     workers: int | None = None,
     progress: bool = True,
-    *,
     luminance: bool = False,
 ) -> QualityCurve:
     """Measure bytes and quality per scan level over a random sample of a source.
@@ -232,7 +232,7 @@ def quality_curve(
     ----------
     source : LevelSource or path
         A PCR dataset, a folder of images (transcoded in memory, nothing
-        written) or an image file; see :func:`~pcr_explore.sources.open_source`.
+        written) or an image file; see :func:`~pcr_explore.read.sources.open_source`.
     sample : int or None
         Images to measure (None: all). Images that fail to decode are
         replaced by others and listed in ``failed``.

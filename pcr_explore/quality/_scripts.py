@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._orient import decode_upright
-from ..scan_script import ScanScript, resolve_scan_script
-from ..sources import FolderSource
+from ..jpeg._orient import decode_upright
+from ..jpeg.scan_script import ScanScript, resolve_scan_script
+from ..read.sources import FolderSource
 from ._curve import QualityCurve
 from ._sampler import quality_curve
 
@@ -202,7 +202,7 @@ def compare_scripts(
         A folder of images (or one image file), transcoded in memory into
         each script.
     scripts : sequence of str or ScanScript
-        Names from :data:`pcr_explore.scan_script.SCRIPTS`, script files or
+        Names from :data:`pcr_explore.jpeg.scan_script.SCRIPTS`, script files or
         scripts; the first is the reference.
     sample, seed, metric, workers, progress
         As for :func:`~pcr_explore.quality.quality_curve`; the same seed

@@ -1,7 +1,7 @@
 """Per-image work over many images: in worker processes when it pays, in order.
 
 The quality sample (:class:`~pcr_explore.quality.Sampler`) and the dataset
-audit (:func:`~pcr_explore.audit.audit`) both run one picklable function per
+audit (:func:`~pcr_explore.auditing.audit`) both run one picklable function per
 image through :func:`run_jobs`. It decides between this process and a pool
 (:func:`pcr_explore._pool.worker_pool`), streams the jobs through the pool a
 bounded window at a time (:func:`pcr_explore._pool.ordered_map`), returns the

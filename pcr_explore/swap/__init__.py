@@ -55,80 +55,8 @@ Examples
 True
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from ._images import LabelledImages, load_labelled_images
-from .activation_policy import least_stall, smallest_encoding
-from .activations import bit_sparsity, synthetic_activations
-from .architectures import builtin_trace
-from .calibration import Calibration, calibrate
-from .capture import capture_saved_tensors
-from .catalog import TraceOption, list_traces, load_trace, measured_trace, measured_trace_names
-from .cnn import cnn_trace
-from .codec_sweep import CodecSweep, codec_sweep
-from .codec_training import SwapTrainResult, TrainRun, swap_train, train_run
-from .codecs import Codec, CodecError, Encoded, Measurement, codec_names, get_codec, measure
-from .compressed import ActivationLog, SavedTensorInfo, compressed_activations
-from .nets import build_net
-from .policies import default_policies
-from .profiles import DeviceProfile, get_profile, profile_names
-from .ratios import measure_ratios, ratio_curve
-from .report import SwapReport, report
-from .results import Decision, SimResult
-from .simulate import simulate, simulate_many
-from .sparsity_table import SparsityTable
-from .traces import TensorRecord, Trace
-from .train_capture import TrainingCapture, capture_training
-
-__all__ = [
-    "ActivationLog",
-    "Calibration",
-    "Codec",
-    "CodecError",
-    "CodecSweep",
-    "Decision",
-    "DeviceProfile",
-    "Encoded",
-    "LabelledImages",
-    "Measurement",
-    "SavedTensorInfo",
-    "SimResult",
-    "SparsityTable",
-    "SwapReport",
-    "SwapTrainResult",
-    "TensorRecord",
-    "Trace",
-    "TraceOption",
-    "TrainRun",
-    "TrainingCapture",
-    "bit_sparsity",
-    "build_net",
-    "builtin_trace",
-    "calibrate",
-    "capture_saved_tensors",
-    "capture_training",
-    "cnn_trace",
-    "codec_names",
-    "codec_sweep",
-    "compressed_activations",
-    "default_policies",
-    "get_codec",
-    "get_profile",
-    "least_stall",
-    "list_traces",
-    "load_labelled_images",
-    "load_trace",
-    "measure",
-    "measure_ratios",
-    "measured_trace",
-    "measured_trace_names",
-    "profile_names",
-    "ratio_curve",
-    "report",
-    "simulate",
-    "simulate_many",
-    "smallest_encoding",
-    "swap_train",
-    "synthetic_activations",
-    "train_run",
-]
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -15,59 +15,8 @@ missing.
   a local copy) as training and validation PCR datasets; no PyTorch needed.
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from .archive import download, extract, sha256_of, write_stand_in_archive
-from .flowers import (
-    FLOWERS_ENV,
-    FLOWERS_SHA256,
-    FLOWERS_URL,
-    SplitDatasets,
-    load_flowers,
-    prepare_split,
-    split_folder,
-)
-from .gradient import GradientTuneResult, default_levels, tune_by_gradient
-from .levels import train_at_levels
-from .loop import LevelImages, evaluate, read_level, stack_images, to_input, train_epoch
-from .model import MODELS, build_model, small_cnn
-from .plot import SimilarityFigure, TrainingFigure, similarity_figure, training_figure
-from .result import EpochStats, LevelRun, TrainResult
-from .throttle import ThrottledFileSystem, parse_bandwidth, throttled
-
-__all__ = [
-    "FLOWERS_ENV",
-    "FLOWERS_SHA256",
-    "FLOWERS_URL",
-    "MODELS",
-    "SplitDatasets",
-    "download",
-    "extract",
-    "load_flowers",
-    "prepare_split",
-    "sha256_of",
-    "split_folder",
-    "write_stand_in_archive",
-    "EpochStats",
-    "GradientTuneResult",
-    "LevelImages",
-    "LevelRun",
-    "SimilarityFigure",
-    "ThrottledFileSystem",
-    "TrainResult",
-    "TrainingFigure",
-    "build_model",
-    "evaluate",
-    "parse_bandwidth",
-    "read_level",
-    "similarity_figure",
-    "small_cnn",
-    "stack_images",
-    "throttled",
-    "to_input",
-    "train_at_levels",
-    "train_epoch",
-    "training_figure",
-    "tune_by_gradient",
-    "default_levels",
-]
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -24,11 +24,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..discover import find_sources
-from ..encoder import encode_dataset
+from ..encode.discover import find_sources
+from ..encode.encoder import encode_dataset
 from ..errors import DatasetError
-from ..manifest import MANIFEST
-from ..reader import open_dataset
+from ..read.reader import open_dataset
+from ..records.manifest import MANIFEST
 from .archive import download, extract, sha256_of
 
 __all__ = [

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import DatasetError
 from ..jpeg import EOI, decode
-from ..sources import LevelSource, open_source
+from ..read.sources import LevelSource, open_source
 from ._torch import require_torch
 from .loop import stack_images, to_input
 
@@ -127,12 +127,6 @@ class GradientTuneResult:
             f"<table><caption>{cap}</caption><tr><th>scan</th><th>cosine similarity</th>"
             f"<th>of full bytes</th></tr>{rows}</table>"
         )
-
-    def figure(self) -> Any:
-        """Bars of the similarity per scan with the threshold (Bokeh)."""
-        from .plot import similarity_figure
-
-        return similarity_figure(self).figure
 
 
 def _flat_grad(

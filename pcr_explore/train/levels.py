@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ..errors import DatasetError
-from ..reader import PCRDataset, open_dataset
+from ..read.reader import PCRDataset, open_dataset
 from ._torch import require_torch
 from .gradient import default_levels, tune_by_gradient
 from .loop import evaluate, read_level, train_epoch

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..reader import PCRDataset
+from ..read.reader import PCRDataset
 from ._torch import require_torch
 
 __all__ = ["LevelImages", "read_level", "stack_images", "to_input", "train_epoch", "evaluate"]

@@ -9,8 +9,10 @@ result.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 from bokeh.layouts import row
@@ -19,9 +21,9 @@ from bokeh.models.annotations import Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
-if TYPE_CHECKING:
-    from .gradient import GradientTuneResult
-    from .result import LevelRun, TrainResult
+from ..storage._atomic import atomic_write
+from .gradient import GradientTuneResult
+from .result import LevelRun, TrainResult
 
 __all__ = [
     "TrainingFigure",
@@ -30,6 +32,8 @@ __all__ = [
     "SimilarityFigure",
     "similarity_figure",
     "similarity_data",
+    "result_figure",
+    "write_html",
 ]
 
 _COLUMNS = ("epoch", "accuracy", "mbytes", "seconds", "loss", "scan")
@@ -264,4 +268,43 @@ def similarity_figure(
     out = SimilarityFigure(fig, src, span)
     if result is not None:
         out.show(result)
+    return out
+
+
+def result_figure(result: TrainResult, *, pipelined: bool = False) -> LayoutDOM:
+    """Accuracy against epochs, bytes read and training time: one line per run.
+
+    Parameters
+    ----------
+    result : TrainResult
+        What :func:`~pcr_explore.train.train_at_levels` returned.
+    pipelined : bool
+        Plot the time a pipelined loader would take (reading overlapped with
+        compute) instead of the measured one.
+
+    Returns
+    -------
+    bokeh.models.LayoutDOM
+    """
+    fig = training_figure([r.label for r in result.levels])
+    fig.show(result, pipelined=pipelined)
+    return fig.layout
+
+
+def write_html(result: TrainResult, path: str | os.PathLike[str]) -> Path:
+    """A standalone HTML page of a training run: its table and figure (BokehJS inlined).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+    """
+    from bokeh.embed import file_html
+    from bokeh.resources import INLINE
+
+    page = file_html(result_figure(result), INLINE, title="Training at scan levels")
+    table = f"<h2>Training at scan levels</h2>{result._repr_html_()}"
+    page = page.replace("<body>", f"<body>{table}", 1)
+    out = Path(path)
+    atomic_write(out, page)
     return out

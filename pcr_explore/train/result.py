@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .._atomic import atomic_write
 from .._json import to_json
+from ..storage._atomic import atomic_write
 
 __all__ = ["EpochStats", "LevelRun", "TrainResult"]
 
@@ -328,37 +328,6 @@ class TrainResult:
             "quality"
         )
         return f"<table><caption>{cap}</caption><tr>{head}</tr>{body}</table>"
-
-    def figure(self, pipelined: bool = False) -> Any:
-        """Accuracy against epochs, bytes read and training time: one line per run.
-
-        Returns
-        -------
-        bokeh.models.LayoutDOM
-        """
-        from .plot import training_figure
-
-        fig = training_figure([r.label for r in self.levels])
-        fig.show(self, pipelined=pipelined)
-        return fig.layout
-
-    def to_html(self, path: str | os.PathLike[str]) -> Path:
-        """A standalone HTML page: the table and the figure (BokehJS inlined).
-
-        Returns
-        -------
-        pathlib.Path
-            The file written.
-        """
-        from bokeh.embed import file_html
-        from bokeh.resources import INLINE
-
-        page = file_html(self.figure(), INLINE, title="Training at scan levels")
-        table = f"<h2>Training at scan levels</h2>{self._repr_html_()}"
-        page = page.replace("<body>", f"<body>{table}", 1)
-        out = Path(path)
-        atomic_write(out, page)
-        return out
 
 
 def _fmt(key: str, v: Any) -> str:

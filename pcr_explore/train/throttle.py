@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from ..reader import PCRDataset, open_dataset
+from ..read.reader import PCRDataset, open_dataset
 
 __all__ = ["ThrottledFileSystem", "parse_bandwidth", "throttled"]
 

@@ -5,18 +5,8 @@ holds no logic of its own beyond wiring controls to library calls, and shows
 a static picture where widgets cannot run.
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-from .scan_explorer import ScanExplorer
-from .script_explorer import ScriptExplorer
-from .swap_explorer import SwapExplorer
-from .training_explorer import TrainingExplorer
-from .tuner_dashboard import TunerDashboard
-
-__all__ = [
-    "ScanExplorer",
-    "ScriptExplorer",
-    "SwapExplorer",
-    "TrainingExplorer",
-    "TunerDashboard",
-]
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import html
+import io
 import os
 from typing import Any
 
 import ipywidgets as w
 import numpy as np
+from PIL import Image
 
-from ..compare import LevelCache, difference_scale, level_note
-from ..metrics import METRIC_LABELS, METRICS, format_value
 from ..plots import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
-from ..sources import LevelSource, open_source, scan_script_of
+from ..quality.compare import LevelCache, difference_scale, level_note
+from ..quality.metrics import METRIC_LABELS, METRICS, format_value
+from ..read.sources import LevelSource, open_source, scan_script_of
 from ._explorer import Explorer, html_table
 from ._figures import scan_curve_figure
-from ._snapshots import scan_picture
+from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["ScanExplorer"]
 
@@ -39,7 +41,7 @@ class ScanExplorer(Explorer):
     ----------
     source : path or LevelSource
         A PCR dataset, a folder of images or one image file (anything
-        :func:`~pcr_explore.sources.open_source` opens).
+        :func:`~pcr_explore.read.sources.open_source` opens).
     image : int
         Index of the image shown first.
     level : int, optional
@@ -439,3 +441,35 @@ class ScanExplorer(Explorer):
             A JPEG, for places where widgets cannot run.
         """
         return scan_picture(self)
+
+
+def scan_picture(ex: ScanExplorer) -> bytes:
+    """The level shown (and its companion picture) next to the curve and the readouts."""
+    shown = [ex.image.value]
+    if ex.reference.layout.display != "none" and ex.reference.value:
+        shown.append(ex.reference.value)
+    pics = []
+    for data in shown:
+        pic = Image.open(io.BytesIO(data))
+        pic.thumbnail((480 // len(shown), 480))
+        pics.append(pic)
+    img, cur, ds = (ex.sources[n].data for n in ("image", "current", "dataset"))
+    series = [("this image", np.asarray(img["x"]), np.asarray(img["y"]))]
+    band = None
+    if len(ds["x"]):
+        series.insert(0, ("dataset mean", np.asarray(ds["x"]), np.asarray(ds["mean"])))
+        band = (np.asarray(ds["x"]), np.asarray(ds["lo"]), np.asarray(ds["hi"]))
+    label = axis_label(ex.metric, str(ex.scale.value))
+    chart = line_chart(
+        series,
+        band=band,
+        highlight=(cur["x"][0], cur["y"][0]),
+        title=f"Bytes read vs {label}",
+        xlabel="bytes read (% of the full image)",
+        ylabel=label,
+        size=(440, 300),
+        xfmt="{:.0%}",
+    )
+    rows = [(k, html.unescape(v)) for k, v in ex.readout_rows() if k != "this scan"]
+    text = text_panel([f"{k}: {v}" for k, v in rows], 440)
+    return to_jpeg(hstack([hstack(pics, gap=4), vstack([chart, text])]))

@@ -16,9 +16,9 @@ from bokeh.models.annotations import LegendItem, Span
 from bokeh.plotting import figure
 from PIL import Image
 
-from ..compare import encode_jpeg
+from ..jpeg.scan_script import SCRIPTS, ScanScript
 from ..quality import ScriptComparison, compare_scripts
-from ..scan_script import SCRIPTS, ScanScript
+from ..quality.compare import encode_jpeg
 from ._explorer import Explorer, html_table
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 

@@ -21,14 +21,13 @@ from ..swap import (
     ratio_curve,
     simulate_many,
 )
-from ..swap.applicability import applicable_codecs, codec_notes
-from ..swap.catalog import list_traces, load_trace
-from ..swap.policies import policies_for_codecs
-from ..swap.ratios import measured_ratio_curve
+from ..swap.codecs.ratios import measured_ratio_curve
+from ..swap.simulator.applicability import applicable_codecs, codec_notes
+from ..swap.simulator.policies import policies_for_codecs
+from ..swap.traces.catalog import list_traces, load_trace
 from ._explorer import Debounced, Explorer, html_table
 from ._figures import fit_range, policy_bars_figure, ratio_figure, timeline_figure, update_source
-from ._snapshots import swap_picture
-from ._static import PALETTE
+from ._static import PALETTE, bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
 from ._swap_values import codec_mix as _codec_mix
 from ._swap_values import measure_shape as _measure_shape
 from ._swap_values import short_policy as _short
@@ -52,12 +51,12 @@ class SwapExplorer(Explorer):
     the ratio plot, the device profile, and the codecs in play. Views: each
     codec's compression ratio against sparsity (analytic lines from
     :func:`~pcr_explore.swap.ratio_curve`, triangles from real encodes by
-    :func:`~pcr_explore.swap.ratios.measured_ratio_curve`), swap time and stall of the
+    :func:`~pcr_explore.swap.codecs.ratios.measured_ratio_curve`), swap time and stall of the
     step under every policy (:func:`~pcr_explore.swap.simulate_many`), and
     the timeline of the step under one policy, redrawn when the sparsity
     slider stops. A ticked codec that cannot act (the device prices no
     kernel for it, or no tensor of the trace suits it) is explained under
-    the boxes (:func:`~pcr_explore.swap.applicability.codec_notes`).
+    the boxes (:func:`~pcr_explore.swap.simulator.applicability.codec_notes`).
 
     Parameters
     ----------
@@ -259,7 +258,9 @@ class SwapExplorer(Explorer):
         return float(self.sparsity.value)
 
     def policies(self) -> list[str]:
-        """List the policies simulated: :func:`~pcr_explore.swap.policies.policies_for_codecs`.
+        """List the policies simulated.
+
+        See :func:`~pcr_explore.swap.simulator.policies.policies_for_codecs`.
 
         vDNN, always-<codec> for each ticked codec the profile prices, CSWAP
         and the oracle over those codecs.
@@ -448,3 +449,29 @@ class SwapExplorer(Explorer):
     def snapshot(self) -> bytes:
         """Draw the ratio curves, the per-policy bars and the readouts with Pillow (JPEG)."""
         return swap_picture(self)
+
+
+def swap_picture(ex: SwapExplorer) -> bytes:
+    """The ratio curves, the per-policy bars and the readouts."""
+    lines = ex.sources["lines"].data
+    series = [
+        (c, np.asarray(x), np.log10(np.maximum(np.asarray(y, float), 1e-3)))
+        for c, x, y in zip(lines["codec"], lines["xs"], lines["ys"])
+    ]
+    ratio = line_chart(
+        series,
+        title="log10 compression ratio vs sparsity",
+        xlabel="sparsity (share of zeros)",
+        ylabel="log10 ratio",
+        legend_at="top_left",
+        xfmt="{:.0%}",
+    )
+    bars = ex.sources["bars"].data
+    policy = bar_chart(
+        [p.replace("always:", "") for p in bars["policy"]],
+        [("swap ms", np.asarray(bars["swap_ms"])), ("stall ms", np.asarray(bars["stall_ms"]))],
+        title="Swap time and stall per policy (ms)",
+        size=(620, 300),
+    )
+    text = text_panel([f"{k}: {v}" for k, v in ex.readout_rows()], 1100)
+    return to_jpeg(vstack([hstack([ratio, policy]), text]))

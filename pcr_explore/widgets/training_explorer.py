@@ -8,7 +8,8 @@ from collections.abc import Sequence
 import ipywidgets as w
 import numpy as np
 
-from ..reader import PCRDataset, open_dataset
+from ..quality.tune import TuneResult, tune
+from ..read.reader import PCRDataset, open_dataset
 from ..train import (
     GradientTuneResult,
     LevelRun,
@@ -19,7 +20,6 @@ from ..train import (
     training_figure,
     tune_by_gradient,
 )
-from ..tuner import TuneResult, tune
 from ._explorer import Explorer, html_table
 from ._static import bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
 
@@ -47,7 +47,7 @@ class TrainingExplorer(Explorer):
     When training ends, the gradient-similarity tuner
     (:func:`~pcr_explore.train.tune_by_gradient`, on the model trained at the
     highest chosen level) draws its bar chart, and its choice is shown next
-    to the MS-SSIM tuner's (:func:`~pcr_explore.tuner.tune`) for the same
+    to the MS-SSIM tuner's (:func:`~pcr_explore.quality.tune.tune`) for the same
     training images.
 
     Parameters

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import functools
 import html
+import io
 import os
 from typing import Any, cast
 
 import ipywidgets as w
 import numpy as np
+from PIL import Image
 
-from ..compare import LevelCache, encode_jpeg, worst_detail
-from ..metrics import METRIC_LABELS, format_value
-from ..plots import quality_figure
+from ..plots import axis_label, drawable, quality_figure
 from ..quality import QualityCurve, quality_curve
-from ..sources import LevelSource, open_source
-from ..tuner import STATISTICS, TuneResult, recommend
+from ..quality.compare import LevelCache, encode_jpeg, worst_detail
+from ..quality.metrics import METRIC_LABELS, format_value
+from ..quality.tune import STATISTICS, TuneResult, recommend
+from ..read.sources import LevelSource, open_source
 from ._explorer import Explorer
-from ._snapshots import tuner_picture
+from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["TunerDashboard"]
 
@@ -36,11 +38,11 @@ class TunerDashboard(Explorer):
     Controls: the target, the metric, the statistic (the mean over images, or
     their 5th percentile) and the sample size. Shows the recommended level
     with its bandwidth saving and bootstrap confidence
-    (:func:`~pcr_explore.tuner.recommend`), the sample's bytes-vs-quality
+    (:func:`~pcr_explore.quality.tune.recommend`), the sample's bytes-vs-quality
     curve with its p5-p95 band and the recommended level on the chosen
     statistic's line (:func:`~pcr_explore.plots.quality_figure`), and the
     images that suffer most at that level, zoomed where they differ most
-    from their full versions (:func:`~pcr_explore.compare.worst_detail`).
+    from their full versions (:func:`~pcr_explore.quality.compare.worst_detail`).
 
     Moving the target or switching metric or statistic reuses the measured
     sample (no decoding); a new sample size measures once (the dashboard
@@ -246,7 +248,10 @@ class TunerDashboard(Explorer):
 
     def _recommend(self) -> TuneResult:
         return recommend(
-            self.curve(), float(self.target.value), self.statistic.value, seed=self.seed
+            self.curve(),
+            target=float(self.target.value),
+            statistic=self.statistic.value,
+            seed=self.seed,
         )
 
     # -- updates ---------------------------------------------------------------------
@@ -331,3 +336,48 @@ class TunerDashboard(Explorer):
             A JPEG, for places where widgets cannot run.
         """
         return tuner_picture(self)
+
+
+def tuner_picture(dash: TunerDashboard) -> bytes:
+    """The curve of the chosen statistic, the recommendation, and the gallery's crops."""
+    r = dash.result
+    c = r.curve
+    # The full level's capped PSNR (identical images) would flatten the chart.
+    keep = ~np.isnan(drawable(c.statistic(r.statistic), r.metric))
+    x = c.bytes_fraction[keep]
+    chart = line_chart(
+        [
+            (
+                "mean" if r.statistic == "mean" else "5th percentile",
+                x,
+                c.statistic(r.statistic)[keep],
+            )
+        ],
+        band=(x, c.p5[keep], c.p95[keep]),
+        highlight=(r.bytes_fraction, r.value),
+        title=f"{axis_label(r.metric)} per scan level, sample of {r.sample_size}",
+        xlabel="bytes read (% of the full images)",
+        ylabel=axis_label(r.metric),
+        xfmt="{:.0%}",
+    )
+    label = axis_label(r.metric).removesuffix(" (dB)")
+    stat = "mean" if r.statistic == "mean" else "5th percentile"
+    target = format_value(r.target, r.metric) if r.metric == "psnr" else f"{r.target:g}"
+    lines = [
+        f"recommended: scan {r.scan} of {c.num_scans}",
+        f"{stat} {label} {format_value(r.value, r.metric)} (target {target})",
+        f"{r.bytes_fraction:.1%} of the bytes ({r.bandwidth_saving:.1%} saved)",
+        f"sample: {r.sample_size} of {r.population} images",
+        *r.explanation.split("; "),
+    ]
+    text = text_panel(lines, 520)
+    cards = []
+    for slot, _ in enumerate(dash.worst_images()):
+        pics = [
+            Image.open(io.BytesIO(im[slot].value))
+            for im in (dash.gallery_full, dash.gallery_level, dash.gallery_diff)
+        ]
+        cards.append(hstack(pics, gap=2))
+    parts = [hstack([chart, text])]
+    parts += [hstack(cards[j : j + 2], gap=16) for j in range(0, len(cards), 2)]
+    return to_jpeg(vstack(parts))

@@ -6,7 +6,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import builtin_trace
-from pcr_explore.swap.architectures import BUILTIN_MODELS, resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.architectures import BUILTIN_MODELS, resnet50_trace, vgg16_trace
 
 
 def test_vgg16_shapes_and_flops():

@@ -7,7 +7,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import Calibration, calibrate
-from pcr_explore.swap.calibration import fit_kernel_cost
+from pcr_explore.swap.model.calibration import fit_kernel_cost
 
 
 def test_fit_recovers_exact_linear_model():

@@ -16,7 +16,7 @@ from pcr_explore.swap import (
     measured_trace_names,
     simulate_many,
 )
-from pcr_explore.swap.architectures import vgg16_trace
+from pcr_explore.swap.traces.architectures import vgg16_trace
 
 NAMES = ["resnet-small-flowers5", "small-cnn-flowers5", "vgg-small-flowers5"]
 
@@ -74,7 +74,7 @@ def test_measured_traces_simulate_over_their_steps():
 def test_files_are_small_json():
     from importlib import resources
 
-    root = resources.files("pcr_explore.swap") / "measured_traces"
+    root = resources.files("pcr_explore.swap.traces") / "measured_traces"
     for name in NAMES:
         text = (root / f"{name}.json").read_text("utf-8")
         assert len(text) < 20_000

@@ -11,7 +11,7 @@ from pcr_explore.cli import main
 from pcr_explore.cli._swap import add_swap_sim_parser, run_swap_sim
 from pcr_explore.errors import PCRError
 from pcr_explore.swap import report
-from pcr_explore.swap.architectures import resnet50_trace
+from pcr_explore.swap.traces.architectures import resnet50_trace
 
 
 def _run(argv):

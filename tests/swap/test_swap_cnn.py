@@ -7,7 +7,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import bit_sparsity, cnn_trace, get_codec, simulate_many
-from pcr_explore.swap.cnn import cnn_activations, sample_images
+from pcr_explore.swap.capture.cnn import cnn_activations, sample_images
 
 
 def test_cnn_on_photos_records_sparse_relu_outputs():

@@ -6,7 +6,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import default_policies, get_profile
-from pcr_explore.swap.policies import (
+from pcr_explore.swap.simulator.policies import (
     Policy,
     candidate_codecs,
     loses_values,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pcr_explore.errors import SwapError
-from pcr_explore.swap.predictor import KernelTimePredictor
+from pcr_explore.swap.model.predictor import KernelTimePredictor
 
 
 def _times(n, nnz):

@@ -7,7 +7,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import calibrate, capture_training
-from pcr_explore.swap.predictor_eval import (
+from pcr_explore.swap.model.predictor_eval import (
     FAMILIES,
     MeasuredTimes,
     evaluate_predictors,

@@ -6,8 +6,8 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import get_profile, profile_names
-from pcr_explore.swap.costs import CodecCost, KernelCost, gpu_codec_costs
-from pcr_explore.swap.profiles import PROFILES
+from pcr_explore.swap.model.costs import CodecCost, KernelCost, gpu_codec_costs
+from pcr_explore.swap.model.profiles import PROFILES
 
 
 def test_builtin_profiles_link_anchors():

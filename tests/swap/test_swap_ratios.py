@@ -7,7 +7,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import get_codec, measure_ratios, ratio_curve, synthetic_activations
-from pcr_explore.swap.ratios import measured_ratio_curve
+from pcr_explore.swap.codecs.ratios import measured_ratio_curve
 
 
 def test_ratio_curve_is_vectorised_over_sparsity():

@@ -9,7 +9,7 @@ import pytest
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import report, simulate_many
-from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
 
 
 def test_report_equals_simulating_the_same_trace():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pcr_explore.swap import get_profile, simulate
-from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
 
 
 def test_vdnn_and_always_totals_by_hand():

@@ -13,7 +13,7 @@ from pcr_explore.swap import (
     simulate,
     simulate_many,
 )
-from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
 
 SPARSE_CODECS = {"zvc", "bitmap", "csr", "delta8", "rle"}
 TRACES = {

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from pcr_explore.errors import SwapError
-from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
-from pcr_explore.swap.sparsity import sparsity_profile, spec_to_json
+from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.sparsity import sparsity_profile, spec_to_json
 
 
 def test_sparsity_profiles():

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 from pcr_explore.errors import SwapError
 from pcr_explore.swap import TensorRecord, Trace
-from pcr_explore.swap.architectures import resnet50_trace, vgg16_trace
+from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
 
 
 def test_drift_changes_sparse_tensors_only():

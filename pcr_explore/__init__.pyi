@@ -1,0 +1,70 @@
+from . import auditing, encode, jpeg, plots, quality, read, records, storage, swap, train, widgets  # noqa: F401 (subpackages, loaded on use)
+from ._version import __version__
+from .auditing import AuditOptions, AuditReport, audit
+from .encode.discover import find_sources
+from .encode.encoder import EncodeSummary, encode_dataset
+from .encode.sample import build_sample
+from .errors import (
+    CorruptRecordError,
+    DatasetError,
+    FewerScalesWarning,
+    JPEGError,
+    LabelWarning,
+    MissingExtraError,
+    PCRError,
+    PCRFormatError,
+    RangeIgnoredWarning,
+    RemoteReadError,
+    ScanScriptError,
+    SourceImageError,
+    SwapError,
+    WorkerError,
+)
+from .jpeg.transcode import find_jpegtran
+from .quality import LevelQuality, QualityCurve, image_quality, quality_curve
+from .quality.tune import TuneOptions, TuneResult, tune
+from .read.reader import PCRDataset, open_dataset
+from .read.sources import FolderSource, LevelSource, open_source
+from .read.verify import VerifyReport, verify_dataset
+from .records.summary import DatasetSummary
+
+__all__ = [
+    "__version__",
+    "encode_dataset",
+    "EncodeSummary",
+    "find_sources",
+    "find_jpegtran",
+    "open_dataset",
+    "PCRDataset",
+    "DatasetSummary",
+    "open_source",
+    "FolderSource",
+    "LevelSource",
+    "verify_dataset",
+    "VerifyReport",
+    "build_sample",
+    "quality_curve",
+    "QualityCurve",
+    "image_quality",
+    "LevelQuality",
+    "tune",
+    "TuneResult",
+    "TuneOptions",
+    "audit",
+    "AuditReport",
+    "AuditOptions",
+    "PCRError",
+    "JPEGError",
+    "ScanScriptError",
+    "SourceImageError",
+    "PCRFormatError",
+    "CorruptRecordError",
+    "DatasetError",
+    "RemoteReadError",
+    "WorkerError",
+    "SwapError",
+    "MissingExtraError",
+    "FewerScalesWarning",
+    "LabelWarning",
+    "RangeIgnoredWarning",
+]

@@ -1,0 +1,315 @@
+"""The audit: check the options, inspect every image, flag, measure a sample, report."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..jpeg._tjtransform import available as tj_available
+from ..quality._curve import QualityCurve
+from ..quality.metrics import MSSSIM_WEIGHTS
+from ..quality.tune import Statistic
+from ._checks import CHECKS
+from ._flags import ImageFindings, find_issues
+from ._inspect import FileInfo
+from ._measure import SampleQuality, measure_sample, quality_of_curve
+from ._options import AuditOptions, Options, check_options
+from ._pass import Pass, inspect_all
+from ._properties import ANALYSIS_SIDE
+from ._report import AuditReport
+from ._target import Target, class_counts, open_target, size_summary
+from ._thumbs import gallery
+
+__all__ = ["audit"]
+
+
+def _conversions(t: Target, infos: list[FileInfo]) -> list[dict[str, str]]:
+    """Return the sources not transcoded losslessly: as recorded, or as just found."""
+    if t.dataset is not None:
+        return t.conversions
+    return [{"file": i.name, "note": i.conversion} for i in infos if i.conversion]
+
+
+def _problems(
+    t: Target, infos: list[FileInfo], found: ImageFindings, sampled: SampleQuality
+) -> list[dict[str, str]]:
+    """Return every problem found, sorted by file, then type, then issue."""
+    problems = [{"file": p["file"], "type": "bad_file", "issue": p["issue"]} for p in t.problems]
+    problems += [
+        {"file": i.name, "type": kind, "issue": text} for i in infos for kind, text in i.issues
+    ]
+    problems += found.problems
+    problems += [
+        {"file": name, "type": "quality", "issue": f"cannot measure quality: {issue}"}
+        for name, issue in sampled.failed
+    ]
+    return sorted(problems, key=lambda d: (d["file"], d["type"], d["issue"]))
+
+
+def _level_bytes(ok: list[FileInfo], levels: int) -> tuple[np.ndarray, int]:
+    """The readable images' bytes at each level, and how many of them were measured.
+
+    Where only some were transcoded, the total is their bytes at each level
+    over their source bytes, times every readable image's source bytes.
+    """
+    coded = [(i.level_bytes, i.file_bytes) for i in ok if i.level_bytes is not None]
+    if not coded:
+        return np.zeros(levels, np.int64), 0
+    total = np.sum([b for b, _ in coded], axis=0).astype(np.int64)
+    if len(coded) < len(ok):
+        scale = sum(i.file_bytes for i in ok) / max(1, sum(n for _, n in coded))
+        total = np.rint(total * scale).astype(np.int64)
+    return total, len(coded)
+
+
+def _notes(
+    found: ImageFindings, sampled: SampleQuality, o: Options, measured: int, readable: int
+) -> list[str]:
+    """Say how the numbers were made where it changes how to read them."""
+    notes = [
+        "image properties and perceptual hashes are measured on one decode per image, "
+        f"its longer side at most {ANALYSIS_SIDE} px (DCT scaling for JPEGs)"
+    ]
+    if measured < readable:
+        notes.append(
+            f"bytes per level are estimated from the {measured:,} of {readable:,} readable "
+            "images transcoded (bytes_sample): their bytes at each level per source byte, "
+            "times all readable images' source bytes; the other JPEGs had their coefficients "
+            "read as the transcode would, without the progressive encode"
+            + ("" if tj_available() else " (not here: libturbojpeg is not installed)")
+        )
+    curve = sampled.tune.curve if sampled.tune is not None else None
+    shrunk = [
+        n for n, text in (curve.notes if curve is not None else ()) if "measured at 1/" in text
+    ]
+    if shrunk:
+        notes.append(
+            f"{len(shrunk)} sampled image(s) larger than {o.max_pixels:,} pixels had their "
+            f"quality measured at a reduced size, to bound memory (first: {shrunk[0]})"
+        )
+    if not found.colour_dataset:
+        notes.append("most images are grayscale, so grayscale images are not flagged")
+    return notes
+
+
+def _sample(t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any) -> SampleQuality:
+    """Finish the quality sample the pass began: replacements, the curve, the recommendation."""
+    bar.total = min(p.want, len(p.order))
+    bar.refresh()
+    if not p.order or not p.want:
+        return SampleQuality()
+    return measure_sample(
+        t.source,
+        p.order,
+        p.want,
+        level_bytes=level_bytes,
+        target=o.target,
+        metric=o.metric,
+        statistic=o.statistic,  # type: ignore[arg-type]
+        seed=o.seed,
+        luminance=o.luminance,
+        worst=o.worst,
+        workers=o.workers,
+        progress=bar,
+        max_pixels=o.max_pixels,
+        measured=p.measured,
+    )
+
+
+def audit(
+    source: str | os.PathLike[str],
+    *,
+    sample: int | None = 64,
+    target: float | None = None,
+    metric: str | None = None,
+    statistic: Statistic = "mean",
+    seed: int = 0,
+    workers: int | None = None,
+    progress: bool = True,
+    luminance: bool = False,
+    curve: QualityCurve | None = None,
+    options: AuditOptions | None = None,
+) -> AuditReport:
+    """Audit a folder of images, one image file, or a PCR dataset.
+
+    Every option is checked before any file is opened. Then every image is
+    read once, in worker processes: its content hash, format, colour mode,
+    size and JPEG coding; one small decode (DCT scaling) on which
+    brightness, information, sharpness, colour and a perceptual hash are
+    measured; and its bytes at each scan level after the progressive
+    transcode, from the scan offsets. Only a random sample is decoded at
+    every level to measure quality, in the same pass and the same task as
+    its inspection (one read and one transcode per image, one worker pool),
+    and :func:`~pcr_explore.quality.tune.recommend` picks the level from it. The
+    checks of :data:`CHECKS` flag images against their thresholds, and
+    duplicates are grouped into sets (a set across classes is a label leak).
+    Broken files never stop the audit: each becomes a problem with its
+    reason.
+
+    Parameters
+    ----------
+    source : path
+        A folder of images (class sub-folders give classes), an image file,
+        or a PCR dataset folder (one holding ``manifest.json``).
+    sample : int or None
+        Images decoded at every level to measure quality (None: all).
+    target : float, optional
+        Quality target for the recommended level; default per metric
+        (:data:`DEFAULT_TARGETS`: 0.95 for MS-SSIM and SSIM, 35 dB for PSNR).
+    metric : {"mssim", "ssim", "psnr"}, optional
+        The metric the target refers to; default ``"mssim"`` (a curve's own).
+    statistic : {"mean", "p5"}
+        Mean over images or their 5th percentile.
+    seed : int
+        Seed of the quality sample.
+    workers : int, optional
+        Worker processes (default: all cores).
+    progress : bool
+        Show progress: one bar over the files (fast), one over the quality
+        sample (slow: every level of each image).
+    luminance : bool
+        Measure quality on the Y channel only (default RGB).
+    curve : QualityCurve, optional
+        Quality already measured on *source* by
+        :func:`~pcr_explore.quality_curve`: the audit recommends from it and
+        decodes no image at every level again (*sample* and *luminance* are
+        the curve's).
+    options : AuditOptions, optional
+        The rarely changed settings: images shown per issue, transcoding,
+        thresholds, the memory bound and the bytes sample.
+
+    Returns
+    -------
+    AuditReport
+
+    Raises
+    ------
+    ValueError
+        If an option is out of range (checked before any work).
+    FileNotFoundError
+        If *path* does not exist.
+    DatasetError
+        If the folder holds no image files or the dataset is malformed.
+
+    Examples
+    --------
+    >>> report = audit("photos/", sample=64)  # doctest: +SKIP
+    >>> report.recommended_scan, report.issue_counts  # doctest: +SKIP
+    (5, {'near_duplicate': 2, 'blurry': 3})
+    >>> report.to_html("audit.html")  # doctest: +SKIP
+    """
+    a = options or AuditOptions()
+    if curve is not None:
+        if metric is not None and metric != curve.metric:
+            raise ValueError(f"the curve was measured with {curve.metric!r}, not {metric!r}")
+        metric, sample, luminance = curve.metric, curve.sample_size, curve.luminance
+    o = check_options(
+        sample=sample,
+        target=target,
+        metric="mssim" if metric is None else metric,
+        statistic=statistic,
+        workers=workers,
+        seed=seed,
+        luminance=luminance,
+        worst=a.worst,
+        backend=a.backend,
+        quality=a.quality,
+        thresholds=a.thresholds,
+        max_pixels=a.max_pixels,
+        bytes_sample=a.bytes_sample,
+    )
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    t = open_target(source, o.backend, o.quality)
+    n = len(t.names)
+    if curve is not None and curve.population != n:
+        raise ValueError(
+            f"{os.fspath(source)}: the curve was measured on {curve.population} images, "
+            f"this source holds {n}"
+        )
+    with (
+        tqdm(total=n, desc="audit: files", unit="file", disable=not progress) as files_bar,
+        tqdm(
+            total=n if o.sample is None else min(o.sample, n),
+            desc=f"audit: quality sample ({t.source.num_scans} levels each)",
+            unit="img",
+            disable=not progress,
+        ) as sample_bar,
+    ):
+        # With a curve, nothing is measured in the pass: it only inspects.
+        p = inspect_all(t, o if curve is None else replace(o, sample=0), files_bar, sample_bar)
+        infos = p.infos
+        t_files = time.perf_counter()
+        found = find_issues(infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
+        ok = [i for i in infos if not i.broken]
+        level_bytes, measured = _level_bytes(ok, t.source.num_scans)
+        t_checks = time.perf_counter()
+        if curve is None:
+            sampled = _sample(t, p, level_bytes, o, sample_bar)
+        else:
+            sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes, o=o)
+    t_sample = time.perf_counter()
+    problems = _problems(t, infos, found, sampled)
+    examples, thumbs = gallery(problems, found.scores, found.duplicate_sets, t.load, o.worst)
+    widths = np.array([i.width for i in ok], np.int64)
+    heights = np.array([i.height for i in ok], np.int64)
+    end = time.perf_counter()
+    return AuditReport(
+        path=os.fspath(source),
+        kind=t.kind,
+        images=len(t.names),
+        readable=len(ok),
+        formats=dict(Counter(i.format for i in infos if i.format).most_common()),
+        modes=dict(Counter(i.mode for i in infos if i.mode).most_common()),
+        sizes=size_summary(widths, heights),
+        widths=widths,
+        heights=heights,
+        classes=class_counts(t, infos),
+        coding=dict(Counter(i.coding for i in infos).most_common()),
+        problems=problems,
+        duplicates=found.exact,
+        conversions=_conversions(t, infos),
+        level_bytes=level_bytes,
+        source_bytes=int(sum(i.file_bytes for i in ok)),
+        tune=sampled.tune,
+        worst=sampled.worst,
+        options={
+            "sample": o.sample,
+            "target": o.target,
+            "metric": o.metric,
+            "statistic": o.statistic,
+            "seed": o.seed,
+            "luminance": o.luminance,
+            "msssim_scales": len(MSSSIM_WEIGHTS),
+            "max_pixels": o.max_pixels,
+            "analysis_side": ANALYSIS_SIDE,
+            "bytes_sample": o.bytes_sample,
+        },
+        seconds=end - t0,
+        scores=found.scores,
+        duplicate_sets=found.duplicate_sets,
+        checks={
+            k: {
+                "score": c.score,
+                "threshold": o.thresholds[k],
+                "flagged_when": "score <= threshold" if c.at_most else "score < threshold",
+            }
+            for k, c in CHECKS.items()
+        },
+        examples=examples,
+        thumbnails=thumbs,
+        notes=_notes(found, sampled, o, measured, len(ok)),
+        timings={
+            "files": t_files - t0,
+            "checks": t_checks - t_files,
+            "quality_sample": t_sample - t_checks,
+            "report": end - t_sample,
+        },
+        bytes_measured=None if measured == len(ok) else measured,
+    )

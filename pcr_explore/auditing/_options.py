@@ -1,0 +1,161 @@
+"""The audit's options, checked before any file is opened; each metric's default target."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from ..jpeg.transcode import check_backend_and_quality
+from ..quality.metrics import DEFAULT_TARGETS, METRICS, check_target
+from ..quality.tune import STATISTICS
+from ._checks import check_thresholds
+
+__all__ = [
+    "DEFAULT_TARGETS",
+    "MAX_QUALITY_PIXELS",
+    "AuditOptions",
+    "Options",
+    "check_options",
+    "check_target",
+]
+
+# A sampled image larger than this is measured at a reduced size (DCT
+# scaling, then a box reduction): all-level MS-SSIM costs about 250 bytes of
+# memory per pixel, so this keeps a worker near 1 GB at most.
+MAX_QUALITY_PIXELS = 1 << 22
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """The audit's rarely changed settings (see :func:`~pcr_explore.audit`).
+
+    Parameters
+    ----------
+    worst : int
+        Worst images shown per issue type, and worst-degrading images shown.
+    backend, quality
+        How folder images are transcoded (see :func:`~pcr_explore.jpeg.transcode.transcode`).
+    thresholds : mapping of str to float, optional
+        Thresholds to use instead of the defaults of :data:`CHECKS`, by issue
+        type (e.g. ``{"blurry": 0.1}``).
+    max_pixels : int
+        A sampled image larger than this is measured for quality at a reduced
+        size, so a worker's memory stays bounded (the report says so).
+    bytes_sample : int, optional
+        Transcode only this many folder images for their bytes at each level
+        (the start of the quality sample's seeded order, so they include the
+        quality sample), and estimate the dataset's bytes per level from
+        them: their bytes at each level over their source bytes, times all
+        readable images' source bytes. The others are still read, decoded
+        and checked, and a JPEG among them has its coefficients read as the
+        transcode would (libjpeg-turbo's TurboJPEG library, about a tenth of
+        the transcode's time), so corrupt data that Pillow decodes anyway is
+        still found; only without that library is it not. Default None:
+        every image is transcoded and the bytes are exact. A PCR dataset's
+        bytes always come from its record index.
+    """
+
+    worst: int = 6
+    backend: Literal["auto", "jpegtran", "pillow"] = "auto"
+    quality: int = 90
+    thresholds: Mapping[str, float] | None = None
+    max_pixels: int = MAX_QUALITY_PIXELS
+    bytes_sample: int | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """The audit's settings, validated, with the target and thresholds resolved."""
+
+    sample: int | None
+    target: float
+    metric: str
+    statistic: str
+    workers: int | None
+    seed: int
+    luminance: bool
+    worst: int
+    backend: str
+    quality: int
+    thresholds: dict[str, float]
+    max_pixels: int
+    bytes_sample: int | None = None
+
+
+def _count(name: str, value: object, low: int, *, none: bool = False) -> None:
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def check_options(
+    *,
+    sample: int | None,
+    target: float | None,
+    metric: str,
+    statistic: str,
+    workers: int | None,
+    seed: int,
+    luminance: bool,
+    worst: int,
+    backend: str,
+    quality: int,
+    thresholds: Mapping[str, float] | None,
+    max_pixels: int,
+    bytes_sample: int | None = None,
+) -> Options:
+    """Validate every audit option at once, before any work (see :func:`~pcr_explore.audit`).
+
+    Returns
+    -------
+    Options
+
+    Raises
+    ------
+    ValueError
+        Naming the first option out of range.
+
+    Examples
+    --------
+    >>> o = check_options(
+    ...     sample=64, target=None, metric="psnr", statistic="mean", workers=None, seed=0,
+    ...     luminance=False, worst=6, backend="auto", quality=90, thresholds={"blurry": 0.1},
+    ...     max_pixels=1 << 22,
+    ... )
+    >>> o.target, o.thresholds["blurry"]
+    (35.0, 0.1)
+    """
+    if not isinstance(metric, str):
+        raise ValueError(f"the audit's metric is one of {', '.join(METRICS)}, got {metric!r}")
+    resolved = check_target(metric, target)
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int)):
+        raise ValueError(f"sample must be a positive number of images or None, got {sample!r}")
+    if sample is not None and sample < 1:
+        raise ValueError(f"sample must be a positive number of images, got {sample}")
+    _count("workers", workers, 1, none=True)
+    _count("seed", seed, 0)
+    _count("worst", worst, 0)
+    _count("max_pixels", max_pixels, 1)
+    _count("bytes_sample", bytes_sample, 1, none=True)
+    if not isinstance(luminance, bool):
+        raise ValueError(f"luminance must be True or False, got {luminance!r}")
+    check_backend_and_quality(backend, quality)
+    return Options(
+        sample=sample,
+        target=resolved,
+        metric=metric,
+        statistic=statistic,
+        workers=workers,
+        seed=seed,
+        luminance=luminance,
+        worst=worst,
+        backend=backend,
+        quality=quality,
+        thresholds=check_thresholds(thresholds),
+        max_pixels=max_pixels,
+        bytes_sample=bytes_sample,
+    )

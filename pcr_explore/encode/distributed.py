@@ -1,0 +1,148 @@
+"""Scale-out encoding on a Dask cluster (``pip install pcr-explore[dask]``).
+
+``encode_dataset(src, out, client=Client(...))`` runs one task per planned
+record (:mod:`pcr_explore.encode._plan`): the task transcodes the record's sources in
+order and writes the whole record straight to *out* (a shared folder, with an
+atomic rename, or object storage, with one PUT), then returns the record's
+entry. The client journals entries as they arrive, writes the manifest last,
+and keeps at most a few tasks per worker thread queued, so the scheduler
+never holds the whole source list.
+
+If a worker dies mid-task, the scheduler runs the task again elsewhere (up to
+Dask's ``distributed.scheduler.allowed-failures`` times); a record is
+published only by its final rename or PUT, so nothing half-written is ever
+visible under a record's name. Tasks are named ``pcr-record-NNNNN-...`` on
+the dashboard.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import DatasetError, MissingExtraError, WorkerError
+from ._plan import EncodePlan
+from ._shard import encode_shard
+
+__all__ = ["connect", "local_cluster", "require_distributed", "run_on_dask"]
+
+_EXTRA = "pip install pcr-explore[dask]"
+
+
+def require_distributed() -> Any:
+    """The ``distributed`` module.
+
+    Raises
+    ------
+    MissingExtraError
+        If Dask's distributed scheduler is not installed; names the extra.
+    """
+    try:
+        import distributed
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"encoding on a Dask cluster needs dask.distributed ({exc.name} is missing): {_EXTRA}"
+        ) from exc
+    return distributed
+
+
+def local_cluster(workers: int, threads_per_worker: int = 1) -> tuple[Any, Any]:
+    """Start a Dask cluster of *workers* processes on this machine; return (cluster, client).
+
+    Close both when done (``client.close(); cluster.close()``).
+
+    Raises
+    ------
+    MissingExtraError
+        If ``pcr-explore[dask]`` is not installed.
+    """
+    distributed = require_distributed()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"dask workers must be at least 1, got {workers!r}")
+    cluster = distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=threads_per_worker,
+        processes=True,
+        dashboard_address=":0",
+    )
+    return cluster, distributed.Client(cluster)
+
+
+def connect(address: str) -> Any:
+    """A client of the Dask scheduler at *address* (``tcp://host:port``).
+
+    Raises
+    ------
+    MissingExtraError
+        If ``pcr-explore[dask]`` is not installed.
+    """
+    return require_distributed().Client(address)
+
+
+def run_on_dask(
+    client: Any,
+    plan: EncodePlan,
+    output: Any,
+    todo: list[int],
+    options: dict[str, Any],
+    strict: bool,
+    finished: Callable[[dict[str, Any]], None],
+    bar: Any,
+) -> None:
+    """Encode the records *todo* of *plan* on *client*'s cluster.
+
+    *finished* is called with each record's entry as it completes (in any
+    order); *bar* advances by the record's source count.
+
+    Raises
+    ------
+    DatasetError
+        With *strict*, at the first record that skipped a source.
+    WorkerError
+        If the workers running a record kept dying.
+    """
+    distributed = require_distributed()
+    token = uuid.uuid4().hex[:8]
+    threads = sum(client.nthreads().values()) or 1
+
+    def submit(i: int) -> Any:
+        start, end = plan.slices[i]
+        return client.submit(
+            encode_shard,
+            output,
+            i,
+            start,
+            end,
+            plan.tasks(i, options),
+            key=f"pcr-record-{i:05d}-{token}",
+            retries=2,  # a raised error (a shared disk's hiccup); a dead worker is retried anyway
+        )
+
+    pending = iter(todo)
+    first = [submit(i) for _, i in zip(range(2 * threads), pending)]
+    futures = distributed.as_completed(first)
+    live = set(first)
+    try:
+        for fut in futures:
+            live.discard(fut)
+            try:
+                entry = fut.result()
+            except distributed.KilledWorker as exc:
+                raise WorkerError(
+                    f"{fut.key}: every Dask worker that ran this record died (killed or out of "
+                    "memory, more often than distributed.scheduler.allowed-failures allows); "
+                    "finished records are journaled: run the encode again to resume"
+                ) from exc
+            if strict and entry["skipped"]:
+                raise DatasetError(entry["skipped"][0]["issue"])
+            finished(entry)
+            bar.update(entry["end"] - entry["start"])
+            nxt = next(pending, None)
+            if nxt is not None:
+                f = submit(nxt)
+                live.add(f)
+                futures.add(f)
+    finally:
+        if live:
+            client.cancel(list(live))

@@ -1,0 +1,360 @@
+"""JPEG decoders that give Pillow's exact pixels, faster where a faster one is installed.
+
+Pillow decodes JPEGs with libjpeg-turbo: the accurate integer IDCT ("islow"),
+fancy chroma upsampling, and in ``Image.draft`` a DCT-domain scale of 1/2, 1/4
+or 1/8. simplejpeg (which bundles libjpeg-turbo) and PyTurboJPEG (the system's
+libturbojpeg) run the same library with the same settings through the
+TurboJPEG API, with less work per call. A backend decodes an image only where
+it gives Pillow's result to the pixel:
+
+* only JPEG data (SOI first) with one component or YCbCr, under Pillow's
+  decompression-bomb limit; anything else goes to Pillow;
+* the DCT scale is the one ``Image.draft`` picks, and the colour conversions
+  (Y only for a DCT-scaled ``L`` decode, Pillow's own RGB-to-L otherwise) and the
+  final BILINEAR resize are Pillow's;
+* any libjpeg warning (corrupt or truncated data) hands the image to Pillow, so
+  damaged data fails, or decodes to garbage, exactly as it does with Pillow.
+
+The automatic choice is the fastest installed backend that gave Pillow's pixels
+in ``bench/bench_decoders.py``, checked once per process on a small generated
+image (a Pillow built on another libjpeg would differ); Pillow otherwise.
+``PCR_DECODER=pillow|simplejpeg|turbojpeg`` or :func:`set_decoder` forces one.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+from PIL import Image
+
+from ..errors import MissingExtraError
+from ._eighth import at_eighth as eighth_rewrite
+
+ENV_VAR = "PCR_DECODER"
+SKIP_SCANS_VAR = "PCR_SKIP_SCANS"
+NAMES = ("pillow", "simplejpeg", "turbojpeg")
+# Fastest first (bench/bench_decoders.py); only backends that matched Pillow in
+# every measured case belong here.
+_PREFERENCE = ("simplejpeg",)
+_PACKAGES = {"simplejpeg": "simplejpeg", "turbojpeg": "PyTurboJPEG (and libturbojpeg)"}
+
+# (stored width, stored height) -> output (width, height), or None for stored size
+TargetFor = Callable[[int, int], "tuple[int, int] | None"]
+
+
+class _Backend(Protocol):
+    name: str
+
+    def header(self, data: bytes) -> tuple[int, int, bool] | None:
+        """(width, height, grayscale) of a 1- or 3-component YCbCr JPEG, else None."""
+
+    def decode(
+        self, data: bytes, width: int, height: int, scale: int, gray: bool
+    ) -> np.ndarray | None:
+        """(h, w, 1 or 3) pixels at 1/scale, or None on any error or warning."""
+
+
+def _scaled(n: int, num: int, denom: int) -> int:
+    return (n * num + denom - 1) // denom
+
+
+class _SimpleJPEG:
+    name = "simplejpeg"
+
+    def __init__(self) -> None:
+        import simplejpeg
+
+        self._sj = simplejpeg
+
+    def header(self, data: bytes) -> tuple[int, int, bool] | None:
+        try:
+            h, w, space, _ = self._sj.decode_jpeg_header(data, strict=True)
+        except ValueError:
+            return None
+        if space not in ("Gray", "YCbCr"):
+            return None
+        return w, h, space == "Gray"
+
+    def decode(
+        self, data: bytes, width: int, height: int, scale: int, gray: bool
+    ) -> np.ndarray | None:
+        mw = mh = 0
+        if scale > 1:
+            mw, mh = _scaled(width, 1, scale), _scaled(height, 1, scale)
+            # simplejpeg takes the smallest of libjpeg-turbo's n/8 factors whose
+            # output is at least (mw, mh); on tiny images a smaller one than
+            # 1/scale can reach it, and decodes differently.
+            if any(
+                _scaled(width, n, 8) >= mw and _scaled(height, n, 8) >= mh
+                for n in range(1, 8 // scale)
+            ):
+                return None
+        try:
+            return self._sj.decode_jpeg(
+                data, "GRAY" if gray else "RGB", min_height=mh, min_width=mw, strict=True
+            )
+        except ValueError:
+            return None
+
+
+class _TurboJPEG:
+    name = "turbojpeg"
+
+    def __init__(self) -> None:
+        import turbojpeg
+
+        try:
+            self._tj = turbojpeg.TurboJPEG()
+        except (OSError, RuntimeError) as exc:  # the shared library is missing or too old
+            raise ImportError(str(exc)) from exc
+        self._rgb, self._gray = turbojpeg.TJPF_RGB, turbojpeg.TJPF_GRAY
+        self._flags = turbojpeg.TJFLAG_STOPONWARNING
+        self._spaces = {turbojpeg.TJCS_YCbCr: False, turbojpeg.TJCS_GRAY: True}
+
+    def header(self, data: bytes) -> tuple[int, int, bool] | None:
+        try:
+            # PyTurboJPEG reports libjpeg warnings as Python warnings; the filter
+            # is process-wide, so threads decoding at once may let one through
+            # (a reason this backend is only used when forced)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                w, h, _, space = self._tj.decode_header(data)
+        except (OSError, UserWarning):
+            return None
+        gray = self._spaces.get(space)
+        return None if gray is None else (w, h, gray)
+
+    def decode(
+        self, data: bytes, width: int, height: int, scale: int, gray: bool
+    ) -> np.ndarray | None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                return self._tj.decode(
+                    data,
+                    pixel_format=self._gray if gray else self._rgb,
+                    scaling_factor=(1, scale),
+                    flags=self._flags,
+                )
+        except (OSError, UserWarning):
+            return None
+
+
+_FACTORIES: dict[str, Callable[[], _Backend]] = {
+    "simplejpeg": _SimpleJPEG,
+    "turbojpeg": _TurboJPEG,
+}
+
+_active: _Backend | None = None
+_chosen = False
+
+
+def draft_scale(width: int, height: int, target: tuple[int, int] | None) -> int:
+    """The DCT scale denominator Pillow's decode uses for *target*: 1, 2, 4 or 8.
+
+    DCT scaling is used only when the target is at most half the stored size in
+    both dimensions; ``Image.draft`` then picks the largest denominator whose
+    output is still at least the target in both.
+
+    Examples
+    --------
+    >>> draft_scale(768, 512, (96, 64)), draft_scale(768, 512, (400, 256))
+    (8, 1)
+    """
+    if target is None or 2 * target[0] > width or 2 * target[1] > height:
+        return 1
+    fit = min(width // target[0], height // target[1])
+    return next(s for s in (8, 4, 2) if fit >= s)
+
+
+def pillow_decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
+    """Decode any image Pillow reads; Pillow's exceptions pass through."""
+    src = Image.open(io.BytesIO(data))
+    want = mode or ("L" if src.mode == "L" else "RGB")
+    target = target_for(src.width, src.height)
+    if draft_scale(src.width, src.height, target) > 1:
+        src.draft(want, target)  # libjpeg scales (and converts) while decoding
+    im = src if src.mode == want else src.convert(want)
+    if target is not None and im.size != target:
+        im = im.resize(target, Image.Resampling.BILINEAR)
+    return np.array(im)  # writable: callers may edit or hand it to torch
+
+
+def backend_decode(
+    backend: _Backend, data: bytes, target_for: TargetFor, mode: str | None
+) -> np.ndarray | None:
+    """Pillow's pixels through *backend*, or None where only Pillow can say."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    head = backend.header(data)
+    if head is None:
+        return None
+    width, height, stored_gray = head
+    limit = Image.MAX_IMAGE_PIXELS
+    if limit is not None and width * height > limit:
+        return None  # Pillow warns or refuses: let it
+    want = mode or ("L" if stored_gray else "RGB")
+    target = target_for(width, height)
+    scale = draft_scale(width, height, target)
+    # Pillow's draft makes libjpeg emit Y only for L; without draft it converts RGB
+    gray = want == "L" and (stored_gray or scale > 1)
+    arr = backend.decode(data, width, height, scale, gray)
+    if arr is None or arr.shape[:2] != (_scaled(height, 1, scale), _scaled(width, 1, scale)):
+        return None
+    # a grey JPEG decoded to RGB repeats Y in libjpeg as in Pillow's convert
+    arr = arr.reshape(arr.shape[0], arr.shape[1]) if gray else arr
+    if want == "L" and not gray:
+        arr = np.array(Image.fromarray(arr).convert("L"))
+    if target is not None and (arr.shape[1], arr.shape[0]) != target:
+        arr = np.array(Image.fromarray(arr).resize(target, Image.Resampling.BILINEAR))
+    return arr
+
+
+def decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
+    """Decode with the active backend, falling back to Pillow (whose errors pass through).
+
+    A progressive JPEG decoded at 1/8 scale leaves out the scans that cannot
+    change its pixels (:mod:`pcr_explore.jpeg._eighth`); ``PCR_SKIP_SCANS=0``
+    turns that off.
+    """
+    if os.environ.get(SKIP_SCANS_VAR, "1") != "0":
+
+        def at_eighth(width: int, height: int) -> bool:
+            return draft_scale(width, height, target_for(width, height)) == 8
+
+        lean = eighth_rewrite(data, at_eighth)
+        if lean is not None:
+            try:
+                return _decode(lean, target_for, mode)
+            except (OSError, SyntaxError, ValueError, EOFError):
+                pass  # the whole file decides
+    return _decode(data, target_for, mode)
+
+
+def _decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
+    backend = active_backend()
+    if backend is not None:
+        arr = backend_decode(backend, data, target_for, mode)
+        if arr is not None:
+            return arr
+    return pillow_decode(data, target_for, mode)
+
+
+def _load(name: str, origin: str) -> _Backend:
+    if name not in NAMES:
+        raise ValueError(f"{origin}: unknown JPEG decoder {name!r}; expected one of {NAMES}")
+    try:
+        return _FACTORIES[name]()
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{origin}: JPEG decoder {name!r} needs {_PACKAGES[name]}: {exc}"
+        ) from exc
+
+
+def _partial(data: bytes, scans: int) -> bytes:
+    # the first *scans* scans of a progressive JPEG (and the next scan's
+    # tables), closed by EOI; FF DA only occurs as an SOS marker
+    pos = 0
+    for _ in range(scans + 1):
+        pos = data.index(b"\xff\xda", pos + 1)
+    return data[:pos] + b"\xff\xd9"
+
+
+def _agrees_with_pillow(backend: _Backend) -> bool:
+    # Odd-sized colour (4:2:0) and grey images, a partial and a full progressive
+    # level (libjpeg's smoothing of missing coefficients differs between
+    # versions), every DCT scale, each output mode.
+    yy, xx = np.mgrid[0:61, 0:83]
+    noise = np.random.default_rng(0).integers(0, 40, (61, 83, 3))
+    rgb = (np.stack([xx * 3, yy * 4, (xx * yy) % 256], axis=2) + noise).clip(0, 255)
+    colour = Image.fromarray(rgb.astype(np.uint8))
+    for im in (colour, colour.convert("L")):
+        buf = io.BytesIO()
+        im.save(buf, "JPEG", quality=90, progressive=True)
+        for data in (_partial(buf.getvalue(), 2), buf.getvalue()):
+            for side in (83, 41, 20, 10):
+
+                def target_for(w: int, h: int, side: int = side) -> tuple[int, int]:
+                    return (side, round(h * side / w))
+
+                for mode in (None, "L", "RGB"):
+                    got = backend_decode(backend, data, target_for, mode)
+                    want = pillow_decode(data, target_for, mode)
+                    if got is None or got.shape != want.shape or not np.array_equal(got, want):
+                        return False
+    return True
+
+
+def _choose() -> _Backend | None:
+    name = os.environ.get(ENV_VAR, "").strip().lower()
+    if name and name != "auto":
+        return None if name == "pillow" else _load(name, f"{ENV_VAR}={name}")
+    for candidate in _PREFERENCE:
+        try:
+            backend = _FACTORIES[candidate]()
+        except ImportError:
+            continue
+        if _agrees_with_pillow(backend):
+            return backend
+    return None
+
+
+def active_backend() -> _Backend | None:
+    """The backend :func:`decode` uses (None: Pillow), chosen on first use."""
+    global _active, _chosen
+    if not _chosen:
+        _active, _chosen = _choose(), True
+    return _active
+
+
+def decoder_name() -> str:
+    """Name of the JPEG decoder in use: ``"pillow"``, ``"simplejpeg"`` or ``"turbojpeg"``.
+
+    Examples
+    --------
+    >>> decoder_name() in ("pillow", "simplejpeg", "turbojpeg")
+    True
+    """
+    backend = active_backend()
+    return "pillow" if backend is None else backend.name
+
+
+def set_decoder(name: str | None) -> None:
+    """Force a JPEG decoder, or go back to the automatic choice.
+
+    The choice is also written to the ``PCR_DECODER`` environment variable, so
+    worker processes started afterwards use the same decoder.
+
+    Parameters
+    ----------
+    name : {"pillow", "simplejpeg", "turbojpeg"} or None
+        None (or ``"auto"``): the fastest installed backend that gives Pillow's
+        pixels, else Pillow.
+
+    Raises
+    ------
+    ValueError
+        If *name* is not a known decoder.
+    MissingExtraError
+        If the named decoder's package (or shared library) is not installed.
+
+    Examples
+    --------
+    >>> set_decoder("pillow"); decoder_name()
+    'pillow'
+    >>> set_decoder(None)
+    """
+    global _active, _chosen
+    key = "auto" if name is None else str(name).strip().lower()
+    backend = None if key in ("auto", "pillow") else _load(key, "set_decoder")
+    if key == "auto":
+        os.environ.pop(ENV_VAR, None)
+        _chosen = False
+        return
+    os.environ[ENV_VAR] = key
+    _active, _chosen = backend, True

@@ -1,0 +1,337 @@
+"""Where a dataset's bytes come from: the store, the prefix cache, and what they cost.
+
+:func:`open_store` picks the store for a URL (HTTP(S) through
+:class:`~pcr_explore.storage.remote.HTTPStore`, other remote URLs through fsspec
+wrapped in :class:`~pcr_explore.storage.remote.FsspecStore`, local paths through
+fsspec's local file system). :class:`RecordFetcher` reads byte ranges of
+records from it, counting every byte in :class:`ReadStats`; with a
+:class:`~pcr_explore.storage.cache.PrefixCache` it serves what the cache holds and
+fetches only the missing part of a prefix, and when a server ignores Range
+it downloads each record whole, once, into the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import (
+    CorruptRecordError,
+    DatasetError,
+    MissingExtraError,
+    RangeIgnoredWarning,
+    RemoteReadError,
+)
+from ..records.manifest import MANIFEST, check_manifest
+from ..storage.cache import PrefixCache
+from ..storage.remote import HTTPStore, RetryPolicy, install_hint, with_retries
+
+__all__ = ["FsspecStore", "ReadStats", "RecordFetcher", "load_manifest", "open_store"]
+
+
+@dataclass
+class ReadStats:
+    """Bytes and requests a dataset has read.
+
+    ``bytes_read`` and ``requests`` count what came from storage (the
+    network, for a URL); ``cache_bytes`` counts what the local prefix cache
+    served instead.
+    """
+
+    bytes_read: int = 0
+    requests: int = 0
+    metadata_bytes: int = 0
+    cache_bytes: int = 0
+
+    def reset(self) -> None:
+        """Set every counter back to zero."""
+        self.bytes_read = self.requests = self.metadata_bytes = self.cache_bytes = 0
+
+
+# fsspec stores report "not there" and "not allowed" as these; retrying cannot help.
+_FINAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, _FINAL):
+        return False
+    if isinstance(exc, OSError):
+        return True
+    mod = type(exc).__module__.split(".")[0]
+    return mod in ("aiohttp", "botocore", "aiobotocore", "urllib3", "requests")
+
+
+class FsspecStore:
+    """An fsspec file system whose reads are retried like an HTTP store's.
+
+    Every attribute not defined here is the wrapped file system's.
+    """
+
+    def __init__(self, fs: Any, policy: RetryPolicy | None = None) -> None:
+        self.fs = fs
+        self.policy = policy or RetryPolicy()
+        self.range_support: bool | None = True
+        self.retried = 0
+
+    def _call(self, fn: Any, path: str, start: int | None = None, end: int | None = None) -> Any:
+        return with_retries(
+            self.policy, fn, path, start, end, transient=_transient, on_retry=self._count
+        )
+
+    def _count(self) -> None:
+        self.retried += 1
+
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes *start*..*end* of *path*, retried on transient failures."""
+        return bytes(
+            self._call(lambda: self.fs.cat_file(path, start=start, end=end), path, start, end)
+        )
+
+    def info(self, path: str) -> dict[str, Any]:
+        """The wrapped file system's ``info``, retried on transient failures."""
+        return dict(self._call(lambda: self.fs.info(path), path))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "fs":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.fs, name)
+
+
+def open_store(
+    url: str, storage_options: dict[str, Any] | None, policy: RetryPolicy
+) -> tuple[Any, str]:
+    """The store that serves *url*, and the dataset folder's path in it.
+
+    Raises
+    ------
+    MissingExtraError
+        If the URL's scheme needs a package that is not installed.
+    ValueError
+        If *storage_options* has keys an HTTP store does not take.
+    """
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    opts = dict(storage_options or {})
+    if scheme in ("http", "https"):
+        headers = opts.pop("headers", None)
+        if opts:
+            raise ValueError(
+                f"{url}: storage_options for http(s) take only 'headers', got {sorted(opts)}"
+            )
+        return HTTPStore(policy, headers), url.rstrip("/")
+    if scheme in ("s3", "s3a"):
+        # botocore's defaults wait 60 s to connect and 60 s per read.
+        config = dict(opts.get("config_kwargs") or {})
+        config.setdefault("connect_timeout", policy.timeout)
+        config.setdefault("read_timeout", policy.timeout)
+        opts["config_kwargs"] = config
+    import fsspec
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **opts)
+    except ImportError as exc:
+        how = install_hint(scheme)
+        raise MissingExtraError(f"{url}: reading {scheme}:// URLs needs {exc.name}: {how}") from exc
+    root = root.rstrip("/") or root
+    if scheme in ("", "file", "local"):
+        return fs, root
+    return FsspecStore(fs, policy), root
+
+
+class RecordFetcher:
+    """Byte ranges of a dataset's records, from the store or the prefix cache.
+
+    Parameters
+    ----------
+    fs : file-system-like
+        Has ``cat_file(path, start, end)`` and ``info(path)``.
+    root : str
+        The dataset folder's path in *fs*.
+    records : list of dict
+        The manifest's record entries.
+    stats : ReadStats
+        Counters to update.
+    cache : PrefixCache, optional
+        Where prefixes are kept between reads.
+    """
+
+    def __init__(
+        self,
+        fs: Any,
+        root: str,
+        records: list[dict[str, Any]],
+        stats: ReadStats,
+        cache: PrefixCache | None = None,
+    ) -> None:
+        self.fs = fs
+        self.root = root
+        self.records = records
+        self.stats = stats
+        self.cache = cache
+        self._checked: set[int] = set()
+        self._warned = False
+
+    def path(self, r: int) -> str:
+        """Record *r*'s path (or URL) in the store."""
+        return posixpath.join(self.root, self.records[r]["file"])
+
+    def _check_file(self, r: int) -> None:
+        """One stat (or HEAD) per record before its first read: a regular file of the right size.
+
+        A FIFO would block a read forever; a length that the file cannot hold
+        would otherwise be allocated before the read fails.
+        """
+        if r in self._checked:
+            return
+        path = self.path(r)
+        try:
+            info = self.fs.info(path)
+        except FileNotFoundError as exc:
+            raise DatasetError(f"{path}: record file is missing") from exc
+        if info.get("type") != "file":
+            raise DatasetError(f"{path}: not a regular file ({info.get('type')})")
+        size, want = info.get("size"), int(self.records[r]["bytes_per_scan"][-1])
+        if size is not None and int(size) != want:
+            how = "truncated" if int(size) < want else "has trailing bytes"
+            raise CorruptRecordError(
+                f"{path}: {how}: the file has {int(size):,} bytes, the manifest says {want:,}"
+            )
+        self._checked.add(r)
+
+    def fetch(self, r: int, start: int | None, end: int | None) -> bytes:
+        """Bytes *start*..*end* of record *r* from the store (None, None: all of it)."""
+        self._check_file(r)
+        path = self.path(r)
+        try:
+            buf = self.fs.cat_file(path, start=start, end=end)
+        except FileNotFoundError as exc:
+            raise DatasetError(f"{path}: record file is missing") from exc
+        except RemoteReadError as exc:
+            raise RemoteReadError(
+                f"record {r}: {exc}",
+                url=exc.url,
+                start=exc.start,
+                end=exc.end,
+                status=exc.status,
+                attempts=exc.attempts,
+                range_ignored=exc.range_ignored,
+            ) from exc
+        self.stats.bytes_read += len(buf)
+        self.stats.requests += 1
+        if start is not None and end is not None and len(buf) != end - start:
+            raise CorruptRecordError(
+                f"{path}: truncated: asked for bytes {start}..{end}, got {len(buf)}"
+            )
+        return bytes(buf)
+
+    def read(self, r: int, start: int, end: int) -> bytes:
+        """Bytes *start*..*end* of record *r*: from the cache when it holds them."""
+        if self.cache is not None and self.cache.length(r) >= end:
+            data = self.cache.read(r, end)[start:]
+            self.stats.cache_bytes += len(data)
+            return data
+        return self.fetch(r, start, end)
+
+    def prefix(self, r: int, end: int) -> tuple[bytes, int]:
+        """The first *end* bytes of record *r*, and how many of them the cache held.
+
+        Only the part the cache lacks is fetched, in one request. Call
+        :meth:`commit` once the bytes have been checked, to keep them.
+        """
+        cache = self.cache
+        if cache is None:
+            return self.fetch(r, 0, end), 0
+        have = cache.length(r)
+        try:
+            if have >= end:
+                data = cache.read(r, end)
+                self.stats.cache_bytes += end
+                return data, end
+            head = cache.read(r, have) if have else b""
+        except FileNotFoundError:  # another process dropped it just now: read it cold
+            have, head = 0, b""
+        self.stats.cache_bytes += have
+        if getattr(self.fs, "range_support", None) is False:
+            return self._whole(r, have, end)
+        try:
+            delta = self.fetch(r, have, end)
+        except RemoteReadError as exc:
+            if not exc.range_ignored:
+                raise
+            return self._whole(r, have, end)
+        return head + delta, have
+
+    def _whole(self, r: int, have: int, end: int) -> tuple[bytes, int]:
+        """The server ignores Range: download record *r* once, whole, into the cache."""
+        cache = self.cache
+        if cache is None:  # pragma: no cover - only called with a cache
+            raise RuntimeError("no cache")
+        if not self._warned:
+            self._warned = True
+            total = sum(int(rec["bytes_per_scan"][-1]) for rec in self.records)
+            warnings.warn(
+                f"{self.root}: the server ignores Range requests, so every record is downloaded "
+                f"whole, once, into the cache at {cache.folder} (the whole dataset is "
+                f"{total:,} bytes, whatever level is read); later reads at any level come from "
+                "the cache",
+                RangeIgnoredWarning,
+                stacklevel=4,
+            )
+        data = self.fetch(r, None, None)
+        want = int(self.records[r]["bytes_per_scan"][-1])
+        if len(data) != want:
+            raise CorruptRecordError(
+                f"{self.path(r)}: downloaded {len(data):,} bytes, the manifest says {want:,}"
+            )
+        cache.extend(r, have, data[have:])
+        return data[:end], end
+
+    def commit(self, r: int, buf: bytes, have: int) -> None:
+        """Keep the checked prefix *buf* in the cache (its first *have* bytes are there)."""
+        if self.cache is not None and len(buf) > have:
+            self.cache.extend(r, have, buf[have:])
+
+    def forget(self, r: int) -> None:
+        """Drop record *r* from the cache: its cached bytes failed a check."""
+        if self.cache is not None:
+            self.cache.drop(r)
+
+
+def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
+    """The most useful message for a dataset path without a readable manifest."""
+    try:
+        if fs.isfile(root):
+            return DatasetError(
+                f"{url}: is a file, not a dataset folder; give the folder that holds {MANIFEST}"
+            )
+        if not fs.exists(root):
+            return DatasetError(f"{url}: no such folder")
+    except OSError:  # pragma: no cover - a store that cannot answer: keep the plain message
+        pass
+    return DatasetError(f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)")
+
+
+def load_manifest(fs: Any, root: str, url: str) -> tuple[dict[str, Any], bytes]:
+    """The dataset's manifest, checked field by field, and its bytes as fetched.
+
+    Raises
+    ------
+    DatasetError
+        If it is missing, not JSON, or malformed.
+    """
+    mpath = posixpath.join(root, MANIFEST)
+    try:
+        raw = fs.cat_file(mpath)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _missing_manifest(fs, root, url) from exc
+    except IsADirectoryError as exc:  # pragma: no cover - odd filesystems
+        raise DatasetError(f"{mpath}: is a directory") from exc
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise DatasetError(f"{mpath}: not valid JSON: {why}") from exc
+    check_manifest(manifest, mpath)
+    return manifest, bytes(raw)

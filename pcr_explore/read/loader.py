@@ -1,0 +1,214 @@
+"""Feed a PCR dataset to a PyTorch ``DataLoader`` at a chosen scan level.
+
+Records are the unit of work: each DataLoader worker (and each distributed
+rank) reads whole records, so every read stays one sequential prefix read.
+Needs the ``[torch]`` extra; this module is not imported by ``pcr_explore``
+itself, so the package stays light without PyTorch.
+
+The scan level and the epoch live in a small shared-memory tensor, so
+``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
+epochs (``persistent_workers=True``) without rebuilding them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingExtraError
+from ..jpeg import Size
+from ..jpeg._orient import decode_upright
+from .reader import PCRDataset, open_dataset
+
+try:  # the dataset class must live at module level so DataLoader workers can pickle it
+    import torch
+    from torch.utils.data import IterableDataset as _Base
+    from torch.utils.data import get_worker_info
+except ImportError:  # pragma: no cover - depends on the environment
+    torch = None  # type: ignore[assignment]
+    _Base = object  # type: ignore[assignment, misc]
+
+__all__ = ["record_shard", "PCRIterableDataset", "torch_dataset"]
+
+
+def record_shard(
+    num_records: int, shard: int, num_shards: int, epoch_seed: int | None
+) -> list[int]:
+    """The records shard *shard* of *num_shards* reads, in order.
+
+    With *epoch_seed* the record order is shuffled identically on every shard
+    before it is dealt out, so shards never overlap and together cover all
+    records.
+    """
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"shard {shard} out of range for {num_shards} shards")
+    order = np.arange(num_records)
+    if epoch_seed is not None:
+        order = np.random.default_rng(epoch_seed).permutation(num_records)
+    return [int(r) for r in order[shard::num_shards]]
+
+
+def _to_chw_tensor(arr: np.ndarray) -> Any:
+    t = torch.from_numpy(np.ascontiguousarray(arr))
+    return t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)
+
+
+class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
+    """``(image, label)`` pairs of a PCR dataset at one scan level, for PyTorch.
+
+    Build it with :func:`torch_dataset`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        scan: int | None,
+        size: Size | None,
+        shuffle: bool,
+        seed: int,
+        transform: Callable[[np.ndarray], Any] | None,
+        mode: str | None,
+        rank: int,
+        world_size: int,
+    ) -> None:
+        probe = open_dataset(url)
+        self._probe = probe
+        self.url, self.size, self.mode = url, size, mode
+        self.shuffle, self.seed, self.transform = shuffle, seed, transform
+        self.rank, self.world_size = rank, world_size
+        self.num_records, self.total = len(probe.records), len(probe)
+        self.num_scans = probe.num_scans
+        # [epoch, scan]: pickled to workers as a handle to the same memory.
+        self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
+        self.set_scan(scan)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_probe", None)  # workers open their own handle
+        return state
+
+    @property
+    def epoch(self) -> int:
+        """The epoch whose shuffle order the next iteration uses."""
+        return int(self._shared[0])
+
+    @property
+    def scan(self) -> int:
+        """The scan level the next iteration reads."""
+        return int(self._shared[1])
+
+    def set_epoch(self, epoch: int) -> None:
+        """Reshuffle for epoch *epoch* (same order on every worker and rank).
+
+        Persistent DataLoader workers see the new epoch at their next
+        iteration.
+        """
+        self._shared[0] = int(epoch)
+
+    def set_scan(self, scan: int | None) -> None:
+        """Read level *scan* (None: full quality) from the next iteration on.
+
+        Takes effect in persistent DataLoader workers too: call it between
+        epochs, before ``iter(loader)``. Workers already running an epoch
+        finish it at the level they started with.
+
+        Raises
+        ------
+        ValueError
+            If *scan* is outside ``1..num_scans``.
+        """
+        probe = getattr(self, "_probe", None) or open_dataset(self.url)
+        self._shared[1] = probe._check_scan(scan)
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[tuple[Any, int]]:
+        info = get_worker_info()
+        wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
+        shard, nshards = self.rank * nworkers + wid, self.world_size * nworkers
+        epoch, scan = (int(v) for v in self._shared.tolist())  # once: fixed for this pass
+        epoch_seed = self.seed + epoch if self.shuffle else None
+        rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
+        ds = open_dataset(self.url)
+        fn = self.transform or _to_chw_tensor
+        for r in record_shard(self.num_records, shard, nshards, epoch_seed):
+            prefix = ds.read_record(r, scan)
+            n = prefix.header.num_images
+            for j in rng.permutation(n) if self.shuffle else range(n):
+                data = prefix.jpeg_bytes(int(j))
+                o = int(prefix.header.orientations[j])
+                arr = decode_upright(
+                    data, self.size, o, mode=self.mode, source=f"{self.url} record {r}"
+                )
+                yield fn(arr), int(prefix.header.labels[j])
+
+
+def torch_dataset(
+    source: str | PCRDataset,
+    scan: int | None = None,
+    size: Size | None = None,
+    *,
+    shuffle: bool = False,
+    seed: int = 0,
+    transform: Callable[[np.ndarray], Any] | None = None,
+    mode: str | None = "RGB",
+    rank: int = 0,
+    world_size: int = 1,
+) -> PCRIterableDataset:
+    """A ``torch.utils.data.IterableDataset`` of ``(image, label)`` at level *scan*.
+
+    Parameters
+    ----------
+    source : str or PCRDataset
+        Dataset path or URL (each DataLoader worker opens its own handle).
+    scan : int, optional
+        Scan level (None: full quality); change it between epochs with
+        ``set_scan``, which persistent DataLoader workers follow.
+    size : int or (int, int), optional
+        Output size, as for :meth:`PCRDataset.image`.
+    shuffle : bool
+        Shuffle record order and images within records; call
+        ``set_epoch(e)`` to reshuffle each epoch.
+    seed : int
+        Base shuffle seed.
+    transform : callable, optional
+        Applied to each uint8 array (default: a CHW ``torch.uint8`` tensor).
+        Must be picklable when DataLoader workers use spawn or forkserver.
+    mode : {"RGB", "L", None}
+        Channels of every image (default RGB, so grayscale and colour images
+        batch together); None keeps each image's own.
+    rank, world_size : int
+        Distributed sharding: rank *r* reads every *world_size*-th record.
+
+    Returns
+    -------
+    PCRIterableDataset
+
+    Raises
+    ------
+    MissingExtraError
+        If PyTorch is not installed (``pip install pcr-explore[torch]``).
+
+    Examples
+    --------
+    >>> from torch.utils.data import DataLoader  # doctest: +SKIP
+    >>> loader = DataLoader(torch_dataset("data/sample/pcr", scan=3, size=(224, 224)),
+    ...                     batch_size=8, num_workers=2)  # doctest: +SKIP
+
+    Switch the level between epochs without restarting the workers:
+
+    >>> ds = torch_dataset("data/sample/pcr", scan=1, size=(64, 64))  # doctest: +SKIP
+    >>> loader = DataLoader(ds, batch_size=8, num_workers=2,
+    ...                     persistent_workers=True)  # doctest: +SKIP
+    >>> for epoch in range(4):  # doctest: +SKIP
+    ...     ds.set_scan(1 if epoch < 2 else 5)
+    ...     for images, labels in loader:
+    ...         pass
+    """
+    if torch is None:
+        raise MissingExtraError("torch_dataset needs PyTorch: pip install pcr-explore[torch]")
+    url = source.url if isinstance(source, PCRDataset) else str(source)
+    return PCRIterableDataset(url, scan, size, shuffle, seed, transform, mode, rank, world_size)

@@ -1,0 +1,83 @@
+"""A prefix read of one record: its first scan groups, checked, and the images in them.
+
+Reading level *k* of a record is one read of its first
+``header.prefix_length(k)`` bytes; :func:`parse_prefix` checks that read
+(length, then each group's CRC-32) and :class:`RecordPrefix` hands out every
+image of the record at that level.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from ..errors import CorruptRecordError
+from ..jpeg import EOI
+from .format import RecordHeader, parse_header
+
+__all__ = ["RecordPrefix", "parse_prefix"]
+
+
+@dataclass(frozen=True)
+class RecordPrefix:
+    """The first *scan* groups of a record, checked against their CRCs."""
+
+    header: RecordHeader
+    scan: int
+    buffer: bytes | memoryview
+
+    def jpeg_bytes(self, i: int) -> bytes:
+        """Image *i* of the record at this prefix's level, as a JPEG file."""
+        offs, lens = self.header.piece_ranges(i, self.scan)
+        buf = self.buffer
+        return b"".join([buf[o : o + n] for o, n in zip(offs, lens)]) + EOI
+
+    def level_size(self, i: int) -> int:
+        """Bytes of image *i* at this level, EOI included."""
+        return int(self.header.piece_lengths[i, : self.scan].sum()) + len(EOI)
+
+
+def parse_prefix(
+    buf: bytes | memoryview,
+    path: str,
+    scan: int | None,
+    header: RecordHeader | None = None,
+    verify: bool = True,
+) -> RecordPrefix:
+    """Check a prefix read of a record and make its images available.
+
+    Parameters
+    ----------
+    buf : bytes
+        The bytes ``[0, header.prefix_length(scan))`` of the record.
+    path : str
+        Name used in error messages.
+    scan : int or None
+        Number of scan groups the prefix holds (None: all).
+    header : RecordHeader, optional
+        Already parsed header (it is parsed from *buf* otherwise).
+    verify : bool
+        Check the CRC-32 of every group in the prefix.
+
+    Raises
+    ------
+    CorruptRecordError
+        If the prefix is short or a group's checksum does not match; the
+        message names the file and the scan group.
+    """
+    h = header if header is not None else parse_header(buf, path)
+    k = h._check_scan(scan)
+    need = h.prefix_length(k)
+    if len(buf) < need:
+        raise CorruptRecordError(
+            f"{path}: truncated: scan groups 1..{k} end at byte {need}, only {len(buf)} read"
+        )
+    if verify:
+        view = memoryview(buf)
+        for g in range(k):
+            o, n = int(h.group_offsets[g]), int(h.group_lengths[g])
+            if zlib.crc32(view[o : o + n]) != int(h.group_crcs[g]):
+                raise CorruptRecordError(
+                    f"{path}: scan group {g + 1} checksum mismatch (bytes {o}..{o + n})"
+                )
+    return RecordPrefix(h, k, buf)

@@ -1,0 +1,432 @@
+"""Remote reads that survive real servers: ranges checked, retries, timeouts.
+
+:class:`HTTPStore` has the few file-system verbs the reader uses
+(``cat_file``, ``info``, ``isfile``, ``exists``, ``ls``) and speaks HTTP(S)
+itself (the standard library's ``http.client``, one kept-alive connection per
+thread and host), so it can look at the status line *before* the body: a
+server that answers a range request with ``200`` and the whole file (no Range
+support) is detected on that first response and the body is not downloaded;
+the reader then falls back to one full download per record into its cache,
+or fails at once.
+
+:func:`with_retries` is its retry loop, which the reader also wraps around
+other fsspec file systems (``s3://`` through s3fs, for one). A request that
+meets a 5xx status, a 408 or 429, a dropped connection or a timeout is tried
+:data:`DEFAULT_RETRIES` more times, waiting :data:`BACKOFF` seconds before the
+first retry and twice as long before each next one; then it raises
+:class:`~pcr_explore.errors.RemoteReadError`,
+naming the URL, the bytes asked for and the last status. A request that
+receives nothing for ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT`)
+counts as failed. A body cut short is resumed from where it stopped.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..errors import RemoteReadError
+
+__all__ = [
+    "BACKOFF",
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "HTTPStore",
+    "RetryPolicy",
+    "with_retries",
+]
+
+DEFAULT_RETRIES = 3
+DEFAULT_TIMEOUT = 10.0
+BACKOFF = 0.2
+_REDIRECTS = 5
+_RETRY_STATUS = frozenset({408, 429})
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a remote request is tried.
+
+    Parameters
+    ----------
+    retries : int
+        Retries after the first attempt (so ``retries + 1`` requests at most).
+    timeout : float
+        Seconds without any answer after which a request counts as failed.
+    backoff : float
+        Seconds before the first retry; doubled before each next one.
+
+    Examples
+    --------
+    >>> RetryPolicy().delays()
+    [0.2, 0.4, 0.8]
+    """
+
+    retries: int = DEFAULT_RETRIES
+    timeout: float = DEFAULT_TIMEOUT
+    backoff: float = BACKOFF
+
+    def __post_init__(self) -> None:
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise ValueError(f"retries must be an integer >= 0, got {self.retries!r}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if not self.backoff >= 0:
+            raise ValueError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
+
+    def delays(self) -> list[float]:
+        """Seconds slept before each retry."""
+        return [self.backoff * 2**i for i in range(self.retries)]
+
+
+def _span(start: int | None, end: int | None) -> str:
+    if start is None and end is None:
+        return "the whole file"
+    return f"bytes {start or 0}..{end if end is not None else 'end'}"
+
+
+class _Retry(Exception):
+    """One attempt failed in a way that a later attempt may not."""
+
+    def __init__(self, status: int | None, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+        self.why = why
+
+
+def with_retries(
+    policy: RetryPolicy,
+    fn: Callable[[], _T],
+    url: str,
+    start: int | None = None,
+    end: int | None = None,
+    *,
+    transient: Callable[[BaseException], bool] = lambda exc: isinstance(exc, _Retry),
+    on_retry: Callable[[], None] | None = None,
+) -> _T:
+    """Call *fn* until it succeeds, retrying the failures *transient* accepts.
+
+    Raises
+    ------
+    RemoteReadError
+        Once ``policy.retries`` retries have failed too; it names *url*, the
+        bytes *start*..*end* and the last status or error.
+    """
+    delays = policy.delays()
+    for attempt in range(len(delays) + 1):
+        if attempt:
+            time.sleep(delays[attempt - 1])
+            if on_retry is not None:
+                on_retry()
+        try:
+            return fn()
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            status = getattr(exc, "status", None)
+            if attempt == len(delays):
+                last = f"HTTP {status}" if status is not None else _describe(exc)
+                raise RemoteReadError(
+                    f"{url}: {_span(start, end)}: failed {attempt + 1} times (last: {last}); "
+                    "the server may be down or overloaded: try again later, or raise "
+                    "retries/timeout",
+                    url=url,
+                    start=start,
+                    end=end,
+                    status=status if isinstance(status, int) else None,
+                    attempts=attempt + 1,
+                ) from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class HTTPStore:
+    """Range reads over HTTP(S) with status checks, retries and a timeout.
+
+    Parameters
+    ----------
+    policy : RetryPolicy, optional
+        Retries, timeout and backoff.
+    headers : dict, optional
+        Extra request headers (an ``Authorization`` header, say).
+
+    Attributes
+    ----------
+    range_support : bool or None
+        Whether the server honours Range requests (None until it is seen).
+    retried : int
+        Requests retried so far.
+    """
+
+    def __init__(
+        self, policy: RetryPolicy | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        self.policy = policy or RetryPolicy()
+        self.headers = dict(headers or {})
+        self.range_support: bool | None = None
+        self.retried = 0
+        # one kept-alive connection per (thread, scheme, host)
+        self._pool: dict[tuple[int, str, str], http.client.HTTPConnection] = {}
+        self._lock = threading.Lock()
+
+    # -- connections -------------------------------------------------------
+    def _connection(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
+        key = (threading.get_ident(), url.scheme, url.netloc)
+        with self._lock:
+            conn = self._pool.get(key)
+            if conn is None:
+                t = self.policy.timeout
+                if url.scheme == "https":
+                    ctx = ssl.create_default_context()
+                    conn = http.client.HTTPSConnection(url.netloc, timeout=t, context=ctx)
+                else:
+                    conn = http.client.HTTPConnection(url.netloc, timeout=t)
+                self._pool[key] = conn
+        return conn
+
+    def _drop(self, url: urllib.parse.SplitResult) -> None:
+        with self._lock:
+            conn = self._pool.pop((threading.get_ident(), url.scheme, url.netloc), None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        """Close every kept-alive connection (a later request opens a new one)."""
+        with self._lock:
+            conns, self._pool = list(self._pool.values()), {}
+        for conn in conns:
+            conn.close()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_pool"):
+            self.close()
+
+    def _open(
+        self, method: str, url: str, headers: dict[str, str]
+    ) -> tuple[http.client.HTTPResponse, urllib.parse.SplitResult]:
+        """Send one request, following redirects; the response's body is not read yet."""
+        for _ in range(_REDIRECTS + 1):
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme not in ("http", "https"):
+                raise RemoteReadError(f"{url}: not an http(s) URL", url=url)
+            target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+            conn = self._connection(parts)
+            try:
+                conn.request(method, target, headers={**self.headers, **headers})
+                resp = conn.getresponse()
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(parts)
+                raise _Retry(None, _describe(exc)) from exc
+            if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
+                resp.close()
+                self._drop(parts)
+                url = urllib.parse.urljoin(url, resp.getheader("Location", ""))
+                continue
+            return resp, parts
+        raise RemoteReadError(f"{url}: more than {_REDIRECTS} redirects", url=url)
+
+    def _count_retry(self) -> None:
+        self.retried += 1
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"policy": self.policy, "headers": self.headers}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["policy"], state["headers"])  # type: ignore[misc]
+
+    # -- file-system verbs -------------------------------------------------
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes *start*..*end* (end exclusive) of the file at URL *path*.
+
+        Raises
+        ------
+        FileNotFoundError
+            On 404 or 410.
+        RemoteReadError
+            When retries are spent, on another 4xx, or (``range_ignored``
+            set) when the server answers a range request with the whole
+            file; that body is not downloaded.
+        """
+        got = bytearray()
+        ranged = start is not None or end is not None
+
+        def once() -> bytes:
+            lo = (start or 0) + len(got)
+            headers = {}
+            if ranged:
+                if end is not None and lo >= end:
+                    return bytes(got)
+                headers["Range"] = f"bytes={lo}-{'' if end is None else end - 1}"
+            resp, parts = self._open("GET", path, headers)
+            self._check_status(resp, parts, path, start, end, ranged and not got)
+            if ranged and resp.status == 200 and got:  # resuming needs Range
+                self._drop(parts)
+                raise _Retry(200, "server stopped honouring Range")
+            if resp.status == 206:
+                _check_content_range(resp, parts, path, lo, self._drop)
+            try:
+                got.extend(resp.read())
+            except http.client.IncompleteRead as exc:
+                got.extend(exc.partial)
+                self._drop(parts)
+                raise _Retry(resp.status, "connection dropped mid-body") from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(parts)
+                raise _Retry(resp.status, _describe(exc)) from exc
+            if resp.will_close:
+                self._drop(parts)
+            return bytes(got)
+
+        return with_retries(self.policy, once, path, start, end, on_retry=self._count_retry)
+
+    def _check_status(
+        self,
+        resp: http.client.HTTPResponse,
+        parts: urllib.parse.SplitResult,
+        path: str,
+        start: int | None,
+        end: int | None,
+        first_range: bool,
+    ) -> None:
+        status = resp.status
+        if status == 206:
+            self.range_support = True
+            return
+        if status == 200:
+            if not first_range:
+                return
+            size = resp.getheader("Content-Length")
+            if (start or 0) == 0 and end is not None and size is not None and int(size) == end:
+                return  # asked for the whole file: the answer is right either way
+            self.range_support = False
+            self._drop(parts)  # close now: never download what cannot be used
+            raise RemoteReadError(
+                f"{path}: the server ignores Range requests (it answered a request for "
+                f"{_span(start, end)} with the whole file, {size or 'unknown'} bytes); reading a "
+                "level below the full one would download whole records: open the dataset with "
+                "cache_dir=... to download each record once, or serve it from a server that "
+                "supports Range",
+                url=path,
+                start=start,
+                end=end,
+                status=200,
+                range_ignored=True,
+            )
+        self._drop(parts)
+        if status in (404, 410):
+            raise FileNotFoundError(2, f"not found (HTTP {status})", path)
+        if status >= 500 or status in _RETRY_STATUS:
+            raise _Retry(status, f"HTTP {status}")
+        raise RemoteReadError(
+            f"{path}: {_span(start, end)}: HTTP {status} {resp.reason}",
+            url=path,
+            start=start,
+            end=end,
+            status=status,
+        )
+
+    def info(self, path: str) -> dict[str, Any]:
+        """``{"type": "file", "size": bytes}`` from a HEAD request."""
+
+        def once() -> dict[str, Any]:
+            resp, parts = self._open("HEAD", path, {})
+            resp.read()
+            if resp.will_close:
+                self._drop(parts)
+            if resp.status in (404, 410):
+                raise FileNotFoundError(2, f"not found (HTTP {resp.status})", path)
+            if resp.status >= 500 or resp.status in _RETRY_STATUS:
+                raise _Retry(resp.status, f"HTTP {resp.status}")
+            if resp.status >= 400:
+                raise RemoteReadError(
+                    f"{path}: HEAD: HTTP {resp.status} {resp.reason}", url=path, status=resp.status
+                )
+            size = resp.getheader("Content-Length")
+            return {"name": path, "type": "file", "size": int(size) if size else None}
+
+        return with_retries(self.policy, once, path, on_retry=self._count_retry)
+
+    def isfile(self, path: str) -> bool:
+        """Whether a HEAD of *path* answers like a file (never for a folder URL)."""
+        if path.endswith("/"):
+            return False
+        try:
+            resp, parts = self._open("HEAD", path, {})
+        except (_Retry, RemoteReadError):
+            return False
+        resp.read()
+        self._drop(parts)
+        ctype = resp.getheader("Content-Type", "")
+        return resp.status == 200 and not ctype.startswith("text/html")
+
+    def exists(self, path: str) -> bool:
+        """Whether a HEAD of *path* (or of *path* + ``/``) answers below 400."""
+        for p in (path, path.rstrip("/") + "/"):
+            try:
+                resp, parts = self._open("HEAD", p, {})
+            except (_Retry, RemoteReadError):
+                continue
+            resp.read()
+            self._drop(parts)
+            if resp.status < 400:
+                return True
+        return False
+
+    def ls(self, path: str, detail: bool = False) -> list[Any]:
+        """HTTP has no listing.
+
+        Raises
+        ------
+        OSError
+            Always.
+        """
+        raise OSError(f"{path}: an HTTP server cannot list a folder")
+
+
+def _check_content_range(
+    resp: http.client.HTTPResponse,
+    parts: urllib.parse.SplitResult,
+    path: str,
+    lo: int,
+    drop: Callable[[urllib.parse.SplitResult], None],
+) -> None:
+    """A 206 must start where it was asked to; anything else is another file's bytes."""
+    value = resp.getheader("Content-Range", "")
+    unit, _, rest = value.partition(" ")
+    first = rest.partition("-")[0]
+    if unit == "bytes" and first.isdigit() and int(first) == lo:
+        return
+    drop(parts)
+    raise RemoteReadError(
+        f"{path}: asked for bytes from {lo}, the server sent a part it calls {value!r}",
+        url=path,
+        start=lo,
+        status=206,
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, _Retry):
+        return exc.why
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+# fsspec's own backends for the schemes it knows; only s3 has an extra here.
+_BACKENDS = {"gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs"}
+
+
+def install_hint(scheme: str) -> str:
+    """What to install for an fsspec URL scheme whose backend is missing."""
+    if scheme in ("s3", "s3a"):
+        return "pip install pcr-explore[s3]"
+    if scheme in _BACKENDS:
+        return f"pip install {_BACKENDS[scheme]}"
+    return f"install the fsspec backend for {scheme}://"

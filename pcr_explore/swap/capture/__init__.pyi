@@ -1,0 +1,9 @@
+from ._saved import (
+    SavedTensorCapture,
+    capture_saved_tensors,
+)
+
+__all__ = [
+    "SavedTensorCapture",
+    "capture_saved_tensors",
+]

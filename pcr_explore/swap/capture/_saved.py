@@ -1,0 +1,166 @@
+"""Capture the tensors a PyTorch model saves for backward (needs the ``[torch]`` extra)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...errors import MissingExtraError, SwapError
+from ..traces import TensorRecord, Trace
+
+__all__ = ["SavedTensorCapture", "capture_saved_tensors"]
+
+_TORCH_DTYPES = {
+    "torch.float32": "float32",
+    "torch.float16": "float16",
+    "torch.bfloat16": "float16",  # same width; numpy has no bfloat16
+    "torch.float64": "float64",
+    "torch.int64": "int64",
+    "torch.int32": "int32",
+    "torch.uint8": "uint8",
+    "torch.int8": "int8",
+    "torch.bool": "uint8",
+}
+
+
+@dataclass
+class SavedTensorCapture:
+    """What :func:`capture_saved_tensors` recorded.
+
+    Attributes
+    ----------
+    records : list of dict
+        ``name``, ``shape``, ``dtype``, ``bytes``, ``sparsity``, ``kind``
+        and ``op`` (the autograd node that produced the tensor) per saved
+        tensor, in save order, each distinct tensor once.
+    tensors : list
+        The tensors themselves (detached CPU numpy copies) when
+        ``keep_tensors`` was set.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    tensors: list[np.ndarray] = field(default_factory=list)
+
+    def trace(self, name: str = "torch-capture") -> Trace:
+        """Return the capture as a :class:`~pcr_explore.swap.traces.Trace`.
+
+        FLOPs are not captured and are recorded as 0; put the captured
+        sparsities on a built-in trace with
+        ``vgg16_trace(sparsity=captured_trace)`` to price compute.
+
+        Parameters
+        ----------
+        name : str
+            Name of the trace.
+
+        Returns
+        -------
+        Trace
+            One record per captured tensor, one iteration.
+
+        Raises
+        ------
+        SwapError
+            If nothing was captured.
+        """
+        if not self.records:
+            raise SwapError("the capture recorded no saved tensors (was backward-able work run?)")
+        recs = tuple(
+            TensorRecord(r["name"], tuple(r["shape"]), r["dtype"], kind=r["kind"])
+            for r in self.records
+        )
+        sp = np.array([[r["sparsity"] for r in self.records]])
+        return Trace(name, recs, sp, meta={"source": "torch.saved_tensors_hooks"})
+
+
+@contextlib.contextmanager
+def capture_saved_tensors(
+    *, keep_tensors: bool = False, include_parameters: bool = False
+) -> Iterator[SavedTensorCapture]:
+    """Record every tensor autograd saves for backward inside the ``with`` block.
+
+    Built on ``torch.autograd.graph.saved_tensors_hooks``; the tensors are
+    returned unchanged, so training proceeds as usual. Parameters (weights)
+    are skipped unless asked for, as swapping systems keep them resident.
+
+    Parameters
+    ----------
+    keep_tensors : bool
+        Also keep a numpy copy of each tensor (for measuring codecs).
+    include_parameters : bool
+        Record saved parameters too.
+
+    Yields
+    ------
+    SavedTensorCapture
+
+    Raises
+    ------
+    MissingExtraError
+        If PyTorch is not installed (``pip install 'pcr-explore[torch]'``).
+
+    Examples
+    --------
+    >>> with capture_saved_tensors() as cap:  # doctest: +SKIP
+    ...     loss = model(x).sum()
+    >>> trace = cap.trace("my-model")  # doctest: +SKIP
+    """
+    try:
+        import torch
+    except ImportError as exc:
+        raise MissingExtraError(
+            "capture_saved_tensors needs PyTorch: pip install 'pcr-explore[torch]'"
+        ) from exc
+    cap = SavedTensorCapture()
+    seen: set[tuple[Any, ...]] = set()
+
+    def pack(t):
+        base = getattr(t, "_base", None)  # the transposed weight a Linear saves is a view
+        is_param = isinstance(t, torch.nn.Parameter) or isinstance(base, torch.nn.Parameter)
+        if is_param and not include_parameters:
+            return t
+        key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
+        if key in seen:
+            return t
+        seen.add(key)
+        d = t.detach()
+        if d.is_floating_point():
+            zeros = int(((d == 0) & ~torch.signbit(d)).sum())
+        else:
+            zeros = int((d == 0).sum())
+        n = d.numel()
+        op = type(t.grad_fn).__name__ if t.grad_fn is not None else "leaf"
+        low = op.lower()
+        if "relu" in low:
+            kind = "relu"
+        elif "pool" in low:
+            kind = "pool"
+        elif op == "leaf" and d.is_floating_point():
+            kind = "input"
+        else:
+            kind = "activation"
+        dtype = _TORCH_DTYPES.get(str(t.dtype), "float32")
+        cap.records.append(
+            {
+                "name": f"{len(cap.records):03d}.{op.removesuffix('Backward0').lower()}",
+                "shape": list(t.shape),
+                "dtype": dtype,
+                "bytes": n * t.element_size(),
+                "sparsity": zeros / n if n else 0.0,
+                "kind": kind,
+                "op": op,
+            }
+        )
+        if keep_tensors:
+            host = d.to("cpu")
+            if host.dtype == torch.bfloat16:
+                host = host.float()
+            cap.tensors.append(host.numpy().copy())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        yield cap

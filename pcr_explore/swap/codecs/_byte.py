@@ -1,0 +1,145 @@
+"""General-purpose byte codecs (LZ4, Zstandard) as the CPU-side reference."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ...errors import SwapError
+from ._base import Codec, Encoded, SizeModel, as_tensor
+
+__all__ = ["LZ4", "Zstd", "iid_sample"]
+
+_SAMPLE = 1 << 16
+
+
+def iid_sample(n: int, sparsity: float, dtype: np.dtype | str = "float32", seed: int = 0):
+    """ReLU-like values with exactly ``round(n * sparsity)`` zeros at i.i.d. positions."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        x = np.abs(rng.standard_normal(n)).astype(dt) + dt.type(np.finfo(dt).tiny)
+    else:
+        x = rng.integers(1, min(np.iinfo(dt).max, 1 << 30), size=n).astype(dt)
+    zeros = rng.permutation(n)[: int(round(n * sparsity))]
+    x[zeros] = 0
+    return x
+
+
+@functools.lru_cache(maxsize=4096)
+def _sampled_cost(codec: Codec, sparsity: float, itemsize: int) -> tuple[float, float]:
+    """(fixed bytes, bytes per element) of ``codec`` on an i.i.d. sample."""
+    dtype = {1: "uint8", 2: "float16", 4: "float32", 8: "float64"}[itemsize]
+    fixed = codec.encode(np.zeros(0, dtype=dtype)).nbytes
+    enc = codec.encode(iid_sample(_SAMPLE, sparsity, dtype))
+    return float(fixed), (enc.nbytes - fixed) / _SAMPLE
+
+
+class _ByteCodec(Codec):
+    size_model: ClassVar[SizeModel] = "sampled"
+
+    def _compress(self, data: memoryview) -> bytes:
+        raise NotImplementedError
+
+    def _decompress(self, data: bytes, size: int) -> bytes:
+        raise NotImplementedError
+
+    def encode(self, array: np.ndarray) -> Encoded:
+        arr = as_tensor(array)
+        data = memoryview(arr.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+        return self._encoded(arr, {"stream": self._compress(data)})
+
+    def decode(self, encoded: Encoded) -> np.ndarray:
+        self._check_encoded(encoded)
+        stream = encoded.parts.get("stream")
+        if not isinstance(stream, bytes):
+            raise SwapError(f"{self.name}: encoded data lacks its byte stream")
+        try:
+            raw = self._decompress(stream, encoded.raw_nbytes)
+        except Exception as exc:  # the C libraries raise their own error types
+            raise SwapError(f"{self.name}: corrupt stream ({exc})") from exc
+        if len(raw) != encoded.raw_nbytes:
+            raise SwapError(
+                f"{self.name}: corrupt stream: {len(raw)} bytes, expected {encoded.raw_nbytes}"
+            )
+        return np.frombuffer(raw, dtype=encoded.dtype).reshape(encoded.shape).copy()
+
+    def _size(self, n, nnz, itemsize, shape):
+        n = np.asarray(n, dtype=float)
+        nnz = np.asarray(nnz, dtype=float)
+        s = np.where(n > 0, 1.0 - nnz / np.where(n > 0, n, 1), 0.0)
+        flat_s, flat_n = np.broadcast_arrays(s, n)
+        keys = np.round(flat_s, 3)
+        cost = {v: _sampled_cost(self, float(v), itemsize) for v in np.unique(keys)}
+        fixed = np.array([cost[v][0] for v in keys.ravel()]).reshape(keys.shape)
+        per = np.array([cost[v][1] for v in keys.ravel()]).reshape(keys.shape)
+        return np.where(flat_n > 0, fixed + per * flat_n, fixed)
+
+
+@dataclass(frozen=True)
+class LZ4(_ByteCodec):
+    """LZ4 block compression of the tensor's bytes (``lz4.block``).
+
+    Parameters
+    ----------
+    acceleration : int
+        LZ4 fast-mode acceleration (1 = default ratio, higher = faster).
+    """
+
+    acceleration: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.acceleration, int) or self.acceleration < 1:
+            raise SwapError(f"lz4: acceleration must be an integer >= 1, got {self.acceleration!r}")
+
+    @property
+    def name(self) -> str:
+        return "lz4" if self.acceleration == 1 else f"lz4:{self.acceleration}"
+
+    def _compress(self, data: memoryview) -> bytes:
+        import lz4.block
+
+        return lz4.block.compress(
+            data, mode="fast", acceleration=self.acceleration, store_size=False
+        )
+
+    def _decompress(self, data: bytes, size: int) -> bytes:
+        import lz4.block
+
+        if size == 0:
+            return b""
+        return lz4.block.decompress(data, uncompressed_size=size)
+
+
+@dataclass(frozen=True)
+class Zstd(_ByteCodec):
+    """Zstandard compression of the tensor's bytes, single-threaded.
+
+    Parameters
+    ----------
+    level : int
+        Compression level, 1 (fast) to 22 (small); default 3.
+    """
+
+    level: int = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.level, int) or not -7 <= self.level <= 22:
+            raise SwapError(f"zstd: level must be an integer in [-7, 22], got {self.level!r}")
+
+    @property
+    def name(self) -> str:
+        return "zstd" if self.level == 3 else f"zstd:{self.level}"
+
+    def _compress(self, data: memoryview) -> bytes:
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=self.level).compress(data)
+
+    def _decompress(self, data: bytes, size: int) -> bytes:
+        import zstandard
+
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)

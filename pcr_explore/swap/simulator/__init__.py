@@ -1,0 +1,1 @@
+"""The step simulator: policies, where each codec applies, the simulation, results and reports."""

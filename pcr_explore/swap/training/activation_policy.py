@@ -1,0 +1,162 @@
+"""Per-tensor decisions for :func:`~pcr_explore.swap.training.compressed.compressed_activations`.
+
+A policy is any callable ``policy(info) -> codec or None``. Two are built
+in: :func:`smallest_encoding` compresses a tensor only when a codec makes it
+smaller (exact sizes from the tensor's non-zero count), and
+:func:`least_stall` picks, like CSWAP, the option with the least stall that
+a device profile's cost model predicts (codec kernel times plus the copy
+that is not hidden).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...errors import SwapError
+from ..codecs import get_codec
+from ..model.profiles import DeviceProfile, get_profile
+from .compressed import ActivationPolicy, SavedTensorInfo
+
+__all__ = ["smallest_encoding", "least_stall"]
+
+
+def _usable(name: str, info: SavedTensorInfo) -> bool:
+    if name == "binarize":
+        return info.mask_only
+    return True
+
+
+def _nnz(info: SavedTensorInfo) -> tuple[int, int]:
+    n = int(np.prod(info.shape))
+    return n, int(round(n * (1.0 - info.sparsity)))
+
+
+def smallest_encoding(codecs: Sequence[str] = ("zvc",)) -> ActivationPolicy:
+    """A policy that encodes with the codec giving the fewest bytes, if fewer than raw.
+
+    Sizes are each codec's analytic size for the tensor's shape and
+    non-zero count (exact for ZVC, bitmap, CSR, ZFP and binarize).
+
+    Parameters
+    ----------
+    codecs : sequence of str
+        Codecs to choose among; binarize only where it keeps all backward
+        reads.
+
+    Returns
+    -------
+    callable
+        ``policy(info) -> codec name or None``.
+
+    Raises
+    ------
+    SwapError
+        For an unknown codec or none given.
+
+    Examples
+    --------
+    >>> pick = smallest_encoding(["zvc", "csr"])
+    >>> shape, nbytes = (64, 64, 32, 32), 4 * 64 * 64 * 1024
+    >>> dense = SavedTensorInfo(shape, "float32", nbytes, 0.0, "conv", "bn")
+    >>> sparse = SavedTensorInfo(shape, "float32", nbytes, 0.8, "relu", "conv")
+    >>> pick(dense), pick(sparse)
+    (None, 'zvc')
+    """
+    cs = [get_codec(c) for c in codecs]
+    if not cs:
+        raise SwapError("smallest_encoding needs at least one codec")
+
+    def policy(info: SavedTensorInfo) -> str | None:
+        n, nnz = _nnz(info)
+        width = np.dtype(info.dtype).itemsize
+        best, size = None, float(info.nbytes)
+        for c in cs:
+            if not _usable(c.name, info):
+                continue
+            s = c.size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
+            if s < size:
+                best, size = c.name, s
+        return best
+
+    return policy
+
+
+def least_stall(
+    profile: DeviceProfile | str,
+    codecs: Sequence[str] = ("zvc",),
+    *,
+    overlap_s: float = 0.0,
+) -> ActivationPolicy:
+    """A CSWAP-style policy: the option with the least predicted stall on *profile*.
+
+    For each option (raw, or a codec the profile prices) the predicted stall
+    is ``t_compress + t_decompress + 2 * max(0, t_copy - overlap_s)``, from
+    the profile's kernel model and link; the copy of the encoded size goes
+    out after the forward pass and back before backward. Ties go to raw.
+
+    Parameters
+    ----------
+    profile : DeviceProfile or str
+        Cost model, e.g. ``get_profile("v100-pcie3")`` or one with this
+        machine's calibrated CPU codecs (``profile.with_codec(...)``).
+    codecs : sequence of str
+        Codecs to consider (``("zvc",)`` is CSWAP's; ``("zvc", "zfp")``
+        CSwap+'s).
+    overlap_s : float
+        Compute time each copy can hide behind (the next layer's), seconds.
+
+    Returns
+    -------
+    callable
+        ``policy(info) -> codec name or None``.
+
+    Raises
+    ------
+    SwapError
+        If the profile prices none of *codecs*, or *overlap_s* < 0.
+
+    Examples
+    --------
+    >>> pick = least_stall("v100-pcie3", ["zvc"])
+    >>> big = SavedTensorInfo((64, 64, 56, 56), "float32", 4 * 64 * 64 * 3136, 0.7, "relu", "conv")
+    >>> small = SavedTensorInfo((8, 64), "float32", 4 * 8 * 64, 0.7, "relu", "linear")
+    >>> pick(big), pick(small)
+    ('zvc', None)
+    """
+    prof = get_profile(profile)
+    names = [get_codec(c).name for c in codecs]
+    priced = [c for c in names if c in prof.codecs]
+    if not priced:
+        raise SwapError(
+            f"profile {prof.name!r} prices none of {', '.join(names)}; "
+            f"it has: {', '.join(prof.codecs)}"
+        )
+    if overlap_s < 0:
+        raise SwapError(f"overlap_s must be >= 0, got {overlap_s}")
+
+    def policy(info: SavedTensorInfo) -> str | None:
+        n, nnz = _nnz(info)
+        width = np.dtype(info.dtype).itemsize
+        w = width / 4.0
+
+        def hidden(nbytes: float) -> float:
+            return max(0.0, float(prof.transfer_time(nbytes)) - overlap_s)
+
+        best, stall = None, 2 * hidden(info.nbytes)
+        for name in priced:
+            if not _usable(name, info):
+                continue
+            cost = prof.codecs[name]
+            size = get_codec(name).size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
+            s = (
+                float(cost.compress.time(n * w, nnz * w))
+                + float(cost.decompress.time(n * w, nnz * w))
+                + 2 * hidden(size)
+            )
+            if s < stall:
+                best, stall = name, s
+        return best
+
+    return policy

@@ -1,0 +1,209 @@
+"""Accuracy against codec (ZFP rate) next to the bytes saved, over seeds (``[torch]``).
+
+:func:`codec_sweep` trains the uncompressed run and one run per codec for
+each seed, the same batches in the same order, and tabulates validation
+accuracy, activation bytes saved and codec CPU time, all measured on this
+machine. :meth:`CodecSweep.figure` draws accuracy and bytes saved against
+the codec for a notebook.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._json import json_safe
+from ...errors import SwapError
+from ..capture._images import LabelledImages
+from ..capture._torch_ops import require_torch
+from ..codecs import get_codec
+from .codec_training import TrainRun, train_run
+
+__all__ = ["CodecSweep", "codec_sweep"]
+
+
+@dataclass(frozen=True, eq=False)
+class CodecSweep:
+    """Runs per codec (``"none"`` first), one per seed, measured on this machine.
+
+    Attributes
+    ----------
+    steps : int
+    runs : dict of str to tuple of TrainRun
+    """
+
+    steps: int
+    runs: dict[str, tuple[TrainRun, ...]]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per codec: mean accuracy, its change, bytes saved, codec ms per step.
+
+        Returns
+        -------
+        list of dict
+        """
+        base = float(np.mean([r.val_accuracy for r in self.runs["none"]]))
+        out = []
+        for codec, runs in self.runs.items():
+            acts = [r.activations or {} for r in runs]
+            acc = [r.val_accuracy for r in runs]
+            out.append(
+                {
+                    "codec": "uncompressed" if codec == "none" else codec,
+                    "val_accuracy": float(np.mean(acc)),
+                    "per_seed": acc,
+                    "accuracy_change": float(np.mean(acc)) - base,
+                    "saved_fraction": float(np.mean([a.get("saved_fraction", 0) for a in acts])),
+                    "codec_ms_per_step": float(
+                        np.mean(
+                            [a.get("encode_seconds", 0) + a.get("decode_seconds", 0) for a in acts]
+                        )
+                    )
+                    / self.steps
+                    * 1e3,
+                    "identical_losses": all(
+                        r.losses == b.losses for r, b in zip(runs, self.runs["none"])
+                    ),
+                }
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the rows as JSON-ready data, marked measured.
+
+        Returns
+        -------
+        dict
+        """
+        return json_safe(
+            {"measured": "on this machine (CPU, PyTorch)", "steps": self.steps, "rows": self.rows()}
+        )
+
+    def to_text(self) -> str:
+        """Format the rows as a table.
+
+        Returns
+        -------
+        str
+        """
+        seeds = len(next(iter(self.runs.values())))
+        lines = [
+            f"validation accuracy after {self.steps} steps, mean of {seeds} seed(s), "
+            "measured on this machine",
+            f"{'codec':<14}{'val acc':>9}{'change':>9}{'bytes saved':>13}{'codec ms/step':>15}",
+        ]
+        for r in self.rows():
+            lines.append(
+                f"{r['codec']:<14}{r['val_accuracy']:>9.3f}{r['accuracy_change']:>+9.3f}"
+                f"{r['saved_fraction']:>13.1%}{r['codec_ms_per_step']:>15.1f}"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.to_text())}</pre>"
+
+    def figure(self) -> Any:
+        """Accuracy (left axis) and bytes saved (right) against the codec, as a Bokeh figure.
+
+        Returns
+        -------
+        bokeh.plotting.figure
+        """
+        from bokeh.models import FactorRange, LinearAxis, Range1d
+        from bokeh.plotting import figure
+
+        rows = self.rows()
+        names = [r["codec"] for r in rows]
+        fig = figure(
+            x_range=FactorRange(*names),
+            height=300,
+            width=560,
+            title=f"measured on this machine: accuracy and bytes saved after {self.steps} steps",
+            y_range=Range1d(start=0, end=1),
+            y_axis_label="validation accuracy",
+            toolbar_location=None,
+        )
+        fig.vbar(x=names, top=[r["val_accuracy"] for r in rows], width=0.5, legend_label="accuracy")
+        for i, r in enumerate(rows):
+            fig.scatter([names[i]] * len(r["per_seed"]), r["per_seed"], size=6, color="black")
+        fig.extra_y_ranges = {"saved": Range1d(start=0, end=1)}
+        fig.add_layout(
+            LinearAxis(y_range_name="saved", axis_label="activation bytes saved"), "right"
+        )
+        fig.line(
+            names,
+            [r["saved_fraction"] for r in rows],
+            y_range_name="saved",
+            color="darkorange",
+            line_width=2,
+            legend_label="bytes saved",
+        )
+        fig.legend.location = "top_left"
+        return fig
+
+
+def codec_sweep(
+    images: LabelledImages,
+    codecs: Sequence[str] = ("zfp:16", "zfp:8", "zfp:4"),
+    *,
+    steps: int = 100,
+    seeds: Sequence[int] = (0,),
+    net: str = "small-cnn",
+    batch_size: int = 32,
+    lr: float | None = None,
+    threads: int | None = 1,
+) -> CodecSweep:
+    """Train uncompressed and with each codec, per seed, and compare accuracy and bytes.
+
+    Parameters
+    ----------
+    images : LabelledImages
+        From :func:`~pcr_explore.swap.load_labelled_images`.
+    codecs : sequence of str
+        Codecs for the saved activations.
+    steps, net, batch_size, lr
+        See :func:`~pcr_explore.swap.training.codec_training.train_run`.
+    seeds : sequence of int
+        Seeds; each codec runs once per seed, as does the uncompressed run.
+    threads : int, optional
+        PyTorch threads during the runs (restored after).
+
+    Returns
+    -------
+    CodecSweep
+
+    Raises
+    ------
+    SwapError
+        For an unknown codec, no seeds, or bad training settings.
+    MissingExtraError
+        If PyTorch is not installed.
+
+    Examples
+    --------
+    >>> sweep = codec_sweep(images, ["zfp:16", "zfp:4"], seeds=(0, 1, 2))  # doctest: +SKIP
+    >>> print(sweep.to_text())  # doctest: +SKIP
+    """
+    torch = require_torch("codec_sweep")
+    names = [get_codec(c).name for c in codecs]
+    if not seeds:
+        raise SwapError("codec_sweep needs at least one seed")
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        kw: dict[str, Any] = dict(steps=steps, net=net, batch_size=batch_size, lr=lr)
+        runs = {
+            c: tuple(train_run(images, None if c == "none" else c, seed=s, **kw) for s in seeds)
+            for c in ["none", *names]
+        }
+    finally:
+        torch.set_num_threads(before)
+    return CodecSweep(steps, runs)

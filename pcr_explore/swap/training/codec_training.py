@@ -1,0 +1,381 @@
+"""Train with compressed saved activations and compare with the uncompressed run (``[torch]``).
+
+:func:`swap_train` trains the same network twice per seed on the same
+images in the same order: once as usual, once inside
+:func:`~pcr_explore.swap.training.compressed.compressed_activations`. It reports the
+final validation accuracy and loss of both, whether the loss sequences are
+identical (they must be for a lossless codec), the activation bytes saved,
+and the CPU time the codec added, all measured on this machine. This is
+what ``pcr-explore swap-train`` prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._json import json_safe
+from ...errors import SwapError
+from ..capture._images import ImageBatches, LabelledImages, evaluate, inputs, load_labelled_images
+from ..capture._torch_ops import require_torch
+from ..capture.nets import DEFAULT_LR, build_net
+from ..codecs import get_codec
+from .compressed import ActivationPolicy, compressed_activations
+
+__all__ = ["TrainRun", "SwapTrainResult", "ImageBatches", "evaluate", "train_run", "swap_train"]
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    """One training run, measured on this machine.
+
+    Attributes
+    ----------
+    codec : str
+        ``"none"`` for the uncompressed run.
+    seed : int
+    losses : tuple of float
+        Training loss of every step.
+    val_accuracy, val_loss : float
+        On the validation images after the last step.
+    seconds : float
+        Wall time of the training steps (evaluation excluded).
+    activations : dict or None
+        :meth:`~pcr_explore.swap.training.compressed.ActivationLog.summary` of the
+        compressed run.
+    """
+
+    codec: str
+    seed: int
+    losses: tuple[float, ...]
+    val_accuracy: float
+    val_loss: float
+    seconds: float
+    activations: dict[str, Any] | None = None
+
+
+def train_run(
+    images: LabelledImages,
+    codec: str | None,
+    *,
+    steps: int,
+    net: str = "small-cnn",
+    batch_size: int = 32,
+    lr: float | None = None,
+    seed: int = 0,
+    policy: ActivationPolicy | None = None,
+    min_bytes: int = 4096,
+) -> TrainRun:
+    """Train a fresh network for *steps* steps, its saved activations through *codec*.
+
+    The initial weights come from ``torch.manual_seed(seed)`` and the batch
+    order (a new permutation each epoch, the last partial batch dropped)
+    from a generator seeded with *seed*, so two runs with the same seed see
+    the same batches in the same order. SGD with momentum 0.9, cross-entropy.
+
+    Parameters
+    ----------
+    images : LabelledImages
+        Training and validation images.
+    codec : str or None
+        Codec for the saved activations; None trains without hooks.
+    steps : int
+        Optimizer steps, >= 1.
+    net : str
+        A name of :data:`~pcr_explore.swap.capture.nets.NETS`.
+    batch_size : int
+        Images per step; at most the number of training images.
+    lr : float, optional
+        Learning rate; default :data:`~pcr_explore.swap.capture.nets.DEFAULT_LR` of
+        the network (0.05; 0.01 for ``vgg-small``, which has no batch norm).
+    seed : int
+        Seed of the weights and of the batch order.
+    policy : callable, optional
+        Per-tensor decisions (see :func:`compressed_activations`).
+    min_bytes : int
+        Smaller saved tensors stay raw.
+
+    Returns
+    -------
+    TrainRun
+
+    Raises
+    ------
+    SwapError
+        For bad steps or batch size, or an unknown network or codec.
+    MissingExtraError
+        If PyTorch is not installed.
+
+    Examples
+    --------
+    >>> run = train_run(images, "zvc", steps=50)  # doctest: +SKIP
+    >>> run.val_accuracy, run.activations["saved_fraction"]  # doctest: +SKIP
+    """
+    torch = require_torch("train_run")
+    n = len(images.train_y)
+    if not isinstance(steps, int) or steps < 1:
+        raise SwapError(f"steps must be an integer >= 1, got {steps!r}")
+    if not 1 <= batch_size <= n:
+        raise SwapError(f"batch_size must lie in [1, {n}] (training images), got {batch_size}")
+    if policy is not None:
+        name = "policy"
+    else:
+        name = "none" if codec is None else get_codec(codec).name
+    x, y = inputs(torch, images.train_x), torch.from_numpy(images.train_y)
+    torch.manual_seed(seed)
+    model = build_net(net, len(images.classes))
+    rate = DEFAULT_LR.get(net, 0.05) if lr is None else lr
+    opt = torch.optim.SGD(model.parameters(), lr=rate, momentum=0.9)
+    gen = torch.Generator().manual_seed(seed)
+    per_epoch = n // batch_size
+    order = torch.randperm(n, generator=gen)
+    losses: list[float] = []
+    ctx: Any = (
+        contextlib.nullcontext(None)
+        if name == "none"
+        else compressed_activations(codec, policy, model=model, min_bytes=min_bytes)
+    )
+    model.train()
+    t0 = time.perf_counter()
+    with ctx as log:
+        for step in range(steps):
+            k = step % per_epoch
+            if k == 0 and step:
+                order = torch.randperm(n, generator=gen)
+            idx = order[k * batch_size : (k + 1) * batch_size]
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+    seconds = time.perf_counter() - t0
+    acc, vloss = evaluate(model, images)
+    return TrainRun(
+        name, seed, tuple(losses), acc, vloss, seconds, log.summary() if log is not None else None
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class SwapTrainResult:
+    """Training with a codec on the saved activations next to the uncompressed run.
+
+    Attributes
+    ----------
+    settings : dict
+        Dataset, network, codec, steps, batch size, image size, learning rate.
+    baseline, compressed : tuple of TrainRun
+        One run per seed each.
+    """
+
+    settings: dict[str, Any]
+    baseline: tuple[TrainRun, ...]
+    compressed: tuple[TrainRun, ...]
+
+    @property
+    def identical_losses(self) -> bool:
+        """Every seed's compressed run gave exactly the uncompressed run's losses."""
+        return all(b.losses == c.losses for b, c in zip(self.baseline, self.compressed))
+
+    def _mean(self, runs: Sequence[TrainRun], attr: str) -> float:
+        return float(np.mean([getattr(r, attr) for r in runs]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the comparison as JSON-ready data (what ``swap-train --json`` writes).
+
+        Returns
+        -------
+        dict
+            ``measured`` (where), ``settings``, ``uncompressed`` and
+            ``compressed`` (mean final accuracy and loss, per-seed values),
+            ``identical_losses``, ``activation_bytes`` (raw and stored per
+            step, fraction saved) and ``overhead`` (codec seconds per step,
+            step time of both runs).
+        """
+        steps = self.settings["steps"]
+        acts = [c.activations or {} for c in self.compressed]
+        raw = float(np.mean([a.get("raw_bytes", 0) for a in acts])) / steps
+        stored = float(np.mean([a.get("stored_bytes", 0) for a in acts])) / steps
+        codec_s = float(
+            np.mean([a.get("encode_seconds", 0) + a.get("decode_seconds", 0) for a in acts])
+        )
+
+        def side(runs: tuple[TrainRun, ...]) -> dict[str, Any]:
+            return {
+                "val_accuracy": self._mean(runs, "val_accuracy"),
+                "val_loss": self._mean(runs, "val_loss"),
+                "final_train_loss": float(np.mean([np.mean(r.losses[-10:]) for r in runs])),
+                "per_seed": [
+                    {"seed": r.seed, "val_accuracy": r.val_accuracy, "val_loss": r.val_loss}
+                    for r in runs
+                ],
+                "seconds_per_step": self._mean(runs, "seconds") / steps,
+            }
+
+        base, comp = side(self.baseline), side(self.compressed)
+        return json_safe(
+            {
+                "measured": "on this machine (CPU, PyTorch)",
+                "settings": self.settings,
+                "uncompressed": base,
+                "compressed": comp,
+                "accuracy_change": comp["val_accuracy"] - base["val_accuracy"],
+                "identical_losses": self.identical_losses,
+                "activation_bytes": {
+                    "raw_per_step": raw,
+                    "stored_per_step": stored,
+                    "saved_fraction": 1 - stored / raw if raw else 0.0,
+                },
+                "overhead": {
+                    "codec_seconds_per_step": codec_s / steps,
+                    "step_seconds_uncompressed": base["seconds_per_step"],
+                    "step_seconds_compressed": comp["seconds_per_step"],
+                    "step_time_ratio": comp["seconds_per_step"] / base["seconds_per_step"]
+                    if base["seconds_per_step"]
+                    else None,
+                },
+                "by_codec": acts[0].get("by_codec", {}) if acts else {},
+            }
+        )
+
+    def to_text(self) -> str:
+        """Format the comparison as a few lines (figures measured on this machine).
+
+        Returns
+        -------
+        str
+        """
+        d = self.to_dict()
+        s = d["settings"]
+        b, c, a, o = d["uncompressed"], d["compressed"], d["activation_bytes"], d["overhead"]
+        same = "identical" if d["identical_losses"] else "different"
+
+        def f(v: float | None, spec: str) -> str:
+            return "nan" if v is None else format(v, spec)
+
+        def row(label: str, r: dict[str, Any]) -> str:
+            return (
+                f"{label:<14}{f(r['val_accuracy'], '.3f'):>9}{f(r['val_loss'], '.3f'):>10}"
+                f"{f(r['final_train_loss'], '.3f'):>12}{r['seconds_per_step'] * 1e3:>9.1f}"
+            )
+
+        change = f(d["accuracy_change"], "+.3f")
+        return "\n".join(
+            [
+                f"{s['net']} on {s['dataset']}: {s['steps']} steps, batch {s['batch_size']}, "
+                f"{s['size']} px, seeds {s['seeds']} (measured on this machine, CPU)",
+                f"{'run':<14}{'val acc':>9}{'val loss':>10}{'train loss':>12}{'ms/step':>9}",
+                row("uncompressed", b),
+                row(s["codec"], c),
+                f"loss sequences: {same}; accuracy change {change}",
+                f"saved activations: {a['raw_per_step'] / 2**20:.2f} MiB -> "
+                f"{a['stored_per_step'] / 2**20:.2f} MiB per step "
+                f"({a['saved_fraction']:.1%} saved); codec CPU time "
+                f"{o['codec_seconds_per_step'] * 1e3:.1f} ms per step",
+            ]
+        )
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.to_text())}</pre>"
+
+
+def swap_train(
+    data: str | os.PathLike[str] | LabelledImages,
+    codec: str = "zfp:8",
+    *,
+    steps: int = 100,
+    net: str = "small-cnn",
+    size: int = 48,
+    batch_size: int = 32,
+    lr: float | None = None,
+    seeds: Sequence[int] = (0,),
+    per_class: int | None = None,
+    policy: ActivationPolicy | None = None,
+    min_bytes: int = 4096,
+    threads: int | None = None,
+) -> SwapTrainResult:
+    """Train with *codec* on the saved activations and without, same seeds, and compare.
+
+    Parameters
+    ----------
+    data : path or LabelledImages
+        A folder with ``train/`` and ``val/``, a folder of class
+        sub-folders, or a PCR dataset (see
+        :func:`~pcr_explore.swap.capture._images.load_labelled_images`), or images
+        already loaded.
+    codec : str
+        Codec spec (``"zvc"``, ``"zfp:8"``, ``"binarize"``, ...).
+    steps, net, batch_size, lr, policy, min_bytes
+        See :func:`train_run`.
+    size : int
+        Image side in pixels when *data* is a path.
+    seeds : sequence of int
+        One pair of runs (uncompressed, compressed) per seed.
+    per_class : int, optional
+        At most this many images per class and side (quick runs).
+    threads : int, optional
+        PyTorch threads during the runs (restored after); one thread makes
+        CPU timings steadier on a shared machine.
+
+    Returns
+    -------
+    SwapTrainResult
+
+    Raises
+    ------
+    SwapError
+        For bad settings or an unknown codec or network.
+    DatasetError
+        If *data* cannot be read.
+    MissingExtraError
+        If PyTorch is not installed (``pip install 'pcr-explore[torch]'``).
+
+    Examples
+    --------
+    >>> res = swap_train("flowers5/", "zfp:8", steps=200)  # doctest: +SKIP
+    >>> print(res.to_text())  # doctest: +SKIP
+    """
+    torch = require_torch("swap_train")
+    name = get_codec(codec).name
+    if not seeds:
+        raise SwapError("swap_train needs at least one seed")
+    images = (
+        data
+        if isinstance(data, LabelledImages)
+        else load_labelled_images(data, size, per_class=per_class)
+    )
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        kw = dict(steps=steps, net=net, batch_size=batch_size, lr=lr, min_bytes=min_bytes)
+        base = tuple(train_run(images, None, seed=s, **kw) for s in seeds)  # type: ignore[arg-type]
+        comp = tuple(
+            train_run(images, name, seed=s, policy=policy, **kw)  # type: ignore[arg-type]
+            for s in seeds
+        )
+    finally:
+        torch.set_num_threads(before)
+    settings = {
+        "dataset": images.source,
+        "net": net,
+        "codec": name if policy is None else "policy",
+        "steps": steps,
+        "batch_size": batch_size,
+        "size": int(images.train_x.shape[-1]),
+        "lr": DEFAULT_LR.get(net, 0.05) if lr is None else lr,
+        "seeds": list(seeds),
+        "train_images": len(images.train_y),
+        "val_images": len(images.val_y),
+        "min_bytes": min_bytes,
+    }
+    return SwapTrainResult(settings, base, comp)

@@ -1,0 +1,13 @@
+from .scan_explorer import ScanExplorer
+from .script_explorer import ScriptExplorer
+from .swap_explorer import SwapExplorer
+from .training_explorer import TrainingExplorer
+from .tuner_dashboard import TunerDashboard
+
+__all__ = [
+    "ScanExplorer",
+    "ScriptExplorer",
+    "SwapExplorer",
+    "TrainingExplorer",
+    "TunerDashboard",
+]
