@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from tqdm.auto import tqdm
-
 from .._pool import main_is_importable, ordered_map, worker_pool
 from ..errors import DatasetError
 from ..jpeg.scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
@@ -307,6 +305,8 @@ class _Run:
         self.entries = dict(done)
         todo = [i for i in range(len(plan.slices)) if i not in done]
         initial = sum(e["end"] - e["start"] for e in done.values())
+        from tqdm.auto import tqdm  # not at the top: readers would pay for it
+
         bar = tqdm(
             total=len(plan), initial=initial, unit="img", desc="encode", disable=not self.progress
         )

@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from filelock import FileLock, Timeout
-
 from ..errors import DatasetError
 
 LOCK = ".pcr-lock"
@@ -47,10 +45,14 @@ class FolderLock:
     """
 
     def __init__(self, folder: Path) -> None:
+        from filelock import FileLock  # imported by the encoder only, not by readers
+
         self.path = folder / LOCK
         self._lock = FileLock(self.path, timeout=0, thread_local=False, on_acquired=_sign)
 
     def __enter__(self) -> FolderLock:
+        from filelock import Timeout
+
         try:
             self._lock.acquire()
         except Timeout:

@@ -1,0 +1,107 @@
+"""What `import pcr_explore` costs: reading and writing records loads no plotting, widget or audit code."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pcr_explore
+
+HEAVY = (
+    "bokeh",
+    "ipywidgets",
+    "jupyter_bokeh",
+    "scipy",
+    "skimage",
+    "imagehash",
+    "pandas",
+    "torch",
+    "dask",
+    "s3fs",
+)
+OWN_HEAVY = ("auditing", "plots", "widgets", "quality", "train", "swap", "cli")
+
+READ_AND_WRITE = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from PIL import Image
+import pcr_explore as pcr
+
+root = Path(sys.argv[1])
+(root / "src" / "a").mkdir(parents=True)
+for i in range(3):
+    pixels = np.random.default_rng(i).integers(0, 255, (24, 32, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(root / "src" / "a" / f"{i}.jpg")
+pcr.encode_dataset(root / "src", root / "out", progress=False, workers=1)
+ds = pcr.open_dataset(str(root / "out"))
+ds.image(0, scan=2)
+list(ds.iter(scan=3))
+pcr.verify_dataset(ds)
+pcr.open_source(root / "src").jpeg_bytes(0, 2)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded_by(code: str, *args: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_reading_and_writing_loads_nothing_heavy(tmp_path: Path) -> None:
+    loaded = _loaded_by(READ_AND_WRITE, str(tmp_path))
+    assert "pcr_explore.read.reader" in loaded  # the script did read records
+    assert sorted(m for m in loaded if m.split(".")[0] in HEAVY) == []
+    own = [m for m in loaded if m.startswith("pcr_explore.") and m.split(".")[1] in OWN_HEAVY]
+    assert own == []
+
+
+def test_the_bare_import_loads_only_the_facade() -> None:
+    code = "import json, sys, pcr_explore; print(json.dumps(sorted(sys.modules)))"
+    loaded = _loaded_by(code)
+    assert sorted(m for m in loaded if m.startswith("pcr_explore")) == ["pcr_explore"]
+
+
+def test_the_verbs_load_on_first_use() -> None:
+    code = (
+        "import json, sys, pcr_explore as pcr\n"
+        "assert callable(pcr.audit) and callable(pcr.tune) and callable(pcr.swap.simulate)\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    loaded = _loaded_by(code)
+    assert {"pcr_explore.auditing._audit", "pcr_explore.quality.tune"} <= loaded
+    assert "pcr_explore.swap.simulator.simulate" in loaded
+
+
+def test_audit_stays_the_function_once_its_package_is_imported() -> None:
+    # The subpackage is `auditing`, so importing it never rebinds `pcr.audit`.
+    importlib.import_module("pcr_explore.auditing._report")
+    assert callable(pcr_explore.audit)
+
+
+def _packages() -> list[str]:
+    root = Path(pcr_explore.__file__).parent
+    return sorted(
+        ".".join(("pcr_explore", *p.parent.relative_to(root).parts))
+        for p in root.rglob("__init__.pyi")
+    )
+
+
+@pytest.mark.parametrize("name", _packages())
+def test_every_lazy_name_resolves(name: str) -> None:
+    package = importlib.import_module(name)
+    missing = [n for n in package.__all__ if not hasattr(package, n)]
+    assert missing == []
+    assert set(package.__all__) <= set(dir(package))
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="open_datset"):
+        pcr_explore.open_datset  # noqa: B018
