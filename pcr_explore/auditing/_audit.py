@@ -121,6 +121,57 @@ def _sample(t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any) -
     )
 
 
+def _checked(
+    *,
+    sample: int | None,
+    target: float | None,
+    metric: str | None,
+    statistic: str,
+    seed: int,
+    workers: int | None,
+    luminance: bool,
+    curve: QualityCurve | None,
+    options: AuditOptions,
+) -> Options:
+    """Every setting checked at once; a curve measured before brings its own sample and metric."""
+    if curve is not None:
+        if metric is not None and metric != curve.metric:
+            raise ValueError(f"the curve was measured with {curve.metric!r}, not {metric!r}")
+        metric, sample, luminance = curve.metric, curve.sample_size, curve.luminance
+    a = options
+    return check_options(
+        sample=sample,
+        target=target,
+        metric="mssim" if metric is None else metric,
+        statistic=statistic,
+        workers=workers,
+        seed=seed,
+        luminance=luminance,
+        worst=a.worst,
+        backend=a.backend,
+        quality=a.quality,
+        thresholds=a.thresholds,
+        max_pixels=a.max_pixels,
+        bytes_sample=a.bytes_sample,
+    )
+
+
+def _options_record(o: Options) -> dict[str, Any]:
+    """The settings the report was made with, as its JSON records them."""
+    return {
+        "sample": o.sample,
+        "target": o.target,
+        "metric": o.metric,
+        "statistic": o.statistic,
+        "seed": o.seed,
+        "luminance": o.luminance,
+        "msssim_scales": len(MSSSIM_WEIGHTS),
+        "max_pixels": o.max_pixels,
+        "analysis_side": ANALYSIS_SIDE,
+        "bytes_sample": o.bytes_sample,
+    }
+
+
 def audit(
     source: str | os.PathLike[str],
     *,
@@ -203,25 +254,16 @@ def audit(
     (5, {'near_duplicate': 2, 'blurry': 3})
     >>> report.to_html("audit.html")  # doctest: +SKIP
     """
-    a = options or AuditOptions()
-    if curve is not None:
-        if metric is not None and metric != curve.metric:
-            raise ValueError(f"the curve was measured with {curve.metric!r}, not {metric!r}")
-        metric, sample, luminance = curve.metric, curve.sample_size, curve.luminance
-    o = check_options(
+    o = _checked(
         sample=sample,
         target=target,
-        metric="mssim" if metric is None else metric,
+        metric=metric,
         statistic=statistic,
-        workers=workers,
         seed=seed,
+        workers=workers,
         luminance=luminance,
-        worst=a.worst,
-        backend=a.backend,
-        quality=a.quality,
-        thresholds=a.thresholds,
-        max_pixels=a.max_pixels,
-        bytes_sample=a.bytes_sample,
+        curve=curve,
+        options=options or AuditOptions(),
     )
     from tqdm.auto import tqdm
 
@@ -279,18 +321,7 @@ def audit(
         source_bytes=int(sum(i.file_bytes for i in ok)),
         tune=sampled.tune,
         worst=sampled.worst,
-        options={
-            "sample": o.sample,
-            "target": o.target,
-            "metric": o.metric,
-            "statistic": o.statistic,
-            "seed": o.seed,
-            "luminance": o.luminance,
-            "msssim_scales": len(MSSSIM_WEIGHTS),
-            "max_pixels": o.max_pixels,
-            "analysis_side": ANALYSIS_SIDE,
-            "bytes_sample": o.bytes_sample,
-        },
+        options=_options_record(o),
         seconds=end - t0,
         scores=found.scores,
         duplicate_sets=found.duplicate_sets,

@@ -211,6 +211,57 @@ class CurveFigure(NamedTuple):
             self.figure.yaxis.axis_label = axis_label(curve.metric, scale)
 
 
+def _draw_levels(fig: Any, src: ColumnDataSource, imgs: ColumnDataSource) -> Any:
+    """The per-image lines, the p5-p95 band, the median, p5 and mean lines and the level markers.
+
+    Returns the level markers' renderer (for the hover tool).
+    """
+    fig.multi_line(xs="xs", ys="ys", source=imgs, line_color="#888888", line_alpha=0.15)
+    fig.varea(
+        x="bytes_fraction",
+        y1="p5",
+        y2="p95",
+        source=src,
+        fill_color="#1f77b4",
+        fill_alpha=0.18,
+        legend_label="p5 to p95 of images",
+    )
+    fig.line(
+        x="bytes_fraction",
+        y="p50",
+        source=src,
+        line_dash="dashed",
+        line_color="#1f77b4",
+        legend_label="median",
+    )
+    fig.line(
+        x="bytes_fraction",
+        y="p5",
+        source=src,
+        line_dash="dotted",
+        line_color="#08306b",
+        line_width=2,
+        legend_label=_STATISTIC_NAMES["p5"],
+    )
+    fig.line(x="bytes_fraction", y="mean", source=src, line_width=2, legend_label="mean")
+    markers = fig.scatter(
+        x="bytes_fraction", y="mean", source=src, size=8, fill_color="white", line_width=2
+    )
+    fig.add_layout(
+        LabelSet(
+            x="bytes_fraction",
+            y="mean",
+            text="label",
+            source=src,
+            text_align="center",
+            y_offset=-20,
+            text_font_size="9pt",
+            text_color="#444444",
+        )
+    )
+    return markers
+
+
 def quality_figure(
     curve: QualityCurve | None = None,
     *,
@@ -293,49 +344,7 @@ def quality_figure(
         recommended_data(curve, recommended, statistic, scale), name="recommended"
     )
 
-    fig.multi_line(xs="xs", ys="ys", source=imgs, line_color="#888888", line_alpha=0.15)
-    fig.varea(
-        x="bytes_fraction",
-        y1="p5",
-        y2="p95",
-        source=src,
-        fill_color="#1f77b4",
-        fill_alpha=0.18,
-        legend_label="p5 to p95 of images",
-    )
-    fig.line(
-        x="bytes_fraction",
-        y="p50",
-        source=src,
-        line_dash="dashed",
-        line_color="#1f77b4",
-        legend_label="median",
-    )
-    fig.line(
-        x="bytes_fraction",
-        y="p5",
-        source=src,
-        line_dash="dotted",
-        line_color="#08306b",
-        line_width=2,
-        legend_label=_STATISTIC_NAMES["p5"],
-    )
-    fig.line(x="bytes_fraction", y="mean", source=src, line_width=2, legend_label="mean")
-    markers = fig.scatter(
-        x="bytes_fraction", y="mean", source=src, size=8, fill_color="white", line_width=2
-    )
-    fig.add_layout(
-        LabelSet(
-            x="bytes_fraction",
-            y="mean",
-            text="label",
-            source=src,
-            text_align="center",
-            y_offset=-20,
-            text_font_size="9pt",
-            text_color="#444444",
-        )
-    )
+    markers = _draw_levels(fig, src, imgs)
     fig.scatter(
         x="bytes_fraction",
         y="value",

@@ -62,6 +62,10 @@ class ScanExplorer(Explorer):
         Seed of the dataset sample.
     workers : int, optional
         Processes measuring the dataset sample (default: all cores).
+    curve : QualityCurve, optional
+        The dataset's curve, measured already by
+        :func:`~pcr_explore.quality_curve` with the same *metric*: shown
+        instead of measuring *dataset_sample* images again.
 
     Attributes
     ----------
@@ -102,6 +106,7 @@ class ScanExplorer(Explorer):
         cache_size: int = 256,
         seed: int = 0,
         workers: int | None = None,
+        curve: QualityCurve | None = None,
     ) -> None:
         super().__init__()
         if metric not in METRICS:
@@ -115,6 +120,31 @@ class ScanExplorer(Explorer):
         n = self.cache.num_scans
         start = level if level is not None else max(1, n // 2)
 
+        self._build_controls(start, image, gain)
+        self._build_pictures(metric)
+        self._shown: tuple[int, LevelQuality] | None = None  # image index, its quality
+        self._dataset_curve: QualityCurve | None = None
+        if curve is not None:
+            if curve.metric != metric:
+                raise ValueError(f"the curve was measured with {curve.metric!r}, not {metric!r}")
+            self._dataset_curve = curve  # measured already: nothing is measured again
+        elif dataset_sample > 0:
+            self._dataset_curve = quality_curve(
+                self.source,
+                sample=min(dataset_sample, len(self.source)),
+                seed=seed,
+                metric=metric,
+                workers=workers,
+                progress=False,
+            )
+
+        self.view = self._layout()
+        self._connect()
+        self._show_image()
+
+    def _build_controls(self, start: int, image: int, gain: float) -> None:
+        """The level, image, view and zoom controls."""
+        n = self.cache.num_scans
         self.level = w.IntSlider(
             value=start,
             min=1,
@@ -186,6 +216,9 @@ class ScanExplorer(Explorer):
             )
             for axis in ("x", "y")
         )
+
+    def _build_pictures(self, metric: str) -> None:
+        """The metric's scale buttons, the two pictures, their captions and the curve."""
         label = METRIC_LABELS[metric]
         self.scale = w.ToggleButtons(
             options=[(label, "value"), (f"{label} in dB", "db")],
@@ -208,18 +241,8 @@ class ScanExplorer(Explorer):
         self.figure, self.sources = scan_curve_figure(axis_label(metric))
         self.plot = self._plot(self.figure)
 
-        self._shown: tuple[int, LevelQuality] | None = None  # image index, its quality
-        self._dataset_curve: QualityCurve | None = None
-        if dataset_sample > 0:
-            self._dataset_curve = quality_curve(
-                self.source,
-                sample=min(dataset_sample, len(self.source)),
-                seed=seed,
-                metric=metric,
-                workers=workers,
-                progress=False,
-            )
-
+    def _layout(self) -> w.VBox:
+        """The controls above, the pictures left and the curve right."""
         left = w.VBox(
             [self.image_caption, w.HBox([self.image, self.reference]), self.reference_caption],
             layout=w.Layout(flex="1 1 0%", min_width="0"),
@@ -230,7 +253,7 @@ class ScanExplorer(Explorer):
             # a fixed share: the pictures next to it never resize the plot
             layout=w.Layout(flex="0 0 40%", min_width="300px", margin="0 0 0 12px"),
         )
-        self.view = w.VBox(
+        return w.VBox(
             [
                 w.HBox(
                     [self.picker, self.prev_button, self.next_button, self.mode, self.presentation],
@@ -247,6 +270,8 @@ class ScanExplorer(Explorer):
             layout=w.Layout(width="100%"),
         )
 
+    def _connect(self) -> None:
+        """Every control to what it redraws."""
         self._on_image = self._guarded(self._show_image)
         self._on_view = self._guarded(self._render)
         self.picker.observe(self._on_image, names="value")
@@ -257,7 +282,6 @@ class ScanExplorer(Explorer):
         self.next_button.on_click(self._guarded(lambda _: self.step(+1)))
         tapped = self._guarded(self._on_tap)
         self.sources["image"].selected.on_change("indices", lambda attr, old, new: tapped(new))
-        self._show_image()
 
     # -- what the widget shows -------------------------------------------------
 

@@ -113,6 +113,35 @@ class SwapExplorer(Explorer):
         timeline_delay: float = 0.5,
     ) -> None:
         super().__init__()
+        options, chosen = self._pick_trace(trace_or_model, batch)
+        self.trace_picker = w.Dropdown(
+            options=options, value=chosen, description="trace", layout=w.Layout(width="320px")
+        )
+        self.noise, self.seed, self.measured = noise, seed, measured
+        prof = get_profile(profile)
+        ticked = set(applicable_codecs(self.trace, prof) if codecs is None else codecs)
+        self._build_controls(sparsity, tensor_elements, prof.name, ticked)
+        self.ratio_fig, src, self.span = ratio_figure()
+        self.bars_fig, bars = policy_bars_figure(["vdnn"])
+        self._policy_range = cast(FactorRange, self.bars_fig.y_range)
+        self.timeline_fig, events = timeline_figure()
+        self.sources = {**src, **bars, **events}
+        self.ratio_plot = self._plot(self.ratio_fig)
+        self.bars_plot = self._plot(self.bars_fig)
+        self.timeline_plot = self._plot(self.timeline_fig)
+        self.results: dict[str, SimResult] = {}
+
+        self._simulate = functools.lru_cache(maxsize=128)(self._simulate_uncached)
+        self._curves = functools.lru_cache(maxsize=64)(self._curves_uncached)
+        self._measure = functools.lru_cache(maxsize=64)(self._measure_uncached)
+        self._timeline_later = Debounced(self._guarded(self._update_timeline), timeline_delay)
+
+        self.view = self._layout()
+        self._connect()
+        self._update_all()
+
+    def _pick_trace(self, trace_or_model: Trace | str, batch: int) -> tuple[list[Any], str]:
+        """The trace to start with, and the picker's options (with the given one first)."""
         listed = list_traces()
         options = [(o.label, o.name) for o in listed]
         self._measured_names = {o.name for o in listed if o.kind != "analytic"}
@@ -126,12 +155,12 @@ class SwapExplorer(Explorer):
         else:
             self.trace = self._given = builtin_trace(str(trace_or_model), batch=batch)
             options.insert(0, (f"{trace_or_model} (analytic, batch {batch})", chosen))
-        self.trace_picker = w.Dropdown(
-            options=options, value=chosen, description="trace", layout=w.Layout(width="320px")
-        )
-        self.noise, self.seed, self.measured = noise, seed, measured
-        prof = get_profile(profile)
-        ticked = set(applicable_codecs(self.trace, prof) if codecs is None else codecs)
+        return options, chosen
+
+    def _build_controls(
+        self, sparsity: float, tensor_elements: int, profile: str, ticked: set[str]
+    ) -> None:
+        """The sparsity, tensor, device and codec controls, and the readouts."""
         self.sparsity = w.FloatSlider(
             value=sparsity,
             min=0.0,
@@ -172,7 +201,7 @@ class SwapExplorer(Explorer):
         )
         self.profile = w.Dropdown(
             options=profile_names(),
-            value=prof.name,
+            value=profile,
             description="device",
             layout=w.Layout(width="230px"),
         )
@@ -189,23 +218,10 @@ class SwapExplorer(Explorer):
         self.notes = w.HTML()
         self.timeline_caption = w.HTML()
 
-        self.ratio_fig, src, self.span = ratio_figure()
-        self.bars_fig, bars = policy_bars_figure(["vdnn"])
-        self._policy_range = cast(FactorRange, self.bars_fig.y_range)
-        self.timeline_fig, events = timeline_figure()
-        self.sources = {**src, **bars, **events}
-        self.ratio_plot = self._plot(self.ratio_fig)
-        self.bars_plot = self._plot(self.bars_fig)
-        self.timeline_plot = self._plot(self.timeline_fig)
-        self.results: dict[str, SimResult] = {}
-
-        self._simulate = functools.lru_cache(maxsize=128)(self._simulate_uncached)
-        self._curves = functools.lru_cache(maxsize=64)(self._curves_uncached)
-        self._measure = functools.lru_cache(maxsize=64)(self._measure_uncached)
-        self._timeline_later = Debounced(self._guarded(self._update_timeline), timeline_delay)
-
+    def _layout(self) -> w.VBox:
+        """Controls on top, the ratio and policy plots side by side, the timeline below."""
         half = {"flex": "1 1 45%", "min_width": "320px"}
-        self.view = w.VBox(
+        return w.VBox(
             [
                 w.HBox([self.shape, self.sparsity, self.ramp], layout=_ROW),
                 w.HBox(
@@ -228,6 +244,9 @@ class SwapExplorer(Explorer):
             ],
             layout=w.Layout(width="100%"),
         )
+
+    def _connect(self) -> None:
+        """Every control to what it recomputes."""
         on_step = self._guarded(self._update_step)
         on_ratios = self._guarded(self._update_all)
         self.sparsity.observe(on_step, names="value")
@@ -239,7 +258,6 @@ class SwapExplorer(Explorer):
         for box in self.codec_boxes.values():
             box.observe(on_ratios, names="value")
         self.timeline_policy.observe(self._guarded(self._update_timeline), names="value")
-        self._update_all()
 
     # -- what is simulated ---------------------------------------------------------
 

@@ -68,6 +68,10 @@ class TunerDashboard(Explorer):
         Seed of the sample and of the bootstrap.
     workers : int, optional
         Processes measuring the sample (default: all cores).
+    curve : QualityCurve, optional
+        A sample measured already by :func:`~pcr_explore.quality_curve` on
+        *source*: shown at once as the sample of its size, never measured
+        again (other sizes are measured when picked).
 
     Attributes
     ----------
@@ -108,6 +112,7 @@ class TunerDashboard(Explorer):
         zoom: float = 3.0,
         seed: int = 0,
         workers: int | None = None,
+        curve: QualityCurve | None = None,
     ) -> None:
         super().__init__()
         if metric not in _TARGETS:
@@ -120,8 +125,53 @@ class TunerDashboard(Explorer):
         # Pictures big enough that a zoomed crop shows the stored pixels.
         self.pictures = LevelCache(self.source, max_side=round(thumb_side * zoom))
         n = len(self.source)
+        if curve is not None and curve.population != n:
+            raise ValueError(
+                f"the curve was measured on {curve.population} images, {source!r} holds {n}"
+            )
+        self._given = curve
+        sample = sample if curve is None else curve.sample_size
         sizes = sorted({min(n, s) for s in (8, 16, 32, 64, 128, 256, 512)} | {min(n, sample)})
 
+        self._build_controls(metric, statistic, target, sizes, min(n, sample))
+        self.readout = w.HTML()
+        self.curve_figure = quality_figure(
+            title="Quality per scan level over the sample",
+            sizing_mode="stretch_width",
+            height=340,
+        )
+        self.plot = self._plot(self.curve_figure.figure)
+        crop = {"format": "jpeg", "layout": w.Layout(margin="0 2px 0 0")}
+        self.gallery_full = [w.Image(**crop) for _ in range(worst)]
+        self.gallery_level = [w.Image(**crop) for _ in range(worst)]
+        self.gallery_diff = [w.Image(**crop) for _ in range(worst)]
+        self.gallery_captions = [w.HTML() for _ in range(worst)]
+        self.gallery_title = w.HTML()
+        self._cards = [
+            w.VBox(
+                [cap, w.HBox([full, lvl, diff])],
+                layout=w.Layout(margin="0 12px 8px 0"),
+            )
+            for cap, full, lvl, diff in zip(
+                self.gallery_captions, self.gallery_full, self.gallery_level, self.gallery_diff
+            )
+        ]
+        self._curves = functools.lru_cache(maxsize=16)(self._measure)
+        self._measured: set[int] = set()  # sample sizes measured (no wait to show)
+        self._gallery_shows: tuple[int, str, int] | None = None
+
+        self.view = self._layout(f"minmax({3 * thumb_side + 20}px, 1fr)")
+        self.plot.add_class("pcr-dim")
+        for card in self._cards:
+            card.add_class("pcr-dim")
+        self.result: TuneResult = self._recommend()
+        self._show()
+        self._connect()
+
+    def _build_controls(
+        self, metric: str, statistic: str, target: float | None, sizes: list[int], sample: int
+    ) -> None:
+        """The metric, target, statistic, sample-size and scale controls."""
         self.metric = w.Dropdown(
             options=[(label, m) for m, label in METRIC_LABELS.items()],
             value=metric,
@@ -151,7 +201,7 @@ class TunerDashboard(Explorer):
         )
         self.sample = w.SelectionSlider(
             options=sizes,
-            value=min(n, sample),
+            value=sample,
             description="sample",
             continuous_update=False,
             layout=w.Layout(width="280px"),
@@ -162,37 +212,13 @@ class TunerDashboard(Explorer):
             tooltips=["the metric itself", "-10 log10(1 - value): spreads the upper levels"],
             style={"button_width": "auto"},
         )
-        self.readout = w.HTML()
-        self.curve_figure = quality_figure(
-            title="Quality per scan level over the sample",
-            sizing_mode="stretch_width",
-            height=340,
-        )
-        self.plot = self._plot(self.curve_figure.figure)
-        crop = {"format": "jpeg", "layout": w.Layout(margin="0 2px 0 0")}
-        self.gallery_full = [w.Image(**crop) for _ in range(worst)]
-        self.gallery_level = [w.Image(**crop) for _ in range(worst)]
-        self.gallery_diff = [w.Image(**crop) for _ in range(worst)]
-        self.gallery_captions = [w.HTML() for _ in range(worst)]
-        self.gallery_title = w.HTML()
-        self._cards = [
-            w.VBox(
-                [cap, w.HBox([full, lvl, diff])],
-                layout=w.Layout(margin="0 12px 8px 0"),
-            )
-            for cap, full, lvl, diff in zip(
-                self.gallery_captions, self.gallery_full, self.gallery_level, self.gallery_diff
-            )
-        ]
-        self._curves = functools.lru_cache(maxsize=16)(self._measure)
-        card = f"minmax({3 * thumb_side + 20}px, 1fr)"
-        self._measured: set[int] = set()  # sample sizes measured (no wait to show)
-        self._gallery_shows: tuple[int, str, int] | None = None
 
+    def _layout(self, card: str) -> w.VBox:
+        """Controls on top, the curve and readout, then the gallery of worst images."""
         side = w.VBox(
             [self.scale, self.readout], layout=w.Layout(flex="1 1 32%", min_width="300px")
         )
-        self.view = w.VBox(
+        return w.VBox(
             [
                 w.HBox([self.metric, self.statistic, self.presentation], layout=_ROW),
                 w.HBox([*self.targets.values(), self.sample], layout=_ROW),
@@ -213,11 +239,9 @@ class TunerDashboard(Explorer):
             ],
             layout=w.Layout(width="100%"),
         )
-        self.plot.add_class("pcr-dim")
-        for card in self._cards:
-            card.add_class("pcr-dim")
-        self.result: TuneResult = self._recommend()
-        self._show()
+
+    def _connect(self) -> None:
+        """Every control to what it redraws."""
         on_target = self._guarded(self._update)
         for slider in self.targets.values():
             slider.observe(on_target, names="value")
@@ -234,6 +258,9 @@ class TunerDashboard(Explorer):
         return self.targets[str(self.metric.value)]
 
     def _measure(self, sample: int) -> QualityCurve:
+        if self._given is not None and sample == self._given.sample_size:
+            self._measured.add(sample)
+            return self._given
         curve = quality_curve(
             self.source, sample=sample, seed=self.seed, workers=self.workers, progress=False
         )
