@@ -1,4 +1,4 @@
-"""What opening a dataset costs in imports: the read and write path against ``import numpy, PIL.Image``.
+"""What opening a dataset costs in imports: the read and write path against numpy + PIL.
 
 Each case runs in a fresh interpreter (nothing cached in ``sys.modules``;
 the operating system's file cache is warm after the first round), rounds

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pcr_explore import encode_dataset, find_jpegtran, open_dataset
+from pcr_explore import EncodeOptions, encode_dataset, find_jpegtran, open_dataset
 from pcr_explore.encode.discover import find_sources
 
 HERE = Path(__file__).resolve().parent
@@ -161,12 +161,11 @@ def main() -> None:
             encode_dataset(
                 src,
                 work / f"ds{workers}{parallel}{backend}",
-                backend=backend,  # type: ignore[arg-type]
                 workers=workers,
-                parallel=parallel,  # type: ignore[arg-type]
                 record_size=args.record_size,
                 overwrite=True,
                 progress=False,
+                options=EncodeOptions(backend=backend, parallel=parallel),
             )
 
         # interleaved, best of each: the machine's background load drifts

@@ -131,7 +131,7 @@ def bench_s3(src: Path, tmp: Path, repeat: int, record_size: int) -> dict[str, A
 
         levels = []
         for k in (1, 3, 10):
-            ds = open_dataset(url, opts)
+            ds = open_dataset(url, storage_options=opts)
             s3.log.clear()
             for _ in ds.iter_jpeg(scan=k):
                 pass
@@ -149,14 +149,14 @@ def bench_s3(src: Path, tmp: Path, repeat: int, record_size: int) -> dict[str, A
 
         cold_bytes = cold_s = 0.0
         for k in (1, 3, 5, 10):
-            ds = open_dataset(url, opts)
+            ds = open_dataset(url, storage_options=opts)
             s3.log.clear()
             t = time.perf_counter()
             ds.prefetch(k)
             cold_s += time.perf_counter() - t
             cold_bytes += sum(g.sent for g in s3.gets())
         with tempfile.TemporaryDirectory() as cache:
-            ds = open_dataset(url, opts, cache_dir=cache)
+            ds = open_dataset(url, storage_options=opts, cache_dir=cache)
             s3.log.clear()
             t = time.perf_counter()
             for k in (1, 3, 5, 10):
@@ -174,7 +174,9 @@ def bench_s3(src: Path, tmp: Path, repeat: int, record_size: int) -> dict[str, A
         speeds = []
         for k, size in ((10, None), (1, 96)):
             t_disk = min(read_pass(open_dataset(str(local_path)), k, size) for _ in range(repeat))
-            t_s3 = min(read_pass(open_dataset(url, opts), k, size) for _ in range(repeat))
+            t_s3 = min(
+                read_pass(open_dataset(url, storage_options=opts), k, size) for _ in range(repeat)
+            )
             speeds.append(
                 {
                     "level": k,

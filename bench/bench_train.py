@@ -129,8 +129,8 @@ def main() -> None:
             t0 = time.perf_counter()
             r = train_at_levels(
                 data.train,
-                data.val,
-                SCANS,
+                val=data.val,
+                scans=SCANS,
                 size=size,
                 epochs=args.epochs,
                 seed=seed,
@@ -221,7 +221,9 @@ def main() -> None:
             ("init", small_cnn(len(r0.classes))),
             ("trained", r0.models["scan 10"]),
         ):
-            g = tune_by_gradient(model, train, SCANS, batches=args.tune_batches, size=size, seed=0)
+            g = tune_by_gradient(
+                train, model=model, scans=SCANS, batches=args.tune_batches, size=size, seed=0
+            )
             report["tuners"][f"{size}/{state}"] = {
                 **g.to_dict(),
                 "epoch_seconds": epoch_s,

@@ -2,7 +2,7 @@ from . import auditing, encode, jpeg, plots, quality, read, records, storage, sw
 from ._version import __version__
 from .auditing import AuditOptions, AuditReport, audit
 from .encode.discover import find_sources
-from .encode.encoder import EncodeSummary, encode_dataset
+from .encode.encoder import EncodeOptions, EncodeSummary, encode_dataset
 from .encode.sample import build_sample
 from .errors import (
     CorruptRecordError,
@@ -32,6 +32,7 @@ __all__ = [
     "__version__",
     "encode_dataset",
     "EncodeSummary",
+    "EncodeOptions",
     "find_sources",
     "find_jpegtran",
     "open_dataset",

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pcr_explore.cli import main
-from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.encode.encoder import EncodeOptions, encode_dataset
 from pcr_explore.errors import DatasetError, MissingExtraError
 from pcr_explore.read.reader import open_dataset
 
@@ -65,7 +65,11 @@ def test_dask_encode_is_byte_identical_to_the_local_one(
 ) -> None:
     written: list[int] = []
     summary = encode_dataset(
-        photo_folder, tmp_path / "d", client=client, on_record=written.append, record_size=20_000
+        photo_folder,
+        tmp_path / "d",
+        client=client,
+        record_size=20000,
+        options=EncodeOptions(on_record=written.append),
     )
     assert _tree(tmp_path / "d") == _tree(reference)
     assert sorted(written) == list(range(summary.records)) and summary.images == 7
@@ -87,7 +91,9 @@ def test_cli_encodes_on_a_running_scheduler(
 def test_strict_stops_at_a_bad_source(client: Any, photo_copy: Path, tmp_path: Path) -> None:
     (photo_copy / "things" / "broken.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(DatasetError, match=r"broken\.jpg: not a recognised image format"):
-        encode_dataset(photo_copy, tmp_path / "o", client=client, strict=True, **KW)
+        encode_dataset(
+            photo_copy, tmp_path / "o", client=client, **KW, options=EncodeOptions(strict=True)
+        )
     summary = encode_dataset(photo_copy, tmp_path / "p", client=client, **KW)
     assert summary.skipped == 1 and summary.images == 7
 
@@ -122,7 +128,9 @@ def test_resume_after_an_interrupted_dask_encode(
 
     out = tmp_path / "r"
     with pytest.raises(KeyboardInterrupt):
-        encode_dataset(photo_folder, out, client=client, on_record=stop, **KW)
+        encode_dataset(
+            photo_folder, out, client=client, **KW, options=EncodeOptions(on_record=stop)
+        )
     assert not (out / "manifest.json").exists() and (out / ".pcr-journal.jsonl").exists()
     summary = encode_dataset(photo_folder, out, workers=1, **KW)  # resumed locally
     assert summary.resumed_records >= 1

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from pcr_explore.encode.discover import find_sources
-from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.encode.encoder import EncodeOptions, encode_dataset
 from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import decode
 from pcr_explore.jpeg.transcode import transcode
@@ -70,7 +70,7 @@ def test_labels_from_csv_and_none(
 ) -> None:
     csv = tmp_path / "labels.csv"
     csv.write_text("file,label\nanimals/chelsea.jpg,cat\nthings/rocket.jpg,vehicle\n")
-    items, classes = find_sources(photo_folder, csv)
+    items, classes = find_sources(photo_folder, labels=csv)
     assert classes == ["cat", "vehicle"]
     assert {i.name: i.label for i in items}["things/coins.jpg"] is None
     flat = tmp_path / "flat"
@@ -82,7 +82,7 @@ def test_labels_from_csv_and_none(
     bad = tmp_path / "bad.csv"
     bad.write_text("name,class\n")
     with pytest.raises(DatasetError, match="bad.csv: label CSV needs"):
-        find_sources(photo_folder, bad)
+        find_sources(photo_folder, labels=bad)
 
 
 def test_shuffle_is_seeded_and_sharding_keeps_the_last_record(
@@ -93,7 +93,12 @@ def test_shuffle_is_seeded_and_sharding_keeps_the_last_record(
     assert sum(r["images"] for r in ds.records) == 7
     assert ds.names != sorted(ds.names)  # shuffled (seed 0)
     encode_dataset(
-        photo_folder, tmp_path / "b", shuffle=False, record_size=10**9, workers=1, progress=False
+        photo_folder,
+        tmp_path / "b",
+        record_size=10**9,
+        workers=1,
+        progress=False,
+        options=EncodeOptions(shuffle=False),
     )
     plain = open_dataset(str(tmp_path / "b"))
     assert plain.names == sorted(plain.names) and len(plain.records) == 1
@@ -109,7 +114,12 @@ def test_parallel_output_equals_serial(
 ) -> None:
     out = tmp_path / "p"
     encode_dataset(
-        photo_folder, out, record_size=20_000, workers=2, progress=False, parallel=parallel
+        photo_folder,
+        out,
+        record_size=20000,
+        workers=2,
+        progress=False,
+        options=EncodeOptions(parallel=parallel),
     )
     assert _tree_digest(out) == _tree_digest(encoded)
 
@@ -130,7 +140,13 @@ def test_bad_sources_are_skipped_and_reported(
     assert all(s["issue"] for s in m["skipped"])
     assert _tree_digest(photo_copy) == before  # sources untouched
     with pytest.raises(DatasetError, match="empty.png"):
-        encode_dataset(photo_copy, tmp_path / "s", strict=True, workers=1, progress=False)
+        encode_dataset(
+            photo_copy,
+            tmp_path / "s",
+            workers=1,
+            progress=False,
+            options=EncodeOptions(strict=True),
+        )
 
 
 def test_interrupted_encode_resumes(photo_folder: Path, tmp_path: Path, encoded: Path) -> None:
@@ -144,16 +160,21 @@ def test_interrupted_encode_resumes(photo_folder: Path, tmp_path: Path, encoded:
         encode_dataset(
             photo_folder,
             out,
-            record_size=20_000,
+            record_size=20000,
             workers=1,
             progress=False,
-            on_record=stop_after_second,
+            options=EncodeOptions(on_record=stop_after_second),
         )
     assert not (out / "manifest.json").exists()
     assert len(list(out.glob("*.pcr"))) == 2
     written: list[int] = []
     summary = encode_dataset(
-        photo_folder, out, record_size=20_000, workers=1, progress=False, on_record=written.append
+        photo_folder,
+        out,
+        record_size=20000,
+        workers=1,
+        progress=False,
+        options=EncodeOptions(on_record=written.append),
     )
     assert summary.resumed_records == 2 and written[0] == 2
     assert _tree_digest(out) == _tree_digest(encoded)
@@ -167,10 +188,10 @@ def test_refuses_to_clobber_or_mix(photo_folder: Path, tmp_path: Path, encoded: 
         encode_dataset(
             photo_folder,
             out,
-            record_size=20_000,
+            record_size=20000,
             workers=1,
             progress=False,
-            on_record=lambda i: (_ for _ in ()).throw(KeyboardInterrupt),
+            options=EncodeOptions(on_record=lambda i: (_ for _ in ()).throw(KeyboardInterrupt)),
         )
     with pytest.raises(DatasetError, match="interrupted encode of different sources or options"):
         encode_dataset(photo_folder, out, record_size=30_000, workers=1, progress=False)
@@ -189,7 +210,9 @@ def test_png_sources_and_grayscale_mapping(
     src.mkdir()
     Image.fromarray(sk_photo("camera", 128)).save(src / "gray.png")
     Image.fromarray(sk_photo("coffee", 128)).save(src / "colour.png")
-    encode_dataset(src, tmp_path / "o", quality=85, workers=1, progress=False)
+    encode_dataset(
+        src, tmp_path / "o", workers=1, progress=False, options=EncodeOptions(quality=85)
+    )
     ds = open_dataset(str(tmp_path / "o"))
     g = ds.names.index("gray.png")
     sizes = ds.level_bytes(g)
@@ -216,7 +239,9 @@ def test_resume_after_a_run_of_skipped_sources(
     for i in range(3):
         (photo_copy / "things" / f"zz-broken-{i}.jpg").write_bytes(b"not a jpeg")
     out = tmp_path / "o"
-    kw: dict[str, Any] = dict(record_size=1, workers=1, progress=False, shuffle=False)
+    kw: dict[str, Any] = dict(
+        record_size=1, workers=1, progress=False, options=EncodeOptions(shuffle=False)
+    )
     ref = encode_dataset(photo_copy, tmp_path / "ref", **kw)
     assert ref.skipped == 3
 
@@ -230,7 +255,8 @@ def test_resume_after_a_run_of_skipped_sources(
     lines = [json.loads(x) for x in (out / ".pcr-journal.jsonl").read_text().splitlines()]
     assert [(e["file"], len(e["skipped"])) for e in lines[-3:]] == [(None, 1)] * 3
     written: list[int] = []
-    summary = encode_dataset(photo_copy, out, on_record=written.append, **kw)
+    kw["options"] = EncodeOptions(shuffle=False, on_record=written.append)
+    summary = encode_dataset(photo_copy, out, **kw)
     assert written == [] and summary.resumed_records == ref.records == 7
     assert summary.images == ref.images and summary.skipped == 3
     assert not (out / ".pcr-journal.jsonl").exists() and not (out / ".pcr-plan.json").exists()
@@ -247,10 +273,10 @@ def test_a_damaged_journal_line_redoes_from_there(
         encode_dataset(
             photo_folder,
             out,
-            record_size=20_000,
+            record_size=20000,
             workers=1,
             progress=False,
-            on_record=_interrupt_after(2),
+            options=EncodeOptions(on_record=_interrupt_after(2)),
         )
     lines = (out / ".pcr-journal.jsonl").read_text().splitlines()
     assert len(lines) == 3

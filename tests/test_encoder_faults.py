@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pcr_explore.encode.discover import find_sources
-from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.encode.encoder import EncodeOptions, encode_dataset
 from pcr_explore.errors import DatasetError, LabelWarning, SourceImageError
 from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.read.reader import open_dataset
@@ -71,10 +71,11 @@ def test_workers_end_when_the_encode_is_killed(
     for i in range(60):
         (src / f"{i:03d}.jpg").write_bytes(encode_jpeg(sk_photo("astronaut", 384)))
     script = (
-        "from pcr_explore.encode.encoder import encode_dataset\n"
+        "from pcr_explore.encode.encoder import EncodeOptions, encode_dataset\n"
         "if __name__ == '__main__':\n"
         f"    encode_dataset({str(src)!r}, {str(tmp_path / 'o')!r}, workers=2,"
-        " record_size=20_000, progress=False, backend='pillow', parallel='processes')\n"
+        " record_size=20_000, progress=False,"
+        " options=EncodeOptions(backend='pillow', parallel='processes'))\n"
     )
     (tmp_path / "enc.py").write_text(script)
     proc = subprocess.Popen([sys.executable, str(tmp_path / "enc.py")])
@@ -97,7 +98,12 @@ def test_workers_end_when_the_encode_is_killed(
     # The killed run is resumable, and a re-run leaves nothing of its own behind.
     (tmp_path / "o" / ".record-00099.pcr.abc123.tmp").write_bytes(b"debris")
     summary = encode_dataset(
-        src, tmp_path / "o", workers=1, record_size=20_000, progress=False, backend="pillow"
+        src,
+        tmp_path / "o",
+        workers=1,
+        record_size=20000,
+        progress=False,
+        options=EncodeOptions(backend="pillow"),
     )
     assert summary.images == 60 and summary.resumed_records >= 1
     leftovers = sorted(p.name for p in (tmp_path / "o").iterdir() if not p.name.endswith(".pcr"))
@@ -128,8 +134,9 @@ def test_bad_options_create_nothing(
     photo_folder: Path, tmp_path: Path, kw: dict[str, object], match: str
 ) -> None:
     out = tmp_path / "never"
+    rare = {k: kw.pop(k) for k in list(kw) if k in EncodeOptions.__dataclass_fields__}
     with pytest.raises(ValueError, match=match):
-        encode_dataset(photo_folder, out, progress=False, **kw)  # type: ignore[arg-type]
+        encode_dataset(photo_folder, out, progress=False, **kw, options=EncodeOptions(**rare))  # type: ignore[arg-type]
     assert not out.exists()
 
 
@@ -141,11 +148,22 @@ def test_a_refused_resume_names_the_differing_option(photo_folder: Path, tmp_pat
 
     with pytest.raises(KeyboardInterrupt):
         encode_dataset(
-            photo_folder, out, record_size=20_000, workers=1, progress=False, on_record=stop
+            photo_folder,
+            out,
+            record_size=20000,
+            workers=1,
+            progress=False,
+            options=EncodeOptions(on_record=stop),
         )
     with pytest.raises(DatasetError, match=r"options differ: quality 90 -> 80, seed 0 -> 3"):
         encode_dataset(
-            photo_folder, out, record_size=20_000, workers=1, progress=False, quality=80, seed=3
+            photo_folder,
+            out,
+            record_size=20000,
+            workers=1,
+            progress=False,
+            seed=3,
+            options=EncodeOptions(quality=80),
         )
 
 

@@ -1,4 +1,4 @@
-"""What `import pcr_explore` costs: reading and writing records loads no plotting, widget or audit code."""
+"""What `import pcr_explore` costs: reading and writing records loads no plots, widgets or audit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Measure once: a curve from quality_curve is reused by tune, audit and the widgets, never measured again."""
+"""Measure once: a curve from quality_curve is reused by tune, audit and the widgets."""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def test_grayscale_levels_share_quality(
 ) -> None:
     (tmp_path / "cam.jpg").write_bytes(encode_jpeg(sk_photo("camera", 200)))
     src = FolderSource(tmp_path)
-    q = image_quality(src, 0)
+    q = image_quality(src, image=0)
     # a grayscale image's chroma-only colour levels repeat the level before
     assert q.mssim[1] == q.mssim[2] == q.mssim[3]
     assert q.bytes[1] == q.bytes[2] == q.bytes[3]

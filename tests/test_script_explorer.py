@@ -87,5 +87,7 @@ def test_training_defaults_fit_any_scan_script(photo_folder: Path, tmp_path: Pat
     assert default_levels(10) == (1, 2, 5, 10) and default_levels(7) == (1, 2, 4, 7)
     encode_dataset(photo_folder, tmp_path / "ds", scan_script="spectral", progress=False)
     ds = open_dataset(str(tmp_path / "ds"))
-    result = tune_by_gradient(small_cnn(len(ds.classes)), ds, batches=1, batch_size=4, size=32)
+    result = tune_by_gradient(
+        ds, model=small_cnn(len(ds.classes)), batches=1, batch_size=4, size=32
+    )
     assert result.scans == (1, 2, 3, 5) and 1 <= result.scan <= 5

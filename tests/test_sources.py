@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.encode.encoder import EncodeOptions, encode_dataset
 from pcr_explore.read.reader import PCRDataset
 from pcr_explore.read.sources import FolderSource, gray_scans_at, open_source
 
@@ -18,7 +18,13 @@ def test_gray_levels_map_onto_colour_levels() -> None:
 
 
 def test_folder_and_dataset_agree_level_by_level(photo_folder: Path, tmp_path: Path) -> None:
-    encode_dataset(photo_folder, tmp_path / "ds", workers=1, progress=False, shuffle=False)
+    encode_dataset(
+        photo_folder,
+        tmp_path / "ds",
+        workers=1,
+        progress=False,
+        options=EncodeOptions(shuffle=False),
+    )
     folder, ds = open_source(photo_folder), open_source(tmp_path / "ds")
     assert isinstance(folder, FolderSource) and isinstance(ds, PCRDataset)
     assert folder.names == ds.names and folder.classes == ds.classes

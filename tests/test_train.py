@@ -25,6 +25,7 @@ from pcr_explore.train import (
 torch = pytest.importorskip("torch")
 
 from pcr_explore.train import (  # noqa: E402 - after the torch check
+    TrainOptions,
     evaluate,
     read_level,
     result_figure,
@@ -51,7 +52,10 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> SplitDatasets:
 def _run(data: SplitDatasets, scans: object = (1, 10), **kw: object):  # type: ignore[no-untyped-def]
     args = dict(size=SIZE, epochs=2, batch_size=8, seed=0, progress=False, workers=1)
     args.update(kw)
-    return train_at_levels(data.train, data.val, scans, **args)  # type: ignore[arg-type]
+    rare = {k: args.pop(k) for k in list(args) if k in TrainOptions.__dataclass_fields__}
+    return train_at_levels(  # type: ignore[misc]
+        data.train, val=data.val, scans=scans, **args, options=TrainOptions(**rare)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +68,9 @@ def test_missing_torch_names_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
     with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[torch\]"):
-        train_at_levels(data.train, data.val, size=SIZE, epochs=1)
+        train_at_levels(data.train, val=data.val, size=SIZE, epochs=1)
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
-        tune_by_gradient(object(), data.train)
+        tune_by_gradient(data.train, model=object())
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
         small_cnn(5)
 
@@ -124,8 +128,8 @@ def test_gradient_tuner_thresholds_and_model_left_alone(data: SplitDatasets) -> 
     net = small_cnn(5)
     before = {k: v.clone() for k, v in net.state_dict().items()}
     kw = dict(batches=2, batch_size=8, size=SIZE, workers=1)
-    top = tune_by_gradient(net, data.train, (1, 2, 5, 10), threshold=1.0, **kw)  # type: ignore[arg-type]
-    low = tune_by_gradient(net, data.train, (1, 2, 5, 10), threshold=-1.0, **kw)  # type: ignore[arg-type]
+    top = tune_by_gradient(data.train, model=net, scans=(1, 2, 5, 10), threshold=1.0, **kw)  # type: ignore[arg-type]
+    low = tune_by_gradient(data.train, model=net, scans=(1, 2, 5, 10), threshold=-1.0, **kw)  # type: ignore[arg-type]
     assert top.scan == 10 and top.met and low.scan == 1
     assert top.similarity[10] == 1.0 and top.similarity == low.similarity
     assert all(-1.0 <= s < 1.0 for k, s in top.similarity.items() if k < 10)
@@ -211,7 +215,7 @@ def test_bad_input_is_refused(data: SplitDatasets, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="size >= 8"):
         _run(data, (1,), size=4)
     with pytest.raises(ValueError, match=r"1..10, got \[11\]"):
-        tune_by_gradient(small_cnn(5), data.train, (11,))
+        tune_by_gradient(data.train, model=small_cnn(5), scans=(11,))
 
 
 def test_different_classes_are_refused(data: SplitDatasets, tmp_path: Path) -> None:
@@ -224,7 +228,9 @@ def test_different_classes_are_refused(data: SplitDatasets, tmp_path: Path) -> N
     shutil.rmtree(val4 / "waves")
     encode_dataset(val4, tmp_path / "v4", workers=1, progress=False)
     with pytest.raises(DatasetError, match="different classes"):
-        train_at_levels(data.train, tmp_path / "v4", (1,), size=SIZE, epochs=1, progress=False)
+        train_at_levels(
+            data.train, val=tmp_path / "v4", scans=(1,), size=SIZE, epochs=1, progress=False
+        )
 
 
 def test_loader_switches_level_in_persistent_workers(data: SplitDatasets) -> None:

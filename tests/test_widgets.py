@@ -82,7 +82,7 @@ def scan(dataset_path: Path) -> ScanExplorer:
 def test_scan_level_slider_shows_the_levels_own_bytes(scan: ScanExplorer) -> None:
     src, i = scan.source, scan.index
     nbytes = src.level_bytes(i)
-    q = image_quality(src, i)
+    q = image_quality(src, image=i)
     for k in (3, 1, src.num_scans):
         scan.level.value = k
         assert scan.last_error is None
@@ -119,7 +119,7 @@ def test_scan_picker_and_buttons_change_image_and_curve(scan: ScanExplorer) -> N
     nbytes = src.level_bytes(i)
     img = scan.sources["image"].data
     np.testing.assert_allclose(img["x"], nbytes / nbytes[-1])
-    np.testing.assert_allclose(img["y"], image_quality(src, i).mssim)
+    np.testing.assert_allclose(img["y"], image_quality(src, image=i).mssim)
     assert list(img["scan"]) == list(range(1, src.num_scans + 1))
     assert dict(scan.readout_rows())["image"] == src.names[i]
     assert scan.last_error is None
@@ -166,7 +166,7 @@ def test_scan_shrinks_large_images_before_sending(dataset_path: Path) -> None:
 
 def test_scan_without_caches_still_shows_quality(dataset_path: Path) -> None:
     ex = ScanExplorer(str(dataset_path), level=3, dataset_sample=0, cache_size=0, workers=1)
-    q = image_quality(ex.source, 0)
+    q = image_quality(ex.source, image=0)
     ex.level.value = 2
     assert dict(ex.readout_rows())["MS-SSIM vs full"] == f"{q.mssim[1]:.4f}"
     assert ex.sources["current"].data["y"] == [pytest.approx(q.mssim[1])]
@@ -232,7 +232,7 @@ def test_scan_play_button_is_linked_to_the_slider(scan: ScanExplorer) -> None:
 
 
 def test_scan_db_scale_spreads_the_upper_levels(scan: ScanExplorer) -> None:
-    q = image_quality(scan.source, scan.index)
+    q = image_quality(scan.source, image=scan.index)
     scan.scale.value = "db"
     try:
         y = scan.sources["image"].data["y"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._json import to_json
 from ..encode.distributed import connect, local_cluster
-from ..encode.encoder import DEFAULT_RECORD_SIZE, EncodeSummary, encode_dataset
+from ..encode.encoder import DEFAULT_RECORD_SIZE, EncodeOptions, EncodeSummary, encode_dataset
 from ..encode.sample import build_sample
 from ..jpeg.scan_script import SCRIPTS
 from ..read.reader import PCRDataset, open_dataset
@@ -163,19 +163,21 @@ def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:
     return encode_dataset(
         args.src,
         args.out,
-        backend=args.backend,
-        quality=args.quality,
         scan_script=args.scan_script,
         record_size=args.record_size,
         workers=args.workers,
-        parallel="processes" if args.processes else "threads",
         labels=args.labels,
-        shuffle=not args.no_shuffle,
         seed=args.seed,
-        strict=args.strict,
         overwrite=args.overwrite,
         progress=not args.quiet,
         client=client,
+        options=EncodeOptions(
+            backend=args.backend,
+            quality=args.quality,
+            parallel="processes" if args.processes else "threads",
+            shuffle=not args.no_shuffle,
+            strict=args.strict,
+        ),
     )
 
 

@@ -119,20 +119,19 @@ def add_train_parsers(sub: Any) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from ..train import train_at_levels
+    from ..train import TrainOptions, train_at_levels
 
     result = train_at_levels(
         args.train,
-        args.val,
-        args.scans,
+        val=args.val,
+        scans=args.scans,
         size=args.size,
         epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
         seed=args.seed,
         bandwidth=args.bandwidth,
         workers=args.workers,
         progress=not (args.quiet or args.json),
+        options=TrainOptions(batch_size=args.batch_size, lr=args.lr),
     )
     if args.json:
         sys.stdout.write(result.to_json() + "\n")
@@ -149,19 +148,19 @@ def _train(args: argparse.Namespace) -> int:
 
 def _tune_gradient(args: argparse.Namespace) -> int:
     from ..read.reader import open_dataset
-    from ..train import small_cnn, train_at_levels, tune_by_gradient
+    from ..train import TrainOptions, small_cnn, train_at_levels, tune_by_gradient
 
     ds = open_dataset(args.dataset)
     if args.warmup > 0:
         warm = train_at_levels(
             ds,
-            ds,
-            (ds.num_scans,),
+            val=ds,
+            scans=(ds.num_scans,),
             size=args.size,
             epochs=args.warmup,
-            batch_size=args.batch_size,
             seed=args.seed,
             progress=not args.json,
+            options=TrainOptions(batch_size=args.batch_size),
         )
         model = warm.models[warm.levels[0].label]
     else:
@@ -170,9 +169,9 @@ def _tune_gradient(args: argparse.Namespace) -> int:
         require_torch("tune-gradient").manual_seed(args.seed)
         model = small_cnn(len(ds.classes))
     result = tune_by_gradient(
-        model,
         ds,
-        args.scans,
+        model=model,
+        scans=args.scans,
         batches=args.batches,
         batch_size=args.batch_size,
         threshold=args.threshold,

@@ -110,7 +110,7 @@ def make_plan(
     DatasetError
         From :func:`~pcr_explore.encode.discover.find_sources`.
     """
-    items, classes = find_sources(src, labels)
+    items, classes = find_sources(src, labels=labels)
     order = np.arange(len(items))
     if shuffle:
         order = np.random.default_rng(seed).permutation(len(items))

@@ -29,7 +29,7 @@ class SourceItem:
 
 
 def find_sources(
-    src: str | os.PathLike[str], labels: str | os.PathLike[str] | None = None
+    src: str | os.PathLike[str], *, labels: str | os.PathLike[str] | None = None
 ) -> tuple[list[SourceItem], list[str]]:
     """List the images under *src* (sorted) and their classes.
 

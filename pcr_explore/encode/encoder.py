@@ -43,6 +43,7 @@ from ._spool import Spool, spool_file
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
+    "EncodeOptions",
     "EncodeSummary",
     "encode_dataset",
 ]
@@ -99,25 +100,52 @@ def _tidy(out: Path, overwrite: bool) -> None:
             p.unlink()
 
 
+@dataclass(frozen=True)
+class EncodeOptions:
+    """The encoder's rarely changed settings (see :func:`encode_dataset`).
+
+    Parameters
+    ----------
+    backend : {"auto", "jpegtran", "pillow"}
+        Transcoder (see :mod:`pcr_explore.jpeg.transcode`).
+    quality : int
+        JPEG quality for sources that are not JPEG.
+    shuffle : bool
+        Shuffle the images with the encode's *seed* before sharding.
+    strict : bool
+        Stop at the first unreadable source instead of skipping it.
+    parallel : {"threads", "processes"}
+        How the workers run. Threads (default) need no start-up and no
+        ``if __name__ == "__main__":`` guard in a script; processes suit a
+        Pillow-heavy encode (non-JPEG sources) where Python-level work
+        dominates.
+    on_record : callable, optional
+        Called with the record index once each record is written (and
+        journaled).
+    """
+
+    backend: Backend = "auto"
+    quality: int = 90
+    shuffle: bool = True
+    strict: bool = False
+    parallel: Literal["threads", "processes"] = "threads"
+    on_record: Callable[[int], None] | None = None
+
+
 def encode_dataset(
     src: str | os.PathLike[str],
     out: str | os.PathLike[str],
     *,
-    backend: Backend = "auto",
-    quality: int = 90,
+    scan_script: str | os.PathLike[str] | ScanScript | None = None,
     record_size: int = DEFAULT_RECORD_SIZE,
-    workers: int | None = None,
     labels: str | os.PathLike[str] | None = None,
-    shuffle: bool = True,
     seed: int = 0,
-    strict: bool = False,
-    overwrite: bool = False,
+    workers: int | None = None,
     progress: bool = True,
-    on_record: Callable[[int], None] | None = None,
-    parallel: Literal["threads", "processes"] = "threads",
+    overwrite: bool = False,
     client: Any = None,
     storage_options: dict[str, Any] | None = None,
-    scan_script: str | os.PathLike[str] | ScanScript | None = None,
+    options: EncodeOptions | None = None,
 ) -> EncodeSummary:
     """Encode the images under *src* into a PCR dataset in *out*.
 
@@ -129,48 +157,36 @@ def encode_dataset(
     out : path or URL
         Output folder, created if missing, not inside *src*; or an object
         storage prefix such as ``s3://bucket/ds`` (``pcr-explore[s3]``).
-    backend : {"auto", "jpegtran", "pillow"}
-        Transcoder (see :mod:`pcr_explore.jpeg.transcode`).
-    quality : int
-        JPEG quality for sources that are not JPEG.
+    scan_script : str, path or ScanScript, optional
+        The scans every image is stored in, one scan level each: ``"standard"``
+        (the default, libjpeg's 10-scan progression), another name from
+        :data:`pcr_explore.jpeg.scan_script.SCRIPTS`, or a file in jpegtran
+        ``-scans`` syntax. Recorded in the manifest and every record header.
     record_size : int
         A record is closed once its sources' bytes reach this size (the
         last one may be smaller). Planned from source file sizes before any
         transcoding, so that every record is an independent task.
+    labels : path, optional
+        ``file,label`` CSV.
+    seed : int
+        Shuffle seed.
     workers : int, optional
         Parallel transcodes (default: all cores). 1 runs in this thread.
         Ignored with *client*.
-    parallel : {"threads", "processes"}
-        How the workers run. Threads (default) need no start-up and no
-        ``if __name__ == "__main__":`` guard in a script; processes suit a
-        Pillow-heavy encode (non-JPEG sources) where Python-level work
-        dominates.
-    labels : path, optional
-        ``file,label`` CSV.
-    shuffle : bool
-        Shuffle the images with *seed* before sharding.
-    seed : int
-        Shuffle seed.
-    strict : bool
-        Stop at the first unreadable source instead of skipping it.
-    overwrite : bool
-        Replace a dataset or an unrelated interrupted encode already in *out*.
     progress : bool
         Show a progress bar (images done).
-    on_record : callable, optional
-        Called with the record index once each record is written (and
-        journaled).
+    overwrite : bool
+        Replace a dataset or an unrelated interrupted encode already in *out*.
     client : dask.distributed.Client, optional
         Run one task per record on this Dask cluster (``pcr-explore[dask]``);
         workers write records straight to *out*. The output is
         byte-identical to a local encode with the same options.
     storage_options : dict, optional
         fsspec options for an *out* URL (credentials, ``client_kwargs``).
-    scan_script : str, path or ScanScript, optional
-        The scans every image is stored in, one scan level each: ``"standard"``
-        (the default, libjpeg's 10-scan progression), another name from
-        :data:`pcr_explore.jpeg.scan_script.SCRIPTS`, or a file in jpegtran
-        ``-scans`` syntax. Recorded in the manifest and every record header.
+    options : EncodeOptions, optional
+        The rarely changed settings: transcoder, quality of non-JPEG
+        sources, shuffling, strictness, thread or process workers, a
+        callback per record.
 
     Returns
     -------
@@ -194,6 +210,14 @@ def encode_dataset(
     >>> from dask.distributed import Client  # doctest: +SKIP
     >>> encode_dataset("/shared/photos", "s3://bucket/ds", client=Client())  # doctest: +SKIP
     """
+    o = options or EncodeOptions()
+    backend, quality, shuffle, strict, parallel = (
+        o.backend,
+        o.quality,
+        o.shuffle,
+        o.strict,
+        o.parallel,
+    )
     _check_options(backend, quality, record_size, workers, parallel)
     script = resolve_scan_script(scan_script)
     src_p = Path(src).resolve()
@@ -216,7 +240,7 @@ def encode_dataset(
         "scan_script": script_option(script),
     }
     plan = make_plan(src_p, labels, shuffle, seed, record_size, options)
-    run = _Run(plan, output, options, strict, progress, on_record)
+    run = _Run(plan, output, options, strict, progress, o.on_record)
     if isinstance(output, ObjectOutput):
         run.clear_remote(overwrite)
         return run.encode(workers, parallel, client)

@@ -339,17 +339,24 @@ def source_levels(src: LevelSource, i: int) -> list[bytes]:
     return [src.jpeg_bytes(i, k) for k in range(1, src.num_scans + 1)]
 
 
-def image_quality(source: LevelSource | str | os.PathLike[str], i: int, **kw: Any) -> LevelQuality:
-    """Measure every level of image *i* of a dataset, folder or file.
+def image_quality(
+    source: LevelSource | str | os.PathLike[str],
+    *,
+    image: int = 0,
+    luminance: bool = False,
+    metrics: Iterable[str] = METRICS,
+    max_pixels: int | None = None,
+) -> LevelQuality:
+    """Measure every level of one image of a dataset, folder or file.
 
     Parameters
     ----------
     source : LevelSource or path
         Anything :func:`~pcr_explore.read.sources.open_source` accepts.
-    i : int
+    image : int
         Image index.
-    **kw
-        Passed to :func:`level_quality` (``luminance``, ``metrics``).
+    luminance, metrics, max_pixels
+        As for :func:`level_quality`.
 
     Returns
     -------
@@ -362,9 +369,15 @@ def image_quality(source: LevelSource | str | os.PathLike[str], i: int, **kw: An
 
     Examples
     --------
-    >>> q = image_quality("photos/", 0)  # doctest: +SKIP
+    >>> q = image_quality("photos/", image=0)  # doctest: +SKIP
     >>> q.bytes_fraction[4], q.mssim[4]  # doctest: +SKIP
     (0.47, 0.986)
     """
     src = open_source(source)
-    return level_quality(source_levels(src, i), source=src.names[i], **kw)
+    return level_quality(
+        source_levels(src, image),
+        source=src.names[image],
+        luminance=luminance,
+        metrics=metrics,
+        max_pixels=max_pixels,
+    )

@@ -384,8 +384,8 @@ class PCRDataset:
 
 def open_dataset(
     path: str,
-    storage_options: dict[str, Any] | None = None,
     *,
+    storage_options: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     retries: int = DEFAULT_RETRIES,

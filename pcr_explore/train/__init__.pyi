@@ -9,7 +9,7 @@ from .flowers import (
     split_folder,
 )
 from .gradient import GradientTuneResult, default_levels, tune_by_gradient
-from .levels import train_at_levels
+from .levels import TrainOptions, train_at_levels
 from .loop import LevelImages, evaluate, read_level, stack_images, to_input, train_epoch
 from .model import MODELS, build_model, small_cnn
 from .plot import (
@@ -54,6 +54,7 @@ __all__ = [
     "throttled",
     "to_input",
     "train_at_levels",
+    "TrainOptions",
     "train_epoch",
     "training_figure",
     "result_figure",

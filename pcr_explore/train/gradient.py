@@ -178,10 +178,10 @@ def _check_scans(scans: Sequence[int], num_scans: int) -> tuple[int, ...]:
 
 
 def tune_by_gradient(
-    model: Any,
-    dataset: LevelSource | str | os.PathLike[str],
-    scans: Sequence[int] | None = None,
+    source: LevelSource | str | os.PathLike[str],
     *,
+    model: Any,
+    scans: Sequence[int] | None = None,
     batches: int = 10,
     batch_size: int = 32,
     threshold: float = 0.8,
@@ -201,11 +201,11 @@ def tune_by_gradient(
 
     Parameters
     ----------
+    source : LevelSource or path
+        A PCR dataset (or a labelled folder of images).
     model : torch.nn.Module
         Any classifier taking normalised NCHW float images
         (:func:`~pcr_explore.train.to_input`).
-    dataset : LevelSource or path
-        A PCR dataset (or a labelled folder of images).
     scans : sequence of int, optional
         Levels to compare (default :func:`default_levels`: the paper's 1, 2,
         5, 10 for the standard script).
@@ -240,14 +240,14 @@ def tune_by_gradient(
     Examples
     --------
     >>> from pcr_explore.train import small_cnn
-    >>> r = tune_by_gradient(small_cnn(5), "data/flowers/train.pcr", size=64)  # doctest: +SKIP
+    >>> r = tune_by_gradient("flowers/train.pcr", model=small_cnn(5), size=64)  # doctest: +SKIP
     >>> r.scan, r.similarity  # doctest: +SKIP
     (2, {1: 0.71, 2: 0.86, 5: 0.97, 10: 1.0})
     """
     torch = require_torch("tune_by_gradient")
     if batches < 1 or batch_size < 1:
         raise ValueError(f"batches and batch_size must be at least 1, got {batches}, {batch_size}")
-    src = dataset if isinstance(dataset, LevelSource) else open_source(dataset)
+    src = source if isinstance(source, LevelSource) else open_source(source)
     full = src.num_scans
     levels = _check_scans(default_levels(full) if scans is None else scans, full)
     loss_fn = loss_fn or torch.nn.functional.cross_entropy

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import DatasetError
@@ -23,7 +24,7 @@ from .model import build_model
 from .result import EpochStats, LevelRun, TrainResult
 from .throttle import parse_bandwidth, throttled
 
-__all__ = ["train_at_levels"]
+__all__ = ["TrainOptions", "train_at_levels"]
 
 Scans = Sequence[int] | Literal["auto"]
 
@@ -61,39 +62,64 @@ def _check_labels(train: PCRDataset, val: PCRDataset) -> int:
     return len(train.classes)
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    """Training settings rarely changed from their defaults (see :func:`train_at_levels`).
+
+    Parameters
+    ----------
+    batch_size : int
+        Images per optimiser step.
+    lr : float
+        Adam's learning rate, decayed to zero over the run by a cosine.
+    retune_every : int
+        ``scans="auto"``: epochs between gradient tunings.
+    auto_scans : sequence of int, optional
+        ``scans="auto"``: the levels compared (default: every level).
+    threshold : float
+        ``scans="auto"``: the gradient similarity a level must reach.
+    tune_batches : int
+        ``scans="auto"``: batches per tuning.
+    """
+
+    batch_size: int = 32
+    lr: float = 2e-3
+    retune_every: int = 2
+    auto_scans: Sequence[int] | None = None
+    threshold: float = 0.8
+    tune_batches: int = 10
+
+
 def train_at_levels(
     train: PCRDataset | str | os.PathLike[str],
+    *,
     val: PCRDataset | str | os.PathLike[str],
     scans: Scans | None = None,
-    *,
     size: int = 64,
     epochs: int = 10,
     model: str | Callable[[int], Any] = "small-cnn",
-    batch_size: int = 32,
-    lr: float = 2e-3,
     seed: int = 0,
     bandwidth: float | str | None = None,
-    progress: bool = True,
     workers: int = 2,
-    retune_every: int = 2,
-    auto_scans: Sequence[int] | None = None,
-    threshold: float = 0.8,
-    tune_batches: int = 10,
+    progress: bool = True,
     on_epoch: Callable[[LevelRun], None] | None = None,
+    options: TrainOptions | None = None,
 ) -> TrainResult:
     """Train a fresh model on *train* read at each level; evaluate on *val* each epoch.
 
     Parameters
     ----------
-    train, val : PCRDataset or path
-        Labelled PCR datasets with the same classes. *val* is always read at
-        full quality.
+    train : PCRDataset or path
+        A labelled PCR dataset.
+    val : PCRDataset or path
+        A labelled PCR dataset with the same classes, always read at full
+        quality.
     scans : sequence of int or "auto", optional
         Levels to train at, one run each (default
         :func:`~pcr_explore.train.gradient.default_levels`: 1, 2, 5, 10 for
         the standard script). ``"auto"``: a single run whose
         level :func:`~pcr_explore.train.tune_by_gradient` chooses before
-        epoch 1 and every *retune_every* epochs after.
+        epoch 1 and every ``options.retune_every`` epochs after.
     size : int
         Side of the square training images, in pixels.
     epochs : int
@@ -101,25 +127,20 @@ def train_at_levels(
     model : "small-cnn" or callable
         A name, or a factory ``f(num_classes) -> torch.nn.Module`` called
         once per run after seeding.
-    batch_size : int
-        Images per optimiser step.
-    lr : float
-        Adam's learning rate, decayed to zero over the run by a cosine.
     seed : int
         Seeds the weights, the epoch order and the flips.
     bandwidth : float, str or None
         Storage bandwidth to hold training reads to (bytes/s or a string such
         as ``"50MB/s"``; see :func:`~pcr_explore.train.throttled`). None: the
         machine's own speed.
-    progress : bool
-        Show a progress bar.
     workers : int
         Decoding threads.
-    retune_every, auto_scans, threshold, tune_batches
-        The ``"auto"`` schedule: epochs between tunings, levels compared,
-        similarity threshold, batches per tuning.
+    progress : bool
+        Show a progress bar.
     on_epoch : callable, optional
         Called with the run so far after every epoch (a live plot's hook).
+    options : TrainOptions, optional
+        Batch size, learning rate and the ``"auto"`` schedule.
 
     Returns
     -------
@@ -136,11 +157,14 @@ def train_at_levels(
 
     Examples
     --------
-    >>> r = train_at_levels("flowers/train.pcr", "flowers/val.pcr", (1, 2, 5, 10),
+    >>> r = train_at_levels("flowers/train.pcr", val="flowers/val.pcr", scans=(1, 2, 5, 10),
     ...                     size=64, epochs=8)  # doctest: +SKIP
     >>> r.speedup(0.95)  # doctest: +SKIP
     """
     torch = require_torch("train_at_levels")
+    o = options or TrainOptions()
+    batch_size, lr, retune_every = o.batch_size, o.lr, o.retune_every
+    auto_scans, threshold, tune_batches = o.auto_scans, o.threshold, o.tune_batches
     if size < 8 or epochs < 1 or batch_size < 1 or retune_every < 1:
         raise ValueError(
             f"need size >= 8, epochs, batch_size and retune_every >= 1; got size={size}, "
@@ -172,9 +196,9 @@ def train_at_levels(
                 tune_s, tune_bytes = 0.0, 0
                 if target == "auto" and (epoch - 1) % retune_every == 0:
                     tuned = tune_by_gradient(
-                        net,
                         reader,
-                        auto_scans,
+                        model=net,
+                        scans=auto_scans,
                         batches=tune_batches,
                         batch_size=batch_size,
                         threshold=threshold,

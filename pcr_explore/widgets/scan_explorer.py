@@ -303,7 +303,7 @@ class ScanExplorer(Explorer):
         LevelQuality
         """
         i = self.index if i is None else i
-        return self.cache.per_image("quality", i, lambda: image_quality(self.source, i))
+        return self.cache.per_image("quality", i, lambda: image_quality(self.source, image=i))
 
     def step(self, delta: int) -> None:
         """Show the image *delta* places after the current one (wrapping round)."""

@@ -13,6 +13,7 @@ from ..read.reader import PCRDataset, open_dataset
 from ..train import (
     GradientTuneResult,
     LevelRun,
+    TrainOptions,
     TrainResult,
     default_levels,
     similarity_figure,
@@ -202,16 +203,16 @@ class TrainingExplorer(Explorer):
             self.similarity.show(None)
             self.result = train_at_levels(
                 self.train_set,
-                self.val_set,
-                scans,
+                val=self.val_set,
+                scans=scans,
                 size=int(self.size.value),
                 epochs=int(self.epochs.value),
-                batch_size=self.batch_size,
                 seed=self.seed,
                 bandwidth=self.bandwidth.value,
                 workers=self.workers,
                 progress=False,
                 on_epoch=self._on_epoch,
+                options=TrainOptions(batch_size=self.batch_size),
             )
             self.table.value = self.result._repr_html_()
             self._tune(scans)
@@ -238,9 +239,9 @@ class TrainingExplorer(Explorer):
         model = self.result.models[f"scan {max(scans)}"]
         full = self.train_set.num_scans
         self.gradient = tune_by_gradient(
-            model,
             self.train_set,
-            sorted({*scans, full}),
+            model=model,
+            scans=sorted({*scans, full}),
             batches=self.tune_batches,
             batch_size=self.batch_size,
             threshold=self.threshold,
