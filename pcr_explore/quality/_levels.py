@@ -7,7 +7,6 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from PIL import Image
