@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -13,7 +14,14 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from pcr_explore.errors import JPEGError, MissingExtraError
-from pcr_explore.jpeg import _decoders, decode, decoder_name, set_decoder, split_scans
+from pcr_explore.jpeg import (
+    _decoders,
+    decode,
+    decoder_name,
+    set_decoder,
+    split_scans,
+    use_decoder,
+)
 from pcr_explore.jpeg._progressive import target_size
 
 
@@ -31,9 +39,9 @@ IDENTICAL = [pytest.param(n, id=n) for n in _decoders._PREFERENCE]
 @pytest.fixture(autouse=True)
 def _fresh_choice(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(_decoders.ENV_VAR, raising=False)
-    monkeypatch.setattr(_decoders, "_chosen", False)
-    monkeypatch.setattr(_decoders, "_active", None)
+    set_decoder(None)  # the automatic choice, probed afresh
     yield
+    set_decoder(None)
 
 
 def _target_for(size: int | tuple[int, int] | None) -> Callable[[int, int], object]:
@@ -152,10 +160,7 @@ def test_unknown_or_missing_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown JPEG decoder 'fastest'"):
         set_decoder("fastest")
 
-    def missing() -> None:
-        raise ImportError("No module named 'simplejpeg'")
-
-    monkeypatch.setitem(_decoders._FACTORIES, "simplejpeg", missing)
+    monkeypatch.setitem(sys.modules, "simplejpeg", None)  # as if not installed
     with pytest.raises(MissingExtraError, match="needs simplejpeg"):
         set_decoder("simplejpeg")
     monkeypatch.setenv(_decoders.ENV_VAR, "simplejpeg")
@@ -164,11 +169,9 @@ def test_unknown_or_missing_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_automatic_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing() -> None:
-        raise ImportError("not installed")
-
     for name in _decoders._PREFERENCE:
-        monkeypatch.setitem(_decoders._FACTORIES, name, missing)
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
+    set_decoder(None)
     assert decoder_name() == "pillow"  # nothing installed: Pillow
 
 
@@ -176,9 +179,9 @@ def test_automatic_choice(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_automatic_choice_checks_pixels(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     _backend(name)
     assert decoder_name() == name  # installed and matching: the fastest is chosen
-    monkeypatch.setattr(_decoders, "_chosen", False)
     monkeypatch.setattr(_decoders, "_agrees_with_pillow", lambda backend: False)
-    assert decoder_name() == "pillow"  # a Pillow on another libjpeg: not used
+    with use_decoder(None) as name:  # probed again
+        assert name == "pillow"  # a Pillow on another libjpeg: not used
 
 
 def test_self_check_catches_a_different_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,3 +263,14 @@ def test_decompression_bomb_is_pillows_error(
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)
     with pytest.raises(JPEGError, match="decompression bomb"):
         decode(encode_jpeg(np.zeros((20, 30, 3), np.uint8)), source="big")
+
+
+def test_use_decoder_holds_for_its_block_only(encode_jpeg) -> None:
+    set_decoder("pillow")
+    with use_decoder(None) as name:
+        assert _decoders.ENV_VAR not in os.environ and name == decoder_name()
+    assert os.environ[_decoders.ENV_VAR] == "pillow" and decoder_name() == "pillow"
+    set_decoder(None)
+    with pytest.raises(ValueError, match="unknown JPEG decoder"), use_decoder("fastest"):
+        pass
+    assert _decoders.ENV_VAR not in os.environ  # a refused choice changes nothing

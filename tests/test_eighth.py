@@ -16,9 +16,9 @@ from pcr_explore.jpeg.transcode import transcode
 def _fresh_choice(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(_decoders.ENV_VAR, raising=False)
     monkeypatch.delenv(_decoders.SKIP_SCANS_VAR, raising=False)
-    monkeypatch.setattr(_decoders, "_chosen", False)
-    monkeypatch.setattr(_decoders, "_active", None)
+    set_decoder(None)
     yield
+    set_decoder(None)
 
 
 def _whole_and_lean(

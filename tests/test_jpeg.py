@@ -17,7 +17,6 @@ from pcr_explore.jpeg import (
     EOI,
     STANDARD_SCRIPT_COLOR,
     STANDARD_SCRIPT_GRAY,
-    _decoders,
     decode,
     split_scans,
 )
@@ -163,8 +162,6 @@ def test_decode_with_size_uses_draft_and_keeps_aspect(
     monkeypatch.setattr(JpegImageFile, "draft", spy)
     # Pillow's own path (a faster decoder picks the same scale: test_decoders.py)
     monkeypatch.setenv("PCR_DECODER", "pillow")
-    monkeypatch.setattr(_decoders, "_chosen", False)
-    monkeypatch.setattr(_decoders, "_active", None)
     small = decode(pj.level(1), size=80)
     assert small.shape == (53, 80, 3)
     assert drafted == [(80, 54)]  # 1/8 scale in the DCT domain: 640x427 -> 80x54

@@ -10,6 +10,7 @@ from ._progressive import (
     decoder_name,
     set_decoder,
     split_scans,
+    use_decoder,
 )
 
 __all__ = [
@@ -23,5 +24,6 @@ __all__ = [
     "decode",
     "decoder_name",
     "set_decoder",
+    "use_decoder",
     "Size",
 ]

@@ -23,10 +23,11 @@ image (a Pillow built on another libjpeg would differ); Pillow otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
@@ -150,8 +151,10 @@ _FACTORIES: dict[str, Callable[[], _Backend]] = {
     "turbojpeg": _TurboJPEG,
 }
 
-_active: _Backend | None = None
-_chosen = False
+# The backend for each value PCR_DECODER has taken in this process, "auto"
+# probed once (a pixel check against Pillow); not a setting: the setting is the
+# environment variable, which worker processes inherit.
+_resolved: dict[str, _Backend | None] = {}
 
 
 def draft_scale(width: int, height: int, target: tuple[int, int] | None) -> int:
@@ -290,10 +293,16 @@ def _agrees_with_pillow(backend: _Backend) -> bool:
     return True
 
 
-def _choose() -> _Backend | None:
-    name = os.environ.get(ENV_VAR, "").strip().lower()
-    if name and name != "auto":
-        return None if name == "pillow" else _load(name, f"{ENV_VAR}={name}")
+def _key(name: str | None) -> str:
+    key = "auto" if name is None else str(name).strip().lower()
+    return key or "auto"
+
+
+def _resolve(key: str, origin: str) -> _Backend | None:
+    if key == "pillow":
+        return None
+    if key != "auto":
+        return _load(key, origin)
     for candidate in _PREFERENCE:
         try:
             backend = _FACTORIES[candidate]()
@@ -305,11 +314,11 @@ def _choose() -> _Backend | None:
 
 
 def active_backend() -> _Backend | None:
-    """The backend :func:`decode` uses (None: Pillow), chosen on first use."""
-    global _active, _chosen
-    if not _chosen:
-        _active, _chosen = _choose(), True
-    return _active
+    """The backend :func:`decode` uses (None: Pillow): ``PCR_DECODER``'s, or the automatic one."""
+    key = _key(os.environ.get(ENV_VAR))
+    if key not in _resolved:
+        _resolved[key] = _resolve(key, f"{ENV_VAR}={key}")
+    return _resolved[key]
 
 
 def decoder_name() -> str:
@@ -325,16 +334,17 @@ def decoder_name() -> str:
 
 
 def set_decoder(name: str | None) -> None:
-    """Force a JPEG decoder, or go back to the automatic choice.
+    """Force a JPEG decoder for this process, or go back to the automatic choice.
 
-    The choice is also written to the ``PCR_DECODER`` environment variable, so
-    worker processes started afterwards use the same decoder.
+    The choice is the ``PCR_DECODER`` environment variable, so worker
+    processes started afterwards use the same decoder. :func:`use_decoder`
+    does the same for a ``with`` block only.
 
     Parameters
     ----------
     name : {"pillow", "simplejpeg", "turbojpeg"} or None
-        None (or ``"auto"``): the fastest installed backend that gives Pillow's
-        pixels, else Pillow.
+        None (or ``"auto"``): the fastest installed backend that gives
+        Pillow's pixels, else Pillow; the installed backends are probed again.
 
     Raises
     ------
@@ -349,12 +359,41 @@ def set_decoder(name: str | None) -> None:
     'pillow'
     >>> set_decoder(None)
     """
-    global _active, _chosen
-    key = "auto" if name is None else str(name).strip().lower()
-    backend = None if key in ("auto", "pillow") else _load(key, "set_decoder")
+    key = _key(name)
     if key == "auto":
         os.environ.pop(ENV_VAR, None)
-        _chosen = False
+        _resolved.clear()
         return
+    _resolved[key] = _resolve(key, "set_decoder")  # fails here, not at the first decode
     os.environ[ENV_VAR] = key
-    _active, _chosen = backend, True
+
+
+@contextlib.contextmanager
+def use_decoder(name: str | None) -> Iterator[str]:
+    """Decode with *name* inside a ``with`` block; the decoder before it is restored after.
+
+    Parameters
+    ----------
+    name : {"pillow", "simplejpeg", "turbojpeg"} or None
+        As for :func:`set_decoder`.
+
+    Yields
+    ------
+    str
+        The name of the decoder in use in the block.
+
+    Examples
+    --------
+    >>> with use_decoder("pillow") as name:
+    ...     name
+    'pillow'
+    """
+    before = os.environ.get(ENV_VAR)
+    set_decoder(name)
+    try:
+        yield decoder_name()
+    finally:
+        if before is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = before

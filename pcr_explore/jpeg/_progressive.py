@@ -19,7 +19,7 @@ from PIL import Image
 
 from ..errors import JPEGError
 from . import _decoders
-from ._decoders import decoder_name, set_decoder
+from ._decoders import decoder_name, set_decoder, use_decoder
 from ._frame import SOF_MARKERS
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "decode",
     "decoder_name",
     "set_decoder",
+    "use_decoder",
     "Size",
 ]
 
