@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore.auditing import TINY_SIDE, AuditOptions, AuditReport, audit
+from pcr_explore.auditing import AuditOptions, AuditReport, audit
+from pcr_explore.auditing._inspect import TINY_SIDE
 from pcr_explore.cli import main
 from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.jpeg import _tjtransform

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore.auditing import DEFAULT_TARGETS, MAX_QUALITY_PIXELS, AuditOptions, audit
+from pcr_explore.auditing import DEFAULT_TARGETS, AuditOptions, audit
 from pcr_explore.auditing import _audit as audit_module
+from pcr_explore.auditing._options import MAX_QUALITY_PIXELS
 from pcr_explore.cli import main
 from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.quality import level_quality

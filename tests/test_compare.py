@@ -12,13 +12,15 @@ from pcr_explore.jpeg.scan_script import SCRIPTS
 from pcr_explore.quality.compare import (
     LevelCache,
     difference_map,
+    level_note,
+    level_strip,
+    scan_content,
+)
+from pcr_explore.quality.compare._views import (
     difference_scale,
     display_jpeg,
     encode_jpeg,
     jpeg_size,
-    level_note,
-    level_strip,
-    scan_content,
     split_view,
     worst_detail,
     worst_window,

@@ -17,15 +17,14 @@ from pcr_explore.quality.metrics import (
     METRICS,
     MSSSIM_WEIGHTS,
     PSNR_CAP,
-    SSIMReference,
-    capped,
-    metric_label,
     metric_name,
     ms_ssim,
     psnr,
     ssim,
 )
 from pcr_explore.quality.metrics._filter import filter_valid, pool2x2
+from pcr_explore.quality.metrics._names import capped, metric_label
+from pcr_explore.quality.metrics._structural import SSIMReference
 
 Photo = Callable[..., np.ndarray]
 Encode = Callable[..., bytes]

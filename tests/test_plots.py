@@ -9,22 +9,10 @@ from bokeh.layouts import column
 from bokeh.models import ColumnDataSource
 from bokeh.resources import INLINE
 
-from pcr_explore.plots import (
-    axis_label,
-    bytes_data,
-    bytes_figure,
-    curve_data,
-    drawable,
-    images_data,
-    level_labels,
-    quality_figure,
-    reading_data,
-    reading_figure,
-    recommended_data,
-    set_font_size,
-    target_location,
-    to_db,
-)
+from pcr_explore.plots import bytes_figure, quality_figure, reading_figure, set_font_size, to_db
+from pcr_explore.plots._bytes import bytes_data, reading_data
+from pcr_explore.plots._quality import curve_data, images_data, recommended_data, target_location
+from pcr_explore.plots._scales import axis_label, drawable, level_labels
 from pcr_explore.quality import QualityCurve
 from pcr_explore.quality.metrics import PSNR_CAP
 from pcr_explore.read.throughput import LevelReading, ReadingReport

@@ -15,17 +15,9 @@ import pytest
 
 from pcr_explore.errors import DatasetError
 from pcr_explore.read.reader import open_dataset
-from pcr_explore.train import (
-    FLOWERS_ENV,
-    FLOWERS_SHA256,
-    FLOWERS_URL,
-    download,
-    extract,
-    load_flowers,
-    sha256_of,
-    split_folder,
-    write_stand_in_archive,
-)
+from pcr_explore.train import extract, load_flowers, split_folder, write_stand_in_archive
+from pcr_explore.train.archive import download, sha256_of
+from pcr_explore.train.flowers import FLOWERS_ENV, FLOWERS_SHA256, FLOWERS_URL
 
 
 @pytest.fixture(scope="module")

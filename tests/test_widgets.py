@@ -20,8 +20,8 @@ from pcr_explore import encode_dataset, open_dataset
 from pcr_explore.jpeg import decode
 from pcr_explore.plots import to_db
 from pcr_explore.quality import image_quality, quality_curve
-from pcr_explore.quality.compare import (
-    difference_map,
+from pcr_explore.quality.compare import difference_map
+from pcr_explore.quality.compare._views import (
     encode_jpeg,
     jpeg_size,
     split_view,

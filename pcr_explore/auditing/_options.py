@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..jpeg.transcode import check_backend_and_quality
-from ..quality.metrics import DEFAULT_TARGETS, METRICS, check_target
+from ..quality.metrics import DEFAULT_TARGETS, METRICS
+from ..quality.metrics._targets import check_target
 from ..quality.tune import STATISTICS
 from ._checks import check_thresholds
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..auditing import CHECKS, DEFAULT_TARGETS, MAX_QUALITY_PIXELS, AuditOptions, audit
+from ..auditing import CHECKS, DEFAULT_TARGETS, AuditOptions, audit
+from ..auditing._options import MAX_QUALITY_PIXELS
 from ..quality.metrics import METRICS
 from ..quality.tune import STATISTICS
 from ._args import positive_int as _positive

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 from bokeh.models.annotations import LabelSet, Legend, Title
 
-from ..quality.metrics import PSNR_CAP, metric_label
+from ..quality.metrics import PSNR_CAP
+from ..quality.metrics._names import metric_label
 
 __all__ = [
     "SCALES",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .metrics import capped
+from .metrics._names import capped
 
 __all__ = ["STATISTICS_OF_CURVE", "PerImageQuality", "QualityCurve", "summarise"]
 

@@ -13,15 +13,10 @@ from PIL import Image
 
 from ..errors import JPEGError
 from ..read.sources import LevelSource, open_source
-from .metrics import (
-    METRIC_LABELS,
-    METRICS,
-    MSSSIM_WEIGHTS,
-    MetricFn,
-    SSIMReference,
-    one_blas_thread,
-    psnr_from_mse,
-)
+from .metrics import METRIC_LABELS, METRICS, MSSSIM_WEIGHTS, MetricFn
+from .metrics._filter import one_blas_thread
+from .metrics._psnr import psnr_from_mse
+from .metrics._structural import SSIMReference
 
 __all__ = ["LevelQuality", "custom_level_values", "image_quality", "level_quality"]
 

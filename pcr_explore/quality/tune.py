@@ -28,15 +28,9 @@ from ..errors import DatasetError
 from ..read.sources import LevelSource
 from ._curve import QualityCurve
 from ._sampler import Sampler
-from .metrics import (
-    DEFAULT_TARGETS,
-    MetricFn,
-    capped,
-    check_target,
-    format_value,
-    metric_label,
-    metric_name,
-)
+from .metrics import DEFAULT_TARGETS, MetricFn, metric_name
+from .metrics._names import capped, format_value, metric_label
+from .metrics._targets import check_target
 
 __all__ = ["STATISTICS", "TuneOptions", "TuneResult", "tune", "recommend"]
 

@@ -1,13 +1,5 @@
-from .archive import download, extract, sha256_of, write_stand_in_archive
-from .flowers import (
-    FLOWERS_ENV,
-    FLOWERS_SHA256,
-    FLOWERS_URL,
-    SplitDatasets,
-    load_flowers,
-    prepare_split,
-    split_folder,
-)
+from .archive import extract, write_stand_in_archive
+from .flowers import SplitDatasets, load_flowers, prepare_split, split_folder
 from .gradient import GradientTuneResult, default_levels, tune_by_gradient
 from .levels import TrainOptions, train_at_levels
 from .loop import LevelImages, evaluate, read_level, stack_images, to_input, train_epoch
@@ -21,44 +13,38 @@ from .plot import (
     write_html,
 )
 from .result import EpochStats, LevelRun, TrainResult
-from .throttle import ThrottledFileSystem, parse_bandwidth, throttled
+from .throttle import parse_bandwidth, throttled
 
 __all__ = [
-    "FLOWERS_ENV",
-    "FLOWERS_SHA256",
-    "FLOWERS_URL",
-    "MODELS",
-    "SplitDatasets",
-    "download",
-    "extract",
-    "load_flowers",
-    "prepare_split",
-    "sha256_of",
-    "split_folder",
-    "write_stand_in_archive",
-    "EpochStats",
-    "GradientTuneResult",
-    "LevelImages",
-    "LevelRun",
-    "SimilarityFigure",
-    "ThrottledFileSystem",
-    "TrainResult",
-    "TrainingFigure",
-    "build_model",
-    "evaluate",
-    "parse_bandwidth",
-    "read_level",
-    "similarity_figure",
-    "small_cnn",
-    "stack_images",
-    "throttled",
-    "to_input",
     "train_at_levels",
     "TrainOptions",
-    "train_epoch",
-    "training_figure",
-    "result_figure",
-    "write_html",
+    "TrainResult",
+    "LevelRun",
+    "EpochStats",
     "tune_by_gradient",
+    "GradientTuneResult",
     "default_levels",
+    "load_flowers",
+    "prepare_split",
+    "split_folder",
+    "SplitDatasets",
+    "extract",
+    "write_stand_in_archive",
+    "small_cnn",
+    "build_model",
+    "MODELS",
+    "result_figure",
+    "training_figure",
+    "TrainingFigure",
+    "similarity_figure",
+    "SimilarityFigure",
+    "write_html",
+    "throttled",
+    "parse_bandwidth",
+    "read_level",
+    "LevelImages",
+    "evaluate",
+    "train_epoch",
+    "to_input",
+    "stack_images",
 ]

@@ -11,10 +11,12 @@ import ipywidgets as w
 import numpy as np
 from PIL import Image
 
-from ..plots import axis_label, drawable, level_labels
+from ..plots._scales import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
-from ..quality.compare import LevelCache, difference_scale, level_note
-from ..quality.metrics import METRIC_LABELS, METRICS, format_value
+from ..quality.compare import LevelCache, level_note
+from ..quality.compare._views import difference_scale
+from ..quality.metrics import METRIC_LABELS, METRICS
+from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, scan_script_of
 from ._explorer import Explorer, html_table
 from ._figures import scan_curve_figure

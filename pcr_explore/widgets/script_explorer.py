@@ -18,7 +18,7 @@ from PIL import Image
 
 from ..jpeg.scan_script import SCRIPTS, ScanScript
 from ..quality import ScriptComparison, compare_scripts
-from ..quality.compare import encode_jpeg
+from ..quality.compare._views import encode_jpeg
 from ._explorer import Explorer, html_table
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 

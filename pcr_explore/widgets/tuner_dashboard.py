@@ -12,10 +12,13 @@ import ipywidgets as w
 import numpy as np
 from PIL import Image
 
-from ..plots import axis_label, drawable, quality_figure
+from ..plots import quality_figure
+from ..plots._scales import axis_label, drawable
 from ..quality import QualityCurve, quality_curve
-from ..quality.compare import LevelCache, encode_jpeg, worst_detail
-from ..quality.metrics import METRIC_LABELS, format_value
+from ..quality.compare import LevelCache
+from ..quality.compare._views import encode_jpeg, worst_detail
+from ..quality.metrics import METRIC_LABELS
+from ..quality.metrics._names import format_value
 from ..quality.tune import STATISTICS, TuneResult, recommend
 from ..read.sources import LevelSource, open_source
 from ._explorer import Explorer
