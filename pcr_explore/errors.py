@@ -6,6 +6,8 @@ scan group) and says what was expected.
 
 from __future__ import annotations
 
+from ._public import public
+
 __all__ = [
     "PCRError",
     "JPEGError",
@@ -24,46 +26,57 @@ __all__ = [
 ]
 
 
+@public("pcr_explore")
 class PCRError(Exception):
     """Base class of every error pcr_explore raises on bad input."""
 
 
+@public("pcr_explore")
 class JPEGError(PCRError, ValueError):
     """A JPEG stream is malformed (bad marker, truncated segment, no scans)."""
 
 
+@public("pcr_explore")
 class ScanScriptError(JPEGError):
     """A progressive JPEG does not follow the standard libjpeg scan script."""
 
 
+@public("pcr_explore")
 class SourceImageError(PCRError, ValueError):
     """A source image cannot be read or converted."""
 
 
+@public("pcr_explore")
 class PCRFormatError(PCRError, ValueError):
     """A record file is not a valid PCR file (magic, version, header)."""
 
 
+@public("pcr_explore")
 class CorruptRecordError(PCRFormatError):
     """A record's checksum does not match or its data is truncated."""
 
 
+@public("pcr_explore")
 class DatasetError(PCRError, ValueError):
     """A dataset directory or its manifest is missing or inconsistent."""
 
 
+@public("pcr_explore")
 class WorkerError(PCRError, RuntimeError):
     """A worker process died or could not start."""
 
 
+@public("pcr_explore")
 class SwapError(PCRError, ValueError):
     """Bad input to the swap simulation: a tensor, codec, trace, profile or policy."""
 
 
+@public("pcr_explore")
 class MissingExtraError(PCRError, ImportError):
     """An optional dependency is missing; the message names the extra to install."""
 
 
+@public("pcr_explore")
 class FewerScalesWarning(UserWarning):
     """An image too small for 5-scale MS-SSIM was measured with fewer scales.
 
@@ -72,10 +85,12 @@ class FewerScalesWarning(UserWarning):
     """
 
 
+@public("pcr_explore")
 class LabelWarning(UserWarning):
     """Some images get no class label (for example, files beside the class folders)."""
 
 
+@public("pcr_explore")
 class RemoteReadError(PCRError, OSError):
     """A remote read failed for good: retries spent, or the server cannot serve it.
 
@@ -122,5 +137,6 @@ class RemoteReadError(PCRError, OSError):
         return str(self.args[0]) if self.args else ""
 
 
+@public("pcr_explore")
 class RangeIgnoredWarning(UserWarning):
     """A server ignores Range requests: each record is downloaded whole, once, into the cache."""

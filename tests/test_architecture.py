@@ -21,7 +21,7 @@ ROOT = Path(pcr_explore.__file__).parent
 # Lowest first; a module belongs to the longest prefix that names it and may
 # import its own layer or a lower one.
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_version", "_json", "_pool"),
+    ("_public", "errors", "_version", "_json", "_pool"),
     ("storage",),  # atomic writes, the lock, remote stores, the prefix cache
     ("jpeg",),
     ("quality.metrics",),

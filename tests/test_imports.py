@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import subprocess
 import sys
@@ -66,7 +67,10 @@ def test_reading_and_writing_loads_nothing_heavy(tmp_path: Path) -> None:
 def test_the_bare_import_loads_only_the_facade() -> None:
     code = "import json, sys, pcr_explore; print(json.dumps(sorted(sys.modules)))"
     loaded = _loaded_by(code)
-    assert sorted(m for m in loaded if m.startswith("pcr_explore")) == ["pcr_explore"]
+    assert sorted(m for m in loaded if m.startswith("pcr_explore")) == [
+        "pcr_explore",
+        "pcr_explore._public",
+    ]
 
 
 def test_the_verbs_load_on_first_use() -> None:
@@ -105,3 +109,47 @@ def test_every_lazy_name_resolves(name: str) -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="open_datset"):
         pcr_explore.open_datset  # noqa: B018
+
+
+def test_public_objects_name_the_module_users_import_them_from() -> None:
+    first: dict[int, str] = {}
+    for name in sorted(_packages(), key=lambda n: (n.count("."), n)):
+        package = importlib.import_module(name)
+        for attr in package.__all__:
+            obj = getattr(package, attr)
+            if isinstance(obj, type) or callable(obj) and hasattr(obj, "__code__"):
+                first.setdefault(id(obj), name)
+                assert obj.__module__ == first[id(obj)], f"{name}.{attr}"
+    assert pcr_explore.PCRDataset.__module__ == "pcr_explore"
+    assert pcr_explore.swap.simulate.__module__ == "pcr_explore.swap"
+
+
+def test_public_objects_pickle_by_their_stable_name() -> None:
+    import pickle
+
+    opts = pcr_explore.TuneOptions(confidence=0.9)
+    data = pickle.dumps(opts, protocol=0)  # protocol 0 writes the global's name as text
+    assert b"cpcr_explore\nTuneOptions\n" in data
+    assert pickle.loads(data) == opts
+
+
+def _api_sections() -> dict[str, set[str]]:
+    """docs/API.md's tables: section ``## `package``` -> the names in its first column."""
+    text = (Path(pcr_explore.__file__).parent.parent / "docs" / "API.md").read_text("utf-8")
+    sections: dict[str, set[str]] = {}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("## `"):
+            current = line.split("`")[1]
+            sections[current] = set()
+        elif current and line.startswith("| `"):
+            sections[current].add(line.split("`")[1])
+    return sections
+
+
+def test_docs_api_lists_every_stable_name() -> None:
+    sections = _api_sections()
+    for name in _packages():
+        package = importlib.import_module(name)
+        names = {n for n in package.__all__ if not inspect.ismodule(getattr(package, n))}
+        assert sections.get(name) == names, f"docs/API.md, section {name}"

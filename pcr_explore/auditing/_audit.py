@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from ..jpeg._tjtransform import available as tj_available
 from ..quality._curve import QualityCurve
 from ..quality.metrics import MSSSIM_WEIGHTS
@@ -172,6 +173,7 @@ def _options_record(o: Options) -> dict[str, Any]:
     }
 
 
+@public("pcr_explore")
 def audit(
     source: str | os.PathLike[str],
     *,

@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .._public import public
+
 __all__ = [
     "CHECKS",
     "ISSUE_TITLES",
@@ -20,6 +22,7 @@ __all__ = [
 ]
 
 
+@public("pcr_explore.auditing")
 @dataclass(frozen=True)
 class Check:
     """One image check.

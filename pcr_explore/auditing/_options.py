@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from .._public import public
 from ..jpeg.transcode import check_backend_and_quality
 from ..quality.metrics import DEFAULT_TARGETS, METRICS
 from ..quality.metrics._targets import check_target
@@ -27,6 +28,7 @@ __all__ = [
 MAX_QUALITY_PIXELS = 1 << 22
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class AuditOptions:
     """The audit's rarely changed settings (see :func:`~pcr_explore.audit`).

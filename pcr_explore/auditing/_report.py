@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._public import public
 from ..storage._atomic import atomic_write
 from ._findings import AuditFindings
 from ._html import render_fragment, render_page
@@ -13,6 +14,7 @@ from ._text import render_text
 __all__ = ["AuditReport"]
 
 
+@public("pcr_explore")
 class AuditReport(AuditFindings):
     """Everything :func:`~pcr_explore.auditing.audit` found, to read, save and show.
 

@@ -5,3 +5,9 @@ the resumable journal; :mod:`._spool` an unfinished record's images; :mod:`._sha
 record (the unit of work); :mod:`.encoder` ``encode_dataset``; :mod:`.distributed` the
 same on Dask; :mod:`.sample` the bundled sample.
 """
+
+from .._public import facade
+
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = facade(__name__, __file__)

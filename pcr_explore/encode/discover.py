@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._public import public
 from ..errors import DatasetError, LabelWarning
 from ..jpeg.transcode import IMAGE_SUFFIXES
 
@@ -28,6 +29,7 @@ class SourceItem:
     label: str | None
 
 
+@public("pcr_explore")
 def find_sources(
     src: str | os.PathLike[str], *, labels: str | os.PathLike[str] | None = None
 ) -> tuple[list[SourceItem], list[str]]:

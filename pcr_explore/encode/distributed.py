@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .._public import public
 from ..errors import DatasetError, MissingExtraError, WorkerError
 from ._plan import EncodePlan
 from ._shard import encode_shard
@@ -47,6 +48,7 @@ def require_distributed() -> Any:
     return distributed
 
 
+@public("pcr_explore.encode")
 def local_cluster(workers: int, threads_per_worker: int = 1) -> tuple[Any, Any]:
     """Start a Dask cluster of *workers* processes on this machine; return (cluster, client).
 

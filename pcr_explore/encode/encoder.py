@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._pool import main_is_importable, ordered_map, worker_pool
+from .._public import public
 from ..errors import DatasetError
 from ..jpeg.scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
 from ..jpeg.transcode import Backend, check_backend_and_quality, find_jpegtran
@@ -55,6 +56,7 @@ __all__ = [
 DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class EncodeSummary:
     """What an encode run produced."""
@@ -100,6 +102,7 @@ def _tidy(out: Path, overwrite: bool) -> None:
             p.unlink()
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class EncodeOptions:
     """The encoder's rarely changed settings (see :func:`encode_dataset`).
@@ -132,6 +135,7 @@ class EncodeOptions:
     on_record: Callable[[int], None] | None = None
 
 
+@public("pcr_explore")
 def encode_dataset(
     src: str | os.PathLike[str],
     out: str | os.PathLike[str],

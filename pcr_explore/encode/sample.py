@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from .encoder import encode_dataset
 
 __all__ = ["SAMPLE_CLASSES", "write_sample_images", "build_sample"]
@@ -87,6 +88,7 @@ def write_sample_images(folder: str | os.PathLike[str], quality: int = 90) -> Pa
     return root
 
 
+@public("pcr_explore")
 def build_sample(
     out: str | os.PathLike[str] = "data/sample",
     *,

@@ -33,6 +33,7 @@ from typing import Protocol
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from ..errors import MissingExtraError
 from ._eighth import at_eighth as eighth_rewrite
 
@@ -321,6 +322,7 @@ def active_backend() -> _Backend | None:
     return _resolved[key]
 
 
+@public("pcr_explore.jpeg")
 def decoder_name() -> str:
     """Name of the JPEG decoder in use: ``"pillow"``, ``"simplejpeg"`` or ``"turbojpeg"``.
 
@@ -333,6 +335,7 @@ def decoder_name() -> str:
     return "pillow" if backend is None else backend.name
 
 
+@public("pcr_explore.jpeg")
 def set_decoder(name: str | None) -> None:
     """Force a JPEG decoder for this process, or go back to the automatic choice.
 
@@ -368,6 +371,7 @@ def set_decoder(name: str | None) -> None:
     os.environ[ENV_VAR] = key
 
 
+@public("pcr_explore.jpeg")
 @contextlib.contextmanager
 def use_decoder(name: str | None) -> Iterator[str]:
     """Decode with *name* inside a ``with`` block; the decoder before it is restored after.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from ..errors import JPEGError
 from . import _decoders
 from ._decoders import decoder_name, set_decoder, use_decoder
@@ -42,6 +43,7 @@ EOI = b"\xff\xd9"
 Size = int | tuple[int, int]
 
 
+@public("pcr_explore.jpeg")
 @dataclass(frozen=True)
 class ScanHeader:
     """The parameters of one scan, as written in its SOS segment.
@@ -102,6 +104,7 @@ GRAY_LEVELS_IN_COLOR: tuple[int, ...] = (1, 2, 5, 6, 7, 10)
 _STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})
 
 
+@public("pcr_explore.jpeg")
 @dataclass(frozen=True)
 class ProgressiveJPEG:
     """A JPEG file split at its scan boundaries.
@@ -172,6 +175,7 @@ def _u16(data: bytes, pos: int) -> int:
     return (data[pos] << 8) | data[pos + 1]
 
 
+@public("pcr_explore.jpeg")
 def split_scans(data: bytes, *, source: str = "<bytes>") -> ProgressiveJPEG:
     """Split a JPEG file into its scans by walking its markers.
 
@@ -343,6 +347,7 @@ def _positive_int(v: object) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and int(v) >= 1
 
 
+@public("pcr_explore.jpeg")
 def decode(
     data: bytes, size: Size | None = None, *, mode: str | None = None, source: str = "<bytes>"
 ) -> np.ndarray:

@@ -46,6 +46,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
+from .._public import public
 from ..errors import JPEGError, ScanScriptError, SourceImageError
 from ..storage._atomic import atomic_write
 from ._progressive import ProgressiveJPEG, split_scans
@@ -171,6 +172,7 @@ class TranscodeResult:
     orientation: int = 1
 
 
+@public("pcr_explore")
 def find_jpegtran() -> str | None:
     """Path of libjpeg-turbo's ``jpegtran`` (``$PCR_JPEGTRAN`` overrides), or None."""
     env = os.environ.get("PCR_JPEGTRAN")

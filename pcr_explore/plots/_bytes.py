@@ -18,6 +18,7 @@ from bokeh.models import (
 from bokeh.models.annotations import LabelSet, Whisker
 from bokeh.plotting import figure
 
+from .._public import public
 from ..read.throughput import ReadingReport
 
 __all__ = ["BytesFigure", "bytes_figure", "bytes_data", "reading_data", "reading_figure"]
@@ -50,6 +51,7 @@ def bytes_data(level_bytes: Sequence[int] | np.ndarray) -> dict[str, Any]:
     }
 
 
+@public("pcr_explore.plots")
 class BytesFigure(NamedTuple):
     """A bytes-per-level bar chart and its source of :func:`bytes_data` columns."""
 
@@ -67,6 +69,7 @@ class BytesFigure(NamedTuple):
         self.source.data = bytes_data(level_bytes)
 
 
+@public("pcr_explore.plots")
 def bytes_figure(
     level_bytes: Sequence[int] | np.ndarray | None = None,
     *,
@@ -165,6 +168,7 @@ def reading_data(report: ReadingReport) -> dict[str, Any]:
     }
 
 
+@public("pcr_explore.plots")
 def reading_figure(
     report: ReadingReport,
     *,

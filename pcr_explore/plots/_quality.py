@@ -10,6 +10,7 @@ from bokeh.models import ColumnDataSource, DataRange1d, HoverTool, NumeralTickFo
 from bokeh.models.annotations import LabelSet, Span
 from bokeh.plotting import figure
 
+from .._public import public
 from ..quality import QualityCurve
 from ._scales import axis_label, drawable, level_labels
 
@@ -160,6 +161,7 @@ def target_location(target: float | None, metric: str, scale: str = "value") -> 
     return v if np.isfinite(v) else None
 
 
+@public("pcr_explore.plots")
 class CurveFigure(NamedTuple):
     """A bytes-vs-quality figure and the sources that feed it (see :func:`quality_figure`).
 
@@ -262,6 +264,7 @@ def _draw_levels(fig: Any, src: ColumnDataSource, imgs: ColumnDataSource) -> Any
     return markers
 
 
+@public("pcr_explore.plots")
 def quality_figure(
     curve: QualityCurve | None = None,
     *,

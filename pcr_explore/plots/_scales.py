@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from bokeh.models.annotations import LabelSet, Legend, Title
 
+from .._public import public
 from ..quality.metrics import PSNR_CAP
 from ..quality.metrics._names import metric_label
 
@@ -25,6 +26,7 @@ SCALES: tuple[str, ...] = ("value", "db")
 """How a quality axis is drawn: the metric itself, or its loss in decibels."""
 
 
+@public("pcr_explore.plots")
 def to_db(values: Any) -> np.ndarray:
     """Return similarity values as decibels of their loss: ``-10 log10(1 - v)``.
 
@@ -158,6 +160,7 @@ FONT_SIZES: dict[str, dict[str, str]] = {
 }
 
 
+@public("pcr_explore.plots")
 def set_font_size(figure: Any, size: str = "normal", *, legend: str | None = None) -> None:
     """Set every text of a Bokeh figure to the "normal" or the "large" (projector) sizes.
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from .metrics._names import capped
 
 __all__ = ["STATISTICS_OF_CURVE", "PerImageQuality", "QualityCurve", "summarise"]
@@ -15,6 +16,7 @@ __all__ = ["STATISTICS_OF_CURVE", "PerImageQuality", "QualityCurve", "summarise"
 STATISTICS_OF_CURVE: tuple[str, ...] = ("mean", "p5", "p50", "p95")
 
 
+@public("pcr_explore.quality")
 @dataclass(frozen=True)
 class PerImageQuality:
     """The per-image table behind a :class:`QualityCurve`.
@@ -110,6 +112,7 @@ class PerImageQuality:
         return [rows[int(j)] for j in order]
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class QualityCurve:
     """Bytes and quality per scan level over a sample of images.

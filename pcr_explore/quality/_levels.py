@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from ..errors import JPEGError
 from ..read.sources import LevelSource, open_source
 from .metrics import METRIC_LABELS, METRICS, MSSSIM_WEIGHTS, MetricFn
@@ -21,6 +22,7 @@ from .metrics._structural import SSIMReference
 __all__ = ["LevelQuality", "custom_level_values", "image_quality", "level_quality"]
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class LevelQuality:
     """Quality of each scan level of one image against its full version.
@@ -146,6 +148,7 @@ def _shrink_for(data: bytes, max_pixels: int | None) -> tuple[int, str]:
     return f, note
 
 
+@public("pcr_explore.quality")
 def level_quality(
     levels: Sequence[bytes],
     *,
@@ -333,6 +336,7 @@ def source_levels(src: LevelSource, i: int) -> list[bytes]:
     return [src.jpeg_bytes(i, k) for k in range(1, src.num_scans + 1)]
 
 
+@public("pcr_explore")
 def image_quality(
     source: LevelSource | str | os.PathLike[str],
     *,

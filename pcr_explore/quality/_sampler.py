@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from ..read.sources import LevelSource, open_source
 from ._curve import PerImageQuality, QualityCurve, summarise
 from ._jobs import Outcome, make_job, measure
@@ -19,6 +20,7 @@ from .runner import run_jobs
 __all__ = ["Sampler", "quality_curve"]
 
 
+@public("pcr_explore.quality")
 class Sampler:
     """Measure a growing random sample of a source's images.
 
@@ -216,6 +218,7 @@ class Sampler:
         )
 
 
+@public("pcr_explore")
 def quality_curve(
     source: LevelSource | str | os.PathLike[str],
     *,

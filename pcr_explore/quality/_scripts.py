@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._public import public
 from ..jpeg._orient import decode_upright
 from ..jpeg.scan_script import ScanScript, resolve_scan_script
 from ..read.sources import FolderSource
@@ -29,6 +30,7 @@ from ._sampler import quality_curve
 __all__ = ["ScriptCurve", "ScriptComparison", "compare_scripts"]
 
 
+@public("pcr_explore.quality")
 @dataclass(frozen=True)
 class ScriptCurve:
     """One script measured on the sample.
@@ -70,6 +72,7 @@ class ScriptCurve:
         return self.script.name
 
 
+@public("pcr_explore.quality")
 @dataclass(frozen=True)
 class ScriptComparison:
     """Scripts measured on the same images; the first is the reference.
@@ -183,6 +186,7 @@ def _decode_ms(src: FolderSource, indices: np.ndarray, repeats: int) -> np.ndarr
     return out * 1e3 / max(1, len(indices))
 
 
+@public("pcr_explore.quality")
 def compare_scripts(
     folder: str | os.PathLike[str],
     scripts: Sequence[str | ScanScript] = ("standard", "spectral"),

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._public import public
 from ..errors import DatasetError
 from ..read.sources import LevelSource
 from ._curve import QualityCurve
@@ -38,6 +39,7 @@ STATISTICS: tuple[str, ...] = ("mean", "p5")
 Statistic = Literal["mean", "p5"]
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class TuneOptions:
     """How sure the tuner must be, and how far ``sample="auto"`` may grow.
@@ -100,6 +102,7 @@ def _bootstrap(
     return float(lo), float(hi)
 
 
+@public("pcr_explore.quality")
 def recommend(
     curve: QualityCurve,
     *,
@@ -215,6 +218,7 @@ def _target(metric: str, target: float | None) -> float:
     return float(target)
 
 
+@public("pcr_explore")
 def tune(
     source: QualityCurve | LevelSource | str | os.PathLike[str],
     *,
@@ -320,6 +324,7 @@ def tune(
         n = min(2 * n, o.budget)
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class TuneResult:
     """The recommended scan level for a quality target.

@@ -4,3 +4,9 @@
 cache; :mod:`.sources` one interface over datasets, folders and files; :mod:`.loader` the
 PyTorch adapter; :mod:`.throughput` timed read passes; :mod:`.verify` whole-dataset checks.
 """
+
+from .._public import facade
+
+# The names below are imported on first use (PEP 562): the list lives in
+# __init__.pyi, which type checkers read as well.
+__getattr__, __dir__, __all__ = facade(__name__, __file__)

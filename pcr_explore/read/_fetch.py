@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from .._public import public
 from ..errors import (
     CorruptRecordError,
     DatasetError,
@@ -32,6 +33,7 @@ from ..storage.remote import HTTPStore, RetryPolicy, install_hint, with_retries
 __all__ = ["FsspecStore", "ReadStats", "RecordFetcher", "load_manifest", "open_store"]
 
 
+@public("pcr_explore.read")
 @dataclass
 class ReadStats:
     """Bytes and requests a dataset has read.

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from ..errors import MissingExtraError
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
@@ -55,6 +56,7 @@ def _to_chw_tensor(arr: np.ndarray) -> Any:
     return t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)
 
 
+@public("pcr_explore.read")
 class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
     """``(image, label)`` pairs of a PCR dataset at one scan level, for PyTorch.
 
@@ -146,6 +148,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
                 yield fn(arr), int(prefix.header.labels[j])
 
 
+@public("pcr_explore.read")
 def torch_dataset(
     source: str | PCRDataset,
     scan: int | None = None,

@@ -23,6 +23,7 @@ from typing import Any, cast
 import numpy as np
 
 from .._pool import ordered_map
+from .._public import public
 from ..errors import CorruptRecordError
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
@@ -38,6 +39,7 @@ from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
 
 
+@public("pcr_explore")
 class PCRDataset:
     """A dataset of Progressive Compressed Records opened for reading.
 
@@ -382,6 +384,7 @@ class PCRDataset:
         return total
 
 
+@public("pcr_explore")
 def open_dataset(
     path: str,
     *,

@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from .._public import public
 from ..encode.discover import find_sources
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 
+@public("pcr_explore")
 @runtime_checkable
 class LevelSource(Protocol):
     """Anything with images available at every scan level."""
@@ -80,6 +82,7 @@ def scan_script_of(src: object) -> ScanScript:
     return script if isinstance(script, ScanScript) else STANDARD
 
 
+@public("pcr_explore")
 class FolderSource:
     """A folder of images (or one image file), transcoded in memory on demand.
 
@@ -247,6 +250,7 @@ class FolderSource:
         return self.bytes_per_scan()[(scan or self.num_scans) - 1]
 
 
+@public("pcr_explore")
 def open_source(source: str | os.PathLike[str] | LevelSource, **kwargs: object) -> LevelSource:
     """Open a PCR dataset, a folder of images or an image file as a LevelSource.
 

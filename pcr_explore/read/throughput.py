@@ -14,12 +14,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._public import public
 from ..jpeg import Size
 from .reader import PCRDataset
 
 __all__ = ["LevelReading", "ReadingReport", "read_pass", "measure_reading"]
 
 
+@public("pcr_explore.read")
 @dataclass(frozen=True)
 class LevelReading:
     """One pass over the dataset at one scan level.
@@ -51,6 +53,7 @@ class LevelReading:
         return self.images / self.seconds if self.seconds > 0 else float("inf")
 
 
+@public("pcr_explore.read")
 @dataclass(frozen=True)
 class ReadingReport:
     """Reading a dataset at several levels, against reading it in full.
@@ -171,6 +174,7 @@ def read_pass(
     return LevelReading(level, n, dataset.stats.bytes_read - before, seconds)
 
 
+@public("pcr_explore.read")
 def measure_reading(
     dataset: PCRDataset,
     scans: Sequence[int] = (1, 2, 5),

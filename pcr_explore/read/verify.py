@@ -12,12 +12,14 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._public import public
 from ..errors import PCRError
 from .reader import PCRDataset, open_dataset
 
 __all__ = ["VerifyReport", "verify_dataset"]
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class VerifyReport:
     """What :func:`verify_dataset` found.
@@ -73,6 +75,7 @@ class VerifyReport:
         return f"<pre>{html.escape(str(self).splitlines()[0])}</pre><ul>{items}</ul>"
 
 
+@public("pcr_explore")
 def verify_dataset(dataset: PCRDataset | str) -> VerifyReport:
     """Read every record in full and check every header, group and piece.
 

@@ -32,6 +32,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from .._public import public
 from ..errors import CorruptRecordError, PCRFormatError
 from ..jpeg import EOI
 from ..storage._atomic import atomic_write
@@ -64,6 +65,7 @@ _PER_IMAGE = {1: 4 + 2 + 2 + 1 + 4, 2: 4 + 2 + 2 + 1 + 1 + 4}
 _TAIL = {1: 4, 2: 4 + 4}
 
 
+@public("pcr_explore.records")
 @dataclass(frozen=True)
 class RecordImage:
     """One image to store: its scan pieces and metadata.
@@ -92,6 +94,7 @@ class RecordImage:
         return [zlib.crc32(p) for p in self.pieces]
 
 
+@public("pcr_explore.records")
 @dataclass(frozen=True)
 class RecordHeader:
     """The parsed header of a record file."""
@@ -176,6 +179,7 @@ def _group_table(offsets: np.ndarray, lengths: np.ndarray, crcs: Sequence[int]) 
     return table.tobytes()
 
 
+@public("pcr_explore.records")
 def encode_record(
     images: Sequence[RecordImage], num_scans: int, scan_script: str = ""
 ) -> list[bytes]:
@@ -255,6 +259,7 @@ def encode_record(
     return [head, *(im.pieces[k] for k in range(num_scans) for im in images)]
 
 
+@public("pcr_explore.records")
 def write_record(
     path: str | os.PathLike[str],
     images: Sequence[RecordImage],
@@ -310,6 +315,7 @@ def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, i
     return version, num_scans, n, header_len
 
 
+@public("pcr_explore.records")
 def parse_header(
     buf: bytes | memoryview,
     path: str,
@@ -439,6 +445,7 @@ def parse_header(
     )
 
 
+@public("pcr_explore.records")
 def read_header(f: BinaryIO, path: str, file_size: int | None = None) -> RecordHeader:
     """Read and parse the header from an open binary file positioned at 0."""
     pre = f.read(_PREAMBLE.size)

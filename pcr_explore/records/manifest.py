@@ -15,6 +15,7 @@ import unicodedata
 import urllib.parse
 from typing import Any
 
+from .._public import public
 from ..errors import CorruptRecordError, DatasetError, ScanScriptError
 from ..jpeg.scan_script import ScanScript, script_from_record
 from ..storage._atomic import atomic_write
@@ -93,6 +94,7 @@ def _int(value: Any, what: str, minimum: int = 0) -> int:
     return value
 
 
+@public("pcr_explore.records")
 def check_manifest(m: Any, path: str) -> None:
     """Validate a parsed manifest, field by field.
 
@@ -113,7 +115,7 @@ def check_manifest(m: Any, path: str) -> None:
     >>> check_manifest({"format": "x"}, "m.json")
     Traceback (most recent call last):
     ...
-    pcr_explore.errors.DatasetError: m.json: not a PCR dataset manifest (format field missing)
+    pcr_explore.DatasetError: m.json: not a PCR dataset manifest (format field missing)
     """
     if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:
         raise DatasetError(f"{path}: not a PCR dataset manifest (format field missing)")

@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from .manifest import manifest_script
 
 __all__ = ["DatasetSummary"]
 
 
+@public("pcr_explore")
 @dataclass(frozen=True)
 class DatasetSummary:
     """Sizes of a PCR dataset, per scan level.

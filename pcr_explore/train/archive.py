@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from ..errors import DatasetError
 
 __all__ = ["sha256_of", "download", "extract", "write_stand_in_archive"]
@@ -130,6 +131,7 @@ def download(
     return out
 
 
+@public("pcr_explore.train")
 def extract(archive: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
     """Unpack a tar archive (``.tgz``, ``.tar.gz``, ``.tar``) into *out*, safely.
 
@@ -219,6 +221,7 @@ def _pattern(kind: str, side: int, rng: np.random.Generator) -> np.ndarray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
+@public("pcr_explore.train")
 def write_stand_in_archive(
     path: str | os.PathLike[str],
     *,

@@ -24,6 +24,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._public import public
 from ..encode.discover import find_sources
 from ..encode.encoder import encode_dataset
 from ..errors import DatasetError
@@ -53,6 +54,7 @@ FLOWERS_ENV = "PCR_FLOWERS_DIR"
 _SPLIT_VERSION = 1
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class SplitDatasets:
     """A labelled image folder split in two and encoded.
@@ -89,6 +91,7 @@ def _hash_key(name: str, seed: int) -> str:
     return hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()
 
 
+@public("pcr_explore.train")
 def split_folder(
     src: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -181,6 +184,7 @@ def _link_subset(src: Path, dst: Path, per_class: int | None, seed: int) -> Path
     return dst
 
 
+@public("pcr_explore.train")
 def prepare_split(
     src: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -280,6 +284,7 @@ def prepare_split(
     return SplitDatasets(train_pcr, val_pcr, tuple(tr.classes), len(tr), len(va), images)
 
 
+@public("pcr_explore.train")
 def load_flowers(
     path: str | os.PathLike[str] | None = None,
     *,

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from ..errors import DatasetError
 from ..jpeg import EOI, decode
 from ..read.sources import LevelSource, open_source
@@ -29,6 +30,7 @@ from .loop import stack_images, to_input
 __all__ = ["GradientTuneResult", "tune_by_gradient"]
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class GradientTuneResult:
     """The scan level whose gradients agree with full quality's.
@@ -154,6 +156,7 @@ def _level_jpeg(full: bytes, level_bytes: np.ndarray, scan: int) -> bytes:
     return full[: int(level_bytes[scan - 1]) - len(EOI)] + EOI
 
 
+@public("pcr_explore.train")
 def default_levels(num_scans: int) -> tuple[int, ...]:
     """The levels compared when none are given.
 
@@ -177,6 +180,7 @@ def _check_scans(scans: Sequence[int], num_scans: int) -> tuple[int, ...]:
     return out
 
 
+@public("pcr_explore.train")
 def tune_by_gradient(
     source: LevelSource | str | os.PathLike[str],
     *,

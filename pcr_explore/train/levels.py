@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._public import public
 from ..errors import DatasetError
 from ..read.reader import PCRDataset, open_dataset
 from ._torch import require_torch
@@ -62,6 +63,7 @@ def _check_labels(train: PCRDataset, val: PCRDataset) -> int:
     return len(train.classes)
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class TrainOptions:
     """Training settings rarely changed from their defaults (see :func:`train_at_levels`).
@@ -90,6 +92,7 @@ class TrainOptions:
     tune_batches: int = 10
 
 
+@public("pcr_explore.train")
 def train_at_levels(
     train: PCRDataset | str | os.PathLike[str],
     *,

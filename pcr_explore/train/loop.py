@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._public import public
 from ..read.reader import PCRDataset
 from ._torch import require_torch
 
@@ -24,6 +25,7 @@ _MEAN = (0.485, 0.456, 0.406)
 _STD = (0.229, 0.224, 0.225)
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class LevelImages:
     """A dataset read at one level, decoded into memory.
@@ -49,6 +51,7 @@ class LevelImages:
     seconds: float
 
 
+@public("pcr_explore.train")
 def stack_images(arrays: list[np.ndarray], labels: list[int]) -> tuple[Any, Any]:
     """Stack (H, W, 3) ``uint8`` arrays and labels into NCHW and label tensors.
 
@@ -87,6 +90,7 @@ def stack_images(arrays: list[np.ndarray], labels: list[int]) -> tuple[Any, Any]
     return batch, torch.as_tensor(labels, dtype=torch.int64)
 
 
+@public("pcr_explore.train")
 def read_level(
     dataset: PCRDataset, scan: int | None, size: int, *, workers: int = 2
 ) -> LevelImages:
@@ -135,6 +139,7 @@ def read_level(
     return LevelImages(images, targets, k, dataset.stats.bytes_read - before, seconds)
 
 
+@public("pcr_explore.train")
 def to_input(images: Any) -> Any:
     """``uint8`` NCHW images as the normalised float tensor a model takes.
 
@@ -166,6 +171,7 @@ def to_input(images: Any) -> Any:
     return (images.float() / 255.0 - mean) / std
 
 
+@public("pcr_explore.train")
 def train_epoch(
     model: Any,
     optimizer: Any,
@@ -229,6 +235,7 @@ def train_epoch(
     return total / n
 
 
+@public("pcr_explore.train")
 def evaluate(model: Any, images: Any, labels: Any, *, batch_size: int = 256) -> float:
     """Top-1 accuracy of *model* on *images* (evaluation mode, no gradients).
 

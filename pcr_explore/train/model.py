@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._public import public
 from ._torch import require_torch
 
 __all__ = ["MODELS", "small_cnn", "build_model"]
@@ -11,6 +12,7 @@ __all__ = ["MODELS", "small_cnn", "build_model"]
 MODELS: tuple[str, ...] = ("small-cnn",)
 
 
+@public("pcr_explore.train")
 def small_cnn(num_classes: int, *, width: int = 16, in_channels: int = 3) -> Any:
     """A four-block CNN (conv, batch norm, ReLU, pooling) for any input size.
 
@@ -68,6 +70,7 @@ def small_cnn(num_classes: int, *, width: int = 16, in_channels: int = 3) -> Any
     return nn.Sequential(*layers)
 
 
+@public("pcr_explore.train")
 def build_model(model: Any, num_classes: int) -> Any:
     """A fresh model from a name in :data:`MODELS` or a factory ``f(num_classes)``.
 

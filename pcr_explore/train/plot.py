@@ -21,6 +21,7 @@ from bokeh.models.annotations import Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
 
+from .._public import public
 from ..storage._atomic import atomic_write
 from .gradient import GradientTuneResult
 from .result import LevelRun, TrainResult
@@ -74,6 +75,7 @@ def run_data(run: LevelRun | None, pipelined: bool = False) -> dict[str, Any]:
     }
 
 
+@public("pcr_explore.train")
 class TrainingFigure(NamedTuple):
     """Accuracy against epoch, megabytes read and seconds; one line per run.
 
@@ -111,6 +113,7 @@ class TrainingFigure(NamedTuple):
             src.data = run_data(None)
 
 
+@public("pcr_explore.train")
 def training_figure(
     labels: Sequence[str], *, width: int = 340, height: int = 300
 ) -> TrainingFigure:
@@ -204,6 +207,7 @@ def similarity_data(result: GradientTuneResult | None) -> dict[str, Any]:
     }
 
 
+@public("pcr_explore.train")
 class SimilarityFigure(NamedTuple):
     """Mean gradient cosine similarity per scan, with its spread and the threshold.
 
@@ -227,6 +231,7 @@ class SimilarityFigure(NamedTuple):
             self.threshold.location = result.threshold
 
 
+@public("pcr_explore.train")
 def similarity_figure(
     result: GradientTuneResult | None = None, *, width: int = 420, height: int = 300
 ) -> SimilarityFigure:
@@ -271,6 +276,7 @@ def similarity_figure(
     return out
 
 
+@public("pcr_explore.train")
 def result_figure(result: TrainResult, *, pipelined: bool = False) -> LayoutDOM:
     """Accuracy against epochs, bytes read and training time: one line per run.
 
@@ -291,6 +297,7 @@ def result_figure(result: TrainResult, *, pipelined: bool = False) -> LayoutDOM:
     return fig.layout
 
 
+@public("pcr_explore.train")
 def write_html(result: TrainResult, path: str | os.PathLike[str]) -> Path:
     """A standalone HTML page of a training run: its table and figure (BokehJS inlined).
 

@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 
 from .._json import to_json
+from .._public import public
 from ..storage._atomic import atomic_write
 
 __all__ = ["EpochStats", "LevelRun", "TrainResult"]
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class EpochStats:
     """One epoch of one run.
@@ -68,6 +70,7 @@ class EpochStats:
         return dict(self.__dict__)
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class LevelRun:
     """One model trained on images read at one level (or at levels chosen as it goes).
@@ -154,6 +157,7 @@ class LevelRun:
         }
 
 
+@public("pcr_explore.train")
 @dataclass(frozen=True)
 class TrainResult:
     """Models trained at several scan levels under identical conditions.

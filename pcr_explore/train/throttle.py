@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from .._public import public
 from ..read.reader import PCRDataset, open_dataset
 
 __all__ = ["ThrottledFileSystem", "parse_bandwidth", "throttled"]
@@ -22,6 +23,7 @@ _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 2**10, "mi": 2**20, "gi": 2
 _BANDWIDTH = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]i?)?b?(?:/s)?\s*$", re.I)
 
 
+@public("pcr_explore.train")
 def parse_bandwidth(text: str | float | int) -> float:
     """Bytes per second from a number or a string such as ``"50MB/s"``.
 
@@ -123,6 +125,7 @@ class ThrottledFileSystem:
         return getattr(self.fs, name)
 
 
+@public("pcr_explore.train")
 def throttled(
     dataset: PCRDataset | str, bandwidth: float | str, *, latency: float = 0.0
 ) -> PCRDataset:

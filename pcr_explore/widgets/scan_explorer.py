@@ -11,6 +11,7 @@ import ipywidgets as w
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from ..plots._scales import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import LevelCache, level_note
@@ -27,6 +28,7 @@ __all__ = ["ScanExplorer"]
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
+@public("pcr_explore.widgets")
 class ScanExplorer(Explorer):
     """Slide through the scan levels of an image: pixels, bytes and quality.
 

@@ -16,6 +16,7 @@ from bokeh.models.annotations import LegendItem, Span
 from bokeh.plotting import figure
 from PIL import Image
 
+from .._public import public
 from ..jpeg.scan_script import SCRIPTS, ScanScript
 from ..quality import ScriptComparison, compare_scripts
 from ..quality.compare._views import encode_jpeg
@@ -28,6 +29,7 @@ _COLORS = ("#1f77b4", "#d62728")
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
+@public("pcr_explore.widgets")
 class ScriptExplorer(Explorer):
     """Compare two scan scripts on a folder of images.
 

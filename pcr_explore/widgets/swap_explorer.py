@@ -11,6 +11,7 @@ from bokeh.core.property.vectorization import value
 from bokeh.models import FactorRange, Range1d
 from bokeh.models.annotations import LegendItem, Title
 
+from .._public import public
 from ..swap import (
     SimResult,
     Trace,
@@ -43,6 +44,7 @@ _SIZES = [1 << k for k in range(12, 27, 2)]  # tensor elements offered: 4 Ki .. 
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
+@public("pcr_explore.widgets")
 class SwapExplorer(Explorer):
     """Compressed activation swapping for one training step, live.
 

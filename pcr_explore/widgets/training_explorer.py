@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import ipywidgets as w
 import numpy as np
 
+from .._public import public
 from ..quality.tune import TuneResult, tune
 from ..read.reader import PCRDataset, open_dataset
 from ..train import (
@@ -38,6 +39,7 @@ _BANDWIDTHS: list[tuple[str, float | None]] = [
 ]
 
 
+@public("pcr_explore.widgets")
 class TrainingExplorer(Explorer):
     """Pick levels, size, epochs and a storage bandwidth; press Train.
 

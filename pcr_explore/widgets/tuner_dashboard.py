@@ -12,6 +12,7 @@ import ipywidgets as w
 import numpy as np
 from PIL import Image
 
+from .._public import public
 from ..plots import quality_figure
 from ..plots._scales import axis_label, drawable
 from ..quality import QualityCurve, quality_curve
@@ -35,6 +36,7 @@ _TARGETS = {
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
+@public("pcr_explore.widgets")
 class TunerDashboard(Explorer):
     """Pick the scan level for a quality target, and see what it costs.
 

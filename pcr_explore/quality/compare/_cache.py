@@ -8,6 +8,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from ..._public import public
 from ...jpeg import decode
 from ...read.sources import LevelSource, orientation_of
 from ._views import difference_map, display_jpeg, encode_jpeg, split_view, zoom_crop
@@ -52,6 +53,7 @@ class _LRU(Generic[_V]):
         self._data.clear()
 
 
+@public("pcr_explore.quality.compare")
 class LevelCache:
     """Cached per-level views of the images of a :class:`LevelSource`.
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from ..._public import public
 from ...jpeg import Size
 from ...jpeg._orient import decode_upright
 from ...jpeg.scan_script import STANDARD, ScanScript
@@ -17,6 +18,7 @@ __all__ = ["scan_content", "level_note", "level_strip"]
 _CHANNELS = ("brightness (Y)", "blue-difference colour (Cb)", "red-difference colour (Cr)")
 
 
+@public("pcr_explore.quality.compare")
 def scan_content(k: int, script: ScanScript = STANDARD) -> str:
     """Say what scan *k* of a scan script (colour images) carries.
 
@@ -61,6 +63,7 @@ def scan_content(k: int, script: ScanScript = STANDARD) -> str:
     return f"{who}: {what}, {how}"
 
 
+@public("pcr_explore.quality.compare")
 def level_note(
     level_bytes: Sequence[int] | np.ndarray, k: int, script: ScanScript = STANDARD
 ) -> str:
@@ -117,6 +120,7 @@ def level_note(
     return f"scan {k} adds no bytes to this image: it looks exactly like scan {k - 1}"
 
 
+@public("pcr_explore.quality.compare")
 def level_strip(
     source: LevelSource,
     i: int,

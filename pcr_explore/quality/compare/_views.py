@@ -7,6 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
+from ..._public import public
 from ...jpeg._orient import decode_upright
 
 __all__ = [
@@ -128,6 +129,7 @@ def _channels(image: np.ndarray) -> np.ndarray:
     return (arr[..., None] if arr.ndim == 2 else arr).astype(np.int16)
 
 
+@public("pcr_explore.quality.compare")
 def difference_map(level: np.ndarray, full: np.ndarray, gain: float = 4.0) -> np.ndarray:
     """The amplified absolute difference between a level and the full image.
 

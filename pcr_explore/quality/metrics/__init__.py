@@ -11,8 +11,8 @@ display labels (:data:`METRIC_LABELS`) and the rule for infinite PSNR in
 statistics (:data:`PSNR_CAP`, :func:`capped`).
 """
 
-import lazy_loader as _lazy
+from ..._public import facade
 
 # The names below are imported on first use (PEP 562): the list lives in
 # __init__.pyi, which type checkers read as well.
-__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)
+__getattr__, __dir__, __all__ = facade(__name__, __file__)

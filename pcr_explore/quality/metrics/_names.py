@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..._public import public
+
 __all__ = [
     "METRICS",
     "METRIC_LABELS",
@@ -34,6 +36,7 @@ MetricFn = Callable[[list[np.ndarray], list[np.ndarray]], float]
 """A task-aware quality score: ``(full_images, level_images) -> float``."""
 
 
+@public("pcr_explore.quality")
 def metric_name(metric: str | MetricFn) -> str:
     """Return the name a metric is reported under.
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..._public import public
 from ._images import pair
 
 __all__ = ["psnr", "psnr_from_mse"]
@@ -24,6 +25,7 @@ def psnr_from_mse(mse: float, data_range: float = 255.0) -> float:
     return 10.0 * math.log10(data_range * data_range / mse)
 
 
+@public("pcr_explore.quality")
 def psnr(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
     """Return the peak signal-to-noise ratio of *b* against the reference *a*, in dB.
 

@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._public import public
 from ...errors import FewerScalesWarning
 from ._filter import filter_valid, one_blas_thread, pool2x2
 from ._images import as_planes, pair
@@ -273,6 +274,7 @@ class SSIMReference:
         return np.minimum(ssim1, 1.0), np.minimum(cs_out, 1.0), np.minimum(ssim_last, 1.0)
 
 
+@public("pcr_explore.quality")
 def ssim(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
     """Return the structural similarity of *b* to the reference *a*.
 
@@ -327,6 +329,7 @@ def ssim(a: np.ndarray, b: np.ndarray, *, data_range: float = 255.0) -> float:
         return SSIMReference(a, data_range=data_range).compare(b).ssim
 
 
+@public("pcr_explore.quality")
 def ms_ssim(
     a: np.ndarray,
     b: np.ndarray,

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._public import public
 from ...encode.discover import find_sources
 from ...errors import DatasetError, SwapError
 from ...jpeg import decode
@@ -31,6 +32,7 @@ _MEAN = (0.485, 0.456, 0.406)
 _STD = (0.229, 0.224, 0.225)
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class LabelledImages:
     """Training and validation images in memory.
@@ -104,6 +106,7 @@ def _side(root: Path, size: int, per_class: int | None, workers: int) -> tuple:
     return x, np.array([labels[i] for i in idx], dtype=np.int64), [names[i] for i in idx], classes
 
 
+@public("pcr_explore.swap")
 def load_labelled_images(
     path: str | os.PathLike[str],
     size: int = 48,

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._public import public
 from ...errors import MissingExtraError, SwapError
 from ..traces import TensorRecord, Trace
 
@@ -27,6 +28,7 @@ _TORCH_DTYPES = {
 }
 
 
+@public("pcr_explore.swap.capture")
 @dataclass
 class SavedTensorCapture:
     """What :func:`capture_saved_tensors` recorded.
@@ -77,6 +79,7 @@ class SavedTensorCapture:
         return Trace(name, recs, sp, meta={"source": "torch.saved_tensors_hooks"})
 
 
+@public("pcr_explore.swap")
 @contextlib.contextmanager
 def capture_saved_tensors(
     *, keep_tensors: bool = False, include_parameters: bool = False

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..codecs.activations import bit_sparsity
@@ -158,6 +159,7 @@ def cnn_activations(
     return out
 
 
+@public("pcr_explore.swap")
 def cnn_trace(
     images: np.ndarray | None = None,
     *,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from ..._public import public
 from ...errors import SwapError
 from ._torch_ops import require_torch
 
@@ -164,6 +165,7 @@ def resnet_small(num_classes: int, *, width: int = 16) -> Any:
     return nn.Sequential(layers)
 
 
+@public("pcr_explore.swap")
 def build_net(name: str, num_classes: int, *, width: int = 16) -> Any:
     """A fresh network by name: ``"small-cnn"``, ``"vgg-small"`` or ``"resnet-small"``.
 
@@ -192,7 +194,7 @@ def build_net(name: str, num_classes: int, *, width: int = 16) -> Any:
     >>> build_net("alexnet", 5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    pcr_explore.errors.SwapError: unknown network 'alexnet'; choose from small-cnn, ...
+    pcr_explore.SwapError: unknown network 'alexnet'; choose from small-cnn, ...
     """
     if name == "small-cnn":
         require_torch("build_net")

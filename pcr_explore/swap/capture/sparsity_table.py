@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from ..._json import json_safe
+from ..._public import public
 from ..traces import Trace
 
 __all__ = ["SparsityTable"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class SparsityTable:
     """Sparsity (fraction of +0.0 elements) of each saved tensor at each captured step.

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..traces import TensorRecord, Trace
@@ -60,6 +61,7 @@ class _Saved:
         return self.zeros / n if n else 0.0
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class TrainingCapture:
     """What :func:`capture_training` recorded.
@@ -201,6 +203,7 @@ def _record_step(
     return list(saved.values()), tail, loss
 
 
+@public("pcr_explore.swap")
 def capture_training(
     model: Any,
     loader: Iterable[Any],

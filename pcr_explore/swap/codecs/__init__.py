@@ -1,7 +1,7 @@
 """Tensor codecs: the registry, each codec, and ratio measurements over sparsity."""
 
-import lazy_loader as _lazy
+from ..._public import facade
 
 # The names below are imported on first use (PEP 562): the list lives in
 # __init__.pyi, which type checkers read as well.
-__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)
+__getattr__, __dir__, __all__ = facade(__name__, __file__)

@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 
 __all__ = [
@@ -25,6 +26,7 @@ SizeModel = Literal["exact", "expected", "sampled"]
 _ALLOWED_KINDS = "fiu"
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class Encoded:
     """A tensor after encoding: the buffers a GPU would send over the link.
@@ -72,6 +74,7 @@ class Encoded:
         return self.raw_nbytes / self.nbytes if self.nbytes else math.inf
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class CodecError:
     """Reconstruction error of a codec on one tensor.
@@ -160,6 +163,7 @@ def _check_sparsity(s: object) -> None:
         raise SwapError(f"sparsity must lie in [0, 1], got {s!r}")
 
 
+@public("pcr_explore.swap")
 class Codec(abc.ABC):
     """Base class of the tensor codecs.
 

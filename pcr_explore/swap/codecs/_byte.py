@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ._base import Codec, Encoded, SizeModel, as_tensor
 
@@ -79,6 +80,7 @@ class _ByteCodec(Codec):
         return np.where(flat_n > 0, fixed + per * flat_n, fixed)
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class LZ4(_ByteCodec):
     """LZ4 block compression of the tensor's bytes (``lz4.block``).
@@ -114,6 +116,7 @@ class LZ4(_ByteCodec):
         return lz4.block.decompress(data, uncompressed_size=size)
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class Zstd(_ByteCodec):
     """Zstandard compression of the tensor's bytes, single-threaded.

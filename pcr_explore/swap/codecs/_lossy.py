@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..._public import public
 from ...errors import MissingExtraError, SwapError
 from ._base import Codec, Encoded, as_tensor
 
@@ -17,6 +18,7 @@ __all__ = ["ZFP", "Binarize", "zfp_available"]
 _ZFP_HEADER_BITS = 96
 
 
+@public("pcr_explore.swap.codecs")
 def zfp_available() -> bool:
     """Tell whether ``zfpy`` can be imported (the ``[zfp]`` extra).
 
@@ -49,6 +51,7 @@ def _zfp_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     return (math.prod(shape[:-2]), shape[-2], shape[-1])
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class ZFP(Codec):
     """ZFP fixed-rate compression (lossy), as in the CSWAP journal version.
@@ -129,6 +132,7 @@ class ZFP(Codec):
         return np.where(n > 0, 8 * ((bits + 63) // 64), 0)
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class Binarize(Codec):
     """One bit per element: ``x > 0``.

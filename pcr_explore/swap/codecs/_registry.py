@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ._base import Codec, CodecError, Encoded, as_tensor
 from ._byte import LZ4, Zstd
@@ -54,6 +55,7 @@ _FACTORIES: dict[str, Callable[..., Codec]] = {
 _TAKES_PARAM = {"zvc", "lz4", "zstd", "zfp"}
 
 
+@public("pcr_explore.swap")
 def codec_names(*, include_unavailable: bool = False) -> list[str]:
     """Names of the codecs, in a stable order.
 
@@ -69,6 +71,7 @@ def codec_names(*, include_unavailable: bool = False) -> list[str]:
     return [n for n in _FACTORIES if include_unavailable or n != "zfp" or zfp_available()]
 
 
+@public("pcr_explore.swap")
 def get_codec(spec: str | Codec) -> Codec:
     """Build a codec from its spec string (``"zvc"``, ``"zstd:9"``, ``"zfp:8"``...).
 
@@ -112,6 +115,7 @@ def get_codec(spec: str | Codec) -> Codec:
     return factory(value)
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class Measurement:
     """One codec measured on one tensor.
@@ -147,6 +151,7 @@ class Measurement:
         return self.raw_bytes / self.decode_seconds / 1e9 if self.decode_seconds else float("inf")
 
 
+@public("pcr_explore.swap")
 def measure(codec: str | Codec, array: np.ndarray, *, repeats: int = 1) -> Measurement:
     """Encode and decode ``array``, time both, and check the round trip.
 

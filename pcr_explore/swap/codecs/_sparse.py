@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ._base import Codec, Encoded, SizeModel, as_tensor, bit_view, nonzero_mask
 
@@ -56,6 +57,7 @@ def _values(enc: Encoded, nnz: int) -> np.ndarray:
     return values
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class ZVC(Codec):
     """Zero-value compression in the layout of the released CSWAP kernels.
@@ -166,6 +168,7 @@ class ZVC(Codec):
         return itemsize * nnz + 4 * p * ((chunk + 31) // 32) + 4 * p
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class Bitmap(Codec):
     """One presence bit per element plus the packed non-zeros (cDMA-style).
@@ -208,6 +211,7 @@ def _csr_dims(shape: tuple[int, ...] | None, n: Any) -> tuple[Any, Any]:
     return math.prod(shape[:-1]), cols
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class CSR(Codec):
     """Compressed sparse rows with int32 indices over the tensor's last axis.
@@ -265,6 +269,7 @@ class CSR(Codec):
         return (itemsize + 4) * nnz + 4 * (np.asarray(rows) + 1)
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class Delta8(Codec):
     """Sparse values with 8-bit gap indices and an escape (Gist SSDC-like).
@@ -314,6 +319,7 @@ class Delta8(Codec):
         return (itemsize + 1) * nnz + esc
 
 
+@public("pcr_explore.swap.codecs")
 @dataclass(frozen=True)
 class ZeroRLE(Codec):
     """Zero run-length encoding: one pair of uint32 per run of non-zeros.

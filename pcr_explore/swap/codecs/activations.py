@@ -6,12 +6,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ._base import nonzero_mask
 
 __all__ = ["bit_sparsity", "synthetic_activations"]
 
 
+@public("pcr_explore.swap")
 def bit_sparsity(array: np.ndarray) -> float:
     """Return the fraction of elements whose bit pattern is all zeros (-0.0 is not zero).
 
@@ -36,6 +38,7 @@ def bit_sparsity(array: np.ndarray) -> float:
     return 1.0 - float(np.count_nonzero(nonzero_mask(flat))) / flat.size if flat.size else 0.0
 
 
+@public("pcr_explore.swap")
 def synthetic_activations(
     shape: Sequence[int] = (8, 64, 56, 56),
     sparsity: float = 0.65,

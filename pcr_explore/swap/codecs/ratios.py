@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ._base import Codec
 from ._registry import get_codec
@@ -14,6 +15,7 @@ from .activations import synthetic_activations
 __all__ = ["ratio_curve", "measure_ratios", "measured_ratio_curve"]
 
 
+@public("pcr_explore.swap")
 def ratio_curve(
     codecs: Iterable[str | Codec],
     sparsities: Sequence[float] | np.ndarray,
@@ -64,6 +66,7 @@ def ratio_curve(
     return out
 
 
+@public("pcr_explore.swap")
 def measure_ratios(
     codecs: Iterable[str | Codec],
     sparsity: float,

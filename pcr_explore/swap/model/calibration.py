@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..codecs._base import Codec
@@ -104,6 +105,7 @@ def _r2(cost: KernelCost, n: np.ndarray, nnz: np.ndarray, y: np.ndarray) -> floa
     return 1.0 - float(((y - pred) ** 2).sum()) / ss if ss > 0 else 1.0
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class Calibration:
     """Codec times measured on tensors of known size and sparsity, and the fitted cost.
@@ -180,6 +182,7 @@ class Calibration:
         return cls(name, CodecCost(comp, dec), n_a, nnz_a, ce, de, r2)
 
 
+@public("pcr_explore.swap")
 def calibrate(
     codec: str | Codec,
     *,

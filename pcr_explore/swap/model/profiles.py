@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..codecs._base import Codec
@@ -23,6 +24,7 @@ from .costs import CodecCost, gpu_codec_costs
 __all__ = ["DeviceProfile", "PROFILES", "get_profile", "profile_names"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class DeviceProfile:
     """A GPU and its host link, as the simulator prices them.
@@ -231,6 +233,7 @@ PROFILES: Mapping[str, DeviceProfile] = MappingProxyType(
 )
 
 
+@public("pcr_explore.swap")
 def profile_names() -> list[str]:
     """List the names of the built-in profiles.
 
@@ -247,6 +250,7 @@ def profile_names() -> list[str]:
     return list(PROFILES)
 
 
+@public("pcr_explore.swap")
 def get_profile(name: str | DeviceProfile) -> DeviceProfile:
     """Look up a built-in profile by name; a profile is returned unchanged.
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..codecs._lossy import ZFP
@@ -194,6 +195,7 @@ def parse_policy(spec: str | Policy) -> Policy:
     )
 
 
+@public("pcr_explore.swap")
 def default_policies(profile: DeviceProfile | str) -> list[str]:
     """List ``vdnn``, ``always:<c>`` per codec of the profile, ``cswap``, ``cswap-all``, oracles.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._json import json_safe, to_json
+from ..._public import public
 from ...errors import SwapError
 from ..model.profiles import DeviceProfile, get_profile
 from ..traces import Trace
@@ -26,6 +27,7 @@ from .simulate import simulate_many
 __all__ = ["SwapReport", "report"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class SwapReport:
     """Several policies simulated on one trace and profile.
@@ -146,6 +148,7 @@ class SwapReport:
         return f"<pre>{self.to_text().splitlines()[0]}</pre><ul>{rows}</ul>"
 
 
+@public("pcr_explore.swap")
 def report(
     model: str = "vgg16",
     profile: DeviceProfile | str = "v100-pcie3",

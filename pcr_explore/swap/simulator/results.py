@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 
 from ..._json import json_safe
+from ..._public import public
 from ..model.profiles import DeviceProfile
 from ..traces import Trace
 
 __all__ = ["Decision", "SimResult"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class Decision:
     """What a policy did with one tensor in one iteration.
@@ -76,6 +78,7 @@ class Decision:
         return self.raw_bytes / self.bytes if self.bytes else math.inf
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class SimResult:
     """One policy simulated on one trace and profile.

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..model.predictor import KernelTimePredictor
@@ -238,6 +239,7 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
     )
 
 
+@public("pcr_explore.swap")
 def simulate_many(
     trace: Trace,
     profile: DeviceProfile | str,
@@ -288,6 +290,7 @@ def simulate_many(
     return {p.name: _run(setup, p, warmup, drift_threshold) for p in pols}
 
 
+@public("pcr_explore.swap")
 def simulate(
     trace: Trace,
     profile: DeviceProfile | str,

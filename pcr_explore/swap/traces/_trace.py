@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..._json import to_json as _dumps
+from ..._public import public
 from ...errors import SwapError
 from .sparsity import SPARSE_KINDS, SparsitySource, SparsitySpec, sparsity_profile, spec_to_json
 from .tensor_record import TensorRecord
@@ -44,6 +45,7 @@ def _by_kind(spec: SparsitySpec, tensors: tuple[TensorRecord, ...]) -> dict[str,
     return out
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class Trace:
     """The tensors one training step swaps, over one or more iterations.

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ._trace import TensorRecord, Trace
 from .sparsity import SparsitySpec
@@ -256,6 +257,7 @@ BUILTIN_MODELS: dict[str, Callable[..., Trace]] = {
 }
 
 
+@public("pcr_explore.swap")
 def builtin_trace(
     model: str, batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.65
 ) -> Trace:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..._public import public
 from ...errors import SwapError
 from ._trace import Trace
 from .architectures import BUILTIN_MODELS, builtin_trace
@@ -27,6 +28,7 @@ __all__ = ["TraceOption", "measured_trace_names", "measured_trace", "list_traces
 _DIR = "measured_traces"
 
 
+@public("pcr_explore.swap")
 def measured_trace_names() -> list[str]:
     """Names of the measured traces shipped with the package, sorted.
 
@@ -43,6 +45,7 @@ def measured_trace_names() -> list[str]:
     return sorted(p.name[: -len(".json")] for p in root.iterdir() if p.name.endswith(".json"))
 
 
+@public("pcr_explore.swap")
 def measured_trace(name: str) -> Trace:
     """Load a shipped measured trace by name.
 
@@ -75,6 +78,7 @@ def measured_trace(name: str) -> Trace:
     return Trace.from_json(json.loads(text), source=f"measured trace {key}")
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class TraceOption:
     """One entry of a trace picker.
@@ -102,6 +106,7 @@ class TraceOption:
         return load_trace(self.name)
 
 
+@public("pcr_explore.swap")
 def list_traces(files: Iterable[str | os.PathLike[str]] = ()) -> list[TraceOption]:
     """List the traces to choose from: analytic, measured, then the given files.
 
@@ -149,6 +154,7 @@ def list_traces(files: Iterable[str | os.PathLike[str]] = ()) -> list[TraceOptio
     return out
 
 
+@public("pcr_explore.swap")
 def load_trace(spec: str | os.PathLike[str] | Trace) -> Trace:
     """Load a trace by name or path.
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 
 __all__ = ["TensorRecord", "MAX_ELEMENTS"]
@@ -25,6 +26,7 @@ MAX_ELEMENTS = 1 << 48
 _KINDS = ("input", "relu", "pool", "activation")
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class TensorRecord:
     """One saved tensor of a training step.

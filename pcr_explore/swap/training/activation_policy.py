@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
 from ..model.profiles import DeviceProfile, get_profile
@@ -33,6 +34,7 @@ def _nnz(info: SavedTensorInfo) -> tuple[int, int]:
     return n, int(round(n * (1.0 - info.sparsity)))
 
 
+@public("pcr_explore.swap")
 def smallest_encoding(codecs: Sequence[str] = ("zvc",)) -> ActivationPolicy:
     """A policy that encodes with the codec giving the fewest bytes, if fewer than raw.
 
@@ -83,6 +85,7 @@ def smallest_encoding(codecs: Sequence[str] = ("zvc",)) -> ActivationPolicy:
     return policy
 
 
+@public("pcr_explore.swap")
 def least_stall(
     profile: DeviceProfile | str,
     codecs: Sequence[str] = ("zvc",),

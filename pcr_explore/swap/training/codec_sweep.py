@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..._json import json_safe
+from ..._public import public
 from ...errors import SwapError
 from ..capture._images import LabelledImages
 from ..capture._torch_ops import require_torch
@@ -26,6 +27,7 @@ from .codec_training import TrainRun, train_run
 __all__ = ["CodecSweep", "codec_sweep"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class CodecSweep:
     """Runs per codec (``"none"`` first), one per seed, measured on this machine.
@@ -149,6 +151,7 @@ class CodecSweep:
         return fig
 
 
+@public("pcr_explore.swap")
 def codec_sweep(
     images: LabelledImages,
     codecs: Sequence[str] = ("zfp:16", "zfp:8", "zfp:4"),

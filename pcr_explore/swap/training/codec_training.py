@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..._json import json_safe
+from ..._public import public
 from ...errors import SwapError
 from ..capture._images import ImageBatches, LabelledImages, evaluate, inputs, load_labelled_images
 from ..capture._torch_ops import require_torch
@@ -32,6 +33,7 @@ from .compressed import ActivationPolicy, compressed_activations
 __all__ = ["TrainRun", "SwapTrainResult", "ImageBatches", "evaluate", "train_run", "swap_train"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class TrainRun:
     """One training run, measured on this machine.
@@ -61,6 +63,7 @@ class TrainRun:
     activations: dict[str, Any] | None = None
 
 
+@public("pcr_explore.swap")
 def train_run(
     images: LabelledImages,
     codec: str | None,
@@ -162,6 +165,7 @@ def train_run(
     )
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True, eq=False)
 class SwapTrainResult:
     """Training with a codec on the saved activations next to the uncompressed run.
@@ -288,6 +292,7 @@ class SwapTrainResult:
         return f"<pre>{html.escape(self.to_text())}</pre>"
 
 
+@public("pcr_explore.swap")
 def swap_train(
     data: str | os.PathLike[str] | LabelledImages,
     codec: str = "zfp:8",

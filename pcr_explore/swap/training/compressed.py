@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..._json import json_safe
+from ..._public import public
 from ...errors import SwapError
 from ..capture._torch_ops import MASK_SAVERS, is_weight, op_label, require_torch, track_modules
 from ..capture._torch_ops import weight_pointers as _weights
@@ -32,6 +33,7 @@ from ..codecs._base import Codec, Encoded
 __all__ = ["SavedTensorInfo", "SavedActivation", "ActivationLog", "compressed_activations"]
 
 
+@public("pcr_explore.swap")
 @dataclass(frozen=True)
 class SavedTensorInfo:
     """What a policy sees of a tensor being saved.
@@ -105,6 +107,7 @@ class SavedActivation:
     same_as: int | None = None
 
 
+@public("pcr_explore.swap")
 @dataclass
 class ActivationLog:
     """Everything :func:`compressed_activations` did, measured on this machine.
@@ -216,6 +219,7 @@ def _decide(
     return codec, "codec given"
 
 
+@public("pcr_explore.swap")
 @contextlib.contextmanager
 def compressed_activations(
     codec: str | Codec | None = "zvc",

@@ -1,0 +1,21 @@
+from .loader import PCRIterableDataset, torch_dataset
+from .reader import PCRDataset, ReadStats, open_dataset
+from .sources import FolderSource, LevelSource, open_source
+from .throughput import LevelReading, ReadingReport, measure_reading
+from .verify import VerifyReport, verify_dataset
+
+__all__ = [
+    "PCRIterableDataset",
+    "torch_dataset",
+    "PCRDataset",
+    "ReadStats",
+    "open_dataset",
+    "FolderSource",
+    "LevelSource",
+    "open_source",
+    "LevelReading",
+    "ReadingReport",
+    "measure_reading",
+    "VerifyReport",
+    "verify_dataset",
+]
