@@ -16,6 +16,7 @@ from .errors import (
     RangeIgnoredWarning,
     RemoteReadError,
     ScanScriptError,
+    SkippedWarning,
     SourceImageError,
     SwapError,
     WorkerError,
@@ -68,4 +69,5 @@ __all__ = [
     "FewerScalesWarning",
     "LabelWarning",
     "RangeIgnoredWarning",
+    "SkippedWarning",
 ]

@@ -21,6 +21,7 @@ __all__ = [
     "MissingExtraError",
     "FewerScalesWarning",
     "LabelWarning",
+    "SkippedWarning",
     "RemoteReadError",
     "RangeIgnoredWarning",
 ]
@@ -88,6 +89,11 @@ class FewerScalesWarning(UserWarning):
 @public("pcr_explore")
 class LabelWarning(UserWarning):
     """Some images get no class label (for example, files beside the class folders)."""
+
+
+@public("pcr_explore")
+class SkippedWarning(UserWarning):
+    """A read with ``on_error="skip"`` left out unreadable records or images; says how many."""
 
 
 @public("pcr_explore")

@@ -48,6 +48,8 @@ class FileServer:
         Honour ``Range`` (False: answer 200 with the whole file).
     fail_every : int
         Answer 503 to every Nth request (0: never).
+    retry_after : str, optional
+        The ``Retry-After`` header sent with those 503 answers.
     drop_every : int
         Close the connection half-way through every Nth GET body (0: never).
     stall : int
@@ -61,6 +63,7 @@ class FileServer:
     root: Path
     ranges: bool = True
     fail_every: int = 0
+    retry_after: str | None = None
     drop_every: int = 0
     stall: int = 0
     only: str = ""
@@ -118,6 +121,8 @@ class FileServer:
         if n and self.fail_every and n % self.fail_every == 0:
             req.status = 503
             h.send_response(503)
+            if self.retry_after is not None:
+                h.send_header("Retry-After", self.retry_after)
             h.send_header("Content-Length", "0")
             h.end_headers()
             return

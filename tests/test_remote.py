@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 import warnings
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pcr_explore.cli import main
 from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import DatasetError, RangeIgnoredWarning, RemoteReadError
 from pcr_explore.read.reader import PCRDataset, open_dataset
+from pcr_explore.storage import remote
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +104,42 @@ def test_5xx_answers_are_retried(server: FileServer, local: PCRDataset) -> None:
     assert any(r.status == 503 for r in server.log)
     assert ds._fs.retried >= 1
     assert ds.stats.bytes_read == local.bytes_at(5)
+
+
+@pytest.mark.parametrize("server", [{"fail_every": 2, "retry_after": "2"}], indirect=True)
+def test_a_retry_waits_as_long_as_the_server_asks(
+    server: FileServer, local: PCRDataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(remote.time, "sleep", slept.append)
+    ds = open_dataset(f"{server.url}/ds")
+    assert _same(_images(ds, 3), _images(local, 3))
+    assert slept and set(slept) == {2.0}  # Retry-After, not the backoff
+
+
+def test_backoff_has_jitter_and_a_bounded_retry_after() -> None:
+    policy = remote.RetryPolicy(retries=3, backoff=0.2)
+    random.seed(1)
+    waits = [policy.wait(k) for k in range(3) for _ in range(20)]
+    for k in range(3):
+        mine = waits[20 * k : 20 * (k + 1)]
+        base = 0.2 * 2**k
+        assert all(base / 2 <= w <= base for w in mine) and len(set(mine)) > 1
+    assert policy.wait(0, asked=5.0) == 5.0
+    assert policy.wait(0, asked=3600.0) == remote.MAX_RETRY_AFTER  # a server that says "an hour"
+    assert remote.retry_after("Thu, 01 Jan 1970 00:00:00 GMT") == 0.0  # in the past: at once
+
+
+def test_s3_reads_retry_in_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("s3fs")
+    from pcr_explore.read._fetch import open_store
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    fs, _ = open_store("s3://bucket/ds", {}, remote.RetryPolicy(retries=2, timeout=3))
+    config = fs.fs.config_kwargs
+    assert config["retries"] == {"max_attempts": 1, "mode": "standard"}  # botocore: no retries
+    assert config["read_timeout"] == 3 and fs.policy.retries == 2  # ours: the only ones
 
 
 @pytest.mark.parametrize("server", [{"fail_every": 1, "only": ".pcr"}], indirect=True)

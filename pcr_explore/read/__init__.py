@@ -1,6 +1,7 @@
-"""Reading a dataset: prefix reads, sources, the PyTorch adapter, throughput, verification.
+"""Reading a dataset: the read pipeline, prefix reads, sources, the PyTorch adapter, verification.
 
-:mod:`.reader` ``open_dataset`` and ``PCRDataset``; :mod:`._fetch` prefix fetch through the
+:mod:`.reader` ``open_dataset`` and ``PCRDataset``; :mod:`.pipeline` the read stages (records,
+prefix fetch, split, decode, batch) and ``on_error``; :mod:`._fetch` prefix fetch through the
 cache; :mod:`.sources` one interface over datasets, folders and files; :mod:`.loader` the
 PyTorch adapter; :mod:`.throughput` timed read passes; :mod:`.verify` whole-dataset checks.
 """

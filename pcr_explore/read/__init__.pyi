@@ -1,4 +1,5 @@
 from .loader import PCRIterableDataset, torch_dataset
+from .pipeline import OnError
 from .reader import PCRDataset, ReadStats, open_dataset
 from .sources import FolderSource, LevelSource, open_source
 from .throughput import LevelReading, ReadingReport, measure_reading
@@ -7,6 +8,7 @@ from .verify import VerifyReport, verify_dataset
 __all__ = [
     "PCRIterableDataset",
     "torch_dataset",
+    "OnError",
     "PCRDataset",
     "ReadStats",
     "open_dataset",

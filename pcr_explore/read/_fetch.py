@@ -124,10 +124,12 @@ def open_store(
             )
         return HTTPStore(policy, headers), url.rstrip("/")
     if scheme in ("s3", "s3a"):
-        # botocore's defaults wait 60 s to connect and 60 s per read.
+        # botocore's defaults wait 60 s to connect and 60 s per read; and it
+        # retries on its own, which our retries would multiply: one attempt each.
         config = dict(opts.get("config_kwargs") or {})
         config.setdefault("connect_timeout", policy.timeout)
         config.setdefault("read_timeout", policy.timeout)
+        config.setdefault("retries", {"max_attempts": 1, "mode": "standard"})
         opts["config_kwargs"] = config
     import fsspec
 

@@ -20,7 +20,7 @@ import numpy as np
 from .._public import public
 from ..errors import MissingExtraError
 from ..jpeg import Size
-from ..jpeg._orient import decode_upright
+from . import pipeline
 from .reader import PCRDataset, open_dataset
 
 try:  # the dataset class must live at module level so DataLoader workers can pickle it
@@ -43,12 +43,8 @@ def record_shard(
     before it is dealt out, so shards never overlap and together cover all
     records.
     """
-    if not 0 <= shard < num_shards:
-        raise ValueError(f"shard {shard} out of range for {num_shards} shards")
-    order = np.arange(num_records)
-    if epoch_seed is not None:
-        order = np.random.default_rng(epoch_seed).permutation(num_records)
-    return [int(r) for r in order[shard::num_shards]]
+    rng = None if epoch_seed is None else np.random.default_rng(epoch_seed)
+    return pipeline.shard(pipeline.record_order(num_records, rng), shard, num_shards)
 
 
 def _to_chw_tensor(arr: np.ndarray) -> Any:
@@ -136,16 +132,25 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
         ds = open_dataset(self.url)
         fn = self.transform or _to_chw_tensor
-        for r in record_shard(self.num_records, shard, nshards, epoch_seed):
-            prefix = ds.read_record(r, scan)
-            n = prefix.header.num_images
-            for j in rng.permutation(n) if self.shuffle else range(n):
-                data = prefix.jpeg_bytes(int(j))
-                o = int(prefix.header.orientations[j])
-                arr = decode_upright(
-                    data, self.size, o, mode=self.mode, source=f"{self.url} record {r}"
-                )
-                yield fn(arr), int(prefix.header.labels[j])
+        errors = pipeline.OnError()
+        records = pipeline.fetch(
+            lambda r: ds.read_record(r, scan),
+            record_shard(self.num_records, shard, nshards, epoch_seed),
+            on_error=errors,
+            where=lambda r: f"{self.url} record {r}",
+        )
+        items = (
+            e
+            for r, prefix in records
+            for e in pipeline.split(
+                prefix,
+                first_index=0,
+                where=lambda i, r=r: f"{self.url} record {r}",
+                rng=rng if self.shuffle else None,
+            )
+        )
+        for arr, label in pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors):
+            yield fn(arr), label
 
 
 @public("pcr_explore.read")

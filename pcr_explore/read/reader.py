@@ -17,12 +17,10 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import numpy as np
 
-from .._pool import ordered_map
 from .._public import public
 from ..errors import CorruptRecordError
 from ..jpeg import Size
@@ -34,7 +32,9 @@ from ..records.prefix import RecordPrefix, parse_prefix
 from ..records.summary import DatasetSummary
 from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from . import pipeline
 from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
+from .pipeline import ErrorChoice, OnError
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
 
@@ -270,27 +270,31 @@ class PCRDataset:
         Records are read one at a time, each in one request; with *shuffle*
         the record order and the order within each record are shuffled.
         """
-        return ((idx, data, label) for idx, data, label, _ in self._items(scan, shuffle, seed))
+        return ((e.index, e.data, e.label) for e in self._items(scan, shuffle, seed))
 
     def _items(
-        self, scan: int | None, shuffle: bool, seed: int | None
-    ) -> Iterator[tuple[int, bytes, int, int]]:
-        """:meth:`iter_jpeg` with each image's orientation."""
+        self, scan: int | None, shuffle: bool, seed: int | None, on_error: OnError | None = None
+    ) -> Iterator[pipeline.Encoded]:
+        """:meth:`iter_jpeg` as the pipeline's stages: records, prefix fetch, split."""
         k = self._check_scan(scan)
-        rng = np.random.default_rng(seed)
-        order = rng.permutation(len(self.records)) if shuffle else range(len(self.records))
-        for r in order:
-            prefix = self.read_record(int(r), k)
-            n = prefix.header.num_images
-            inner = rng.permutation(n) if shuffle else range(n)
-            for j in inner:
-                yield (
-                    int(self._starts[r] + j),
-                    prefix.jpeg_bytes(int(j)),
-                    int(prefix.header.labels[j]),
-                    int(prefix.header.orientations[j]),
-                )
-            self._prefix = None  # hold at most one record
+        errors = on_error or OnError()
+        rng = np.random.default_rng(seed) if shuffle else None
+        for r, prefix in pipeline.fetch(
+            lambda r: self.read_record(r, k),
+            pipeline.record_order(len(self.records), rng),
+            on_error=errors,
+            where=lambda r: f"{self.url} record {r}",
+            release=self._release,
+        ):
+            yield from pipeline.split(
+                prefix, first_index=int(self._starts[r]), where=self._image_name, rng=rng
+            )
+
+    def _release(self) -> None:
+        self._prefix = None  # hold at most one record
+
+    def _image_name(self, i: int) -> str:
+        return f"{self.url} image {i}"
 
     def iter(
         self,
@@ -301,6 +305,7 @@ class PCRDataset:
         *,
         mode: str | None = None,
         workers: int = 1,
+        on_error: ErrorChoice | OnError = "raise",
     ) -> Iterator[tuple[np.ndarray, int]]:
         """Yield ``(image, label)`` for every image at level *scan*, in order.
 
@@ -318,6 +323,11 @@ class PCRDataset:
             Decoding threads. libjpeg runs without Python's lock, so threads
             decode in parallel; order is kept and at most ``2 * workers``
             decoded images wait at a time.
+        on_error : {"raise", "skip"}, callable or OnError
+            What a corrupt record or an image that fails to decode does: stop
+            the pass (default), be skipped and counted (one
+            :class:`~pcr_explore.SkippedWarning` at the end), or call
+            ``f(where, error)`` (see :class:`~pcr_explore.read.pipeline.OnError`).
 
         Examples
         --------
@@ -327,17 +337,10 @@ class PCRDataset:
         """
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
-
-        def work(item: tuple[int, bytes, int, int]) -> tuple[np.ndarray, int]:
-            idx, data, label, o = item
-            return decode_upright(data, size, o, mode=mode, source=f"{self.url} image {idx}"), label
-
-        items = self._items(scan, shuffle, seed)
-        if workers == 1:
-            yield from map(work, items)
-            return
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            yield from ordered_map(work, items, pool, window=2 * workers)
+        errors = OnError.of(on_error)
+        items = self._items(scan, shuffle, seed, errors)
+        yield from pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+        errors.report()
 
     def folder_files(self) -> list[str]:
         """Names of the files in the dataset's folder (one listing request).

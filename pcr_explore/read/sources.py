@@ -10,20 +10,23 @@ tuning, audits and widgets work the same on all three.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from cachetools import LRUCache
 
 from .._public import public
 from ..encode.discover import find_sources
+from ..errors import PCRError
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
 from ..jpeg.scan_script import STANDARD, ScanScript, resolve_scan_script
 from ..jpeg.transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
 from ..records.manifest import MANIFEST
+from . import pipeline
+from .pipeline import ErrorChoice, OnError
 from .reader import PCRDataset, open_dataset
 
 __all__ = [
@@ -129,8 +132,7 @@ class FolderSource:
         self.url = str(path)
         self.backend: Backend = backend
         self.quality = quality
-        self._cache: OrderedDict[int, TranscodeResult] = OrderedDict()
-        self._cache_size = max(1, cache_size)
+        self._cache: LRUCache[int, TranscodeResult] = LRUCache(maxsize=max(1, cache_size))
 
     def __len__(self) -> int:
         return len(self._names)
@@ -165,7 +167,6 @@ class FolderSource:
         i %= len(self)
         hit = self._cache.get(i)
         if hit is not None:
-            self._cache.move_to_end(i)
             return hit
         res = transcode(
             self.path(i),
@@ -175,8 +176,6 @@ class FolderSource:
             scan_script=self.scan_script,
         )
         self._cache[i] = res
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
         return res
 
     def _scans_at(self, i: int, scan: int | None) -> int:
@@ -219,19 +218,34 @@ class FolderSource:
         seed: int | None = None,
         *,
         mode: str | None = None,
+        workers: int = 1,
+        on_error: ErrorChoice | OnError = "raise",
     ) -> Iterator[tuple[np.ndarray, int]]:
         """Yield ``(image, label)`` for every image at level *scan*, as :meth:`PCRDataset.iter`.
 
         Each image is transcoded in memory on first use; for repeated passes
         over many images, encode the folder once with :func:`encode_dataset`.
+        A source that cannot be transcoded, or a level that does not decode,
+        does what *on_error* says.
         """
-        order = np.arange(len(self))
-        if shuffle:
-            order = np.random.default_rng(seed).permutation(len(self))
+        errors = OnError.of(on_error)
+        rng = np.random.default_rng(seed) if shuffle else None
+        items = self._encoded(pipeline.record_order(len(self), rng), scan, errors)
+        yield from pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+        errors.report()
+
+    def _encoded(
+        self, order: list[int], scan: int | None, errors: OnError
+    ) -> Iterator[pipeline.Encoded]:
+        """The transcode stage: each image's JPEG at *scan*, in *order*."""
         for i in order:
-            data, o = self.jpeg_bytes(int(i), scan), self.transcoded(int(i)).orientation
-            arr = decode_upright(data, size, o, mode=mode, source=str(self.path(int(i))))
-            yield arr, int(self._labels[i])
+            where = str(self.path(i))
+            try:
+                data, o = self.jpeg_bytes(i, scan), self.transcoded(i).orientation
+            except PCRError as exc:
+                errors.handle(where, exc)
+                continue
+            yield pipeline.Encoded(i, data, int(self._labels[i]), o, where)
 
     def bytes_per_scan(self) -> list[int]:
         """Total bytes of every image's JPEG at levels 1..num_scans (transcodes them all)."""

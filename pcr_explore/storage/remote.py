@@ -22,7 +22,9 @@ counts as failed. A body cut short is resumed from where it stopped.
 
 from __future__ import annotations
 
+import email.utils
 import http.client
+import random
 import ssl
 import threading
 import time
@@ -38,7 +40,9 @@ __all__ = [
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT",
     "HTTPStore",
+    "MAX_RETRY_AFTER",
     "RetryPolicy",
+    "retry_after",
     "with_retries",
 ]
 
@@ -82,8 +86,21 @@ class RetryPolicy:
             raise ValueError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
 
     def delays(self) -> list[float]:
-        """Seconds slept before each retry."""
+        """Seconds before each retry without jitter: *backoff*, doubled each time."""
         return [self.backoff * 2**i for i in range(self.retries)]
+
+    def wait(self, attempt: int, asked: float | None = None) -> float:
+        """Seconds to sleep before retry *attempt* (0-based).
+
+        What the server asked for (``Retry-After``, up to
+        :data:`MAX_RETRY_AFTER`), else the backoff with jitter: a uniform
+        draw between half and all of it, so that many readers that failed
+        together do not all come back at the same moment.
+        """
+        if asked is not None:
+            return min(asked, MAX_RETRY_AFTER)
+        base = self.delays()[attempt]
+        return base * (0.5 + 0.5 * random.random())
 
 
 def _span(start: int | None, end: int | None) -> str:
@@ -93,12 +110,47 @@ def _span(start: int | None, end: int | None) -> str:
 
 
 class _Retry(Exception):
-    """One attempt failed in a way that a later attempt may not."""
+    """One attempt failed in a way that a later attempt may not.
 
-    def __init__(self, status: int | None, why: str) -> None:
+    *retry_after* is the wait the server asked for (its ``Retry-After``), in seconds.
+    """
+
+    def __init__(self, status: int | None, why: str, retry_after: float | None = None) -> None:
         super().__init__(why)
         self.status = status
         self.why = why
+        self.retry_after = retry_after
+
+
+# The longest Retry-After honoured: a server asking for more is treated as down.
+MAX_RETRY_AFTER = 60.0
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date), or None.
+
+    Written here rather than taken from urllib3: the store speaks http.client
+    so that it can check Range before reading a body, and this is all it needs.
+
+    Examples
+    --------
+    >>> retry_after("3"), retry_after("soon"), retry_after(None)
+    (3.0, None, None)
+    >>> retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0)
+    10.0
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def with_retries(
@@ -119,10 +171,10 @@ def with_retries(
         Once ``policy.retries`` retries have failed too; it names *url*, the
         bytes *start*..*end* and the last status or error.
     """
-    delays = policy.delays()
-    for attempt in range(len(delays) + 1):
+    asked: float | None = None
+    for attempt in range(policy.retries + 1):
         if attempt:
-            time.sleep(delays[attempt - 1])
+            time.sleep(policy.wait(attempt - 1, asked))
             if on_retry is not None:
                 on_retry()
         try:
@@ -131,7 +183,8 @@ def with_retries(
             if not transient(exc):
                 raise
             status = getattr(exc, "status", None)
-            if attempt == len(delays):
+            asked = getattr(exc, "retry_after", None)
+            if attempt == policy.retries:
                 last = f"HTTP {status}" if status is not None else _describe(exc)
                 raise RemoteReadError(
                     f"{url}: {_span(start, end)}: failed {attempt + 1} times (last: {last}); "
@@ -322,7 +375,7 @@ class HTTPStore:
         if status in (404, 410):
             raise FileNotFoundError(2, f"not found (HTTP {status})", path)
         if status >= 500 or status in _RETRY_STATUS:
-            raise _Retry(status, f"HTTP {status}")
+            raise _Retry(status, f"HTTP {status}", retry_after(resp.getheader("Retry-After")))
         raise RemoteReadError(
             f"{path}: {_span(start, end)}: HTTP {status} {resp.reason}",
             url=path,
@@ -342,7 +395,8 @@ class HTTPStore:
             if resp.status in (404, 410):
                 raise FileNotFoundError(2, f"not found (HTTP {resp.status})", path)
             if resp.status >= 500 or resp.status in _RETRY_STATUS:
-                raise _Retry(resp.status, f"HTTP {resp.status}")
+                wait = retry_after(resp.getheader("Retry-After"))
+                raise _Retry(resp.status, f"HTTP {resp.status}", wait)
             if resp.status >= 400:
                 raise RemoteReadError(
                     f"{path}: HEAD: HTTP {resp.status} {resp.reason}", url=path, status=resp.status

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 import numpy as np
+from cachetools import LRUCache
 
 from ..._public import public
 from ...jpeg import decode
@@ -21,25 +21,22 @@ _V = TypeVar("_V")
 
 
 class _LRU(Generic[_V]):
-    """A small least-recently-used map; ``maxsize=0`` stores nothing."""
+    """cachetools' least-recently-used map, counting hits and misses; maxsize 0 stores nothing."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[Hashable, _V] = OrderedDict()
+        self._data: LRUCache[Hashable, _V] = LRUCache(maxsize=max(1, maxsize))
         self.hits = 0
         self.misses = 0
 
     def get(self, key: Hashable, make: Callable[[], _V]) -> _V:
         if key in self._data:
-            self._data.move_to_end(key)
             self.hits += 1
-            return self._data[key]
+            return self._data[key]  # a lookup marks it recently used
         self.misses += 1
         value = make()
         if self.maxsize > 0:
             self._data[key] = value
-            if len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
         return value
 
     def peek(self, key: Hashable) -> _V | None:

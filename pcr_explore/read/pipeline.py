@@ -1,0 +1,277 @@
+"""The staged read pipeline: records to read, prefix fetch, split into images, decode, batch.
+
+:meth:`PCRDataset.iter <pcr_explore.read.reader.PCRDataset.iter>`,
+:meth:`FolderSource.iter <pcr_explore.read.sources.FolderSource.iter>` and
+the PyTorch adapter are these stages put together, each a small function
+over iterators that can be tested alone:
+
+1. :func:`record_order` and :func:`shard`: which records, in which order,
+   for which worker;
+2. :func:`fetch`: one prefix read per record, holding one record at a time;
+3. :func:`split`: a record prefix into its images' JPEG bytes at the level
+   read (:class:`Encoded`);
+4. :func:`decode`: JPEG bytes to upright arrays at the size asked for, in
+   threads, in order. Decoding and turning upright are one step, because the
+   DCT-domain scaling must know the stored image's size, which depends on its
+   orientation;
+5. :func:`batch`: arrays of equal shape stacked into batches.
+
+What a failing record or image does is the caller's choice, ``on_error``
+(see :class:`OnError`): raise (the default), skip and count, or call a
+function.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .._pool import ordered_map
+from .._public import public
+from ..errors import PCRError, SkippedWarning
+from ..jpeg import Size
+from ..jpeg._orient import decode_upright
+from ..records.prefix import RecordPrefix
+
+__all__ = [
+    "Encoded",
+    "OnError",
+    "batch",
+    "decode",
+    "fetch",
+    "record_order",
+    "shard",
+    "split",
+]
+
+ErrorChoice = Literal["raise", "skip"] | Callable[[str, Exception], None]
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One image between the split and the decode.
+
+    Attributes
+    ----------
+    index : int
+        Its index in the dataset or folder.
+    data : bytes
+        Its JPEG at the level read.
+    label : int
+        Its class (-1: none).
+    orientation : int
+        Its EXIF orientation (1: upright as stored).
+    where : str
+        Where it came from, for error messages.
+    """
+
+    index: int
+    data: bytes
+    label: int
+    orientation: int
+    where: str
+
+
+@public("pcr_explore.read")
+@dataclass
+class OnError:
+    """What a read does with a record or image that fails with a :class:`~pcr_explore.PCRError`.
+
+    Parameters
+    ----------
+    choice : {"raise", "skip"} or callable
+        ``"raise"``: the error stops the pass (the default). ``"skip"``: the
+        record or image is left out and counted; when the pass ends, one
+        :class:`~pcr_explore.SkippedWarning` says how many and why the first
+        was. A callable ``f(where, error)`` is called instead; if it returns,
+        the item is left out (it may raise to stop).
+
+    Attributes
+    ----------
+    skipped : list of (str, str)
+        Where each left-out item was, and its error.
+    """
+
+    choice: ErrorChoice = "raise"
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not callable(self.choice) and self.choice not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise', 'skip' or a callable, got {self.choice!r}")
+
+    @classmethod
+    def of(cls, choice: ErrorChoice | OnError) -> OnError:
+        """*choice* as an OnError (an OnError is returned as is, so its count is shared)."""
+        return choice if isinstance(choice, OnError) else cls(choice)
+
+    def handle(self, where: str, exc: PCRError) -> None:
+        """Raise *exc*, or record that the item at *where* is left out."""
+        if self.choice == "raise":
+            raise exc
+        if callable(self.choice):
+            self.choice(where, exc)
+        self.skipped.append((where, str(exc)))
+
+    def report(self) -> None:
+        """Warn once about what ``"skip"`` left out, if anything."""
+        if self.choice == "skip" and self.skipped:
+            where, why = self.skipped[0]
+            warnings.warn(
+                f"{len(self.skipped)} unreadable item(s) skipped; the first: {why}",
+                SkippedWarning,
+                stacklevel=3,
+            )
+
+
+def record_order(num_records: int, rng: np.random.Generator | None = None) -> list[int]:
+    """Records in reading order: as stored, or permuted by *rng*.
+
+    Examples
+    --------
+    >>> record_order(4), record_order(4, np.random.default_rng(0))
+    ([0, 1, 2, 3], [2, 0, 1, 3])
+    """
+    order = range(num_records) if rng is None else rng.permutation(num_records)
+    return [int(r) for r in order]
+
+
+def shard(order: list[int], index: int, count: int) -> list[int]:
+    """The records shard *index* of *count* reads: every *count*-th, so shards never overlap.
+
+    Examples
+    --------
+    >>> shard([5, 1, 4, 0, 3, 2], 1, 2)
+    [1, 0, 2]
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index} out of range for {count} shards")
+    return order[index::count]
+
+
+def fetch(
+    read: Callable[[int], RecordPrefix],
+    records: Iterable[int],
+    *,
+    on_error: OnError,
+    where: Callable[[int], str],
+    release: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, RecordPrefix]]:
+    """Read each record's prefix with *read*, one at a time, in the order given.
+
+    *release* is called once the consumer is done with a record, so that at
+    most one record is held.
+    """
+    for r in records:
+        try:
+            prefix = read(r)
+        except PCRError as exc:
+            on_error.handle(where(r), exc)
+            continue
+        yield r, prefix
+        if release is not None:
+            release()
+
+
+def split(
+    prefix: RecordPrefix,
+    *,
+    first_index: int,
+    where: Callable[[int], str],
+    rng: np.random.Generator | None = None,
+) -> Iterator[Encoded]:
+    """The images of one record prefix, in stored order or permuted by *rng*.
+
+    *where* names an image (by its dataset index) for error messages.
+    """
+    header = prefix.header
+    n = header.num_images
+    for j in range(n) if rng is None else rng.permutation(n):
+        j = int(j)
+        yield Encoded(
+            index=first_index + j,
+            data=prefix.jpeg_bytes(j),
+            label=int(header.labels[j]),
+            orientation=int(header.orientations[j]),
+            where=where(first_index + j),
+        )
+
+
+def decode(
+    items: Iterable[Encoded],
+    *,
+    size: Size | None = None,
+    mode: str | None = None,
+    workers: int = 1,
+    on_error: OnError | None = None,
+) -> Iterator[tuple[np.ndarray, int]]:
+    """Decode each image upright at *size*; ``(array, label)`` in the order given.
+
+    Parameters
+    ----------
+    items : iterable of Encoded
+        What :func:`split` (or a folder's transcode) gave.
+    size : int or (int, int), optional
+        The upright image's size (see :func:`~pcr_explore.jpeg.decode`).
+    mode : {"RGB", "L"}, optional
+        Force the channel count.
+    workers : int
+        Decoding threads (libjpeg runs without Python's lock); at most
+        ``2 * workers`` decoded images wait at a time.
+    on_error : OnError, optional
+        What an image that fails to decode does (default: raise).
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    errors = on_error or OnError()
+
+    def work(item: Encoded) -> tuple[np.ndarray, int] | None:
+        try:
+            arr = decode_upright(item.data, size, item.orientation, mode=mode, source=item.where)
+        except PCRError as exc:
+            errors.handle(item.where, exc)
+            return None
+        return arr, item.label
+
+    if workers == 1:
+        done: Iterator[tuple[np.ndarray, int] | None] = map(work, items)
+        yield from (d for d in done if d is not None)
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        yield from (d for d in ordered_map(work, items, pool, window=2 * workers) if d is not None)
+
+
+def batch(
+    pairs: Iterable[tuple[np.ndarray, int]], size: int, *, drop_last: bool = False
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Stack ``(array, label)`` pairs into ``(images, labels)`` batches of *size*.
+
+    Every array in a batch must have the same shape (decode at a fixed size).
+
+    Examples
+    --------
+    >>> pairs = [(np.full((2, 2), i, np.uint8), i) for i in range(5)]
+    >>> [(x.shape, y.tolist()) for x, y in batch(pairs, 2)]
+    [((2, 2, 2), [0, 1]), ((2, 2, 2), [2, 3]), ((1, 2, 2), [4])]
+    """
+    if size < 1:
+        raise ValueError(f"batch size must be at least 1, got {size}")
+    images: list[np.ndarray] = []
+    labels: list[int] = []
+    for arr, label in pairs:
+        if images and arr.shape != images[0].shape:
+            raise ValueError(
+                f"images of shapes {images[0].shape} and {arr.shape} cannot share a batch; "
+                "decode at a fixed size"
+            )
+        images.append(arr)
+        labels.append(label)
+        if len(images) == size:
+            yield np.stack(images), np.array(labels, np.int64)
+            images, labels = [], []
+    if images and not drop_last:
+        yield np.stack(images), np.array(labels, np.int64)
