@@ -182,7 +182,7 @@ def main() -> None:
 
         # -- sizes --------------------------------------------------------------
         ds = open_dataset(str(work / "ds2threadsjpegtran"))
-        headers = sum(r["header_bytes"] for r in ds.records)
+        headers = sum(r.header_bytes for r in ds.records)
         total = ds.total_bytes
         source = ds.source_bytes
 
@@ -228,7 +228,7 @@ def main() -> None:
             check=True,
         ).stdout.split()
         base_rss, peak_rss = int(out[0]), int(out[1])
-        max_record = max(r["bytes_per_scan"][-1] for r in ds.records)
+        max_record = max(r.bytes_per_scan[-1] for r in ds.records)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

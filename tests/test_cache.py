@@ -50,7 +50,7 @@ def test_raising_the_level_fetches_only_the_missing_groups(
     # each request started where the record's cached prefix ended
     starts = [int(str(g.range).split("=")[1].split("-")[0]) for g in srv.gets()]
     assert starts == [
-        (r["bytes_per_scan"][e - 1] if e else 0) for e in [0, 1, 3, 5] for r in ds.records
+        (r.bytes_per_scan[e - 1] if e else 0) for e in [0, 1, 3, 5] for r in ds.records
     ]
     fetched = sum(g.sent for g in srv.gets())
     cold = sum(local.bytes_at(k) for k in LEVELS)
@@ -83,9 +83,9 @@ def test_cached_bytes_are_checked_and_refetched_when_bad(
     f.write_bytes(bytes(data))
     ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
     assert _same(_images(ds, 3), _images(local, 3))
-    assert ds.stats.bytes_read == ds.records[1]["bytes_per_scan"][2]  # record 1, fetched again
+    assert ds.stats.bytes_read == ds.records[1].bytes_per_scan[2]  # record 1, fetched again
     real = (path / "record-00001.pcr").read_bytes()
-    assert cache.path(1).read_bytes() == real[: ds.records[1]["bytes_per_scan"][2]]
+    assert cache.path(1).read_bytes() == real[: ds.records[1].bytes_per_scan[2]]
 
 
 def test_a_cache_file_cut_short_is_trimmed_to_a_group_boundary(
@@ -96,7 +96,7 @@ def test_a_cache_file_cut_short_is_trimmed_to_a_group_boundary(
     ds.prefetch(4)
     cache = ds.cache
     assert cache is not None
-    cum = ds.records[0]["bytes_per_scan"]
+    cum = ds.records[0].bytes_per_scan
     with open(cache.path(0), "r+b") as f:
         f.truncate(cum[3] - 7)  # a crash in the middle of appending group 4
     assert cache.length(0) == cum[2] and cache.path(0).stat().st_size == cum[2]

@@ -90,7 +90,7 @@ def test_shuffle_is_seeded_and_sharding_keeps_the_last_record(
 ) -> None:
     ds = open_dataset(str(encoded))
     assert len(ds.records) >= 3
-    assert sum(r["images"] for r in ds.records) == 7
+    assert sum(r.images for r in ds.records) == 7
     assert ds.names != sorted(ds.names)  # shuffled (seed 0)
     encode_dataset(
         photo_folder,

@@ -28,7 +28,7 @@ def one_bad_record(dataset_dir: Path, tmp_path: Path) -> Path:
     bad = tmp_path / "bad"
     shutil.copytree(dataset_dir, bad)
     ds = open_dataset(str(bad))
-    rec = bad / ds.records[0]["file"]
+    rec = bad / ds.records[0].file
     buf = bytearray(rec.read_bytes())
     buf[int(ds.header(0).group_offsets[1]) + 3] ^= 0x40
     rec.write_bytes(bytes(buf))

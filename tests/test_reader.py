@@ -28,7 +28,7 @@ def dataset_dir(photo_folder: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 def test_level_read_transfers_header_and_groups_only(dataset_dir: Path) -> None:
     ds = open_dataset(str(dataset_dir))
-    cum = [r["bytes_per_scan"] for r in ds.records]
+    cum = [list(r.bytes_per_scan) for r in ds.records]
     for k in (1, 4, 10):
         ds.stats.reset()
         out = list(ds.iter(scan=k))
@@ -88,7 +88,7 @@ def test_corrupt_group_fails_only_reads_that_reach_it(dataset_dir: Path, tmp_pat
     shutil.copytree(dataset_dir, bad)
     ds = open_dataset(str(bad))
     h = ds.header(0)
-    rec = bad / ds.records[0]["file"]
+    rec = bad / ds.records[0].file
     buf = bytearray(rec.read_bytes())
     buf[int(h.group_offsets[5]) + 3] ^= 0x40
     rec.write_bytes(bytes(buf))
@@ -310,3 +310,24 @@ def test_threaded_decoding_keeps_order_and_pixels(dataset_dir: Path) -> None:
     assert all(img.ndim == 3 and img.shape[2] == 3 for img in rgb)
     with pytest.raises(ValueError, match="workers must be at least 1"):
         next(ds.iter(workers=0))
+
+
+def test_the_manifest_is_typed_once(dataset_dir: Path) -> None:
+    import dataclasses
+    import json
+
+    from pcr_explore.records import Manifest, RecordEntry
+
+    ds = open_dataset(str(dataset_dir))
+    m = ds.manifest
+    raw = json.loads((dataset_dir / "manifest.json").read_text())
+    assert isinstance(m, Manifest) and all(isinstance(r, RecordEntry) for r in ds.records)
+    assert [r.file for r in m.records] == [r["file"] for r in raw["records"]]
+    assert m.records[0].bytes_per_scan == tuple(raw["records"][0]["bytes_per_scan"])
+    assert m.images == raw["images"] == len(ds) and m.classes == tuple(raw["classes"])
+    assert m.scan_script.name == "standard" and m.num_scans == 10
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.records[0].file = "../elsewhere.pcr"  # type: ignore[misc]
+    bad = dict(raw, records=[dict(raw["records"][0], images=0)])
+    with pytest.raises(DatasetError, match="record entry 0 images must be an integer >= 1"):
+        Manifest.from_json(bad, "m.json")

@@ -57,7 +57,7 @@ def test_a_level_read_is_one_ranged_get_per_record(server: FileServer, local: PC
         assert len(gets) == len(ds.records) and all(g.status == 206 for g in gets)
         assert sum(g.sent for g in gets) == ds.stats.bytes_read == local.bytes_at(k)
         assert [g.range for g in gets] == [
-            f"bytes=0-{r['bytes_per_scan'][k - 1] - 1}" for r in ds.records
+            f"bytes=0-{r.bytes_per_scan[k - 1] - 1}" for r in ds.records
         ]
 
 
@@ -73,7 +73,7 @@ def test_no_range_server_without_a_cache_fails_at_the_first_answer(
     assert info.value.range_ignored and info.value.status == 200
     assert ds.stats.bytes_read == 0 and len(server.gets()) == 1
     # The full level asks for the whole file: a 200 with all of it is the right answer.
-    assert ds.read_record(0).header.num_images == local.records[0]["images"]
+    assert ds.read_record(0).header.num_images == local.records[0].images
 
 
 @pytest.mark.parametrize("server", [{"ranges": False}], indirect=True)
@@ -145,7 +145,7 @@ def test_s3_reads_retry_in_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("server", [{"fail_every": 1, "only": ".pcr"}], indirect=True)
 def test_spent_retries_name_the_url_record_range_and_status(server: FileServer) -> None:
     ds = open_dataset(f"{server.url}/ds", retries=2)
-    end = ds.records[1]["bytes_per_scan"][1]
+    end = ds.records[1].bytes_per_scan[1]
     with pytest.raises(RemoteReadError) as info:
         ds.read_record(1, 2)
     msg = str(info.value)

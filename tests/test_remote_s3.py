@@ -75,7 +75,7 @@ def test_a_level_read_from_s3_is_one_ranged_get_of_exactly_its_bytes(
         gets = s3.gets()
         assert len(gets) == len(ds.records)
         assert [g.range for g in gets] == [
-            f"bytes=0-{r['bytes_per_scan'][k - 1] - 1}" for r in ds.records
+            f"bytes=0-{r.bytes_per_scan[k - 1] - 1}" for r in ds.records
         ]
         assert sum(g.sent for g in gets) == local.bytes_at(k) == ds.stats.bytes_read
         ref = [img for img, _ in local.iter(scan=k, size=32)]

@@ -144,7 +144,7 @@ def test_a_dataset_in_another_script_reads_every_level(photo_folder: Path, tmp_p
     ds = open_dataset(str(out))
     assert ds.scan_script is SCRIPTS["spectral"] and ds.num_scans == 5
     assert ds.summary().scan_script == "spectral"
-    assert parse_header((out / ds.records[0]["file"]).read_bytes(), "r").scan_script == (
+    assert parse_header((out / ds.records[0].file).read_bytes(), "r").scan_script == (
         SCRIPTS["spectral"].text()
     )
     folder = FolderSource(photo_folder, scan_script="spectral")

@@ -77,11 +77,11 @@ def open_target(path: str | os.PathLike[str], backend: str, quality: int) -> Tar
                     "file": str(s.get("file", "?")),
                     "issue": f"skipped at encode: {s.get('issue', '')}",
                 }
-                for s in ds.manifest.get("skipped", [])
+                for s in ds.manifest.skipped
             ],
             conversions=[
                 {"file": str(c.get("file", "?")), "note": str(c.get("note", ""))}
-                for c in ds.manifest.get("conversions", [])
+                for c in ds.manifest.conversions
             ],
         )
     if p.is_file():

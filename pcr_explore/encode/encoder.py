@@ -34,7 +34,13 @@ from .._public import public
 from ..errors import DatasetError
 from ..jpeg.scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
 from ..jpeg.transcode import Backend, check_backend_and_quality, find_jpegtran
-from ..records.manifest import FORMAT_NAME, FORMAT_VERSION, MANIFEST, write_json_atomic
+from ..records.manifest import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MANIFEST,
+    Manifest,
+    write_json_atomic,
+)
 from ..storage._lock import FolderLock
 from ..storage._output import FolderOutput, ObjectOutput, open_output
 from ._journal import Journal
@@ -234,7 +240,7 @@ def encode_dataset(
             )
         if out_p.exists() and not out_p.is_dir():
             raise DatasetError(f"{out_p}: exists and is not a folder; choose another output folder")
-    options = {
+    recorded = {  # the settings the manifest and the journal record
         "backend": backend,
         "quality": quality,
         "record_size": record_size,
@@ -243,8 +249,8 @@ def encode_dataset(
         "labels": str(labels) if labels else None,
         "scan_script": script_option(script),
     }
-    plan = make_plan(src_p, labels, shuffle, seed, record_size, options)
-    run = _Run(plan, output, options, strict, progress, o.on_record)
+    plan = make_plan(src_p, labels, shuffle, seed, record_size, recorded)
+    run = _Run(plan, output, recorded, strict, progress, o.on_record)
     if isinstance(output, ObjectOutput):
         run.clear_remote(overwrite)
         return run.encode(workers, parallel, client)
@@ -255,7 +261,7 @@ def encode_dataset(
             raise DatasetError(
                 f"{output.folder}: already holds a dataset (manifest.json); use overwrite"
             )
-        run.journal = Journal(output.folder, plan.digest, options)
+        run.journal = Journal(output.folder, plan.digest, recorded)
         return run.encode(workers, parallel, client)
 
 
@@ -361,14 +367,14 @@ class _Run:
             self.output.write(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
         if journal is not None:
             journal.remove()
-        kept = manifest["records"]
+        typed = Manifest.from_json(manifest, f"{self.output.url}/{MANIFEST}")  # as readers will
         return EncodeSummary(
             out=self.output.url,
-            images=manifest["images"],
-            records=len(kept),
-            skipped=len(manifest["skipped"]),
-            source_bytes=manifest["source_bytes"],
-            total_bytes=sum(r["bytes_per_scan"][-1] for r in kept),
+            images=typed.images,
+            records=len(typed.records),
+            skipped=len(typed.skipped),
+            source_bytes=typed.source_bytes,
+            total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
             resumed_records=len([r for r in done.values() if r["images"]]),
         )
 

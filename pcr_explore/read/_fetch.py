@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import posixpath
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..errors import (
     RangeIgnoredWarning,
     RemoteReadError,
 )
-from ..records.manifest import MANIFEST, check_manifest
+from ..records.manifest import MANIFEST, Manifest, RecordEntry
 from ..storage.cache import PrefixCache
 from ..storage.remote import HTTPStore, RetryPolicy, install_hint, with_retries
 
@@ -153,7 +154,7 @@ class RecordFetcher:
         Has ``cat_file(path, start, end)`` and ``info(path)``.
     root : str
         The dataset folder's path in *fs*.
-    records : list of dict
+    records : sequence of RecordEntry
         The manifest's record entries.
     stats : ReadStats
         Counters to update.
@@ -165,7 +166,7 @@ class RecordFetcher:
         self,
         fs: Any,
         root: str,
-        records: list[dict[str, Any]],
+        records: Sequence[RecordEntry],
         stats: ReadStats,
         cache: PrefixCache | None = None,
     ) -> None:
@@ -179,7 +180,7 @@ class RecordFetcher:
 
     def path(self, r: int) -> str:
         """Record *r*'s path (or URL) in the store."""
-        return posixpath.join(self.root, self.records[r]["file"])
+        return posixpath.join(self.root, self.records[r].file)
 
     def _check_file(self, r: int) -> None:
         """One stat (or HEAD) per record before its first read: a regular file of the right size.
@@ -196,7 +197,7 @@ class RecordFetcher:
             raise DatasetError(f"{path}: record file is missing") from exc
         if info.get("type") != "file":
             raise DatasetError(f"{path}: not a regular file ({info.get('type')})")
-        size, want = info.get("size"), int(self.records[r]["bytes_per_scan"][-1])
+        size, want = info.get("size"), self.records[r].bytes_per_scan[-1]
         if size is not None and int(size) != want:
             how = "truncated" if int(size) < want else "has trailing bytes"
             raise CorruptRecordError(
@@ -274,7 +275,7 @@ class RecordFetcher:
             raise RuntimeError("no cache")
         if not self._warned:
             self._warned = True
-            total = sum(int(rec["bytes_per_scan"][-1]) for rec in self.records)
+            total = sum(rec.bytes_per_scan[-1] for rec in self.records)
             warnings.warn(
                 f"{self.root}: the server ignores Range requests, so every record is downloaded "
                 f"whole, once, into the cache at {cache.folder} (the whole dataset is "
@@ -284,7 +285,7 @@ class RecordFetcher:
                 stacklevel=4,
             )
         data = self.fetch(r, None, None)
-        want = int(self.records[r]["bytes_per_scan"][-1])
+        want = self.records[r].bytes_per_scan[-1]
         if len(data) != want:
             raise CorruptRecordError(
                 f"{self.path(r)}: downloaded {len(data):,} bytes, the manifest says {want:,}"
@@ -317,7 +318,7 @@ def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
     return DatasetError(f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)")
 
 
-def load_manifest(fs: Any, root: str, url: str) -> tuple[dict[str, Any], bytes]:
+def load_manifest(fs: Any, root: str, url: str) -> tuple[Manifest, bytes]:
     """The dataset's manifest, checked field by field, and its bytes as fetched.
 
     Raises
@@ -337,5 +338,4 @@ def load_manifest(fs: Any, root: str, url: str) -> tuple[dict[str, Any], bytes]:
     except (ValueError, RecursionError) as exc:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise DatasetError(f"{mpath}: not valid JSON: {why}") from exc
-    check_manifest(manifest, mpath)
-    return manifest, bytes(raw)
+    return Manifest.from_json(manifest, mpath), bytes(raw)

@@ -123,6 +123,10 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
     def __len__(self) -> int:
         return self.total
 
+    def _namer(self, r: int) -> Callable[[int], str]:
+        """How errors name an image of record *r*."""
+        return lambda i: f"{self.url} record {r}"
+
     def __iter__(self) -> Iterator[tuple[Any, int]]:
         info = get_worker_info()
         wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
@@ -143,10 +147,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             e
             for r, prefix in records
             for e in pipeline.split(
-                prefix,
-                first_index=0,
-                where=lambda i, r=r: f"{self.url} record {r}",
-                rng=rng if self.shuffle else None,
+                prefix, first_index=0, where=self._namer(r), rng=rng if self.shuffle else None
             )
         )
         for arr, label in pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors):
@@ -156,9 +157,9 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
 @public("pcr_explore.read")
 def torch_dataset(
     source: str | PCRDataset,
+    *,
     scan: int | None = None,
     size: Size | None = None,
-    *,
     shuffle: bool = False,
     seed: int = 0,
     transform: Callable[[np.ndarray], Any] | None = None,

@@ -27,7 +27,7 @@ from ..jpeg import Size
 from ..jpeg._orient import decode_upright
 from ..jpeg.scan_script import ScanScript
 from ..records.format import RecordHeader, parse_header
-from ..records.manifest import check_header, manifest_script
+from ..records.manifest import Manifest, RecordEntry, check_header
 from ..records.prefix import RecordPrefix, parse_prefix
 from ..records.summary import DatasetSummary
 from ..storage.cache import PrefixCache
@@ -50,7 +50,7 @@ class PCRDataset:
         self,
         fs: Any,
         root: str,
-        manifest: dict[str, Any],
+        manifest: Manifest,
         url: str,
         *,
         cache: PrefixCache | None = None,
@@ -59,14 +59,14 @@ class PCRDataset:
         self._root = root
         self.url = url
         self.manifest = manifest
-        self.num_scans: int = int(manifest["num_scans"])
+        self.num_scans: int = manifest.num_scans
         # the scans every image is stored in; version 1 manifests: the standard script
-        self.scan_script: ScanScript = manifest_script(manifest, url)
-        self.classes: list[str] = list(manifest["classes"])
-        self.records: list[dict[str, Any]] = manifest["records"]
-        counts = np.array([r["images"] for r in self.records], dtype=np.int64)
+        self.scan_script: ScanScript = manifest.scan_script
+        self.classes: list[str] = list(manifest.classes)
+        self.records: tuple[RecordEntry, ...] = manifest.records
+        counts = np.array([r.images for r in self.records], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(counts)])
-        self._cum = np.array([r["bytes_per_scan"] for r in self.records], dtype=np.int64).reshape(
+        self._cum = np.array([r.bytes_per_scan for r in self.records], dtype=np.int64).reshape(
             len(self.records), self.num_scans
         )
         self._headers: dict[int, RecordHeader] = {}
@@ -87,7 +87,7 @@ class PCRDataset:
     @property
     def source_bytes(self) -> int:
         """Bytes of the source files the dataset was encoded from."""
-        return int(self.manifest.get("source_bytes", 0))
+        return self.manifest.source_bytes
 
     @property
     def total_bytes(self) -> int:
@@ -133,13 +133,13 @@ class PCRDataset:
         return self._fetch.cache
 
     def _path(self, r: int) -> str:
-        return posixpath.join(self._root, self.records[r]["file"])
+        return posixpath.join(self._root, self.records[r].file)
 
     def header(self, r: int) -> RecordHeader:
         """The parsed header of record *r* (read once, then cached)."""
         h = self._headers.get(r)
         if h is None:
-            n = int(self.records[r]["header_bytes"])
+            n = self.records[r].header_bytes
             h = self._checked_read(r, n, None)[0]
         return h
 
@@ -169,7 +169,7 @@ class PCRDataset:
     ) -> tuple[RecordHeader, RecordPrefix | None]:
         header = self._headers.get(r)
         if header is None:
-            n = int(self.records[r]["header_bytes"])
+            n = self.records[r].header_bytes
             header = parse_header(buf, self._path(r), expected_len=n)
             self._check_header(r, header)
         if scan is None:
@@ -444,7 +444,7 @@ def open_dataset(
     cache = None
     if cache_dir is not None:
         folder = os.path.expanduser(os.fspath(cache_dir))
-        cache = PrefixCache(folder, url.rstrip("/"), raw, manifest["records"])
+        cache = PrefixCache(folder, url.rstrip("/"), raw, manifest.records)
     ds = PCRDataset(fs, root, manifest, url, cache=cache)
     ds.stats.metadata_bytes += len(raw)
     return ds

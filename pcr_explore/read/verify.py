@@ -109,7 +109,7 @@ def verify_dataset(dataset: PCRDataset | str) -> VerifyReport:
             images += ds.read_record(r, None, verify=True).header.num_images
         except PCRError as exc:
             problems.append(str(exc))
-    listed = {rec["file"] for rec in ds.records}
+    listed = {rec.file for rec in ds.records}
     extra: list[str] = []
     try:
         names = ds.folder_files()

@@ -6,7 +6,7 @@ from .format import (
     read_header,
     write_record,
 )
-from .manifest import check_manifest
+from .manifest import Manifest, RecordEntry, check_manifest
 from .summary import DatasetSummary
 
 __all__ = [
@@ -17,5 +17,7 @@ __all__ = [
     "read_header",
     "write_record",
     "check_manifest",
+    "Manifest",
+    "RecordEntry",
     "DatasetSummary",
 ]

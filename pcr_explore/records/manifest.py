@@ -13,6 +13,8 @@ import os
 import re
 import unicodedata
 import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._public import public
@@ -22,13 +24,14 @@ from ..storage._atomic import atomic_write
 from .format import RecordHeader
 
 __all__ = [
+    "Manifest",
+    "RecordEntry",
     "MANIFEST",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "NUM_LEVELS",
     "check_manifest",
     "check_header",
-    "manifest_script",
     "check_record_name",
     "write_json_atomic",
 ]
@@ -178,14 +181,126 @@ def _check_fields(m: dict[str, Any]) -> None:
         raise ValueError(f"images is {m['images']}, but the records hold {total}")
 
 
-def manifest_script(m: dict[str, Any], path: str) -> ScanScript:
+def _script(m: dict[str, Any], path: str) -> ScanScript:
     """The scan script of a checked manifest (version 1: the standard one)."""
     entry = m.get("scan_script")
     return script_from_record(entry["scans"] if entry else None, source=path)
 
 
+@public("pcr_explore.records")
+@dataclass(frozen=True)
+class RecordEntry:
+    """What the manifest says about one record file.
+
+    Attributes
+    ----------
+    file : str
+        The record's file name, in the dataset's folder (checked safe).
+    images : int
+        Images it holds.
+    header_bytes : int
+        Length of its header.
+    bytes_per_scan : tuple of int
+        Cumulative bytes of the record (header included) at levels 1..num_scans:
+        the prefix each level reads.
+    checksum : str
+        CRC-32 of its header, 8 hex digits.
+    """
+
+    file: str
+    images: int
+    header_bytes: int
+    bytes_per_scan: tuple[int, ...]
+    checksum: str
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> RecordEntry:
+        """The entry of a checked manifest."""
+        return cls(
+            file=entry["file"],
+            images=int(entry["images"]),
+            header_bytes=int(entry["header_bytes"]),
+            bytes_per_scan=tuple(int(b) for b in entry["bytes_per_scan"]),
+            checksum=entry["checksum"],
+        )
+
+
+@public("pcr_explore.records")
+@dataclass(frozen=True)
+class Manifest:
+    """A dataset's ``manifest.json``, checked field by field and typed.
+
+    Build it with :meth:`from_json`, which runs every check of
+    :func:`check_manifest` first.
+
+    Attributes
+    ----------
+    version : int
+        The manifest format version.
+    num_scans : int
+        Scan levels of every image.
+    scan_script : ScanScript
+        The scans every image is stored in (version 1: the standard script).
+    classes : tuple of str
+        Class names, indexed by label.
+    records : tuple of RecordEntry
+        The record files, in order.
+    images : int
+        Images in all records.
+    source_bytes : int
+        Bytes of the source files encoded (0 where not recorded).
+    skipped, conversions : tuple of dict
+        Files the encoder skipped (with the reason) or converted.
+    raw : mapping
+        The parsed JSON as it was, for the fields above don't cover
+        (``source``, ``options``).
+    """
+
+    version: int
+    num_scans: int
+    scan_script: ScanScript
+    classes: tuple[str, ...]
+    records: tuple[RecordEntry, ...]
+    images: int
+    source_bytes: int = 0
+    skipped: tuple[dict[str, Any], ...] = ()
+    conversions: tuple[dict[str, Any], ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, m: Any, path: str) -> Manifest:
+        """Check a parsed manifest (see :func:`check_manifest`) and type it.
+
+        Raises
+        ------
+        DatasetError
+            Naming *path*, the field and the value of the first problem found.
+
+        Examples
+        --------
+        >>> Manifest.from_json({"format": "x"}, "m.json")
+        Traceback (most recent call last):
+        ...
+        pcr_explore.DatasetError: m.json: not a PCR dataset manifest (format field missing)
+        """
+        check_manifest(m, path)
+        records = tuple(RecordEntry.from_json(r) for r in m["records"])
+        return cls(
+            version=int(m["format_version"]),
+            num_scans=int(m["num_scans"]),
+            scan_script=_script(m, path),
+            classes=tuple(m["classes"]),
+            records=records,
+            images=sum(r.images for r in records),
+            source_bytes=int(m.get("source_bytes", 0)),
+            skipped=tuple(m.get("skipped", [])),
+            conversions=tuple(m.get("conversions", [])),
+            raw=m,
+        )
+
+
 def check_header(
-    entry: dict[str, Any], h: RecordHeader, path: str, classes: list[str], script: ScanScript
+    entry: RecordEntry, h: RecordHeader, path: str, classes: Sequence[str], script: ScanScript
 ) -> None:
     """Cross-check a record's header against its manifest entry and the dataset.
 
@@ -197,16 +312,16 @@ def check_header(
     DatasetError
         If a label has no class name.
     """
-    if f"{h.header_crc:08x}" != entry["checksum"] or h.num_images != entry["images"]:
+    if f"{h.header_crc:08x}" != entry.checksum or h.num_images != entry.images:
         raise CorruptRecordError(
             f"{path}: header does not match the manifest's entry for this record"
         )
-    if h.num_scans != len(entry["bytes_per_scan"]) or h.cumulative_bytes() != list(
-        entry["bytes_per_scan"]
+    if h.num_scans != len(entry.bytes_per_scan) or h.cumulative_bytes() != list(
+        entry.bytes_per_scan
     ):
         raise CorruptRecordError(
             f"{path}: scan group sizes {h.cumulative_bytes()} disagree with the "
-            f"manifest's bytes_per_scan {entry['bytes_per_scan']}"
+            f"manifest's bytes_per_scan {list(entry.bytes_per_scan)}"
         )
     if h.scan_script != script.text() and (
         script_from_record(h.scan_script, source=path).color != script.color

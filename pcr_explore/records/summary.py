@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._public import public
-from .manifest import manifest_script
+from .manifest import Manifest
 
 __all__ = ["DatasetSummary"]
 
@@ -55,21 +55,19 @@ class DatasetSummary:
     scan_content: list[str] | None = None
 
     @classmethod
-    def from_manifest(cls, manifest: dict[str, Any], path: str) -> DatasetSummary:
-        """The summary of a dataset whose (checked) manifest is *manifest*."""
-        script = manifest_script(manifest, path)
-        records = manifest["records"]
-        scans = int(manifest["num_scans"])
-        cum = np.array([r["bytes_per_scan"] for r in records], np.int64).reshape(-1, scans)
+    def from_manifest(cls, manifest: Manifest, path: str) -> DatasetSummary:
+        """The summary of a dataset whose checked manifest is *manifest*."""
+        script = manifest.scan_script
+        cum = np.array([r.bytes_per_scan for r in manifest.records], np.int64)
         return cls(
             path=path,
-            images=sum(r["images"] for r in records),
-            records=len(records),
-            scans=scans,
-            classes=list(manifest["classes"]),
-            bytes_per_scan=[int(v) for v in cum.sum(axis=0)],
-            source_bytes=int(manifest.get("source_bytes", 0)),
-            skipped=len(manifest.get("skipped", [])),
+            images=manifest.images,
+            records=len(manifest.records),
+            scans=manifest.num_scans,
+            classes=list(manifest.classes),
+            bytes_per_scan=[int(v) for v in cum.reshape(-1, manifest.num_scans).sum(axis=0)],
+            source_bytes=manifest.source_bytes,
+            skipped=len(manifest.skipped),
             scan_script=script.name,
             scan_content=script.describe_levels(),
         )

@@ -28,7 +28,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ._atomic import atomic_write
 
@@ -38,6 +38,20 @@ except ImportError:  # pragma: no cover - Windows: appends are not locked
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["PrefixCache", "cache_folder"]
+
+
+class _Entry(Protocol):
+    """What the cache reads of a manifest's record entry (records.manifest.RecordEntry)."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def checksum(self) -> str: ...
+    @property
+    def header_bytes(self) -> int: ...
+    @property
+    def bytes_per_scan(self) -> Sequence[int]: ...
+
 
 _SOURCE = "source.json"
 _ENTRY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.[0-9a-f]{8}")
@@ -66,7 +80,8 @@ class PrefixCache:
         The dataset's URL (it names the dataset's folder in the cache).
     manifest_raw : bytes
         The manifest as fetched: its digest tells a stale cache.
-    records : list of dict
+    records : sequence of RecordEntry
+        The manifest's record entries (anything with their four fields).
         The manifest's record entries.
 
     Attributes
@@ -82,14 +97,12 @@ class PrefixCache:
         cache_dir: str | os.PathLike[str],
         url: str,
         manifest_raw: bytes,
-        records: Sequence[dict[str, Any]],
+        records: Sequence[_Entry],
     ) -> None:
         self.folder = cache_folder(cache_dir, url)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._names = [f"{r['file']}.{r['checksum']}" for r in records]
-        self._bounds = [
-            sorted({int(r["header_bytes"]), *map(int, r["bytes_per_scan"])}) for r in records
-        ]
+        self._names = [f"{r.file}.{r.checksum}" for r in records]
+        self._bounds = [sorted({r.header_bytes, *r.bytes_per_scan}) for r in records]
         digest = hashlib.sha256(manifest_raw).hexdigest()
         self.stale_dropped = 0
         if self._source_digest() != digest:
