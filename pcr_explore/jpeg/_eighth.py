@@ -35,7 +35,9 @@ import struct
 from collections.abc import Callable
 from functools import lru_cache
 
+from ..errors import JPEGError
 from ._frame import SOF_MARKERS, read_frame
+from ._segments import DRI, EOI, SOS, segments
 
 __all__ = ["at_eighth", "zero_ac_scan"]
 
@@ -43,7 +45,7 @@ __all__ = ["at_eighth", "zero_ac_scan"]
 # zero or a restart marker (a run of FF fill bytes starts a marker too).
 _MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7]")
 # Entropy-coded segments run until the next marker; other segments have lengths.
-_SOS, _DRI, _SOF2 = 0xDA, 0xDD, 0xC2
+_SOF2 = 0xC2
 _SMOOTHED = range(1, 10)  # AC coefficients whose absence lets libjpeg re-estimate DC
 _MAX_RUN = 32767  # longest end-of-band run one symbol codes (EOB14 + 14 bits)
 
@@ -109,6 +111,14 @@ def zero_ac_scan(component_id: int, blocks: int) -> bytes:
     )
 
 
+def _scan_end(data: bytes) -> Callable[[int], int | None]:
+    def find(pos: int) -> int | None:
+        found = _MARKER.search(data, pos)
+        return None if found is None else found.start()
+
+    return find
+
+
 def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> bytes | None:
     """*data* rewritten to decode at 1/8 scale to the same pixels with less work; None if not.
 
@@ -150,48 +160,37 @@ def at_eighth(data: bytes, wanted: Callable[[int, int], bool] | None = None) -> 
     start = 0  # where the current piece (tables, then a scan) begins
     n = len(data)
     view = memoryview(data)  # kept pieces are copied once, by the final join
-    while True:
-        if pos + 2 > n or data[pos] != 0xFF:
-            return None
-        code = data[pos + 1]
-        if code == 0xD9:  # EOI
-            if pos + 2 != n:
-                return None  # data after EOI: leave it to the decoder
-            break
-        if code == 0xFF:  # a fill byte
-            pos += 1
-            continue
-        if pos + 4 > n:
-            return None
-        length = (data[pos + 2] << 8) | data[pos + 3]
-        if code != _SOS:
-            restarts = code == _DRI and (data[pos + 4] or data[pos + 5])
-            if code in SOF_MARKERS or restarts:
-                return None  # a second frame, or restart markers from here on
-            pos += 2 + length
-            continue
-        ns = data[pos + 4]
-        if length != 6 + 2 * ns or pos + 2 + length > n:
-            return None
-        ids = [data[pos + 5 + 2 * i] for i in range(ns)]
-        ss, se, ahl = data[pos + 5 + 2 * ns : pos + 8 + 2 * ns]
-        if not set(ids) <= frame_ids or (ss and ns != 1):
-            return None  # libjpeg refuses these: leave the error to the decoder
-        found = _MARKER.search(data, pos + 2 + length)
-        if found is None:
-            return None  # a scan with no end: truncated
-        end = found.start()
-        if ss == 0:
-            seen_dc.update(ids)
-        elif not seen_dc.issuperset(ids):
-            return None  # AC before DC: libjpeg warns; leave that to the decoder
-        if ss == 0 or not lean.issuperset(ids):
-            keep.append(view[start:end])  # a scan that shapes the picture, with its tables
-        else:
-            keep.append(view[start:pos])  # only the tables (later scans may use them)
-            if ahl >> 4 == 0 and ss <= _SMOOTHED[-1] and se >= _SMOOTHED[0]:
-                seen_low_ac.update(ids)
-        start = pos = end
+    try:
+        for code, at, body, end in segments(data, _scan_end(data), start=pos):
+            if code == EOI:
+                if end != n:
+                    return None  # data after EOI: leave it to the decoder
+                break
+            if code != SOS:
+                restarts = code == DRI and (data[body] or data[body + 1])
+                if code in SOF_MARKERS or restarts:
+                    return None  # a second frame, or restart markers from here on
+                continue
+            ns = data[body]
+            if ((data[at + 2] << 8) | data[at + 3]) != 6 + 2 * ns:
+                return None
+            ids = [data[body + 1 + 2 * i] for i in range(ns)]
+            ss, se, ahl = data[body + 1 + 2 * ns : body + 4 + 2 * ns]
+            if not set(ids) <= frame_ids or (ss and ns != 1):
+                return None  # libjpeg refuses these: leave the error to the decoder
+            if ss == 0:
+                seen_dc.update(ids)
+            elif not seen_dc.issuperset(ids):
+                return None  # AC before DC: libjpeg warns; leave that to the decoder
+            if ss == 0 or not lean.issuperset(ids):
+                keep.append(view[start:end])  # a scan that shapes the picture, with its tables
+            else:
+                keep.append(view[start:at])  # only the tables (later scans may use them)
+                if ahl >> 4 == 0 and ss <= _SMOOTHED[-1] and se >= _SMOOTHED[0]:
+                    seen_low_ac.update(ids)
+            start = end
+    except JPEGError:
+        return None  # broken structure: the decoder says what is wrong
     if seen_low_ac != lean:
         return None  # libjpeg would re-estimate some DC from its neighbours
     for cid, h, v in comps:

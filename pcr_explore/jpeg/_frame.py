@@ -10,9 +10,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from ..errors import JPEGError
+from ._segments import DRI, SOS, segments
+
 __all__ = ["Frame", "read_frame"]
 
-_SOS, _DRI = 0xDA, 0xDD
 # SOF0-SOF15 except DHT (C4), JPG (C8) and DAC (CC)
 SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
@@ -48,31 +50,30 @@ def read_frame(data: bytes) -> Frame | None:
     """
     if data[:2] != b"\xff\xd8":
         return None
-    pos, n = 2, len(data)
     head: tuple[int, int, int, tuple[tuple[int, int, int], ...]] | None = None
     restart = 0
-    while pos + 4 <= n and data[pos] == 0xFF:
-        code = data[pos + 1]
-        if code == 0xFF:  # a fill byte
-            pos += 1
-            continue
-        if code == _SOS:
-            return None if head is None else Frame(*head, restart, pos)
-        length = (data[pos + 2] << 8) | data[pos + 3]
-        if length < 2 or pos + 2 + length > n:
-            return None
-        seg = data[pos + 4 : pos + 2 + length]
-        if code == _DRI and len(seg) >= 2:
-            restart = (seg[0] << 8) | seg[1]
-        elif code in SOF_MARKERS:
-            if head is not None or len(seg) < 6:
-                return None
-            height, width, nc = struct.unpack(">HHB", seg[1:6])
-            if not nc or len(seg) < 6 + 3 * nc:
-                return None
-            comps = tuple(
-                (seg[6 + 3 * i], seg[7 + 3 * i] >> 4, seg[7 + 3 * i] & 15) for i in range(nc)
-            )
-            head = (code, width, height, comps)
-        pos += 2 + length
+    try:
+        for code, start, body, end in segments(data, _no_scan_end):
+            if code == SOS:
+                return None if head is None else Frame(*head, restart, start)
+            seg = data[body:end]
+            if code == DRI and len(seg) >= 2:
+                restart = (seg[0] << 8) | seg[1]
+            elif code in SOF_MARKERS:
+                if head is not None or len(seg) < 6:
+                    return None
+                height, width, nc = struct.unpack(">HHB", seg[1:6])
+                if not nc or len(seg) < 6 + 3 * nc:
+                    return None
+                comps = tuple(
+                    (seg[6 + 3 * i], seg[7 + 3 * i] >> 4, seg[7 + 3 * i] & 15) for i in range(nc)
+                )
+                head = (code, width, height, comps)
+    except JPEGError:
+        return None
     return None
+
+
+def _no_scan_end(pos: int) -> int | None:
+    # read_frame stops at the first scan header, before any entropy-coded data
+    return pos

@@ -22,6 +22,7 @@ from ..errors import JPEGError
 from . import _decoders
 from ._decoders import decoder_name, set_decoder, use_decoder
 from ._frame import SOF_MARKERS
+from ._segments import DRI, SOS, segments
 
 __all__ = [
     "EOI",
@@ -100,8 +101,6 @@ STANDARD_SCRIPT_GRAY: tuple[ScanHeader, ...] = _script(
 # colour dataset has empty pieces at the chroma-only levels 3, 4, 8 and 9, so
 # every image has the same luminance fidelity at every level.
 GRAY_LEVELS_IN_COLOR: tuple[int, ...] = (1, 2, 5, 6, 7, 10)
-
-_STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})
 
 
 @public("pcr_explore.jpeg")
@@ -220,56 +219,29 @@ def split_scans(data: bytes, *, source: str = "<bytes>") -> ProgressiveJPEG:
     scans: list[ScanHeader] = []
     frame: tuple[int, int, int, tuple[int, ...]] | None = None  # sof, h, w, ids
     restart = 0
-    pos = 2
-    while True:
-        if pos >= n:
-            raise JPEGError(f"{source}: truncated: file ends at byte {n} before the EOI marker")
-        if data[pos] != 0xFF:
-            raise JPEGError(f"{source}: expected a marker at byte {pos}, found 0x{data[pos]:02X}")
-        while pos < n and data[pos] == 0xFF:  # fill bytes before a marker
-            pos += 1
-        if pos >= n:
-            raise JPEGError(f"{source}: truncated inside a marker at byte {pos}")
-        code = data[pos]
-        pos += 1
-        if code == 0xD9:
-            break
-        if code in _STANDALONE:
-            continue
-        if code == 0xD8:
-            raise JPEGError(f"{source}: unexpected second SOI marker at byte {pos - 2}")
-        if pos + 2 > n:
-            raise JPEGError(f"{source}: truncated segment header of marker 0x{code:02X}")
-        length = _u16(data, pos)
-        seg_end = pos + length
-        if length < 2 or seg_end > n:
-            raise JPEGError(
-                f"{source}: segment 0xFF{code:02X} at byte {pos - 2} claims {length} bytes, "
-                f"past the end of the file ({n} bytes)"
-            )
+
+    def scan_end(pos: int) -> int | None:
+        i = int(np.searchsorted(marker_pos, pos))
+        return int(marker_pos[i]) if i < len(marker_pos) else None
+
+    for code, start, body, end in segments(data, scan_end, source=source):
+        length = end - body + 2
         if code in SOF_MARKERS:
             if length < 8:
                 raise JPEGError(f"{source}: frame header too short ({length} bytes)")
-            h, w, nc = _u16(data, pos + 3), _u16(data, pos + 5), data[pos + 7]
+            h, w, nc = _u16(data, body + 1), _u16(data, body + 3), data[body + 5]
             if length < 8 + 3 * nc or nc == 0:
                 raise JPEGError(f"{source}: frame header lists {nc} components in {length} bytes")
-            ids = tuple(data[pos + 8 + 3 * i] for i in range(nc))
+            ids = tuple(data[body + 6 + 3 * i] for i in range(nc))
             frame = (code, h, w, ids)
-        elif code == 0xDD:
-            restart = _u16(data, pos + 2) if length >= 4 else 0
-        elif code == 0xDA:
+        elif code == DRI:
+            restart = _u16(data, body) if length >= 4 else 0
+        elif code == SOS:
             if frame is None:
-                raise JPEGError(f"{source}: scan at byte {pos - 2} comes before any frame header")
-            scans.append(_parse_sos(data, pos, length, frame[3], source))
-            i = int(np.searchsorted(marker_pos, seg_end))
-            if i >= len(marker_pos):
-                raise JPEGError(
-                    f"{source}: truncated: scan {len(scans)} has no end (no marker after "
-                    f"byte {seg_end})"
-                )
-            seg_end = int(marker_pos[i])
-            scan_ends.append(seg_end)
-        pos = seg_end
+                raise JPEGError(f"{source}: scan at byte {start} comes before any frame header")
+            sos_length = _u16(data, start + 2)
+            scans.append(_parse_sos(data, start + 2, sos_length, frame[3], source))
+            scan_ends.append(end)
 
     if frame is None:
         raise JPEGError(f"{source}: no frame header (SOF) found")
