@@ -71,6 +71,9 @@ bench: install
 	$(BIN)/python bench/bench_scans.py
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_peers.py --scan-script standard lean spectral hybrid
+	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_measure_once.py
+	$(BIN)/python bench/bench_walk.py
 
 lint:
 	$(BIN)/ruff check pcr_explore tests bench
