@@ -137,7 +137,7 @@ def bench_sim_speed(repeats: int) -> dict:
     for _ in range(repeats):
         t0 = time.perf_counter()
         trace = resnet50_trace(batch=64, sparsity=(0.4, 0.8))  # a slider move rebuilds it
-        res = simulate_many(trace, "v100-pcie3", policies)
+        res = simulate_many(trace, profile="v100-pcie3", policies=policies)
         times.append(time.perf_counter() - t0)
     ms = statistics.median(times) * 1e3
     print(f"\n== simulation speed: {len(trace)} tensors, {len(res)} policies ==")
@@ -166,7 +166,7 @@ def bench_policies() -> list[dict]:
     traces = [vgg16_trace(64, sparsity=0.65), resnet50_trace(64, sparsity=(0.4, 0.8))]
     for trace in traces:
         for prof in profile_names():
-            res = simulate_many(trace, prof)
+            res = simulate_many(trace, profile=prof)
             fixed = {
                 k: r.stall_seconds
                 for k, r in res.items()
@@ -215,7 +215,9 @@ def bench_sweep() -> dict:
         f"{'cswap stall':>12}{'swap cut':>9}  cswap codecs"
     )
     for s in (0.0, 0.2, 0.4, 0.5, 0.65, 0.8, 0.9):
-        res = simulate_many(vgg16_trace(64, sparsity=s), "v100-pcie3", ["vdnn", "cswap"])
+        res = simulate_many(
+            vgg16_trace(64, sparsity=s), profile="v100-pcie3", policies=["vdnn", "cswap"]
+        )
         v, c = res["vdnn"], res["cswap"]
         cut = 1 - c.swap_seconds / v.swap_seconds
         counts = c.summary()["codec_counts"]
@@ -235,7 +237,9 @@ def bench_sweep() -> dict:
         )
     print("\n-- batch size (65% sparsity): small tensors do not pay for ZVC's fixed 128 KiB --")
     for b in (1, 4, 16, 64):
-        res = simulate_many(vgg16_trace(b, sparsity=0.65), "v100-pcie3", ["vdnn", "cswap"])
+        res = simulate_many(
+            vgg16_trace(b, sparsity=0.65), profile="v100-pcie3", policies=["vdnn", "cswap"]
+        )
         c = res["cswap"]
         counts = c.summary()["codec_counts"]
         out["batch"].append(
@@ -254,7 +258,9 @@ def bench_sweep() -> dict:
         for factor in (1.0, 4.0):
             p = get_profile(prof)
             p = p.replace(link_gbps=p.link_gbps * factor)
-            res = simulate_many(vgg16_trace(64, sparsity=0.65), p, ["vdnn", "cswap-all"])
+            res = simulate_many(
+                vgg16_trace(64, sparsity=0.65), profile=p, policies=["vdnn", "cswap-all"]
+            )
             v, c = res["vdnn"], res["cswap-all"]
             n_comp = sum(k for name, k in c.summary()["codec_counts"].items() if name != "raw")
             out["link"].append(
@@ -276,7 +282,7 @@ def bench_sweep() -> dict:
 def bench_headline() -> dict:
     trace = vgg16_trace(64, 224, sparsity=0.65)
     pols = ["vdnn", "always:zvc", "cswap", "cswap+lossy", "cswap-all", "oracle"]
-    res = simulate_many(trace, "v100-pcie3", pols)
+    res = simulate_many(trace, profile="v100-pcie3", policies=pols)
     v = res["vdnn"]
     out = {
         "kind": "simulated",
@@ -311,7 +317,9 @@ def bench_headline() -> dict:
             f"{v.swap_seconds * 1e3:7.1f} ms: -{sw:.1%}   stall -{st:.1%}   "
             f"(paper, measured on V100: up to -{PAPER_REDUCTION:.1%} swap latency)"
         )
-    dense = simulate_many(vgg16_trace(64, 224, sparsity=0.0), "v100-pcie3", ["vdnn", "cswap+lossy"])
+    dense = simulate_many(
+        vgg16_trace(64, 224, sparsity=0.0), profile="v100-pcie3", policies=["vdnn", "cswap+lossy"]
+    )
     cut = 1 - dense["cswap+lossy"].swap_seconds / dense["vdnn"].swap_seconds
     out["dense_cswap+lossy"] = {
         "swap_reduction": cut,
@@ -325,7 +333,7 @@ def bench_headline() -> dict:
     shipped = measured_trace("vgg-small-flowers5")
     measured = dataclasses.replace(shipped, sparsity=shipped.sparsity[-1:])
     onto = vgg16_trace(64, 224, sparsity=measured)
-    mres = simulate_many(onto, "v100-pcie3", ["vdnn", "cswap", "cswap-all"])
+    mres = simulate_many(onto, profile="v100-pcie3", policies=["vdnn", "cswap", "cswap-all"])
     out["measured_sparsity"] = {
         "from": measured.name,
         "mean_sparsity_bytes_weighted": onto.mean_sparsity,

@@ -442,7 +442,10 @@ def test_swap_sparsity_slider_resimulates_the_step(swap: SwapExplorer) -> None:
     assert swap.last_error is None
     policies = swap.policies()
     expected = simulate_many(
-        builtin_trace("vgg16", batch=8).with_sparsity(0.8), "v100-pcie3", policies, noise=0.0
+        builtin_trace("vgg16", batch=8).with_sparsity(0.8),
+        profile="v100-pcie3",
+        policies=policies,
+        noise=0.0,
     )
     bars = swap.sources["bars"].data
     assert bars["policy"][0] == "vdnn" and "cswap" in bars["policy"]
@@ -581,8 +584,8 @@ def test_swap_bars_update_in_place_while_dragging(swap: SwapExplorer) -> None:
     assert patched <= {"swap_ms", "stall_ms", "label"}
     expected = simulate_many(
         builtin_trace("vgg16", batch=8).with_sparsity(0.55),
-        "v100-pcie3",
-        swap.policies(),
+        profile="v100-pcie3",
+        policies=swap.policies(),
         noise=0.0,
     )
     np.testing.assert_allclose(

@@ -139,8 +139,8 @@ def run_swap_sim(args: argparse.Namespace) -> int:
     """
     rep = report(
         args.model,
-        args.profile,
-        args.policies,
+        profile=args.profile,
+        policies=args.policies,
         trace=args.trace,
         batch=args.batch,
         resolution=args.resolution,

@@ -50,7 +50,7 @@ Examples
 --------
 >>> from pcr_explore import swap
 >>> trace = swap.builtin_trace("vgg16", batch=8, sparsity=0.65)
->>> results = swap.simulate_many(trace, "v100-pcie3", ["vdnn", "cswap", "oracle"])
+>>> results = swap.simulate_many(trace, profile="v100-pcie3", policies=["vdnn", "cswap", "oracle"])
 >>> results["cswap"].stall_seconds < results["vdnn"].stall_seconds
 True
 """

@@ -295,7 +295,9 @@ class SwapExplorer(Explorer):
         trace_name: str,
     ) -> dict[str, SimResult]:
         trace = self.trace if spec is None else self.trace.with_sparsity(spec)
-        return simulate_many(trace, profile, policies, noise=self.noise, seed=self.seed)
+        return simulate_many(
+            trace, profile=profile, policies=policies, noise=self.noise, seed=self.seed
+        )
 
     def _curves_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
         return ratio_curve(codecs, _CURVE, n)

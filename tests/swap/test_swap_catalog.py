@@ -66,7 +66,7 @@ def test_list_and_load_every_kind(tmp_path):
 
 def test_measured_traces_simulate_over_their_steps():
     t = measured_trace("vgg-small-flowers5")
-    res = simulate_many(t, "v100-pcie3", ["vdnn", "cswap", "oracle"])
+    res = simulate_many(t, profile="v100-pcie3", policies=["vdnn", "cswap", "oracle"])
     assert res["cswap"].per_iteration["stall_seconds"].shape == (t.iterations,)
     assert res["oracle"].stall_seconds <= res["vdnn"].stall_seconds
 

@@ -29,7 +29,7 @@ def test_default_run_prints_a_table_per_policy(capsys):
     for pol in ("vdnn", "always:zvc", "cswap", "oracle"):
         assert f"\n{pol} " in out
     # the table is the library's report, printed as is
-    assert out == report("vgg16", "v100-pcie3", batch=8).to_text() + "\n"
+    assert out == report("vgg16", profile="v100-pcie3", batch=8).to_text() + "\n"
 
 
 def test_json_report(tmp_path, capsys):
@@ -58,8 +58,8 @@ def test_json_report(tmp_path, capsys):
     assert set(rep["policies"]) == {"vdnn", "cswap", "oracle:zvc"}
     lib = report(
         "resnet50",
-        "a100-pcie4",
-        ["vdnn", "cswap", "oracle:zvc"],
+        profile="a100-pcie4",
+        policies=["vdnn", "cswap", "oracle:zvc"],
         batch=4,
         resolution=128,
         sparsity=(0.3, 0.8),

@@ -46,7 +46,7 @@ def test_cnn_trace_carries_measured_sizes_used_by_simulator():
     for rec, s in zip(t.tensors, t.sparsity[0], strict=True):
         assert rec.measured_bytes["zvc"] == zvc.encoded_size(rec.n, s)  # ZVC's size is exact
     assert t.tensors[2].binarizable and not t.tensors[1].binarizable  # conv1_2 feeds pool1
-    res = simulate_many(t, "v100-pcie3", ["vdnn", "always:rle", "oracle"])
+    res = simulate_many(t, profile="v100-pcie3", policies=["vdnn", "always:rle", "oracle"])
     link = res["always:rle"].link_bytes / 2
     assert link == pytest.approx(sum(r.measured_bytes["rle"] for r in t.tensors))
 

@@ -13,11 +13,13 @@ from pcr_explore.swap.traces.architectures import resnet50_trace, vgg16_trace
 
 
 def test_report_equals_simulating_the_same_trace():
-    rep = report("resnet50", "a100-pcie4", ["vdnn", "cswap"], batch=4, resolution=128)
+    rep = report(
+        "resnet50", profile="a100-pcie4", policies=["vdnn", "cswap"], batch=4, resolution=128
+    )
     trace = resnet50_trace(batch=4, resolution=128, sparsity=0.65)
     assert rep.trace.name == trace.name and rep.trace.tensors == trace.tensors
     np.testing.assert_array_equal(rep.trace.sparsity, trace.sparsity)
-    want = simulate_many(trace, "a100-pcie4", ["vdnn", "cswap"])
+    want = simulate_many(trace, profile="a100-pcie4", policies=["vdnn", "cswap"])
     assert list(rep.results) == ["vdnn", "cswap"]
     for name, r in want.items():
         assert rep.results[name].stall_seconds == r.stall_seconds
@@ -28,8 +30,8 @@ def test_report_equals_simulating_the_same_trace():
 def test_report_dict_per_tensor_and_per_policy():
     rep = report(
         "resnet50",
-        "a100-pcie4",
-        ["vdnn", "cswap", "oracle:zvc"],
+        profile="a100-pcie4",
+        policies=["vdnn", "cswap", "oracle:zvc"],
         batch=4,
         resolution=128,
         sparsity=(0.3, 0.8),
@@ -57,7 +59,9 @@ def test_report_dict_per_tensor_and_per_policy():
 
 
 def test_report_text_table():
-    rep = report("vgg16", "v100-pcie3", ["vdnn", "always:zvc"], batch=8, sparsity=0.7)
+    rep = report(
+        "vgg16", profile="v100-pcie3", policies=["vdnn", "always:zvc"], batch=8, sparsity=0.7
+    )
     lines = rep.to_text().splitlines()
     assert lines[0] == "vgg16-b8-r224 on v100-pcie3: 21 tensors, 0.45 GiB, mean sparsity 0.69"
     # every simulated figure says so and names the profile whose assumptions priced it
@@ -67,7 +71,7 @@ def test_report_text_table():
     rel = (z.swap_seconds / rep.results["vdnn"].swap_seconds - 1) * 100
     assert lines[4].split()[0] == "always:zvc" and lines[4].split()[5] == f"{rel:+.1f}%"
     assert lines[4].endswith("zvc:21")
-    no_base = report("vgg16", "v100-pcie3", ["always:zvc"], batch=1).to_text()
+    no_base = report("vgg16", profile="v100-pcie3", policies=["always:zvc"], batch=1).to_text()
     assert no_base.splitlines()[3].split()[5] == "zvc:21"  # no "vs vdnn" column value
     d = rep.to_dict()
     assert (d["kind"], d["assumptions"]) == ("simulated", "v100-pcie3")
@@ -94,7 +98,7 @@ def test_report_from_a_trace_file_with_drift(tmp_path):
 
 
 def test_report_save_writes_strict_json(tmp_path):
-    rep = report("vgg16", "h100-pcie5", ["vdnn"], batch=1)
+    rep = report("vgg16", profile="h100-pcie5", policies=["vdnn"], batch=1)
     out = tmp_path / "r.json"
     rep.save(out)
     assert json.loads(out.read_text()) == rep.to_dict()

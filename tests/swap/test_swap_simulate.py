@@ -34,7 +34,9 @@ ALL = [
 @pytest.fixture(scope="module")
 def runs():
     return {
-        (t, p): simulate_many(make(), p, ALL) for t, make in TRACES.items() for p in profile_names()
+        (t, p): simulate_many(make(), profile=p, policies=ALL)
+        for t, make in TRACES.items()
+        for p in profile_names()
     }
 
 
@@ -88,7 +90,9 @@ def test_cswap_beats_fixed_policies_and_nears_oracle(runs):
 
 def test_noise_free_cswap_equals_oracle():
     t = vgg16_trace(batch=32, sparsity=0.6)
-    res = simulate_many(t, "a100-pcie4", ["cswap", "oracle", "cswap-all", "oracle-all"], noise=0.0)
+    res = simulate_many(
+        t, profile="a100-pcie4", policies=["cswap", "oracle", "cswap-all", "oracle-all"], noise=0.0
+    )
     np.testing.assert_array_equal(res["cswap"].choice, res["oracle"].choice)
     np.testing.assert_array_equal(res["cswap-all"].choice, res["oracle-all"].choice)
     # cswap chooses only between raw and ZVC, CSWAP's codec set
@@ -98,26 +102,28 @@ def test_noise_free_cswap_equals_oracle():
 def test_zero_sparsity_never_compressed_on_fast_link():
     t = vgg16_trace(batch=64, sparsity=0.0)
     for name in profile_names():
-        r = simulate(t, name, "cswap-all")
+        r = simulate(t, profile=name, policy="cswap-all")
         used = {d.codec for d in r.decisions()}
         assert not used & SPARSE_CODECS, name  # only binarize (sparsity-free) may pay
-        assert {d.codec for d in simulate(t, name, "cswap").decisions()} == {"raw"}
+        assert {d.codec for d in simulate(t, profile=name, policy="cswap").decisions()} == {"raw"}
     fast = get_profile("h100-pcie5").replace(link_gbps=630.0)
-    assert {d.codec for d in simulate(t, fast, "cswap").decisions()} == {"raw"}
+    assert {d.codec for d in simulate(t, profile=fast, policy="cswap").decisions()} == {"raw"}
 
 
 def test_infinite_bandwidth_compresses_nothing():
     t = resnet50_trace(batch=32, sparsity=0.9)
     for name in profile_names():
         p = get_profile(name).replace(link_gbps=float("inf"))
-        res = simulate_many(t, p, ["cswap", "cswap+lossy", "oracle", "oracle+lossy"])
+        res = simulate_many(
+            t, profile=p, policies=["cswap", "cswap+lossy", "oracle", "oracle+lossy"]
+        )
         for r in res.values():
             assert set(np.asarray(r.options)[r.choice.ravel()]) == {"raw"}
 
 
 def test_drifting_sparsity_triggers_refits():
     t = vgg16_trace(batch=64, sparsity=0.4).with_drift(8, change=0.4, jitter=0.01)
-    res = simulate_many(t, "v100-pcie3", ["vdnn", "cswap", "oracle"])
+    res = simulate_many(t, profile="v100-pcie3", policies=["vdnn", "cswap", "oracle"])
     c = res["cswap"]
     # mean sparsity moves 0.4 / 7 = 0.057 > 0.02 per iteration: a refit at every one after the first
     assert c.refits == 7 and c.per_iteration["stall_seconds"].shape == (8,)
@@ -134,16 +140,16 @@ def test_drifting_sparsity_triggers_refits():
 def test_simulate_errors():
     t = vgg16_trace(batch=1)
     with pytest.raises(SwapError, match="no kernel cost"):
-        simulate(t, "v100-pcie3", "always:lz4")
+        simulate(t, profile="v100-pcie3", policy="always:lz4")
     with pytest.raises(SwapError, match="no kernel cost for lz4"):
-        simulate(t, "v100-pcie3", "cswap:zvc,lz4")
+        simulate(t, profile="v100-pcie3", policy="cswap:zvc,lz4")
     with pytest.raises(SwapError, match="unknown profile"):
-        simulate(t, "k80", "vdnn")
+        simulate(t, profile="k80", policy="vdnn")
     with pytest.raises(SwapError, match="Trace"):
-        simulate("vgg16", "v100-pcie3", "vdnn")  # type: ignore[arg-type]
+        simulate("vgg16", profile="v100-pcie3", policy="vdnn")  # type: ignore[arg-type]
     with pytest.raises(SwapError, match="warmup"):
-        simulate(t, "v100-pcie3", "cswap", warmup=0)
+        simulate(t, profile="v100-pcie3", policy="cswap", warmup=0)
     with pytest.raises(SwapError, match="noise"):
-        simulate(t, "v100-pcie3", "cswap", noise=-1.0)
+        simulate(t, profile="v100-pcie3", policy="cswap", noise=-1.0)
     with pytest.raises(SwapError, match="no policies"):
-        simulate_many(t, "v100-pcie3", [])
+        simulate_many(t, profile="v100-pcie3", policies=[])

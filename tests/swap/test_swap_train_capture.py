@@ -104,7 +104,7 @@ def test_sparsity_table_and_trace_round_trip(tmp_path):
     assert [r.op for r in back.tensors] == [r.op for r in cap.trace.tensors]
     np.testing.assert_array_equal(back.sparsity, cap.trace.sparsity)
     # the captured trace prices compute from the measured FLOPs, so the simulator takes it
-    res = simulate_many(back, "v100-pcie3", ["vdnn", "cswap", "oracle"])
+    res = simulate_many(back, profile="v100-pcie3", policies=["vdnn", "cswap", "oracle"])
     assert res["oracle"].stall_seconds <= res["vdnn"].stall_seconds
     assert res["vdnn"].compute_seconds > 0
 

@@ -151,9 +151,9 @@ class SwapReport:
 @public("pcr_explore.swap")
 def report(
     model: str = "vgg16",
+    *,
     profile: DeviceProfile | str = "v100-pcie3",
     policies: Iterable[str | Policy] | None = None,
-    *,
     trace: Trace | str | os.PathLike[str] | None = None,
     batch: int = 64,
     resolution: int = 224,
@@ -212,7 +212,8 @@ def report(
 
     Examples
     --------
-    >>> rep = report("vgg16", "v100-pcie3", ["vdnn", "always:zvc"], batch=8, sparsity=0.7)
+    >>> rep = report("vgg16", profile="v100-pcie3", policies=["vdnn", "always:zvc"], batch=8,
+    ...              sparsity=0.7)
     >>> print(rep.to_text())  # doctest: +NORMALIZE_WHITESPACE
     vgg16-b8-r224 on v100-pcie3: 21 tensors, 0.45 GiB, mean sparsity 0.69
     simulated, assumptions profile v100-pcie3 (docs/SWAP.md), not measured
@@ -235,8 +236,8 @@ def report(
     prof = get_profile(profile)
     results = simulate_many(
         tr,
-        prof,
-        policies,
+        profile=prof,
+        policies=policies,
         noise=noise,
         seed=seed,
         warmup=warmup,

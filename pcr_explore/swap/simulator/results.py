@@ -120,7 +120,7 @@ class SimResult:
     Examples
     --------
     >>> from pcr_explore.swap import builtin_trace, simulate
-    >>> r = simulate(builtin_trace("vgg16", batch=8), "v100-pcie3", "vdnn")
+    >>> r = simulate(builtin_trace("vgg16", batch=8), profile="v100-pcie3", policy="vdnn")
     >>> r.link_bytes == 2 * r.trace.total_bytes, r.summary()["codec_counts"]
     (True, {'raw': 21})
     """
@@ -198,7 +198,7 @@ class SimResult:
         --------
         >>> import json
         >>> from pcr_explore.swap import builtin_trace, simulate
-        >>> r = simulate(builtin_trace("vgg16", batch=1), "a100-pcie4", "always:zvc")
+        >>> r = simulate(builtin_trace("vgg16", batch=1), profile="a100-pcie4", policy="always:zvc")
         >>> d = r.to_dict()
         >>> d["policy"], len(d["decisions"]), d["decisions"][0]["codec"]
         ('always:zvc', 21, 'zvc')

@@ -242,9 +242,9 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
 @public("pcr_explore.swap")
 def simulate_many(
     trace: Trace,
+    *,
     profile: DeviceProfile | str,
     policies: Iterable[str | Policy] | None = None,
-    *,
     noise: float = 0.05,
     seed: int = 0,
     warmup: int = 2,
@@ -276,7 +276,8 @@ def simulate_many(
     Examples
     --------
     >>> from pcr_explore.swap import builtin_trace
-    >>> res = simulate_many(builtin_trace("vgg16", batch=8), "v100-pcie3", ["vdnn", "oracle"])
+    >>> res = simulate_many(builtin_trace("vgg16", batch=8), profile="v100-pcie3",
+    ...                     policies=["vdnn", "oracle"])
     >>> res["oracle"].stall_seconds <= res["vdnn"].stall_seconds
     True
     """
@@ -293,9 +294,9 @@ def simulate_many(
 @public("pcr_explore.swap")
 def simulate(
     trace: Trace,
+    *,
     profile: DeviceProfile | str,
     policy: str | Policy = "cswap",
-    *,
     noise: float = 0.05,
     seed: int = 0,
     warmup: int = 2,
@@ -339,7 +340,8 @@ def simulate(
     Examples
     --------
     >>> from pcr_explore.swap import builtin_trace
-    >>> r = simulate(builtin_trace("vgg16", batch=8), "v100-pcie3", "always:zvc", noise=0.0)
+    >>> r = simulate(builtin_trace("vgg16", batch=8), profile="v100-pcie3", policy="always:zvc",
+    ...              noise=0.0)
     >>> r.summary()["codec_counts"], round(r.link_bytes / (2 * r.trace.total_bytes), 3)
     ({'zvc': 21}, 0.392)
     """
@@ -347,8 +349,8 @@ def simulate(
         iter(
             simulate_many(
                 trace,
-                profile,
-                [policy],
+                profile=profile,
+                policies=[policy],
                 noise=noise,
                 seed=seed,
                 warmup=warmup,
