@@ -110,7 +110,7 @@ def identity(jpegs: dict[str, list[bytes]], backends: list) -> dict[str, dict[st
                             else:
                                 verdict = "differs"
                             out[b.name].setdefault(f"{kind} | {label}", Counter())[verdict] += 1
-                        got = decode(level, size, mode=mode)
+                        got = decode(level, size=size, mode=mode)
                         same = got.shape == want.shape and np.array_equal(got, want)
                         c = out["jpeg.decode"].setdefault(f"{kind} | {label}", Counter())
                         c["identical" if same else "differs"] += 1
@@ -139,7 +139,7 @@ def speed(jpegs: dict[str, list[bytes]], names: list[str], repeat: int) -> list[
                 set_decoder(n)
                 t, c = time.perf_counter(), time.process_time()
                 for d in files:
-                    decode(d, size)
+                    decode(d, size=size)
                 cpu[n].append((time.process_time() - c) / len(files) * 1e3)
                 wall[n].append((time.perf_counter() - t) / len(files) * 1e3)
         base = statistics.median(cpu["pillow"])

@@ -254,7 +254,7 @@ def read_part(task: tuple[str, Any, int, int, int | None, str]) -> tuple[int, in
         for path in _share(where, part, parts):
             with open(path, "rb") as f:
                 data = f.read()
-            decode(data, _size_for(size, data), source=path)
+            decode(data, size=_size_for(size, data), source=path)
             n, nbytes = n + 1, nbytes + len(data)
     elif kind == "wds":
         import webdataset as wds
@@ -263,7 +263,7 @@ def read_part(task: tuple[str, Any, int, int, int | None, str]) -> tuple[int, in
         ds = wds.WebDataset(urls, shardshuffle=False, workersplitter=None, empty_check=False)
         for sample in ds:
             data = sample["jpg"]
-            decode(data, _size_for(size, data), source=sample["__key__"])
+            decode(data, size=_size_for(size, data), source=sample["__key__"])
             n += 1
         nbytes = sum(os.path.getsize(u) for u in urls)
     elif kind == "mds":
@@ -276,7 +276,7 @@ def read_part(task: tuple[str, Any, int, int, int | None, str]) -> tuple[int, in
             if s % parts == part:
                 for i in range(start, start + count):
                     data = ds[i]["jpg"]
-                    decode(data, _size_for(size, data), source=f"{where}[{i}]")
+                    decode(data, size=_size_for(size, data), source=f"{where}[{i}]")
                     n += 1
                 nbytes += os.path.getsize(Path(where, shard["raw_data"]["basename"]))
             start += count
@@ -296,7 +296,7 @@ def read_part(task: tuple[str, Any, int, int, int | None, str]) -> tuple[int, in
             prefix = ds.read_record(r, level)
             for j in range(prefix.header.num_images):
                 data = prefix.jpeg_bytes(j)
-                decode(data, _size_for(size, data), source=f"{where} record {r}")
+                decode(data, size=_size_for(size, data), source=f"{where} record {r}")
                 n += 1
         nbytes = ds.stats.bytes_read + ds.stats.metadata_bytes
     return n, nbytes, time.process_time() - c0

@@ -73,7 +73,7 @@ def bench_encode(src: Path, tmp: Path, n: int, repeat: int, record_size: int) ->
     rows = []
     for workers in (1, 2, 4):
         t0 = time.perf_counter()
-        cluster, client = local_cluster(workers)
+        cluster, client = local_cluster(workers=workers)
         start_s = time.perf_counter() - t0
         try:
             out = tmp / f"dask{workers}"

@@ -53,7 +53,7 @@ def main() -> int:
         return 2
     names = args.scripts.split(",")
     cmp = compare_scripts(
-        args.source, names, sample=args.sample, repeats=args.repeats, progress=False
+        args.source, scripts=names, sample=args.sample, repeats=args.repeats, progress=False
     )
     print("measured on this machine:", " ".join(sys.argv))
     print(cmp)

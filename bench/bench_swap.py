@@ -98,7 +98,7 @@ def bench_codecs(sparsities, quick: bool) -> list[dict]:
         f"{'enc/copy':>9}{'rel L2':>10}"
     )
     for s in sparsities:
-        x = synthetic_activations(shape, s, correlation=2.0, seed=1)
+        x = synthetic_activations(shape, sparsity=s, correlation=2.0, seed=1)
         copy = _copy_gbps(x, 5)
         print(f"{s:>8.2f} {'memcpy':<9}{1.0:>8.2f}{copy:>10.2f}{copy:>10.2f}{1.0:>9.2f}")
         for name in codec_names():
@@ -391,16 +391,9 @@ def bench_sparsity(images, cfg: dict) -> tuple[dict, list, list]:
     from pcr_explore.swap.training.codec_training import ImageBatches
 
     torch.manual_seed(0)
-    net = build_net("small-cnn", len(images.classes))
+    net = build_net('small-cnn', num_classes=len(images.classes))
     t0 = time.perf_counter()
-    cap = capture_training(
-        net,
-        ImageBatches(images, BATCH, seed=0),
-        cfg["capture_steps"],
-        every=cfg["every"],
-        name="small-cnn-flowers5",
-        keep_tensors=True,
-    )
+    cap = capture_training(net, loader=ImageBatches(images, BATCH, seed=0), steps=cfg['capture_steps'], every=cfg['every'], name='small-cnn-flowers5', keep_tensors=True)
     seconds = time.perf_counter() - t0
     tab = cap.sparsity_table()
     first, last = tab.steps[0], tab.steps[-1]
@@ -435,12 +428,7 @@ def bench_sparsity(images, cfg: dict) -> tuple[dict, list, list]:
     # two more networks at the start and after a few steps, for the predictor's layer set
     for name in ("vgg-small", "resnet-small"):
         torch.manual_seed(0)
-        other = capture_training(
-            build_net(name, len(images.classes)),
-            ImageBatches(images, BATCH, seed=0),
-            cfg["aux_steps"],
-            every=max(1, cfg["aux_steps"] - 1),
-            keep_tensors=True,
+        other = capture_training(build_net(name, len(images.classes)), loader=ImageBatches(images, BATCH, seed=0), steps=cfg['aux_steps'], every=max(1, cfg['aux_steps'] - 1), keep_tensors=True)e,
         )
         for step in other.steps:
             tensors += other.tensors[step]
@@ -461,7 +449,7 @@ def bench_lossless(images, cfg: dict) -> list[dict]:
     from pcr_explore.swap import smallest_encoding, train_run
 
     steps = cfg["lossless_steps"]
-    base = train_run(images, None, steps=steps, seed=0)
+    base = train_run(images, codec=None, steps=steps, seed=0)
     print(
         f"\n== lossless codecs on the small CNN's saved activations, {steps} steps, seed 0 "
         "(measured on this machine; every codec on every saved activation of >= 4 KiB) =="
@@ -477,7 +465,7 @@ def bench_lossless(images, cfg: dict) -> list[dict]:
     ]
     runs.append(("zvc where smaller", None, smallest_encoding(["zvc"])))
     for label, codec, policy in runs:
-        r = train_run(images, codec, steps=steps, seed=0, policy=policy)
+        r = train_run(images, codec=codec, steps=steps, seed=0, policy=policy)
         a = r.activations or {}
         same = r.losses == base.losses
         codec_ms = (a["encode_seconds"] + a["decode_seconds"]) / steps * 1e3
@@ -521,7 +509,7 @@ def bench_zfp(images, cfg: dict) -> dict:
     )
     out: dict = {"steps": steps, "seeds": seeds, "runs": {}}
     for codec in (None, "zfp:16", "zfp:8", "zfp:4"):
-        runs = [train_run(images, codec, steps=steps, seed=s) for s in seeds]
+        runs = [train_run(images, codec=codec, steps=steps, seed=s) for s in seeds]
         accs = [r.val_accuracy for r in runs]
         losses = [r.val_loss for r in runs]
         acts = [r.activations or {} for r in runs]
@@ -642,10 +630,10 @@ def bench_training(data: Path, quick: bool) -> dict:
 
     torch.set_num_threads(1)  # steadier timings on a shared machine
     cfg = _settings(quick)
-    images = load_labelled_images(data, SIZE, per_class=40 if quick else None)
+    images = load_labelled_images(data, size=SIZE, per_class=40 if quick else None)
     print(f"\n{images}; torch {torch.__version__}, 1 thread, settings {cfg}")
     sparsity, tensors, groups = bench_sparsity(images, cfg)
-    small = load_labelled_images(data, ZFP_SIZE, per_class=40 if quick else None)
+    small = load_labelled_images(data, size=ZFP_SIZE, per_class=40 if quick else None)
     out = {
         "settings": {
             **cfg,

@@ -46,18 +46,18 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    images = load_labelled_images(args.data, args.size)
+    images = load_labelled_images(args.data, size=args.size)
     print(images)
     OUT.mkdir(parents=True, exist_ok=True)
     for net in NETS:
         t0 = time.time()
         torch.manual_seed(0)
-        model = build_net(net, len(images.classes))
+        model = build_net(net, num_classes=len(images.classes))
         opt = torch.optim.SGD(model.parameters(), lr=DEFAULT_LR[net], momentum=0.9)
         cap = capture_training(
             model,
-            ImageBatches(images, args.batch, seed=0),
-            args.steps,
+            loader=ImageBatches(images, args.batch, seed=0),
+            steps=args.steps,
             every=args.every,
             optimizer=opt,
             name=f"{net}-flowers5",

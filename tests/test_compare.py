@@ -188,12 +188,12 @@ def test_level_notes_explain_empty_colour_scans() -> None:
 
 def test_level_strip_shows_what_the_model_is_fed(source) -> None:
     n = source.num_scans
-    strip = level_strip(source, 0, [1, n], size=64, gap=4)
-    first = decode(source.jpeg_bytes(0, 1), 64)
+    strip = level_strip(source, 0, scans=[1, n], size=64, gap=4)
+    first = decode(source.jpeg_bytes(0, 1), size=64)
     assert strip.mode == "RGB"
     assert strip.size == (2 * first.shape[1] + 4, first.shape[0] + 20)
     with pytest.raises(ValueError, match="no level"):
-        level_strip(source, 0, [0, n + 1])
+        level_strip(source, 0, scans=[0, n + 1])
 
 
 def test_level_cache_views_for_each_mode(source) -> None:
@@ -204,7 +204,7 @@ def test_level_cache_views_for_each_mode(source) -> None:
     assert right is cache.display(0, None)
     level, full = cache.pixels(0, 2), cache.pixels(0, None)
     left, right = cache.views(0, 2, "diff", gain=2.0)
-    assert right == encode_jpeg(difference_map(level, full, 2.0))
+    assert right == encode_jpeg(difference_map(level, full, gain=2.0))
     left, right = cache.views(0, 2, "split", zoom=2.0, center=(0.4, 0.5))
     assert right is None
     assert left == encode_jpeg(zoom_crop(split_view(level, full, 0.4), (0.4, 0.5), 2.0))

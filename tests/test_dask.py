@@ -246,7 +246,7 @@ def test_a_missing_dask_names_the_extra(
     from pcr_explore.encode.distributed import local_cluster
 
     with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[dask\]"):
-        local_cluster(2)
+        local_cluster(workers=2)
     code = main(
         ["encode", str(photo_folder), str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"]
     )

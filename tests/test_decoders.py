@@ -96,7 +96,7 @@ def test_baseline_and_tiny_images_match_pillow(name: str, encode_jpeg, sk_photo)
         h, w = arr.shape[:2]
         for size in [None, 1, 2, (1, 1), *(_sizes(w, h)[1:] if min(w, h) >= 8 else [])]:
             for mode in (None, "L", "RGB"):
-                got = decode(data, size, mode=mode)
+                got = decode(data, size=size, mode=mode)
                 want = _decoders.pillow_decode(data, _target_for(size), mode)
                 np.testing.assert_array_equal(got, want, err_msg=f"{w}x{h} {size} {mode}")
 
@@ -117,7 +117,7 @@ def test_results_are_writable(name: str, encode_jpeg, sk_photo) -> None:
     data = encode_jpeg(sk_photo("camera", 64))
     for mode in (None, "L", "RGB"):
         for size in (None, 16):
-            arr = decode(data, size, mode=mode)
+            arr = decode(data, size=size, mode=mode)
             arr[0, 0] = 7  # callers may edit it or hand it to torch
             assert arr.flags.writeable and arr.flags.c_contiguous
 
@@ -133,7 +133,7 @@ def test_cmyk_and_non_jpeg_go_to_pillow(name: str, sk_photo) -> None:
     for data in (buf.getvalue(), png.getvalue()):
         assert _decoders.backend_decode(_backend(name), data, _target_for(30), None) is None
         want = _decoders.pillow_decode(data, _target_for(30), None)
-        np.testing.assert_array_equal(decode(data, 30), want)
+        np.testing.assert_array_equal(decode(data, size=30), want)
 
 
 def test_env_var_forces_pillow(monkeypatch: pytest.MonkeyPatch, encode_jpeg) -> None:
@@ -144,7 +144,7 @@ def test_env_var_forces_pillow(monkeypatch: pytest.MonkeyPatch, encode_jpeg) -> 
 
     monkeypatch.setattr(_decoders, "backend_decode", refuse)
     assert decoder_name() == "pillow"
-    assert decode(encode_jpeg(np.zeros((20, 30, 3), np.uint8)), 10).shape == (7, 10, 3)
+    assert decode(encode_jpeg(np.zeros((20, 30, 3), np.uint8)), size=10).shape == (7, 10, 3)
 
 
 def test_set_decoder_forces_pillow_and_tells_workers(encode_jpeg) -> None:
@@ -206,7 +206,7 @@ def test_forced_backend_decodes_close_to_pillow(name: str, encode_jpeg, sk_photo
     _backend(name)
     set_decoder(name)
     data = split_scans(_progressive(encode_jpeg, sk_photo, "astronaut", 2)).level(3)
-    got, want = decode(data, 64), _decoders.pillow_decode(data, _target_for(64), None)
+    got, want = decode(data, size=64), _decoders.pillow_decode(data, _target_for(64), None)
     # PyTurboJPEG may load an older system libjpeg-turbo, whose smoothing of a
     # partial progressive level differs slightly; never by more than a little
     assert got.shape == want.shape
@@ -220,7 +220,7 @@ def damage_base(encode_jpeg, sk_photo) -> bytes:
 
 def _outcome(data: bytes, size: int | None) -> np.ndarray | str:
     try:
-        return decode(data, size, source="img-7")
+        return decode(data, size=size, source="img-7")
     except JPEGError as exc:
         assert "img-7" in str(exc)
         return "error"

@@ -28,9 +28,9 @@ def _whole_and_lean(
     mode: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     monkeypatch.setenv(_decoders.SKIP_SCANS_VAR, "0")
-    whole = decode(data, size, mode=mode)
+    whole = decode(data, size=size, mode=mode)
     monkeypatch.setenv(_decoders.SKIP_SCANS_VAR, "1")
-    return whole, decode(data, size, mode=mode)
+    return whole, decode(data, size=size, mode=mode)
 
 
 def _eighth_sizes(w: int, h: int) -> list[int | tuple[int, int]]:
@@ -161,6 +161,6 @@ def test_full_size_and_half_size_decodes_are_untouched(
 
     monkeypatch.setattr(_decoders, "eighth_rewrite", spy)
     for size in (None, 80, 40):
-        decode(data, size)
-    decode(data, 20)
+        decode(data, size=size)
+    decode(data, size=20)
     assert calls == [False, False, False, True]

@@ -40,6 +40,6 @@ def test_torch_dataset_reads_every_image_once(photo_folder: Path, tmp_path: Path
         assert images.dtype == torch.uint8 and images.shape[1:] == (3, 24, 32)
         labels.extend(lab.tolist())
     assert sorted(labels) == sorted(ds.labels.tolist()) and len(labels) == len(ds)
-    ref = [decode(b, (32, 24), mode="RGB") for _, b, _ in ds.iter_jpeg(scan=2)]
+    ref = [decode(b, size=(32, 24), mode="RGB") for _, b, _ in ds.iter_jpeg(scan=2)]
     one = next(iter(torch_dataset(str(tmp_path / "ds"), scan=2, size=(32, 24))))[0]
     np.testing.assert_array_equal(one.permute(1, 2, 0).numpy(), ref[0])

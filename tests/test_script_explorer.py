@@ -18,7 +18,7 @@ pytestmark = pytest.mark.jpegtran
 @pytest.fixture(scope="module")
 def comparison(photo_folder: Path):
     return compare_scripts(
-        photo_folder, ["standard", "spectral", "lean"], sample=3, repeats=1, progress=False
+        photo_folder, scripts=["standard", "spectral", "lean"], sample=3, repeats=1, progress=False
     )
 
 

@@ -19,7 +19,7 @@ def dataset_dir(photo_folder: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 def test_bytes_read_match_the_levels_and_the_full_pass_is_last(dataset_dir: Path) -> None:
     ds = open_dataset(str(dataset_dir))
-    report = measure_reading(ds, [2, 1], size=32, bandwidth=1e6)
+    report = measure_reading(ds, scans=[2, 1], size=32, bandwidth=1000000.0)
     assert [r.scan for r in report.levels] == [2, 1, ds.num_scans]
     assert all(r.images == len(ds) for r in report.levels)
     for r in report.levels:
@@ -39,11 +39,11 @@ def test_bytes_read_match_the_levels_and_the_full_pass_is_last(dataset_dir: Path
 
 def test_limit_and_bad_arguments(dataset_dir: Path) -> None:
     ds = open_dataset(str(dataset_dir))
-    report = measure_reading(ds, [1], size=None, limit=2)
+    report = measure_reading(ds, scans=[1], size=None, limit=2)
     assert [r.images for r in report.levels] == [2, 2]
     r = report.levels[0]
     assert r.seconds > 0 and r.images_per_s == pytest.approx(2 / r.seconds)
     with pytest.raises(ValueError, match="bandwidth"):
-        measure_reading(ds, [1], bandwidth=0)
+        measure_reading(ds, scans=[1], bandwidth=0)
     with pytest.raises(ValueError, match="outside"):
-        measure_reading(ds, [11])
+        measure_reading(ds, scans=[11])

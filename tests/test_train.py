@@ -165,9 +165,9 @@ def test_auto_follows_the_gradient_tuner(data: SplitDatasets) -> None:
 def test_throttled_reads_take_as_long_as_their_bytes(data: SplitDatasets) -> None:
     ds = open_dataset(str(data.train))
     bw = ds.bytes_at(10) / 0.4  # a full pass should take 0.4 s
-    slow = throttled(ds, bw)
+    slow = throttled(ds, bandwidth=bw)
     t0 = time.perf_counter()
-    level = read_level(slow, 10, SIZE, workers=1)
+    level = read_level(slow, scan=10, size=SIZE, workers=1)
     took = time.perf_counter() - t0
     assert level.bytes_read == ds.bytes_at(10)
     assert 0.4 <= took < 2.0 and level.seconds >= 0.4
@@ -254,7 +254,10 @@ def test_loader_switches_level_in_persistent_workers(data: SplitDatasets) -> Non
     tds.set_epoch(3)
     second = next(iter(loader))[0]
     assert [p.pid for p in loader._iterator._workers] == pids  # type: ignore[union-attr]
-    ref = {k: [decode(b, (SIZE, SIZE), mode="RGB") for _, b, _ in ds.iter_jpeg(k)] for k in (1, 10)}
+    ref = {
+        k: [decode(b, size=(SIZE, SIZE), mode="RGB") for _, b, _ in ds.iter_jpeg(k)]
+        for k in (1, 10)
+    }
     np.testing.assert_array_equal(first[0].permute(1, 2, 0).numpy(), ref[1][0])
     np.testing.assert_array_equal(second[0].permute(1, 2, 0).numpy(), ref[10][0])
     assert tds.scan == 10 and tds.epoch == 3

@@ -161,7 +161,7 @@ def test_unaligned_rotation_keeps_the_coefficients_and_the_reader_turns_them(
     for src in (ds, folder):  # what the widgets show is upright too
         assert src.orientation(0) == orientation
         assert LevelCache(src, max_side=None).pixels(0).shape[:2] == (h, w)
-        assert level_strip(src, 0, [1], size=max(h, w)).size[0] == w
+        assert level_strip(src, 0, scans=[1], size=max(h, w)).size[0] == w
 
 
 def test_bad_sources_name_the_file(

@@ -135,7 +135,7 @@ def test_scan_side_by_side_difference_and_zoom(scan: ScanExplorer) -> None:
     assert scan.image.value == src.jpeg_bytes(0, 2)
     scan.mode.value = "diff"
     level, full = decode(src.jpeg_bytes(0, 2)), decode(src.jpeg_bytes(0))
-    assert scan.reference.value == encode_jpeg(difference_map(level, full, scan.gain))
+    assert scan.reference.value == encode_jpeg(difference_map(level, full, gain=scan.gain))
     assert "x 4" in scan.reference_caption.value
     scan.mode.value = "level"
     scan.zoom_x.value, scan.zoom_y.value = 0.25, 0.75
@@ -458,7 +458,7 @@ def test_swap_sparsity_slider_resimulates_the_step(swap: SwapExplorer) -> None:
     assert swap.span.location == pytest.approx(0.8)
     # Each ticked codec's marker sits on its analytic ratio at the new sparsity.
     cur = swap.sources["current"].data
-    want = ratio_curve(swap.codecs, [0.8], int(swap.tensor_size.value))
+    want = ratio_curve(swap.codecs, sparsities=[0.8], n=int(swap.tensor_size.value))
     assert cur["codec"] == list(want)
     np.testing.assert_allclose(cur["y"], [min(v[0], 1e4) for v in want.values()])
     assert "less than vDNN" in swap.readout.value
@@ -517,7 +517,9 @@ def test_swap_tensor_size_moves_the_zvc_line(swap: SwapExplorer) -> None:
     large = lines["ys"][lines["codec"].index("zvc")]
     # ZVC's fixed 128 KiB of masks and offsets sinks small tensors.
     assert np.all(np.asarray(small) < np.asarray(large))
-    np.testing.assert_allclose(large, ratio_curve(["zvc"], lines["xs"][0], 1 << 24)["zvc"])
+    np.testing.assert_allclose(
+        large, ratio_curve(["zvc"], sparsities=lines["xs"][0], n=1 << 24)["zvc"]
+    )
 
 
 def test_swap_ramp_and_timeline(swap: SwapExplorer) -> None:

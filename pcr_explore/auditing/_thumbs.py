@@ -35,7 +35,7 @@ def thumb_uri(data: bytes, size: int = 160) -> str:
     >>> thumb_uri(buf.getvalue()).startswith("data:image/jpeg;base64,")
     True
     """
-    arr = decode(data, size)
+    arr = decode(data, size=size)
     buf = io.BytesIO()
     Image.fromarray(arr).save(buf, "JPEG", quality=85)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

@@ -145,7 +145,7 @@ def _run_encode(args: argparse.Namespace) -> EncodeSummary:
         finally:
             client.close(timeout=30)
     if args.dask_workers is not None:
-        cluster, client = local_cluster(args.dask_workers)
+        cluster, client = local_cluster(workers=args.dask_workers)
         try:
             return _encode_with(args, client)
         finally:

@@ -236,7 +236,7 @@ def run_swap_train(args: argparse.Namespace) -> int:
 
     res = swap_train(
         args.dataset,
-        args.codec,
+        codec=args.codec,
         steps=args.steps,
         net=args.net,
         size=args.size,

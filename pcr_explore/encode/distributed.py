@@ -49,7 +49,7 @@ def require_distributed() -> Any:
 
 
 @public("pcr_explore.encode")
-def local_cluster(workers: int, threads_per_worker: int = 1) -> tuple[Any, Any]:
+def local_cluster(*, workers: int, threads_per_worker: int = 1) -> tuple[Any, Any]:
     """Start a Dask cluster of *workers* processes on this machine; return (cluster, client).
 
     Close both when done (``client.close(); cluster.close()``).

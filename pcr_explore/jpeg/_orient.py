@@ -75,5 +75,5 @@ def decode_upright(
     *size* is the upright image's size; the DCT-domain scaling happens on the
     stored image.
     """
-    arr = decode(data, stored_size(size, orientation), mode=mode, source=source)
+    arr = decode(data, size=stored_size(size, orientation), mode=mode, source=source)
     return apply_orientation(arr, orientation)

@@ -321,7 +321,7 @@ def _positive_int(v: object) -> bool:
 
 @public("pcr_explore.jpeg")
 def decode(
-    data: bytes, size: Size | None = None, *, mode: str | None = None, source: str = "<bytes>"
+    data: bytes, *, size: Size | None = None, mode: str | None = None, source: str = "<bytes>"
 ) -> np.ndarray:
     """Decode JPEG bytes to a uint8 array (H, W) or (H, W, 3).
 

@@ -189,8 +189,8 @@ def _decode_ms(src: FolderSource, indices: np.ndarray, repeats: int) -> np.ndarr
 @public("pcr_explore.quality")
 def compare_scripts(
     folder: str | os.PathLike[str],
-    scripts: Sequence[str | ScanScript] = ("standard", "spectral"),
     *,
+    scripts: Sequence[str | ScanScript] = ("standard", "spectral"),
     sample: int = 16,
     seed: int = 0,
     metric: str = "mssim",
@@ -220,7 +220,7 @@ def compare_scripts(
 
     Examples
     --------
-    >>> cmp = compare_scripts("data/sample/images", ["standard", "spectral"])  # doctest: +SKIP
+    >>> cmp = compare_scripts("data/sample/images", scripts=["standard", "spectral"])  # doctest: +SKIP
     >>> print(cmp)  # doctest: +SKIP
     """
     if not scripts:

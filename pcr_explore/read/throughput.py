@@ -177,8 +177,8 @@ def read_pass(
 @public("pcr_explore.read")
 def measure_reading(
     dataset: PCRDataset,
-    scans: Sequence[int] = (1, 2, 5),
     *,
+    scans: Sequence[int] = (1, 2, 5),
     size: Size | None = 224,
     bandwidth: float = 100e6,
     limit: int | None = None,
@@ -220,7 +220,7 @@ def measure_reading(
     Examples
     --------
     >>> from pcr_explore import open_dataset
-    >>> report = measure_reading(open_dataset("data/sample/pcr"), [1, 5])  # doctest: +SKIP
+    >>> report = measure_reading(open_dataset("data/sample/pcr"), scans=[1, 5])  # doctest: +SKIP
     >>> report.fraction(report.levels[0]) < 0.2  # doctest: +SKIP
     True
     """

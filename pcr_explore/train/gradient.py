@@ -276,7 +276,7 @@ def tune_by_gradient(
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
 
     def pixels(datas: list[bytes]) -> list[np.ndarray]:
-        return list(pool.map(lambda d: decode(d, (size, size), mode="RGB"), datas))
+        return list(pool.map(lambda d: decode(d, size=(size, size), mode="RGB"), datas))
 
     try:
         for b, idx in enumerate(groups):

@@ -178,8 +178,8 @@ def train_at_levels(
     num_classes = _check_labels(train_ds, val_ds)
     full = train_ds.num_scans
     plan = _plan(default_levels(full) if scans is None else scans, full)
-    reader = throttled(train_ds, bw) if bw is not None else train_ds
-    val_level = read_level(val_ds, None, size, workers=workers)
+    reader = throttled(train_ds, bandwidth=bw) if bw is not None else train_ds
+    val_level = read_level(val_ds, scan=None, size=size, workers=workers)
 
     from tqdm.auto import tqdm
 
@@ -189,7 +189,7 @@ def train_at_levels(
     try:
         for target in plan:
             torch.manual_seed(seed)
-            net = build_model(model, num_classes)
+            net = build_model(model, num_classes=num_classes)
             opt = torch.optim.Adam(net.parameters(), lr=lr)
             sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
             gen = torch.Generator().manual_seed(seed)
@@ -210,7 +210,7 @@ def train_at_levels(
                         workers=workers,
                     )
                     scan, tune_s, tune_bytes = tuned.scan, tuned.seconds, tuned.bytes_read
-                level = read_level(reader, scan, size, workers=workers)
+                level = read_level(reader, scan=scan, size=size, workers=workers)
                 t0 = _now()
                 loss = train_epoch(
                     net, opt, level.images, level.labels, batch_size=batch_size, generator=gen

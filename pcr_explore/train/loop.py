@@ -92,7 +92,7 @@ def stack_images(arrays: list[np.ndarray], labels: list[int]) -> tuple[Any, Any]
 
 @public("pcr_explore.train")
 def read_level(
-    dataset: PCRDataset, scan: int | None, size: int, *, workers: int = 2
+    dataset: PCRDataset, *, scan: int | None, size: int, workers: int = 2
 ) -> LevelImages:
     """Read and decode every image of *dataset* at level *scan*, as tensors.
 
@@ -123,7 +123,7 @@ def read_level(
     Examples
     --------
     >>> from pcr_explore import open_dataset
-    >>> level = read_level(open_dataset("data/sample/pcr"), 2, 64)  # doctest: +SKIP
+    >>> level = read_level(open_dataset("data/sample/pcr"), scan=2, size=64)  # doctest: +SKIP
     >>> level.bytes_read == open_dataset("data/sample/pcr").bytes_at(2)  # doctest: +SKIP
     True
     """

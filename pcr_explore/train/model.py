@@ -71,7 +71,7 @@ def small_cnn(num_classes: int, *, width: int = 16, in_channels: int = 3) -> Any
 
 
 @public("pcr_explore.train")
-def build_model(model: Any, num_classes: int) -> Any:
+def build_model(model: Any, *, num_classes: int) -> Any:
     """A fresh model from a name in :data:`MODELS` or a factory ``f(num_classes)``.
 
     Parameters
@@ -94,7 +94,7 @@ def build_model(model: Any, num_classes: int) -> Any:
 
     Examples
     --------
-    >>> build_model("small-cnn", 5)  # doctest: +SKIP
+    >>> build_model("small-cnn", num_classes=5)  # doctest: +SKIP
     """
     torch = require_torch("build_model")
     if isinstance(model, str):

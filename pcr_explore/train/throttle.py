@@ -127,7 +127,7 @@ class ThrottledFileSystem:
 
 @public("pcr_explore.train")
 def throttled(
-    dataset: PCRDataset | str, bandwidth: float | str, *, latency: float = 0.0
+    dataset: PCRDataset | str, *, bandwidth: float | str, latency: float = 0.0
 ) -> PCRDataset:
     """A new handle on *dataset* whose record reads run at *bandwidth*.
 
@@ -152,7 +152,7 @@ def throttled(
 
     Examples
     --------
-    >>> slow = throttled("data/sample/pcr", "20MB/s")  # doctest: +SKIP
+    >>> slow = throttled("data/sample/pcr", bandwidth="20MB/s")  # doctest: +SKIP
     >>> sum(1 for _ in slow.iter(scan=1, size=64))  # doctest: +SKIP
     16
     """

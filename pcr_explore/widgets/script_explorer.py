@@ -70,7 +70,7 @@ class ScriptExplorer(Explorer):
     ) -> None:
         super().__init__()
         self.comparison = comparison or compare_scripts(
-            folder, scripts or list(SCRIPTS), sample=sample, progress=False
+            folder, scripts=scripts or list(SCRIPTS), sample=sample, progress=False
         )
         self.max_side = max_side
         names = self.comparison.names

@@ -300,7 +300,7 @@ class SwapExplorer(Explorer):
         )
 
     def _curves_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
-        return ratio_curve(codecs, _CURVE, n)
+        return ratio_curve(codecs, sparsities=_CURVE, n=n)
 
     def _measure_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
         return measured_ratio_curve(
@@ -371,7 +371,11 @@ class SwapExplorer(Explorer):
         s_mean = spec if isinstance(spec, float) else sim_trace.mean_sparsity
         self.span.location = s_mean
         codecs = tuple(self.codecs)
-        now = ratio_curve(codecs, [s_mean], int(self.tensor_size.value)) if codecs else {}
+        now = (
+            ratio_curve(codecs, sparsities=[s_mean], n=int(self.tensor_size.value))
+            if codecs
+            else {}
+        )
         update_source(
             self.sources["current"],
             {

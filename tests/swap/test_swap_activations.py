@@ -12,7 +12,7 @@ from pcr_explore.swap import bit_sparsity, synthetic_activations
 @pytest.mark.parametrize("s", [0.0, 0.3, 0.65, 0.9, 1.0])
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_synthetic_sparsity_is_exact_and_relu_like(s, dtype):
-    x = synthetic_activations((2, 3, 20, 24), s, seed=4, dtype=dtype)
+    x = synthetic_activations((2, 3, 20, 24), sparsity=s, seed=4, dtype=dtype)
     assert x.shape == (2, 3, 20, 24) and x.dtype == np.dtype(dtype)
     assert np.count_nonzero(x == 0) == round(s * x.size)
     assert bit_sparsity(x) == pytest.approx(s, abs=1 / x.size)
@@ -32,22 +32,22 @@ def _zero_runs(x):
 
 
 def test_correlation_makes_blobs():
-    blobs = synthetic_activations((2, 4, 32, 32), 0.7, correlation=3.0)
-    iid = synthetic_activations((2, 4, 32, 32), 0.7, correlation=0.0)
+    blobs = synthetic_activations((2, 4, 32, 32), sparsity=0.7, correlation=3.0)
+    iid = synthetic_activations((2, 4, 32, 32), sparsity=0.7, correlation=0.0)
     assert _zero_runs(blobs) < _zero_runs(iid) / 3
 
 
 def test_same_seed_same_tensor():
-    a = synthetic_activations((2, 3, 8, 8), 0.5, seed=7)
-    np.testing.assert_array_equal(a, synthetic_activations((2, 3, 8, 8), 0.5, seed=7))
-    assert not np.array_equal(a, synthetic_activations((2, 3, 8, 8), 0.5, seed=8))
+    a = synthetic_activations((2, 3, 8, 8), sparsity=0.5, seed=7)
+    np.testing.assert_array_equal(a, synthetic_activations((2, 3, 8, 8), sparsity=0.5, seed=7))
+    assert not np.array_equal(a, synthetic_activations((2, 3, 8, 8), sparsity=0.5, seed=8))
 
 
 def test_synthetic_bad_input():
     with pytest.raises(SwapError, match="sparsity"):
-        synthetic_activations((2, 2), 1.5)
+        synthetic_activations((2, 2), sparsity=1.5)
     with pytest.raises(SwapError, match="dtype"):
-        synthetic_activations((2, 2), 0.5, dtype="int32")
+        synthetic_activations((2, 2), sparsity=0.5, dtype="int32")
     with pytest.raises(SwapError, match="non-negative"):
-        synthetic_activations((2, -2), 0.5)
-    assert synthetic_activations((0, 3), 0.5).shape == (0, 3)
+        synthetic_activations((2, -2), sparsity=0.5)
+    assert synthetic_activations((0, 3), sparsity=0.5).shape == (0, 3)

@@ -42,13 +42,13 @@ def folder(tmp_path_factory) -> Path:
 
 
 def test_images_load_split_by_name_hash(folder, tmp_path):
-    im = load_labelled_images(folder, 16)
+    im = load_labelled_images(folder, size=16)
     assert im.classes == tuple(sorted(CLASSES))
     assert im.train_x.shape[1:] == (3, 16, 16) and im.train_x.dtype == np.uint8
     assert len(im.train_y) + len(im.val_y) == 30 and len(im.val_y) > 0
-    again = load_labelled_images(folder, 16)
+    again = load_labelled_images(folder, size=16)
     np.testing.assert_array_equal(again.val_x, im.val_x)  # the same split every time
-    few = load_labelled_images(folder, 16, per_class=2)
+    few = load_labelled_images(folder, size=16, per_class=2)
     assert np.bincount(few.train_y).tolist() == [2, 2, 2]
     split = tmp_path / "split"
     for side, names in (("train", range(7)), ("val", range(7, 10))):
@@ -56,19 +56,21 @@ def test_images_load_split_by_name_hash(folder, tmp_path):
             (split / side / c).mkdir(parents=True)
             for k in names:
                 _image(c, k).save(split / side / c / f"{k}.jpg")
-    s = load_labelled_images(split, 16)
+    s = load_labelled_images(split, size=16)
     assert (len(s.train_y), len(s.val_y)) == (21, 9)
     with pytest.raises(DatasetError):
-        load_labelled_images(tmp_path / "missing", 16)
+        load_labelled_images(tmp_path / "missing", size=16)
 
 
 @pytest.fixture(scope="module")
 def images(folder):
-    return load_labelled_images(folder, 16)
+    return load_labelled_images(folder, size=16)
 
 
 def test_lossless_run_matches_the_uncompressed_run(images):
-    res = swap_train(images, "zvc", steps=4, batch_size=4, seeds=(0, 1), min_bytes=0, threads=1)
+    res = swap_train(
+        images, codec="zvc", steps=4, batch_size=4, seeds=(0, 1), min_bytes=0, threads=1
+    )
     assert res.identical_losses
     d = res.to_dict()
     assert (
@@ -80,7 +82,7 @@ def test_lossless_run_matches_the_uncompressed_run(images):
 
 
 def test_lossy_run_differs_and_reports_bytes_saved(images):
-    res = swap_train(images, "zfp:8", steps=3, batch_size=4, threads=1)
+    res = swap_train(images, codec="zfp:8", steps=3, batch_size=4, threads=1)
     assert not res.identical_losses
     d = res.to_dict()
     # 8 of 32 bits per value, plus the padding of 2x2 feature maps into 4x4 blocks
@@ -89,9 +91,9 @@ def test_lossy_run_differs_and_reports_bytes_saved(images):
     text = res.to_text()
     assert "measured on this machine" in text and "different" in text
     with pytest.raises(SwapError, match="batch_size"):
-        swap_train(images, "zvc", steps=1, batch_size=1000)
+        swap_train(images, codec="zvc", steps=1, batch_size=1000)
     with pytest.raises(SwapError, match="seed"):
-        swap_train(images, "zvc", steps=1, seeds=())
+        swap_train(images, codec="zvc", steps=1, seeds=())
 
 
 def test_swap_train_cli_json(folder, capsys):
@@ -120,7 +122,7 @@ def test_swap_train_cli_json(folder, capsys):
 def test_codec_sweep_rows_and_figure(images):
     from pcr_explore.swap import codec_sweep
 
-    sweep = codec_sweep(images, ["zvc", "zfp:8"], steps=2, batch_size=4)
+    sweep = codec_sweep(images, codecs=["zvc", "zfp:8"], steps=2, batch_size=4)
     rows = {r["codec"]: r for r in sweep.rows()}
     assert list(rows) == ["uncompressed", "zvc", "zfp:8"]
     assert rows["zvc"]["identical_losses"] and rows["zvc"]["accuracy_change"] == 0.0

@@ -137,7 +137,7 @@ def test_zvc_byte_formula_float32(n, nnz, threads):
 
 
 def test_zvc_float16_uses_two_byte_values_and_32_bit_words():
-    x = synthetic_activations((4, 8, 33, 31), 0.6, dtype="float16")
+    x = synthetic_activations((4, 8, 33, 31), sparsity=0.6, dtype="float16")
     enc = ZVC().encode(x)
     nnz = _nnz(x)
     p, n = 16384, x.size
@@ -153,7 +153,7 @@ def test_zvc_offsets_are_per_thread_starts():
 
 
 def test_zvc_large_tensor_ratio_tends_to_paper_values():
-    curve = ratio_curve(["zvc"], [0.5, 0.7, 0.9], n=1 << 26)["zvc"]
+    curve = ratio_curve(["zvc"], sparsities=[0.5, 0.7, 0.9], n=1 << 26)["zvc"]
     limit = 1 / (1 - np.array([0.5, 0.7, 0.9]) + 1 / 32)
     np.testing.assert_allclose(curve, limit, rtol=3e-3)  # + 4P/n of offsets
     np.testing.assert_allclose(curve, [1.88, 3.0, 7.6], rtol=0.01)
@@ -162,10 +162,10 @@ def test_zvc_large_tensor_ratio_tends_to_paper_values():
 def test_zvc_small_tensor_does_not_pay():
     # the fixed 128 KiB of masks and offsets outweighs a 128 KiB tensor, even 90% sparse
     n, nnz = 1 << 15, round(0.1 * (1 << 15))
-    zvc = ratio_curve(["zvc"], [0.9], n=n)["zvc"][0]
+    zvc = ratio_curve(["zvc"], sparsities=[0.9], n=n)["zvc"][0]
     assert zvc == pytest.approx(4 * n / (4 * nnz + 4 * 16384 * 1 + 4 * 16384), rel=1e-12)
     assert zvc == pytest.approx(0.909, abs=5e-4)
-    bitmap = ratio_curve(["bitmap"], [0.9], n=n)["bitmap"][0]
+    bitmap = ratio_curve(["bitmap"], sparsities=[0.9], n=n)["bitmap"][0]
     assert bitmap == pytest.approx(4 * n / (4 * nnz + n / 8), rel=1e-12)
     assert bitmap == pytest.approx(7.62, abs=5e-3)
 
@@ -185,7 +185,7 @@ def test_estimated_sizes_track_measured_on_iid_zeros(name, rtol):
 
 
 def test_csr_pays_only_above_half_sparsity():
-    r = ratio_curve(["csr"], [0.4, 0.6], n=1 << 20, shape=(1 << 10, 1 << 10))["csr"]
+    r = ratio_curve(["csr"], sparsities=[0.4, 0.6], n=1 << 20, shape=(1 << 10, 1 << 10))["csr"]
     nnz = np.rint((1 << 20) * np.array([0.6, 0.4]))
     np.testing.assert_allclose(r, 4 * (1 << 20) / (8 * nnz + 4 * (1024 + 1)), rtol=1e-12)
     # ~1 / (2 (1 - s)): 0.83x at 40% sparsity, 1.25x at 60%
@@ -193,13 +193,13 @@ def test_csr_pays_only_above_half_sparsity():
 
 
 def test_blobby_activations_favour_rle_over_iid():
-    blob = measure_ratios(["rle"], 0.8, (4, 16, 32, 32), correlation=3.0)["rle"]
-    iid = measure_ratios(["rle"], 0.8, (4, 16, 32, 32), correlation=0.0)["rle"]
+    blob = measure_ratios(["rle"], sparsity=0.8, shape=(4, 16, 32, 32), correlation=3.0)["rle"]
+    iid = measure_ratios(["rle"], sparsity=0.8, shape=(4, 16, 32, 32), correlation=0.0)["rle"]
     assert blob > 1.5 * iid
 
 
 def test_binarize_keeps_exactly_the_relu_mask():
-    x = synthetic_activations((2, 3, 9, 9), 0.5)
+    x = synthetic_activations((2, 3, 9, 9), sparsity=0.5)
     x.flat[0] = -0.0
     codec = get_codec("binarize")
     enc = codec.encode(x)
@@ -218,7 +218,7 @@ def test_binarize_keeps_exactly_the_relu_mask():
 @pytest.mark.skipif(not zfp_available(), reason="zfpy not installed")
 @pytest.mark.parametrize("shape", [(1000,), (30, 17), (2, 3, 9, 10), (2, 3, 4, 5, 6)])
 def test_zfp_fixed_rate_size_and_error(shape):
-    x = synthetic_activations(shape, 0.5, correlation=1.0)
+    x = synthetic_activations(shape, sparsity=0.5, correlation=1.0)
     for rate in (8, 16, 32):
         codec = get_codec(f"zfp:{rate}")
         enc = codec.encode(x)
@@ -233,7 +233,7 @@ def test_zfp_fixed_rate_size_and_error(shape):
 @pytest.mark.skipif(not zfp_available(), reason="zfpy not installed")
 def test_zfp_float16_empty_and_bad_values():
     codec = get_codec("zfp")
-    x16 = synthetic_activations((3, 8, 8), 0.3, dtype="float16")
+    x16 = synthetic_activations((3, 8, 8), sparsity=0.3, dtype="float16")
     out = codec.decode(codec.encode(x16))
     assert out.dtype == np.float16 and codec.error(x16, out).rel_l2 < 1e-3
     empty = np.zeros((0, 4), dtype=np.float32)
@@ -247,7 +247,7 @@ def test_zfp_float16_empty_and_bad_values():
 
 
 def test_lossless_error_is_zero_and_measure_checks_round_trip():
-    x = synthetic_activations((2, 4, 16, 16), 0.7)
+    x = synthetic_activations((2, 4, 16, 16), sparsity=0.7)
     m = measure("zvc", x, repeats=2)
     assert m.error == CodecError(0.0, 0.0)
     assert m.encoded_bytes == get_codec("zvc").size_for_nnz(x.size, _nnz(x))
@@ -293,7 +293,7 @@ def test_bad_specs_sizes_and_sparsities():
 
 
 def test_decode_rejects_foreign_or_corrupt_data():
-    x = synthetic_activations((2, 2, 8, 8), 0.5)
+    x = synthetic_activations((2, 2, 8, 8), sparsity=0.5)
     enc = get_codec("zvc").encode(x)
     with pytest.raises(SwapError, match="cannot decode"):
         get_codec("bitmap").decode(enc)

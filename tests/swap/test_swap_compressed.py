@@ -56,7 +56,7 @@ def _train(codec, steps=4, policy=None, seed=0):
     if codec is None and policy is None:
         run()
         return losses, None
-    with compressed_activations(codec, policy, model=net, min_bytes=256) as log:
+    with compressed_activations(codec, policy=policy, model=net, min_bytes=256) as log:
         run()
     return losses, log
 
@@ -177,11 +177,11 @@ def test_built_in_policies():
     assert smallest_encoding(["zvc", "csr"])(dense) is None
     assert smallest_encoding(["zvc", "binarize"])(sparse) == "binarize"
     assert smallest_encoding(["binarize"])(dense) is None  # not a mask-only tensor
-    pick = least_stall("v100-pcie3", ["zvc"])
+    pick = least_stall("v100-pcie3", codecs=["zvc"])
     assert pick(sparse) == "zvc" and pick(dense) is None
     # a copy hidden behind enough compute never pays for a codec
-    assert least_stall("v100-pcie3", ["zvc"], overlap_s=1.0)(sparse) is None
+    assert least_stall("v100-pcie3", codecs=["zvc"], overlap_s=1.0)(sparse) is None
     with pytest.raises(SwapError, match="prices none"):
-        least_stall("v100-pcie3", ["lz4"])
+        least_stall("v100-pcie3", codecs=["lz4"])
     with pytest.raises(SwapError, match="at least one"):
         smallest_encoding([])

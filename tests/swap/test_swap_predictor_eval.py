@@ -66,7 +66,7 @@ def test_measured_times_on_captured_tensors():
     )
     g = torch.Generator().manual_seed(0)
     data = [(torch.randn(8, 3, 16, 16, generator=g), torch.randint(0, 3, (8,), generator=g))]
-    cap = capture_training(net, data, 2, every=1, keep_tensors=True)
+    cap = capture_training(net, loader=data, steps=2, every=1, keep_tensors=True)
     tensors, groups = [], []
     for step in cap.steps:
         tensors += cap.tensors[step]

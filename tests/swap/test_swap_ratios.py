@@ -12,7 +12,7 @@ from pcr_explore.swap.codecs.ratios import measured_ratio_curve
 
 def test_ratio_curve_is_vectorised_over_sparsity():
     s = np.linspace(0, 0.95, 20)
-    curves = ratio_curve(["zvc", "bitmap", "csr", "delta8", "rle", "binarize"], s)
+    curves = ratio_curve(["zvc", "bitmap", "csr", "delta8", "rle", "binarize"], sparsities=s)
     assert all(v.shape == (20,) for v in curves.values())
     assert np.all(np.diff(curves["zvc"]) > 0)
     assert curves["binarize"] == pytest.approx(np.full(20, 32.0))
@@ -22,20 +22,20 @@ def test_ratio_curve_is_vectorised_over_sparsity():
 
 
 def test_ratio_curve_counts_itemsize_and_rejects_bad_input():
-    half = ratio_curve(["bitmap"], [0.5], n=1 << 20, itemsize=2)["bitmap"][0]
+    half = ratio_curve(["bitmap"], sparsities=[0.5], n=1 << 20, itemsize=2)["bitmap"][0]
     assert half == pytest.approx(2 * (1 << 20) / (2 * (1 << 19) + (1 << 17)), rel=1e-12)
-    assert ratio_curve(["bitmap"], [0.5], n=0)["bitmap"][0] == np.inf  # nothing to send
-    assert ratio_curve(["zvc"], [0.5], n=0)["zvc"][0] == 0.0  # still 16384 offsets
+    assert ratio_curve(["bitmap"], sparsities=[0.5], n=0)["bitmap"][0] == np.inf  # nothing to send
+    assert ratio_curve(["zvc"], sparsities=[0.5], n=0)["zvc"][0] == 0.0  # still 16384 offsets
     with pytest.raises(SwapError, match="n must be"):
-        ratio_curve(["zvc"], [0.5], n=-1)
+        ratio_curve(["zvc"], sparsities=[0.5], n=-1)
     with pytest.raises(SwapError, match=r"\[0, 1\]"):
-        ratio_curve(["zvc"], [1.5])
+        ratio_curve(["zvc"], sparsities=[1.5])
 
 
 def test_measured_ratios_equal_encoded_sizes():
     shape = (2, 4, 16, 16)
-    x = synthetic_activations(shape, 0.6, seed=3)
-    r = measure_ratios(["zvc", "rle", "binarize"], 0.6, shape, seed=3)
+    x = synthetic_activations(shape, sparsity=0.6, seed=3)
+    r = measure_ratios(["zvc", "rle", "binarize"], sparsity=0.6, shape=shape, seed=3)
     for name, ratio in r.items():
         assert ratio == x.nbytes / get_codec(name).encode(x).nbytes
     assert r["binarize"] == 32.0
@@ -47,10 +47,12 @@ def test_measured_curve_matches_single_measurements_and_exact_sizes():
     curve = measured_ratio_curve(["bitmap", "rle"], sparsities, shape, seed=2)
     assert list(curve) == ["bitmap", "rle"]
     for i, s in enumerate(sparsities):
-        one = measure_ratios(["bitmap", "rle"], s, shape, seed=2)
+        one = measure_ratios(["bitmap", "rle"], sparsity=s, shape=shape, seed=2)
         assert curve["bitmap"][i] == one["bitmap"] and curve["rle"][i] == one["rle"]
     # bitmap's size is exact, and synthetic sparsity is exact, so the curve is the analytic one
     np.testing.assert_allclose(
-        curve["bitmap"], ratio_curve(["bitmap"], sparsities, n=4096)["bitmap"], rtol=1e-12
+        curve["bitmap"],
+        ratio_curve(["bitmap"], sparsities=sparsities, n=4096)["bitmap"],
+        rtol=1e-12,
     )
     assert measured_ratio_curve(["zvc"], []) == {}

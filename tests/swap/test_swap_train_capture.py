@@ -46,7 +46,7 @@ def _tiny():
 
 
 def test_capture_labels_each_saved_activation_with_its_op_and_savers():
-    cap = capture_training(_tiny(), _batches(), 4, every=2, keep_tensors=True)
+    cap = capture_training(_tiny(), loader=_batches(), steps=4, every=2, keep_tensors=True)
     t = cap.trace
     assert cap.steps == (1, 3, 4) and t.iterations == 3 and len(cap.losses) == 4
     names = [r.name for r in t.tensors]
@@ -84,12 +84,14 @@ def test_capture_leaves_training_unchanged():
         loss.backward()
         opt.step()
         losses.append(float(loss.detach()))
-    cap = capture_training(_tiny(), _batches(), 4, every=1)
+    cap = capture_training(_tiny(), loader=_batches(), steps=4, every=1)
     assert list(cap.losses) == losses
 
 
 def test_sparsity_table_and_trace_round_trip(tmp_path):
-    cap = capture_training(_tiny(), _batches(), 3, every=1, measure_codecs=("zvc", "rle"))
+    cap = capture_training(
+        _tiny(), loader=_batches(), steps=3, every=1, measure_codecs=("zvc", "rle")
+    )
     tab = cap.sparsity_table()
     assert isinstance(tab, SparsityTable) and tab.steps == (1, 2, 3)
     assert tab.sparsity.shape == (3, len(cap.trace))
@@ -112,20 +114,20 @@ def test_sparsity_table_and_trace_round_trip(tmp_path):
 def test_capture_refuses_changing_shapes_and_bad_arguments():
     batches = _batches(2) + [(torch.randn(2, 3, 16, 16), torch.randint(0, 3, (2,)))]
     with pytest.raises(SwapError, match="smaller last batch"):
-        capture_training(_tiny(), batches, 3, every=1)
+        capture_training(_tiny(), loader=batches, steps=3, every=1)
     with pytest.raises(SwapError, match="steps"):
-        capture_training(_tiny(), _batches(), 0)
+        capture_training(_tiny(), loader=_batches(), steps=0)
     with pytest.raises(SwapError, match="every"):
-        capture_training(_tiny(), _batches(), 2, every=0)
+        capture_training(_tiny(), loader=_batches(), steps=2, every=0)
     with pytest.raises(SwapError, match="no batch"):
-        capture_training(_tiny(), [], 2)
+        capture_training(_tiny(), loader=[], steps=2)
 
 
 @pytest.mark.parametrize("name", ["small-cnn", "vgg-small", "resnet-small"])
 def test_builtin_nets_train_and_label_their_ops(name):
     torch.manual_seed(0)
-    net = build_net(name, 3, width=4)
-    cap = capture_training(net, _batches(1, 2), 1)
+    net = build_net(name, num_classes=3, width=4)
+    cap = capture_training(net, loader=_batches(1, 2), steps=1)
     ops = {r.op for r in cap.trace.tensors}
     assert {"input", "relu"} <= ops
     if name == "resnet-small":
@@ -134,17 +136,17 @@ def test_builtin_nets_train_and_label_their_ops(name):
         assert "maxpool" in ops
         assert sum(r.binarizable for r in cap.trace.tensors) == 3  # the ReLU before each pool
     with pytest.raises(SwapError, match="unknown network"):
-        build_net("lenet", 3)
+        build_net("lenet", num_classes=3)
 
 
 def test_missing_torch_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # "import torch" now raises ImportError
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
-        capture_training(object(), [], 1)
+        capture_training(object(), loader=[], steps=1)
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
         with compressed_activations("zvc"):
             pass
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
-        swap_train("nowhere", "zvc")
+        swap_train("nowhere", codec="zvc")
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
-        build_net("vgg-small", 3)
+        build_net("vgg-small", num_classes=3)

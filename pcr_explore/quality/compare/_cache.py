@@ -163,7 +163,7 @@ class LevelCache:
         if mode == "split":  # a zoom centres on the line
             return view(split_view(level, full, center[0])), None
         if mode == "diff":
-            return view(level), view(difference_map(level, full, gain))
+            return view(level), view(difference_map(level, full, gain=gain))
         return view(level), (view(full) if mode == "side" else None)
 
     def level_bytes(self, i: int) -> np.ndarray:

@@ -124,9 +124,9 @@ def level_note(
 def level_strip(
     source: LevelSource,
     i: int,
+    *,
     scans: Sequence[int] | None = None,
     size: Size = 224,
-    *,
     gap: int = 6,
 ) -> Image.Image:
     """What a model is fed at each level: image *i* decoded at *size*, side by side.
@@ -155,7 +155,7 @@ def level_strip(
     Examples
     --------
     >>> from pcr_explore import open_source
-    >>> strip = level_strip(open_source("data/sample/pcr"), 0, [1, 10])  # doctest: +SKIP
+    >>> strip = level_strip(open_source("data/sample/pcr"), 0, scans=[1, 10])  # doctest: +SKIP
     >>> strip.size  # doctest: +SKIP
     (454, 244)
     """

@@ -130,7 +130,7 @@ def _channels(image: np.ndarray) -> np.ndarray:
 
 
 @public("pcr_explore.quality.compare")
-def difference_map(level: np.ndarray, full: np.ndarray, gain: float = 4.0) -> np.ndarray:
+def difference_map(level: np.ndarray, full: np.ndarray, *, gain: float = 4.0) -> np.ndarray:
     """The amplified absolute difference between a level and the full image.
 
     Each pixel is the largest per-channel absolute difference times *gain*,
@@ -280,7 +280,7 @@ def worst_window(level: np.ndarray, full: np.ndarray, window: float = 0.25) -> t
     """
     if not 0 < window <= 1:
         raise ValueError(f"window must be in (0, 1], got {window}")
-    diff = difference_map(level, full, 1.0).astype(np.float64)
+    diff = difference_map(level, full, gain=1.0).astype(np.float64)
     h, w = diff.shape
     wh, ww = max(1, round(h * window)), max(1, round(w * window))
     ii = np.zeros((h + 1, w + 1))
@@ -385,7 +385,7 @@ def worst_detail(
     ((0.875, 0.125), (20, 20), 255)
     """
     center = worst_window(level, full, 1.0 / zoom)
-    diff = difference_map(level, full, gain)
+    diff = difference_map(level, full, gain=gain)
     if out_size is None:
         h, w = diff.shape
         out_size = (max(1, round(w / zoom)), max(1, round(h / zoom)))

@@ -79,7 +79,7 @@ def _pick(names: list[str], labels: list[int], per_class: int | None) -> list[in
 
 def _decode_all(blobs: Iterable[tuple[str, bytes]], size: int, workers: int) -> np.ndarray:
     def one(item: tuple[str, bytes]) -> np.ndarray:
-        return decode(item[1], (size, size), mode="RGB", source=item[0])
+        return decode(item[1], size=(size, size), mode="RGB", source=item[0])
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         arrays = list(pool.map(one, blobs))
@@ -109,8 +109,8 @@ def _side(root: Path, size: int, per_class: int | None, workers: int) -> tuple:
 @public("pcr_explore.swap")
 def load_labelled_images(
     path: str | os.PathLike[str],
-    size: int = 48,
     *,
+    size: int = 48,
     per_class: int | None = None,
     val_fraction: float = 0.2,
     workers: int = 2,
@@ -200,7 +200,7 @@ class ImageBatches:
 
     Examples
     --------
-    >>> cap = capture_training(net, ImageBatches(images, 32), 300, every=50)  # doctest: +SKIP
+    >>> cap = capture_training(net, loader=ImageBatches(images, 32), steps=300, every=50)  # doctest: +SKIP
     """
 
     def __init__(self, images: LabelledImages, batch_size: int = 32, seed: int = 0) -> None:

@@ -166,7 +166,7 @@ def resnet_small(num_classes: int, *, width: int = 16) -> Any:
 
 
 @public("pcr_explore.swap")
-def build_net(name: str, num_classes: int, *, width: int = 16) -> Any:
+def build_net(name: str, *, num_classes: int, width: int = 16) -> Any:
     """A fresh network by name: ``"small-cnn"``, ``"vgg-small"`` or ``"resnet-small"``.
 
     Parameters
@@ -191,7 +191,7 @@ def build_net(name: str, num_classes: int, *, width: int = 16) -> Any:
 
     Examples
     --------
-    >>> build_net("alexnet", 5)  # doctest: +ELLIPSIS
+    >>> build_net("alexnet", num_classes=5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     pcr_explore.SwapError: unknown network 'alexnet'; choose from small-cnn, ...

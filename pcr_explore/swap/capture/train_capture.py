@@ -206,9 +206,9 @@ def _record_step(
 @public("pcr_explore.swap")
 def capture_training(
     model: Any,
+    *,
     loader: Iterable[Any],
     steps: int,
-    *,
     every: int = 1,
     optimizer: Any = None,
     loss_fn: Callable[[Any, Any], Any] | None = None,
@@ -269,7 +269,7 @@ def capture_training(
 
     Examples
     --------
-    >>> cap = capture_training(net, batches, 100, every=25)  # doctest: +SKIP
+    >>> cap = capture_training(net, loader=batches, steps=100, every=25)  # doctest: +SKIP
     >>> cap.trace.iterations, cap.steps  # doctest: +SKIP
     (5, (1, 26, 51, 76, 100))
     >>> print(cap.sparsity_table().to_text())  # doctest: +SKIP

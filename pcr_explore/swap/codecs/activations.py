@@ -41,8 +41,8 @@ def bit_sparsity(array: np.ndarray) -> float:
 @public("pcr_explore.swap")
 def synthetic_activations(
     shape: Sequence[int] = (8, 64, 56, 56),
-    sparsity: float = 0.65,
     *,
+    sparsity: float = 0.65,
     correlation: float = 2.0,
     seed: int = 0,
     dtype: str | np.dtype = "float32",
@@ -81,7 +81,7 @@ def synthetic_activations(
 
     Examples
     --------
-    >>> x = synthetic_activations((2, 4, 16, 16), 0.7)
+    >>> x = synthetic_activations((2, 4, 16, 16), sparsity=0.7)
     >>> round(bit_sparsity(x), 3)
     0.7
     """

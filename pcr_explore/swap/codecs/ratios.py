@@ -18,9 +18,9 @@ __all__ = ["ratio_curve", "measure_ratios", "measured_ratio_curve"]
 @public("pcr_explore.swap")
 def ratio_curve(
     codecs: Iterable[str | Codec],
+    *,
     sparsities: Sequence[float] | np.ndarray,
     n: int = 1 << 24,
-    *,
     itemsize: int = 4,
     shape: tuple[int, ...] | None = None,
 ) -> dict[str, np.ndarray]:
@@ -51,7 +51,7 @@ def ratio_curve(
 
     Examples
     --------
-    >>> ratio_curve(["zvc"], [0.5, 0.7, 0.9])["zvc"].round(2).tolist()
+    >>> ratio_curve(["zvc"], sparsities=[0.5, 0.7, 0.9])["zvc"].round(2).tolist()
     [1.88, 3.01, 7.56]
     """
     s = np.asarray(sparsities, dtype=float)
@@ -69,10 +69,10 @@ def ratio_curve(
 @public("pcr_explore.swap")
 def measure_ratios(
     codecs: Iterable[str | Codec],
+    *,
     sparsity: float,
     shape: Sequence[int] = (4, 32, 32, 32),
     seed: int = 0,
-    *,
     correlation: float = 2.0,
 ) -> dict[str, float]:
     """Measured compression ratio of each codec on one synthetic activation tensor.
@@ -103,11 +103,11 @@ def measure_ratios(
 
     Examples
     --------
-    >>> r = measure_ratios(["bitmap", "binarize"], 0.5, shape=(1, 4, 32, 32))
+    >>> r = measure_ratios(["bitmap", "binarize"], sparsity=0.5, shape=(1, 4, 32, 32))
     >>> round(r["bitmap"], 3), r["binarize"]
     (1.882, 32.0)
     """
-    x = synthetic_activations(shape, sparsity, correlation=correlation, seed=seed)
+    x = synthetic_activations(shape, sparsity=sparsity, correlation=correlation, seed=seed)
     out = {}
     for c in codecs:
         codec = get_codec(c)
@@ -160,5 +160,8 @@ def measured_ratio_curve(
     [1.88, 7.61]
     """
     codecs = list(codecs)
-    rows = [measure_ratios(codecs, s, shape, seed, correlation=correlation) for s in sparsities]
+    rows = [
+        measure_ratios(codecs, sparsity=s, shape=shape, seed=seed, correlation=correlation)
+        for s in sparsities
+    ]
     return {c: np.array([r[c] for r in rows]) for c in rows[0]} if rows else {}

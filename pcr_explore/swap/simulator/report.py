@@ -226,7 +226,12 @@ def report(
     if not isinstance(iterations, int) or iterations < 1:
         raise SwapError(f"iterations must be an integer >= 1, got {iterations!r}")
     if trace is None:
-        tr = builtin_trace(model, batch, resolution, 0.65 if sparsity is None else sparsity)
+        tr = builtin_trace(
+            model,
+            batch=batch,
+            resolution=resolution,
+            sparsity=0.65 if sparsity is None else sparsity,
+        )
     else:
         tr = trace if isinstance(trace, Trace) else load_trace(trace)
         if sparsity is not None:

@@ -259,7 +259,7 @@ BUILTIN_MODELS: dict[str, Callable[..., Trace]] = {
 
 @public("pcr_explore.swap")
 def builtin_trace(
-    model: str, batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.65
+    model: str, *, batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.65
 ) -> Trace:
     """Build a built-in trace by model name (``"vgg16"`` or ``"resnet50"``).
 

@@ -87,10 +87,7 @@ def smallest_encoding(codecs: Sequence[str] = ("zvc",)) -> ActivationPolicy:
 
 @public("pcr_explore.swap")
 def least_stall(
-    profile: DeviceProfile | str,
-    codecs: Sequence[str] = ("zvc",),
-    *,
-    overlap_s: float = 0.0,
+    profile: DeviceProfile | str, *, codecs: Sequence[str] = ("zvc",), overlap_s: float = 0.0
 ) -> ActivationPolicy:
     """A CSWAP-style policy: the option with the least predicted stall on *profile*.
 
@@ -122,7 +119,7 @@ def least_stall(
 
     Examples
     --------
-    >>> pick = least_stall("v100-pcie3", ["zvc"])
+    >>> pick = least_stall("v100-pcie3", codecs=["zvc"])
     >>> big = SavedTensorInfo((64, 64, 56, 56), "float32", 4 * 64 * 64 * 3136, 0.7, "relu", "conv")
     >>> small = SavedTensorInfo((8, 64), "float32", 4 * 8 * 64, 0.7, "relu", "linear")
     >>> pick(big), pick(small)

@@ -154,8 +154,8 @@ class CodecSweep:
 @public("pcr_explore.swap")
 def codec_sweep(
     images: LabelledImages,
-    codecs: Sequence[str] = ("zfp:16", "zfp:8", "zfp:4"),
     *,
+    codecs: Sequence[str] = ("zfp:16", "zfp:8", "zfp:4"),
     steps: int = 100,
     seeds: Sequence[int] = (0,),
     net: str = "small-cnn",
@@ -191,7 +191,7 @@ def codec_sweep(
 
     Examples
     --------
-    >>> sweep = codec_sweep(images, ["zfp:16", "zfp:4"], seeds=(0, 1, 2))  # doctest: +SKIP
+    >>> sweep = codec_sweep(images, codecs=["zfp:16", "zfp:4"], seeds=(0, 1, 2))  # doctest: +SKIP
     >>> print(sweep.to_text())  # doctest: +SKIP
     """
     torch = require_torch("codec_sweep")
@@ -204,7 +204,9 @@ def codec_sweep(
     try:
         kw: dict[str, Any] = dict(steps=steps, net=net, batch_size=batch_size, lr=lr)
         runs = {
-            c: tuple(train_run(images, None if c == "none" else c, seed=s, **kw) for s in seeds)
+            c: tuple(
+                train_run(images, codec=None if c == "none" else c, seed=s, **kw) for s in seeds
+            )
             for c in ["none", *names]
         }
     finally:

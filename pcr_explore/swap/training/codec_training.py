@@ -66,8 +66,8 @@ class TrainRun:
 @public("pcr_explore.swap")
 def train_run(
     images: LabelledImages,
-    codec: str | None,
     *,
+    codec: str | None,
     steps: int,
     net: str = "small-cnn",
     batch_size: int = 32,
@@ -118,7 +118,7 @@ def train_run(
 
     Examples
     --------
-    >>> run = train_run(images, "zvc", steps=50)  # doctest: +SKIP
+    >>> run = train_run(images, codec="zvc", steps=50)  # doctest: +SKIP
     >>> run.val_accuracy, run.activations["saved_fraction"]  # doctest: +SKIP
     """
     torch = require_torch("train_run")
@@ -133,7 +133,7 @@ def train_run(
         name = "none" if codec is None else get_codec(codec).name
     x, y = inputs(torch, images.train_x), torch.from_numpy(images.train_y)
     torch.manual_seed(seed)
-    model = build_net(net, len(images.classes))
+    model = build_net(net, num_classes=len(images.classes))
     rate = DEFAULT_LR.get(net, 0.05) if lr is None else lr
     opt = torch.optim.SGD(model.parameters(), lr=rate, momentum=0.9)
     gen = torch.Generator().manual_seed(seed)
@@ -143,7 +143,7 @@ def train_run(
     ctx: Any = (
         contextlib.nullcontext(None)
         if name == "none"
-        else compressed_activations(codec, policy, model=model, min_bytes=min_bytes)
+        else compressed_activations(codec, policy=policy, model=model, min_bytes=min_bytes)
     )
     model.train()
     t0 = time.perf_counter()
@@ -295,8 +295,8 @@ class SwapTrainResult:
 @public("pcr_explore.swap")
 def swap_train(
     data: str | os.PathLike[str] | LabelledImages,
-    codec: str = "zfp:8",
     *,
+    codec: str = "zfp:8",
     steps: int = 100,
     net: str = "small-cnn",
     size: int = 48,
@@ -346,7 +346,7 @@ def swap_train(
 
     Examples
     --------
-    >>> res = swap_train("flowers5/", "zfp:8", steps=200)  # doctest: +SKIP
+    >>> res = swap_train("flowers5/", codec="zfp:8", steps=200)  # doctest: +SKIP
     >>> print(res.to_text())  # doctest: +SKIP
     """
     torch = require_torch("swap_train")
@@ -356,16 +356,16 @@ def swap_train(
     images = (
         data
         if isinstance(data, LabelledImages)
-        else load_labelled_images(data, size, per_class=per_class)
+        else load_labelled_images(data, size=size, per_class=per_class)
     )
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
         kw = dict(steps=steps, net=net, batch_size=batch_size, lr=lr, min_bytes=min_bytes)
-        base = tuple(train_run(images, None, seed=s, **kw) for s in seeds)  # type: ignore[arg-type]
+        base = tuple(train_run(images, codec=None, seed=s, **kw) for s in seeds)  # type: ignore[arg-type]
         comp = tuple(
-            train_run(images, name, seed=s, policy=policy, **kw)  # type: ignore[arg-type]
+            train_run(images, codec=name, seed=s, policy=policy, **kw)  # type: ignore[arg-type]
             for s in seeds
         )
     finally:

@@ -223,8 +223,8 @@ def _decide(
 @contextlib.contextmanager
 def compressed_activations(
     codec: str | Codec | None = "zvc",
-    policy: ActivationPolicy | None = None,
     *,
+    policy: ActivationPolicy | None = None,
     model: Any = None,
     min_bytes: int = 4096,
 ) -> Iterator[ActivationLog]:
