@@ -153,3 +153,47 @@ def test_docs_api_lists_every_stable_name() -> None:
         package = importlib.import_module(name)
         names = {n for n in package.__all__ if not inspect.ismodule(getattr(package, n))}
         assert sections.get(name) == names, f"docs/API.md, section {name}"
+
+
+# Functions whose second positional parameters are operands, not settings:
+# what they write to (out, path), the other side of a comparison, a codec and
+# its array, a model and its data.
+OPERANDS = {
+    "encode_dataset": ("src", "out"),
+    "ms_ssim": ("a", "b"),
+    "ssim": ("a", "b"),
+    "psnr": ("a", "b"),
+    "measure": ("codec", "array"),
+    "evaluate": ("model", "images", "labels"),
+    "train_epoch": ("model", "optimizer", "images", "labels"),
+    "stack_images": ("arrays", "labels"),
+    "extract": ("archive", "out"),
+    "prepare_split": ("src", "out"),
+    "split_folder": ("src", "out"),
+    "write_html": ("result", "path"),
+    "set_font_size": ("figure", "size"),
+    "check_manifest": ("m", "path"),
+    "parse_header": ("buf", "path", "file_size"),
+    "read_header": ("f", "path", "file_size"),
+    "encode_record": ("images", "num_scans", "scan_script"),
+    "write_record": ("path", "images", "num_scans", "scan_script"),
+    "difference_map": ("level", "full"),
+    "level_strip": ("source", "i"),
+    "level_note": ("level_bytes", "k", "script"),
+    "scan_content": ("k", "script"),
+}
+
+
+def test_settings_are_keywords_in_every_public_function() -> None:
+    found = {}
+    for name in _packages():
+        package = importlib.import_module(name)
+        for attr in package.__all__:
+            obj = getattr(package, attr)
+            if not inspect.isfunction(obj):
+                continue
+            kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            params = [p.name for p in inspect.signature(obj).parameters.values() if p.kind in kinds]
+            if len(params) > 1:
+                found[attr] = tuple(params)
+    assert found == {k: v for k, v in OPERANDS.items() if len(v) > 1}

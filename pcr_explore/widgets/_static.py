@@ -2,7 +2,9 @@
 
 A saved notebook rendered where widgets cannot run (GitHub, nbviewer) shows
 these instead of the live view. Bokeh can only export PNGs through a browser
-driver, so the charts here are drawn directly: plain, but honest.
+driver, so the charts here are drawn directly: plain, but honest. Kept by
+hand rather than taken from matplotlib: that would be a new ~40 MB dependency
+for three chart kinds (lines with a band, grouped bars, a text panel).
 """
 
 from __future__ import annotations
