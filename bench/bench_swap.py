@@ -391,9 +391,16 @@ def bench_sparsity(images, cfg: dict) -> tuple[dict, list, list]:
     from pcr_explore.swap.training.codec_training import ImageBatches
 
     torch.manual_seed(0)
-    net = build_net('small-cnn', num_classes=len(images.classes))
+    net = build_net("small-cnn", num_classes=len(images.classes))
     t0 = time.perf_counter()
-    cap = capture_training(net, loader=ImageBatches(images, BATCH, seed=0), steps=cfg['capture_steps'], every=cfg['every'], name='small-cnn-flowers5', keep_tensors=True)
+    cap = capture_training(
+        net,
+        loader=ImageBatches(images, BATCH, seed=0),
+        steps=cfg["capture_steps"],
+        every=cfg["every"],
+        name="small-cnn-flowers5",
+        keep_tensors=True,
+    )
     seconds = time.perf_counter() - t0
     tab = cap.sparsity_table()
     first, last = tab.steps[0], tab.steps[-1]
@@ -428,7 +435,12 @@ def bench_sparsity(images, cfg: dict) -> tuple[dict, list, list]:
     # two more networks at the start and after a few steps, for the predictor's layer set
     for name in ("vgg-small", "resnet-small"):
         torch.manual_seed(0)
-        other = capture_training(build_net(name, len(images.classes)), loader=ImageBatches(images, BATCH, seed=0), steps=cfg['aux_steps'], every=max(1, cfg['aux_steps'] - 1), keep_tensors=True)e,
+        other = capture_training(
+            build_net(name, num_classes=len(images.classes)),
+            loader=ImageBatches(images, BATCH, seed=0),
+            steps=cfg["aux_steps"],
+            every=max(1, cfg["aux_steps"] - 1),
+            keep_tensors=True,
         )
         for step in other.steps:
             tensors += other.tensors[step]

@@ -220,7 +220,7 @@ def compare_scripts(
 
     Examples
     --------
-    >>> cmp = compare_scripts("data/sample/images", scripts=["standard", "spectral"])  # doctest: +SKIP
+    >>> cmp = compare_scripts("photos/", scripts=["standard", "spectral"])  # doctest: +SKIP
     >>> print(cmp)  # doctest: +SKIP
     """
     if not scripts:

@@ -200,7 +200,8 @@ class ImageBatches:
 
     Examples
     --------
-    >>> cap = capture_training(net, loader=ImageBatches(images, 32), steps=300, every=50)  # doctest: +SKIP
+    >>> batches = ImageBatches(images, 32)  # doctest: +SKIP
+    >>> cap = capture_training(net, loader=batches, steps=300, every=50)  # doctest: +SKIP
     """
 
     def __init__(self, images: LabelledImages, batch_size: int = 32, seed: int = 0) -> None:
