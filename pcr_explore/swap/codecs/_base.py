@@ -133,6 +133,10 @@ def as_tensor(array: object, *, what: str = "tensor") -> np.ndarray:
             f"{what}: dtype {arr.dtype} is not supported; expected a float or integer "
             "tensor (float16/32/64, int/uint 8-64)"
         )
+    if not arr.dtype.isnative:
+        # codecs store the dtype's name, not its byte order: work in native order
+        # so that every codec gives back the values it was given
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     # not np.ascontiguousarray: it turns a 0-d array into a 1-d one
     return arr if arr.flags.c_contiguous else arr.copy(order="C")
 

@@ -152,6 +152,16 @@ class Measurement:
 
 
 @public("pcr_explore.swap")
+def _bit_exact(original: np.ndarray, decoded: np.ndarray) -> bool:
+    """The same values, bit for bit (NaN payloads and -0.0 too), whatever either's byte order."""
+    if decoded.shape != original.shape or decoded.dtype.name != original.dtype.name:
+        return False
+    a = original.astype(original.dtype.newbyteorder("="), copy=False)
+    b = decoded.astype(decoded.dtype.newbyteorder("="), copy=False)
+    u = f"u{a.dtype.itemsize}"
+    return bool(np.array_equal(np.ascontiguousarray(a).view(u), np.ascontiguousarray(b).view(u)))
+
+
 def measure(codec: str | Codec, array: np.ndarray, *, repeats: int = 1) -> Measurement:
     """Encode and decode ``array``, time both, and check the round trip.
 
@@ -184,10 +194,8 @@ def measure(codec: str | Codec, array: np.ndarray, *, repeats: int = 1) -> Measu
         out = c.decode(enc)
         t2 = time.perf_counter()
         enc_t, dec_t = min(enc_t, t1 - t0), min(dec_t, t2 - t1)
-    if c.lossless:
-        u = f"u{arr.dtype.itemsize}"
-        if out.shape != arr.shape or not np.array_equal(out.view(u), arr.view(u)):
-            raise SwapError(f"{c.name}: round trip is not bit-exact")
+    if c.lossless and not _bit_exact(arr, out):
+        raise SwapError(f"{c.name}: round trip is not bit-exact")
     raw = arr.nbytes
     return Measurement(
         c.name,
