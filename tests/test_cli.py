@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -107,7 +108,7 @@ def test_verify_reports_every_damaged_record(cli_dataset: Path, tmp_path: Path) 
     r = run("verify", str(bad))
     assert r.returncode == 1
     lines = r.stdout.splitlines()
-    assert lines[0] == f"{bad}: 2 problem(s) in 3 records"
+    assert lines[0] == f"{bad}: 2 problems in 3 records"
     assert sum("record-00000.pcr" in x for x in lines) == 1
     assert sum("record-00002.pcr" in x for x in lines) == 1
     assert lines[-1] == "  not in the manifest: record-00099.pcr"
@@ -133,3 +134,28 @@ def test_errors_say_what_is_wrong(
     assert r.stderr.startswith("pcr-explore: error: ") and expected in r.stderr
     assert "Errno" not in r.stderr and len(r.stderr.splitlines()) == 1
     assert not (tmp_path / "o").exists()  # a bad option creates nothing
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(cli_dataset: Path) -> None:
+    # `pcr-explore inspect ... | head -0`: the pipe is closed before anything is written
+    read, write = os.pipe()
+    os.close(read)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pcr_explore", "inspect", str(cli_dataset)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    os.close(write)
+    assert proc.stderr == "" and proc.returncode == 141  # 128 + SIGPIPE, no "Broken pipe"
+
+
+def test_counts_read_as_words(photo_folder: Path, tmp_path: Path) -> None:
+    src = tmp_path / "one"
+    (src / "a").mkdir(parents=True)
+    (src / "a" / "x.jpg").write_bytes((photo_folder / "animals" / "coffee.jpg").read_bytes())
+    assert run("encode", str(src), str(tmp_path / "ds"), "--quiet").returncode == 0
+    out = run("inspect", str(tmp_path / "ds")).stdout
+    assert ": 1 image, 1 record, 1 class," in out  # not "1 images, 1 records"
+    assert "1 record, 1 image verified" in run("verify", str(tmp_path / "ds")).stdout

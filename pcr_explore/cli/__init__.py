@@ -7,6 +7,7 @@ line naming the file and the problem (``--debug`` shows the traceback).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -53,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader went away (`pcr-explore inspect ... | head`): stop quietly, as
+        # Unix tools do on SIGPIPE, and keep Python from failing again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13
     except KeyboardInterrupt:
         print("pcr-explore: interrupted", file=sys.stderr)
         return 130

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._public import public
 from ..errors import PCRError
+from ..records.summary import count
 from .reader import PCRDataset, open_dataset
 
 __all__ = ["VerifyReport", "verify_dataset"]
@@ -62,9 +63,10 @@ class VerifyReport:
 
     def __str__(self) -> str:
         head = (
-            f"{self.path}: {self.records} records, {self.images} images verified"
+            f"{self.path}: {count(self.records, 'record')}, {count(self.images, 'image')} verified"
             if self.ok
-            else f"{self.path}: {len(self.problems)} problem(s) in {self.records} records"
+            else f"{self.path}: {count(len(self.problems), 'problem')} in "
+            f"{count(self.records, 'record')}"
         )
         lines = [head, *(f"  problem: {p}" for p in self.problems)]
         lines += [f"  not in the manifest: {f}" for f in self.extra_files]

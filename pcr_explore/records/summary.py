@@ -18,6 +18,17 @@ from .manifest import Manifest
 __all__ = ["DatasetSummary"]
 
 
+def count(n: int, one: str, many: str | None = None) -> str:
+    """*n* (with thousands separators) and the word for it, singular or plural.
+
+    Examples
+    --------
+    >>> count(1, "record"), count(1200, "image"), count(2, "class", "classes")
+    ('1 record', '1,200 images', '2 classes')
+    """
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
 @public("pcr_explore")
 @dataclass(frozen=True)
 class DatasetSummary:
@@ -92,8 +103,8 @@ class DatasetSummary:
 
     def __str__(self) -> str:
         lines = [
-            f"{self.path}: {self.images} images, {self.records} records, "
-            f"{len(self.classes)} classes, {self.skipped} skipped at encode, "
+            f"{self.path}: {count(self.images, 'image')}, {count(self.records, 'record')}, "
+            f"{count(len(self.classes), 'class', 'classes')}, {self.skipped} skipped at encode, "
             f"{self.scan_script} scan script",
             f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}  adds",
         ]
@@ -113,8 +124,9 @@ class DatasetSummary:
             )
         )
         return (
-            f"<p><b>{html.escape(self.path)}</b>: {self.images} images, {self.records} records,"
-            f" {len(self.classes)} classes, {self.skipped} skipped at encode,"
+            f"<p><b>{html.escape(self.path)}</b>: {count(self.images, 'image')}, "
+            f"{count(self.records, 'record')}, {count(len(self.classes), 'class', 'classes')},"
+            f" {self.skipped} skipped at encode,"
             f" {html.escape(self.scan_script)} scan script</p>"
             "<table><tr><th>scan</th><th>bytes</th><th>of full</th><th>adds</th></tr>"
             f"{rows}</table>"
