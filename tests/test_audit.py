@@ -435,3 +435,9 @@ def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "no such file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["audit", str(planted), "--metric", "vif"])
+
+
+def test_the_report_repr_is_one_short_line(report: AuditReport) -> None:
+    text = repr(report)
+    assert len(text) < 200 and "\n" not in text
+    assert text.startswith("<AuditReport ") and f"{report.images:,} images" in text

@@ -159,3 +159,19 @@ def test_counts_read_as_words(photo_folder: Path, tmp_path: Path) -> None:
     out = run("inspect", str(tmp_path / "ds")).stdout
     assert ": 1 image, 1 record, 1 class," in out  # not "1 images, 1 records"
     assert "1 record, 1 image verified" in run("verify", str(tmp_path / "ds")).stdout
+
+
+def test_tune_prints_the_level_or_its_json(cli_dataset: Path) -> None:
+    import pcr_explore as pcr
+
+    want = pcr.tune(str(cli_dataset), target=0.97, sample=4, seed=2, progress=False)
+    got = run(
+        "tune", str(cli_dataset), "--target", "0.97", "--sample", "4", "--seed", "2", "--json"
+    )
+    assert got.returncode == 0, got.stderr
+    d = json.loads(got.stdout)
+    assert (d["scan"], d["sample_size"], d["target"]) == (want.scan, 4, 0.97)
+    text = run("tune", str(cli_dataset), "--sample", "4", "--quiet").stdout
+    assert text.startswith("scan ") and "of the bytes" in text
+    bad = run("tune", str(cli_dataset), "--target", "95")
+    assert bad.returncode == 1 and "did you mean 0.95" in bad.stderr

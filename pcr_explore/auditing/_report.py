@@ -104,6 +104,14 @@ class AuditReport(AuditFindings):
     >>> report.to_html("audit.html")  # doctest: +SKIP
     """
 
+    def __repr__(self) -> str:
+        # short: the arrays and per-image rows are in the fields, not in the repr
+        level = f", level {self.tune.scan} recommended" if self.tune is not None else ""
+        return (
+            f"<AuditReport {self.path!r}: {self.images:,} images, {self.readable:,} readable, "
+            f"{len(self.problems):,} problems{level}>"
+        )
+
     def to_html(self, path: str | os.PathLike[str]) -> Path:
         """Write a standalone HTML report (plots, tables, thumbnails; works offline).
 

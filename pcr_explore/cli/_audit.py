@@ -1,4 +1,4 @@
-"""The ``audit`` sub-command: a dataset audit as a table, JSON and an HTML report."""
+"""The ``audit`` and ``tune`` sub-commands: a dataset audit, and the level for a quality target."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import argparse
 import sys
 from typing import Any
 
+from .._json import to_json
 from ..auditing import CHECKS, DEFAULT_TARGETS, AuditOptions, audit
 from ..auditing._options import MAX_QUALITY_PIXELS
 from ..quality.metrics import METRICS
-from ..quality.tune import STATISTICS
+from ..quality.tune import STATISTICS, tune
 from ._args import positive_int as _positive
 
 
@@ -29,16 +30,14 @@ def _threshold(text: str) -> tuple[str, float]:
     return name, _number(value)
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "audit",
-        help="audit a folder of images or a PCR dataset: broken, odd and duplicate images, "
-        "bytes and quality per scan level, recommended level",
-    )
-    p.add_argument("path", help="folder of images, image file, or PCR dataset folder")
-    p.add_argument(
-        "--sample", type=_positive, default=64, help="images measured for quality (default 64)"
-    )
+def _sample(text: str) -> int | str:
+    if text == "auto":
+        return text
+    return _positive(text)
+
+
+def _quality_options(p: argparse.ArgumentParser) -> None:
+    """The target, metric and statistic, as the audit and the tuner take them."""
     defaults = ", ".join(f"{m} {t:g}" for m, t in DEFAULT_TARGETS.items())
     p.add_argument(
         "--target",
@@ -53,6 +52,20 @@ def register(sub: Any) -> None:
         default="mean",
         help="statistic over images that must reach the target",
     )
+
+
+def register(sub: Any) -> None:
+    register_tune(sub)
+    p = sub.add_parser(
+        "audit",
+        help="audit a folder of images or a PCR dataset: broken, odd and duplicate images, "
+        "bytes and quality per scan level, recommended level",
+    )
+    p.add_argument("path", help="folder of images, image file, or PCR dataset folder")
+    p.add_argument(
+        "--sample", type=_positive, default=64, help="images measured for quality (default 64)"
+    )
+    _quality_options(p)
     p.add_argument("--json", metavar="OUT", help="write the report as JSON ('-': stdout)")
     p.add_argument("--html", metavar="OUT", help="write a standalone HTML report")
     p.add_argument("--workers", type=_positive, default=None, help="worker processes")
@@ -120,4 +133,47 @@ def _audit(args: argparse.Namespace) -> int:
         out = report.to_html(args.html)
         if not args.quiet and not to_stdout:
             print(f"HTML report: {out}")
+    return 0
+
+
+def register_tune(sub: Any) -> None:
+    p = sub.add_parser(
+        "tune",
+        help="the smallest scan level whose quality reaches a target, over a sample, "
+        "with a bootstrap interval",
+    )
+    p.add_argument("path", help="PCR dataset, folder of images or image file")
+    _quality_options(p)
+    p.add_argument(
+        "--sample",
+        type=_sample,
+        default=64,
+        help="images measured, or 'auto' (double the sample until the decision is clear)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap")
+    p.add_argument("--workers", type=_positive, default=None, help="worker processes")
+    p.add_argument(
+        "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_tune)
+
+
+def _tune(args: argparse.Namespace) -> int:
+    result = tune(
+        args.path,
+        target=args.target,
+        metric=args.metric,
+        statistic=args.statistic,
+        sample=args.sample,
+        seed=args.seed,
+        workers=args.workers,
+        progress=not (args.quiet or args.json),
+        luminance=args.luminance,
+    )
+    if args.json:
+        sys.stdout.write(to_json(result.to_dict()) + "\n")
+    else:
+        print(result.summary())
     return 0
