@@ -175,3 +175,16 @@ def test_tune_prints_the_level_or_its_json(cli_dataset: Path) -> None:
     assert text.startswith("scan ") and "of the bytes" in text
     bad = run("tune", str(cli_dataset), "--target", "95")
     assert bad.returncode == 1 and "did you mean 0.95" in bad.stderr
+
+
+def test_the_same_mistakes_read_the_same_way(
+    cli_dataset: Path, photo_folder: Path, tmp_path: Path
+) -> None:
+    missing = tmp_path / "photoz"
+    for cmd in (["encode", str(missing), str(tmp_path / "x.pcr")], ["audit", str(missing)]):
+        r = run(*cmd, "--quiet")
+        assert r.returncode == 1 and r.stderr.strip().endswith(f"{missing}: no such file or folder")
+    again = run("encode", str(photo_folder), str(cli_dataset), "--quiet")
+    assert again.returncode == 1 and "use overwrite=True (--overwrite)" in again.stderr
+    zero = run("read", str(cli_dataset), "--scan", "2", "--size", "0")
+    assert zero.returncode == 2 and "read scan" not in zero.stderr  # refused before any work

@@ -15,6 +15,7 @@ from ..read.reader import PCRDataset, open_dataset
 from ..read.throughput import read_pass
 from ..read.verify import verify_dataset
 from ..storage.remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from ._args import positive_int
 
 
 def register(sub: Any) -> None:
@@ -81,7 +82,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("read", help="read and decode every image at one scan level")
     p.add_argument("path", help="dataset folder or URL")
     p.add_argument("--scan", type=int, required=True, help="scan level 1..num_scans")
-    p.add_argument("--size", type=int, default=None, help="longer side in pixels")
+    p.add_argument("--size", type=positive_int, default=None, help="longer side in pixels")
     p.add_argument("--workers", type=int, default=1, help="decoding threads (default 1)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -52,10 +52,14 @@ def find_sources(
 
     Raises
     ------
+    FileNotFoundError
+        If *src* does not exist.
     DatasetError
         If *src* is not a folder, holds no images, or the CSV is malformed.
     """
     root = Path(src)
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such file or folder")  # as the readers say it
     if not root.is_dir():
         raise DatasetError(f"{root}: not a folder of images")
     names = sorted(

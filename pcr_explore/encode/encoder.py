@@ -259,7 +259,8 @@ def encode_dataset(
         _tidy(output.folder, overwrite)
         if output.exists(MANIFEST):
             raise DatasetError(
-                f"{output.folder}: already holds a dataset (manifest.json); use overwrite"
+                f"{output.folder}: already holds a dataset (manifest.json); "
+                "use overwrite=True (--overwrite)"
             )
         run.journal = Journal(output.folder, plan.digest, recorded)
         return run.encode(workers, parallel, client)
@@ -315,7 +316,8 @@ class _Run:
         if MANIFEST in names:
             if not overwrite:
                 raise DatasetError(
-                    f"{out.url}: already holds a dataset (manifest.json); use overwrite"
+                    f"{out.url}: already holds a dataset (manifest.json); "
+                    "use overwrite=True (--overwrite)"
                 )
             out.remove(MANIFEST)
         for name in names:
