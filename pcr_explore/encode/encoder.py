@@ -41,6 +41,7 @@ from ..records.manifest import (
     Manifest,
     write_json_atomic,
 )
+from ..records.summary import count
 from ..storage._lock import FolderLock
 from ..storage._output import FolderOutput, ObjectOutput, open_output
 from ._journal import Journal
@@ -78,10 +79,10 @@ class EncodeSummary:
     def __str__(self) -> str:
         ratio = self.total_bytes / self.source_bytes if self.source_bytes else float("nan")
         return (
-            f"{self.images} images in {self.records} records ({self.total_bytes} bytes, "
-            f"{ratio:.3f} x source), {self.skipped} skipped"
+            f"{count(self.images, 'image')} in {count(self.records, 'record')} "
+            f"({self.total_bytes:,} bytes, {ratio:.3f} x source), {self.skipped:,} skipped"
             + (
-                f", {self.resumed_records} records kept from an earlier run"
+                f", {count(self.resumed_records, 'record')} kept from an earlier run"
                 if self.resumed_records
                 else ""
             )
