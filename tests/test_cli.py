@@ -188,3 +188,31 @@ def test_the_same_mistakes_read_the_same_way(
     assert again.returncode == 1 and "use overwrite=True (--overwrite)" in again.stderr
     zero = run("read", str(cli_dataset), "--scan", "2", "--size", "0")
     assert zero.returncode == 2 and "read scan" not in zero.stderr  # refused before any work
+
+
+def test_verify_checks_each_images_pieces(cli_dataset: Path, tmp_path: Path) -> None:
+    import shutil
+    import zlib
+
+    from pcr_explore.records.format import parse_header
+
+    bad = tmp_path / "swapped"
+    shutil.copytree(cli_dataset, bad)
+    manifest = json.loads((bad / "manifest.json").read_text())
+    entry = next(e for e in manifest["records"] if e["images"] >= 2)
+    path = bad / entry["file"]
+    data = bytearray(path.read_bytes())
+    h = parse_header(bytes(data[: entry["header_bytes"]]), str(path))
+    table = h.piece_crcs.astype("<u4").tobytes()
+    at = bytes(data).index(table)
+    swapped = h.piece_crcs.copy()
+    swapped[[0, 1]] = swapped[[1, 0]]  # two images' checksums swapped, the header re-signed
+    data[at : at + len(table)] = swapped.astype("<u4").tobytes()
+    end = entry["header_bytes"]
+    crc = zlib.crc32(bytes(data[: end - 4]))
+    data[end - 4 : end] = crc.to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    entry["checksum"] = f"{crc:08x}"
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    r = run("verify", str(bad))
+    assert r.returncode == 1 and "piece checksum mismatch" in r.stdout, r.stdout + r.stderr

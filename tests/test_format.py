@@ -180,3 +180,26 @@ def test_written_files_get_ordinary_permissions(tmp_path: Path, umask: int, mode
     finally:
         os.umask(old)
     assert (tmp_path / "p.pcr").stat().st_mode & 0o777 == mode
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("label", -7, "image 0 has label -7; expected -1"),
+        ("label", -(2**31), "image 0 has label -2147483648"),
+        ("width", 0, "image 0 has width 0; expected 1..65500"),
+        ("width", 65535, "image 0 has width 65535"),
+        ("height", 0, "image 0 has height 0"),
+        ("components", 7, "image 0 has colour component count 7; expected 1, 3 or 4"),
+        ("name", "../outside.jpg", "image 0 is named '../outside.jpg', which leaves"),
+        ("name", "/etc/passwd", "which leaves the dataset's folder"),
+        ("name", "a/../../b.jpg", "which leaves the dataset's folder"),
+    ],
+)
+def test_a_crafted_header_is_refused(field: str, value: object, match: str) -> None:
+    import dataclasses
+
+    good = RecordImage("fine.jpg", 0, 8, 8, 3, [b"ab"] * S)
+    data = b"".join(encode_record([dataclasses.replace(good, **{field: value})], S))
+    with pytest.raises(PCRFormatError, match=match):
+        parse_header(data, "crafted.pcr")

@@ -16,14 +16,21 @@ from pcr_explore.encode._journal import JOURNAL, PLAN, Journal
 from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import EOI
 from pcr_explore.jpeg.scan_script import SCRIPTS
-from pcr_explore.records.format import RecordImage, encode_record, parse_header
+from pcr_explore.records.format import (
+    MAX_SIDE,
+    RecordImage,
+    encode_record,
+    is_safe_name,
+    parse_header,
+)
 from pcr_explore.records.manifest import FORMAT_NAME, FORMAT_VERSION, check_manifest
 from pcr_explore.records.prefix import parse_prefix
 
-# Names a record must store exactly: any Unicode text but surrogates and NUL.
+# Names a record must store exactly: any Unicode text but surrogates and NUL that
+# stays inside the dataset's folder (no "..", no absolute path: those are refused).
 _names = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=40
-)
+).filter(is_safe_name)
 
 
 @st.composite
@@ -37,8 +44,8 @@ def _records(draw: st.DrawFn) -> tuple[list[RecordImage], int]:
             RecordImage(
                 draw(_names),
                 draw(st.integers(-1, 2**31 - 1)),
-                draw(st.integers(1, 65535)),
-                draw(st.integers(1, 65535)),
+                draw(st.integers(1, MAX_SIDE)),
+                draw(st.integers(1, MAX_SIDE)),
                 draw(st.sampled_from([1, 3])),
                 pieces,
             )

@@ -379,10 +379,12 @@ class PCRDataset:
         )
 
     def verify(self) -> int:
-        """Read every record in full and check every checksum; returns images checked."""
+        """Read every record in full and check every group and piece checksum; returns images."""
         total = 0
         for r in range(len(self.records)):
-            total += self.read_record(r, None).header.num_images
+            prefix = self.read_record(r, None)
+            prefix.check_pieces()
+            total += prefix.header.num_images
             self._prefix = None
         return total
 

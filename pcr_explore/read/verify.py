@@ -108,7 +108,9 @@ def verify_dataset(dataset: PCRDataset | str) -> VerifyReport:
     images = 0
     for r in range(len(ds.records)):
         try:
-            images += ds.read_record(r, None, verify=True).header.num_images
+            prefix = ds.read_record(r, None, verify=True)
+            prefix.check_pieces()
+            images += prefix.header.num_images
         except PCRError as exc:
             problems.append(str(exc))
     listed = {rec.file for rec in ds.records}

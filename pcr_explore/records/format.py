@@ -23,6 +23,7 @@ upright, the standard script) are still read.
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from collections.abc import Sequence
@@ -153,15 +154,25 @@ class RecordHeader:
             If a piece's length or CRC-32 does not match the header.
         """
         if verify:
-            for k, p in enumerate(pieces):
-                if len(p) != int(self.piece_lengths[i, k]) or zlib.crc32(p) != int(
-                    self.piece_crcs[i, k]
-                ):
-                    raise CorruptRecordError(
-                        f"{self.path}: image {i} ({self.names[i]}), scan group {k + 1}: "
-                        "piece checksum mismatch"
-                    )
+            self.check_pieces(i, pieces)
         return b"".join(pieces) + EOI
+
+    def check_pieces(self, i: int, pieces: Sequence[bytes | memoryview]) -> None:
+        """Check image *i*'s pieces 1..len(pieces) against their lengths and CRC-32s.
+
+        Raises
+        ------
+        CorruptRecordError
+            Naming the file, the image and the scan group of the first mismatch.
+        """
+        for k, p in enumerate(pieces):
+            if len(p) != int(self.piece_lengths[i, k]) or zlib.crc32(p) != int(
+                self.piece_crcs[i, k]
+            ):
+                raise CorruptRecordError(
+                    f"{self.path}: image {i} ({self.names[i]}), scan group {k + 1}: "
+                    "piece checksum mismatch"
+                )
 
     def _check_scan(self, scan: int | None) -> int:
         if scan is None:
@@ -169,6 +180,46 @@ class RecordHeader:
         if not 1 <= int(scan) <= self.num_scans:
             raise ValueError(f"{self.path}: scan level {scan} is outside 1..{self.num_scans}")
         return int(scan)
+
+
+# libjpeg's JPEG_MAX_DIMENSION: a larger side cannot be decoded
+MAX_SIDE = 65500
+_COMPONENTS = (1, 3, 4)  # grey, YCbCr, CMYK/YCCK
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")  # a Windows drive: C:\ or C:/
+
+
+def _check_images(
+    path: str, labels: np.ndarray, widths: np.ndarray, heights: np.ndarray, comps: np.ndarray
+) -> None:
+    """Refuse an image table no encoder writes.
+
+    A label below -1, a side of 0 or past libjpeg's limit, a component count a
+    JPEG cannot have.
+    """
+    checks = (
+        (labels < -1, "label", "-1 (none) or a class index"),
+        ((widths < 1) | (widths > MAX_SIDE), "width", f"1..{MAX_SIDE}"),
+        ((heights < 1) | (heights > MAX_SIDE), "height", f"1..{MAX_SIDE}"),
+        (~np.isin(comps, _COMPONENTS), "colour component count", "1, 3 or 4"),
+    )
+    for bad, what, expected in checks:
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            value = {"label": labels, "width": widths, "height": heights}.get(what, comps)[i]
+            raise PCRFormatError(f"{path}: image {i} has {what} {int(value)}; expected {expected}")
+
+
+def is_safe_name(name: str) -> bool:
+    """Whether an image's source name is a relative path that stays inside its folder.
+
+    Examples
+    --------
+    >>> is_safe_name("tulips/0001.jpg"), is_safe_name("../etc/passwd"), is_safe_name("/x.jpg")
+    (True, False, False)
+    """
+    if not name or "\0" in name or name.startswith("/") or _DRIVE.match(name):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
 
 
 def _group_table(offsets: np.ndarray, lengths: np.ndarray, crcs: Sequence[int]) -> bytes:
@@ -378,6 +429,7 @@ def parse_header(
     if np.any((orientations < 1) | (orientations > 8)):
         bad = int(np.flatnonzero((orientations < 1) | (orientations > 8))[0])
         raise PCRFormatError(f"{path}: image {bad} has EXIF orientation {orientations[bad]} (1-8)")
+    _check_images(path, labels, widths, heights, comps)
     pieces = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     piece_crcs = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     name_offsets = take("<u4", n + 1).astype(np.int64)
@@ -404,6 +456,11 @@ def parse_header(
         )
     except UnicodeDecodeError as exc:
         raise PCRFormatError(f"{path}: a source name is not valid UTF-8") from exc
+    for i, name in enumerate(names):
+        if not is_safe_name(name):
+            raise PCRFormatError(
+                f"{path}: image {i} is named {name!r:.60}, which leaves the dataset's folder"
+            )
 
     offsets = groups["offset"].astype(np.int64)
     lengths = groups["length"].astype(np.int64)

@@ -32,6 +32,23 @@ class RecordPrefix:
         buf = self.buffer
         return b"".join([buf[o : o + n] for o, n in zip(offs, lens)]) + EOI
 
+    def check_pieces(self) -> None:
+        """Check every image's pieces in the prefix against the header's CRC-32s.
+
+        The scan groups' checksums cover the bytes; these check that each byte
+        range belongs to the image the header says (a header whose piece table
+        was altered and re-signed passes the group checks, not these).
+
+        Raises
+        ------
+        CorruptRecordError
+            Naming the file, the image and the scan group.
+        """
+        h, buf = self.header, self.buffer
+        for i in range(h.num_images):
+            offs, lens = h.piece_ranges(i, self.scan)
+            h.check_pieces(i, [buf[o : o + n] for o, n in zip(offs, lens)])
+
     def level_size(self, i: int) -> int:
         """Bytes of image *i* at this level, EOI included."""
         return int(self.header.piece_lengths[i, : self.scan].sum()) + len(EOI)
