@@ -331,3 +331,53 @@ def test_the_manifest_is_typed_once(dataset_dir: Path) -> None:
     bad = dict(raw, records=[dict(raw["records"][0], images=0)])
     with pytest.raises(DatasetError, match="record entry 0 images must be an integer >= 1"):
         Manifest.from_json(bad, "m.json")
+
+
+def test_a_manifest_that_is_not_a_regular_file_is_refused_at_once(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    import os
+    import shutil
+
+    fifo = tmp_path / "fifo"
+    shutil.copytree(dataset_dir, fifo)
+    (fifo / "manifest.json").unlink()
+    os.mkfifo(fifo / "manifest.json")  # reading it would wait for a writer forever
+    with pytest.raises(DatasetError, match=r"manifest\.json: not a regular file"):
+        open_dataset(str(fifo))
+    zero = tmp_path / "zero"
+    shutil.copytree(dataset_dir, zero)
+    (zero / "manifest.json").unlink()
+    (zero / "manifest.json").symlink_to("/dev/zero")  # endless
+    with pytest.raises(DatasetError, match="not a regular file"):
+        open_dataset(str(zero))
+
+
+def test_an_endless_manifest_over_http_is_cut_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    import http.server
+    import threading
+
+    from pcr_explore.read import _fetch
+
+    class Endless(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b" " * 65536)
+            except OSError:  # the reader hung up, as it must
+                pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(_fetch, "MAX_MANIFEST_BYTES", 1 << 20)
+    try:
+        with pytest.raises(DatasetError, match="more than 1,048,576 bytes: not a manifest"):
+            open_dataset(f"http://127.0.0.1:{server.server_address[1]}/ds")
+    finally:
+        server.shutdown()
+        server.server_close()

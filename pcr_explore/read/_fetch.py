@@ -29,7 +29,7 @@ from ..errors import (
 )
 from ..records.manifest import MANIFEST, Manifest, RecordEntry
 from ..storage.cache import PrefixCache
-from ..storage.remote import HTTPStore, RetryPolicy, install_hint, with_retries
+from ..storage.remote import HTTPStore, RetryPolicy, TooLargeError, install_hint, with_retries
 
 __all__ = ["FsspecStore", "ReadStats", "RecordFetcher", "load_manifest", "open_store"]
 
@@ -318,6 +318,33 @@ def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
     return DatasetError(f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)")
 
 
+# A manifest of a million images in one-image records is about 400 MB; more
+# than this is not a manifest but a server or a file that never ends.
+MAX_MANIFEST_BYTES = 1 << 29
+
+
+def _bounded_read(fs: Any, mpath: str) -> bytes:
+    """The manifest's bytes, refusing what is not a regular file or is larger than the bound."""
+    if isinstance(fs, HTTPStore):
+        try:
+            return fs.cat_file(mpath, limit=MAX_MANIFEST_BYTES)
+        except TooLargeError as exc:
+            raise DatasetError(
+                f"{mpath}: more than {MAX_MANIFEST_BYTES:,} bytes: not a manifest"
+            ) from exc
+    info = fs.info(mpath)
+    kind = info.get("type")
+    if kind != "file":
+        raise DatasetError(f"{mpath}: not a regular file ({kind or 'unknown type'})")
+    size = info.get("size")
+    if size is not None and int(size) > MAX_MANIFEST_BYTES:
+        raise DatasetError(f"{mpath}: {int(size):,} bytes, more than a manifest can be")
+    raw = bytes(fs.cat_file(mpath, start=0, end=MAX_MANIFEST_BYTES + 1))
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise DatasetError(f"{mpath}: more than {MAX_MANIFEST_BYTES:,} bytes: not a manifest")
+    return raw
+
+
 def load_manifest(fs: Any, root: str, url: str) -> tuple[Manifest, bytes]:
     """The dataset's manifest, checked field by field, and its bytes as fetched.
 
@@ -328,7 +355,7 @@ def load_manifest(fs: Any, root: str, url: str) -> tuple[Manifest, bytes]:
     """
     mpath = posixpath.join(root, MANIFEST)
     try:
-        raw = fs.cat_file(mpath)
+        raw = _bounded_read(fs, mpath)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise _missing_manifest(fs, root, url) from exc
     except IsADirectoryError as exc:  # pragma: no cover - odd filesystems

@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "HTTPStore",
     "MAX_RETRY_AFTER",
+    "TooLargeError",
     "RetryPolicy",
     "retry_after",
     "with_retries",
@@ -107,6 +108,10 @@ def _span(start: int | None, end: int | None) -> str:
     if start is None and end is None:
         return "the whole file"
     return f"bytes {start or 0}..{end if end is not None else 'end'}"
+
+
+class TooLargeError(ValueError):
+    """A body longer than the caller's limit; its rest was not read."""
 
 
 class _Retry(Exception):
@@ -294,13 +299,24 @@ class HTTPStore:
         self.__init__(state["policy"], state["headers"])  # type: ignore[misc]
 
     # -- file-system verbs -------------------------------------------------
-    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+    def cat_file(
+        self,
+        path: str,
+        start: int | None = None,
+        end: int | None = None,
+        *,
+        limit: int | None = None,
+    ) -> bytes:
         """Bytes *start*..*end* (end exclusive) of the file at URL *path*.
+
+        With *limit*, a body longer than *limit* bytes is not read further.
 
         Raises
         ------
         FileNotFoundError
             On 404 or 410.
+        TooLargeError
+            With *limit*, when the body is longer (not retried).
         RemoteReadError
             When retries are spent, on another 4xx, or (``range_ignored``
             set) when the server answers a range request with the whole
@@ -324,7 +340,13 @@ class HTTPStore:
             if resp.status == 206:
                 _check_content_range(resp, parts, path, lo, self._drop)
             try:
-                got.extend(resp.read())
+                if limit is None:
+                    got.extend(resp.read())
+                else:
+                    got.extend(resp.read(limit + 1 - len(got)))
+                    if len(got) > limit:
+                        self._drop(parts)  # never read an endless body to its end
+                        raise TooLargeError(f"{path}: longer than {limit:,} bytes")
             except http.client.IncompleteRead as exc:
                 got.extend(exc.partial)
                 self._drop(parts)
