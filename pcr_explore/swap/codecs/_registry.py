@@ -151,7 +151,6 @@ class Measurement:
         return self.raw_bytes / self.decode_seconds / 1e9 if self.decode_seconds else float("inf")
 
 
-@public("pcr_explore.swap")
 def _bit_exact(original: np.ndarray, decoded: np.ndarray) -> bool:
     """The same values, bit for bit (NaN payloads and -0.0 too), whatever either's byte order."""
     if decoded.shape != original.shape or decoded.dtype.name != original.dtype.name:
@@ -162,6 +161,7 @@ def _bit_exact(original: np.ndarray, decoded: np.ndarray) -> bool:
     return bool(np.array_equal(np.ascontiguousarray(a).view(u), np.ascontiguousarray(b).view(u)))
 
 
+@public("pcr_explore.swap")
 def measure(codec: str | Codec, array: np.ndarray, *, repeats: int = 1) -> Measurement:
     """Encode and decode ``array``, time both, and check the round trip.
 
