@@ -367,6 +367,47 @@ def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, i
 
 
 @public("pcr_explore.records")
+def _names_and_script(
+    head: bytes | memoryview,
+    pos: int,
+    name_offsets: np.ndarray,
+    end: int,
+    version: int,
+    path: str,
+) -> tuple[tuple[str, ...], str | None]:
+    """The image names (checked safe) and, from version 2, the scan script: bytes *pos*..*end*."""
+    names_len = int(name_offsets[-1])
+    room = end - pos  # names, then version 2's script
+    if name_offsets[0] != 0 or not 0 <= names_len <= room or np.any(np.diff(name_offsets) < 0):
+        raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
+    blob = bytes(head[pos : pos + names_len])
+    script: str | None = None
+    if version >= 2:
+        (script_len,) = struct.unpack_from("<I", head, pos + names_len)
+        if script_len != room - names_len:
+            raise PCRFormatError(f"{path}: scan script length is inconsistent with the header")
+        start = pos + names_len + 4
+        try:
+            script = bytes(head[start : start + script_len]).decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise PCRFormatError(f"{path}: the stored scan script is not ASCII text") from exc
+    elif names_len != room:
+        raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
+    try:
+        names = tuple(
+            blob[a:b].decode("utf-8") for a, b in zip(name_offsets[:-1], name_offsets[1:])
+        )
+    except UnicodeDecodeError as exc:
+        raise PCRFormatError(f"{path}: a source name is not valid UTF-8") from exc
+    for i, name in enumerate(names):
+        if not is_safe_name(name):
+            raise PCRFormatError(
+                f"{path}: image {i} is named {name!r:.60}, which leaves the dataset's folder"
+            )
+
+    return names, script
+
+
 def parse_header(
     buf: bytes | memoryview,
     path: str,
@@ -433,34 +474,9 @@ def parse_header(
     pieces = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     piece_crcs = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     name_offsets = take("<u4", n + 1).astype(np.int64)
-    names_len = int(name_offsets[-1])
-    room = header_len - _TAIL[version] - pos  # names, then version 2's script
-    if name_offsets[0] != 0 or not 0 <= names_len <= room or np.any(np.diff(name_offsets) < 0):
-        raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
-    blob = bytes(head[pos : pos + names_len])
-    script: str | None = None
-    if version >= 2:
-        (script_len,) = struct.unpack_from("<I", head, pos + names_len)
-        if script_len != room - names_len:
-            raise PCRFormatError(f"{path}: scan script length is inconsistent with the header")
-        start = pos + names_len + 4
-        try:
-            script = bytes(head[start : start + script_len]).decode("ascii")
-        except UnicodeDecodeError as exc:
-            raise PCRFormatError(f"{path}: the stored scan script is not ASCII text") from exc
-    elif names_len != room:
-        raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
-    try:
-        names = tuple(
-            blob[a:b].decode("utf-8") for a, b in zip(name_offsets[:-1], name_offsets[1:])
-        )
-    except UnicodeDecodeError as exc:
-        raise PCRFormatError(f"{path}: a source name is not valid UTF-8") from exc
-    for i, name in enumerate(names):
-        if not is_safe_name(name):
-            raise PCRFormatError(
-                f"{path}: image {i} is named {name!r:.60}, which leaves the dataset's folder"
-            )
+    names, script = _names_and_script(
+        head, pos, name_offsets, header_len - _TAIL[version], version, path
+    )
 
     offsets = groups["offset"].astype(np.int64)
     lengths = groups["length"].astype(np.int64)
