@@ -235,3 +235,32 @@ def test_a_full_disk_names_the_file_being_written(
 def _encode_again(src: Path, out: Path) -> Path:
     encode_dataset(src, out, workers=1, progress=False)
     return out
+
+
+def test_a_run_stopped_while_cleaning_up_finishes_on_the_next(
+    photo_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pcr_explore.encode._journal import Journal
+
+    out = tmp_path / "o"
+    ref = encode_dataset(
+        photo_folder, tmp_path / "ref", record_size=20000, workers=1, progress=False
+    )
+
+    def killed(self: Journal) -> None:
+        raise KeyboardInterrupt  # after the manifest is written, before the clean-up
+
+    with monkeypatch.context() as m:
+        m.setattr(Journal, "remove", killed)
+        with pytest.raises(KeyboardInterrupt):
+            encode_dataset(photo_folder, out, record_size=20000, workers=1, progress=False)
+    assert (out / "manifest.json").exists() and (out / ".pcr-plan.json").exists()
+    manifest = (out / "manifest.json").read_bytes()
+    again = encode_dataset(photo_folder, out, record_size=20000, workers=1, progress=False)
+    assert again.images == ref.images and again.records == ref.records
+    assert again.resumed_records == ref.records  # nothing was encoded again
+    assert not (out / ".pcr-plan.json").exists() and not (out / ".pcr-journal.jsonl").exists()
+    assert (out / "manifest.json").read_bytes() == manifest
+    # once clean, encoding into the folder again is refused as before
+    with pytest.raises(DatasetError, match="already holds a dataset"):
+        encode_dataset(photo_folder, out, record_size=20000, workers=1, progress=False)

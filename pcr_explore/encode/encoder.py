@@ -44,7 +44,7 @@ from ..records.manifest import (
 from ..records.summary import count
 from ..storage._lock import FolderLock
 from ..storage._output import FolderOutput, ObjectOutput, open_output
-from ._journal import Journal
+from ._journal import PLAN, Journal
 from ._plan import EncodePlan, make_plan
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
 from ._spool import Spool, spool_file
@@ -258,6 +258,8 @@ def encode_dataset(
     output.folder.mkdir(parents=True, exist_ok=True)
     with FolderLock(output.folder):
         _tidy(output.folder, overwrite)
+        if output.exists(MANIFEST) and (done := _finished(output.folder, plan.digest, output.url)):
+            return done  # killed after the manifest, before its own clean-up: complete
         if output.exists(MANIFEST):
             raise DatasetError(
                 f"{output.folder}: already holds a dataset (manifest.json); "
@@ -265,6 +267,31 @@ def encode_dataset(
             )
         run.journal = Journal(output.folder, plan.digest, recorded)
         return run.encode(workers, parallel, client)
+
+
+def _finished(out: Path, digest: str, url: str) -> EncodeSummary | None:
+    """The summary of a complete encode of this very plan whose journal files were left behind.
+
+    The manifest is written last, so a manifest beside a plan file of the same
+    digest means every record is done: the run was stopped while cleaning up.
+    """
+    try:
+        left = json.loads((out / PLAN).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(left, dict) or left.get("digest") != digest:
+        return None
+    typed = Manifest.from_json(json.loads((out / MANIFEST).read_text("utf-8")), str(out / MANIFEST))
+    Journal(out, digest, {}).remove()
+    return EncodeSummary(
+        out=url,
+        images=typed.images,
+        records=len(typed.records),
+        skipped=len(typed.skipped),
+        source_bytes=typed.source_bytes,
+        total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
+        resumed_records=len(typed.records),
+    )
 
 
 def _check_options(
