@@ -11,6 +11,7 @@ import pytest
 from _loopback import FileServer
 
 from pcr_explore.encode.encoder import encode_dataset
+from pcr_explore.errors import DatasetError
 from pcr_explore.read.reader import PCRDataset, open_dataset
 from pcr_explore.storage.cache import cache_folder
 
@@ -133,3 +134,13 @@ def test_a_local_dataset_can_be_cached_too(photo_folder: Path, tmp_path: Path) -
         0,
         ds.bytes_at(6) - ds.bytes_at(2),
     ]
+
+
+def test_a_cache_entry_that_is_a_folder_is_named(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    srv, _ = served
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "c")
+    ds.cache.path(0).mkdir(parents=True)  # not a file: nothing the cache wrote
+    with pytest.raises(DatasetError, match="this cache entry is not a file"):
+        ds.image(0, scan=1)

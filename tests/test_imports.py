@@ -197,3 +197,17 @@ def test_settings_are_keywords_in_every_public_function() -> None:
             if len(params) > 1:
                 found[attr] = tuple(params)
     assert found == {k: v for k, v in OPERANDS.items() if len(v) > 1}
+
+
+def test_only_public_names_are_marked_public() -> None:
+    import ast
+
+    root = Path(pcr_explore.__file__).parent
+    marked_private = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.startswith("_"):
+                for d in node.decorator_list:
+                    if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "public":
+                        marked_private.append(f"{path.name}:{node.lineno} {node.name}")
+    assert marked_private == []

@@ -381,3 +381,58 @@ def test_an_endless_manifest_over_http_is_cut_short(monkeypatch: pytest.MonkeyPa
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda m: m["records"][0].update(bytes_per_scan=[2**63] * 10), "more than a file offset"),
+        (lambda m: m.update(source_bytes="lots"), "source_bytes must be an integer"),
+        (lambda m: m.update(skipped=5), "skipped must be a list of objects"),
+        (lambda m: m.update(conversions=["x"]), "conversions must be a list of objects"),
+    ],
+)
+def test_odd_manifest_values_are_dataset_errors(  # type: ignore[no-untyped-def]
+    dataset_dir: Path, tmp_path: Path, edit, match: str
+) -> None:
+    bad = _edited_copy(dataset_dir, tmp_path / "odd", edit)
+    with pytest.raises(DatasetError, match=match):
+        open_dataset(str(bad)).summary()
+
+
+def test_a_manifest_link_loop_is_a_dataset_error(dataset_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    loop = tmp_path / "loop"
+    shutil.copytree(dataset_dir, loop)
+    (loop / "manifest.json").unlink()
+    (loop / "manifest.json").symlink_to(loop / "manifest.json")
+    with pytest.raises(DatasetError, match=r"manifest\.json: cannot be read"):
+        open_dataset(str(loop))
+
+
+def test_a_malformed_content_length_names_the_url() -> None:
+    import http.server
+    import threading
+
+    from pcr_explore.errors import RemoteReadError
+    from pcr_explore.storage.remote import HTTPStore
+
+    class Odd(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "abc")
+            self.end_headers()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/r.pcr"
+    try:
+        with pytest.raises(RemoteReadError, match=r"r\.pcr: the server sent Content-Length 'abc'"):
+            HTTPStore().info(url)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -360,6 +360,11 @@ def load_manifest(fs: Any, root: str, url: str) -> tuple[Manifest, bytes]:
         raise _missing_manifest(fs, root, url) from exc
     except IsADirectoryError as exc:  # pragma: no cover - odd filesystems
         raise DatasetError(f"{mpath}: is a directory") from exc
+    except OSError as exc:
+        if isinstance(exc, RemoteReadError):
+            raise
+        why = exc.strerror or str(exc)  # a symlink loop, a permission, an I/O error
+        raise DatasetError(f"{mpath}: cannot be read: {why}") from exc
     try:
         manifest = json.loads(raw)
     except (ValueError, RecursionError) as exc:

@@ -366,7 +366,6 @@ def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, i
     return version, num_scans, n, header_len
 
 
-@public("pcr_explore.records")
 def _names_and_script(
     head: bytes | memoryview,
     pos: int,
@@ -408,6 +407,7 @@ def _names_and_script(
     return names, script
 
 
+@public("pcr_explore.records")
 def parse_header(
     buf: bytes | memoryview,
     path: str,

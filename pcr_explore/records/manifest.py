@@ -90,10 +90,16 @@ def check_record_name(name: Any) -> str:
     return name
 
 
+_MAX_INT = (1 << 63) - 1  # what a record offset (u64, read as int64) can hold
+
+
 def _int(value: Any, what: str, minimum: int = 0) -> int:
-    # JSON numbers only: 5.0, "5", true and 1e999 are all refused.
+    # JSON numbers only: 5.0, "5", true and 1e999 are all refused, and so is
+    # a count no file offset can reach.
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r:.60}")
+    if value > _MAX_INT:
+        raise ValueError(f"{what} is {value:.3g}, more than a file offset can hold")
     return value
 
 
@@ -177,6 +183,12 @@ def _check_fields(m: dict[str, Any]) -> None:
             raise ValueError(f"record entry {i} has inconsistent bytes_per_scan {cum}")
         if not isinstance(r["checksum"], str) or not _HEX8.fullmatch(r["checksum"]):
             raise ValueError(f"record entry {i} checksum must be 8 hex digits")
+    if "source_bytes" in m:
+        _int(m["source_bytes"], "source_bytes")
+    for key in ("skipped", "conversions"):
+        listed = m.get(key, [])
+        if not isinstance(listed, list) or not all(isinstance(e, dict) for e in listed):
+            raise ValueError(f"{key} must be a list of objects, got {listed!r:.60}")
     if "images" in m and _int(m["images"], "images") != total:
         raise ValueError(f"images is {m['images']}, but the records hold {total}")
 

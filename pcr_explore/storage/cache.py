@@ -26,10 +26,12 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import DatasetError
 from ._atomic import atomic_write
 
 try:
@@ -132,9 +134,15 @@ class PrefixCache:
     def length(self, r: int) -> int:
         """Bytes of record *r* held, trimmed back to the last boundary the manifest knows."""
         try:
-            size = self.path(r).stat().st_size
+            st = self.path(r).stat()
         except FileNotFoundError:
             return 0
+        if not stat.S_ISREG(st.st_mode):
+            raise DatasetError(
+                f"{self.path(r)}: this cache entry is not a file; remove it to fetch the "
+                "record again"
+            )
+        size = st.st_size
         fit = max((b for b in self._bounds[r] if b <= size), default=0)
         if fit != size:
             with open(self.path(r), "r+b") as f:

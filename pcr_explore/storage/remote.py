@@ -110,6 +110,15 @@ def _span(start: int | None, end: int | None) -> str:
     return f"bytes {start or 0}..{end if end is not None else 'end'}"
 
 
+def _length(value: str | None, url: str) -> int | None:
+    """A ``Content-Length`` header's bytes (None when absent); a malformed one names the URL."""
+    if value is None or value == "":
+        return None
+    if not value.strip().isdigit():
+        raise RemoteReadError(f"{url}: the server sent Content-Length {value!r:.40}, not a number")
+    return int(value)
+
+
 class TooLargeError(ValueError):
     """A body longer than the caller's limit; its rest was not read."""
 
@@ -377,7 +386,7 @@ class HTTPStore:
             if not first_range:
                 return
             size = resp.getheader("Content-Length")
-            if (start or 0) == 0 and end is not None and size is not None and int(size) == end:
+            if (start or 0) == 0 and end is not None and _length(size, path) == end:
                 return  # asked for the whole file: the answer is right either way
             self.range_support = False
             self._drop(parts)  # close now: never download what cannot be used
@@ -424,7 +433,7 @@ class HTTPStore:
                     f"{path}: HEAD: HTTP {resp.status} {resp.reason}", url=path, status=resp.status
                 )
             size = resp.getheader("Content-Length")
-            return {"name": path, "type": "file", "size": int(size) if size else None}
+            return {"name": path, "type": "file", "size": _length(size, path)}
 
         return with_retries(self.policy, once, path, on_retry=self._count_retry)
 
