@@ -204,7 +204,7 @@ def test_to_frame_names_the_extra_without_pandas(
     report: AuditReport, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[pandas\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'pcr-explore\[pandas\]'"):
         report.to_frame()
 
 

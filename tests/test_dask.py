@@ -245,11 +245,11 @@ def test_a_missing_dask_names_the_extra(
     monkeypatch.setitem(sys.modules, "distributed", None)
     from pcr_explore.encode.distributed import local_cluster
 
-    with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[dask\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'pcr-explore\[dask\]'"):
         local_cluster(workers=2)
     code = main(
         ["encode", str(photo_folder), str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:1"]
     )
     assert code == 1
-    assert "pip install pcr-explore[dask]" in capsys.readouterr().err
+    assert "pip install 'pcr-explore[dask]'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

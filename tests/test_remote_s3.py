@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("s3fs", reason="needs s3fs (pip install pcr-explore[s3])")
+pytest.importorskip("s3fs", reason="needs s3fs (pip install 'pcr-explore[s3]')")
 pytest.importorskip("moto.server", reason="needs moto's server mode (pip install moto[server])")
 
 from _loopback import S3, s3_server  # noqa: E402

@@ -67,7 +67,7 @@ def test_missing_torch_names_the_extra(
     data: SplitDatasets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
-    with pytest.raises(MissingExtraError, match=r"pip install pcr-explore\[torch\]"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'pcr-explore\[torch\]'"):
         train_at_levels(data.train, val=data.val, size=SIZE, epochs=1)
     with pytest.raises(MissingExtraError, match=r"pcr-explore\[torch\]"):
         tune_by_gradient(data.train, model=object())

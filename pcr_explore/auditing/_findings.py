@@ -102,7 +102,7 @@ class AuditFindings:
             import pandas as pd
         except ImportError as exc:
             raise MissingExtraError(
-                "AuditReport.to_frame needs pandas: pip install pcr-explore[pandas]"
+                "AuditReport.to_frame needs pandas: pip install 'pcr-explore[pandas]'"
             ) from exc
         types: dict[str, list[str]] = {}
         for p in self.problems:

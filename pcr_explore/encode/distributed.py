@@ -1,4 +1,4 @@
-"""Scale-out encoding on a Dask cluster (``pip install pcr-explore[dask]``).
+"""Scale-out encoding on a Dask cluster (``pip install 'pcr-explore[dask]'``).
 
 ``encode_dataset(src, out, client=Client(...))`` runs one task per planned
 record (:mod:`pcr_explore.encode._plan`): the task transcodes the record's sources in
@@ -28,7 +28,7 @@ from ._shard import encode_shard
 
 __all__ = ["connect", "local_cluster", "require_distributed", "run_on_dask"]
 
-_EXTRA = "pip install pcr-explore[dask]"
+_EXTRA = "pip install 'pcr-explore[dask]'"
 
 
 def require_distributed() -> Any:

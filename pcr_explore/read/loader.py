@@ -199,7 +199,7 @@ def torch_dataset(
     Raises
     ------
     MissingExtraError
-        If PyTorch is not installed (``pip install pcr-explore[torch]``).
+        If PyTorch is not installed (``pip install 'pcr-explore[torch]'``).
 
     Examples
     --------
@@ -218,6 +218,6 @@ def torch_dataset(
     ...         pass
     """
     if torch is None:
-        raise MissingExtraError("torch_dataset needs PyTorch: pip install pcr-explore[torch]")
+        raise MissingExtraError("torch_dataset needs PyTorch: pip install 'pcr-explore[torch]'")
     url = source.url if isinstance(source, PCRDataset) else str(source)
     return PCRIterableDataset(url, scan, size, shuffle, seed, transform, mode, rank, world_size)

@@ -511,7 +511,7 @@ _BACKENDS = {"gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "abf
 def install_hint(scheme: str) -> str:
     """What to install for an fsspec URL scheme whose backend is missing."""
     if scheme in ("s3", "s3a"):
-        return "pip install pcr-explore[s3]"
+        return "pip install 'pcr-explore[s3]'"
     if scheme in _BACKENDS:
         return f"pip install {_BACKENDS[scheme]}"
     return f"install the fsspec backend for {scheme}://"

@@ -1,6 +1,6 @@
 """Train at scan levels: the PCR paper's accuracy and time-to-accuracy claims, measured.
 
-Needs PyTorch (``pip install pcr-explore[torch]``). Importing this package
+Needs PyTorch (``pip install 'pcr-explore[torch]'``). Importing this package
 does not import PyTorch; each function does on its first call and raises
 :class:`~pcr_explore.errors.MissingExtraError` naming the extra when it is
 missing.

@@ -6,7 +6,7 @@ from types import ModuleType
 
 from ..errors import MissingExtraError
 
-INSTALL = "pip install pcr-explore[torch]"
+INSTALL = "pip install 'pcr-explore[torch]'"
 
 
 def require_torch(what: str) -> ModuleType:

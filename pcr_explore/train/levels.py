@@ -152,7 +152,7 @@ def train_at_levels(
     Raises
     ------
     MissingExtraError
-        If PyTorch is not installed (``pip install pcr-explore[torch]``).
+        If PyTorch is not installed (``pip install 'pcr-explore[torch]'``).
     DatasetError
         If the datasets are unlabelled or their classes differ.
     ValueError
