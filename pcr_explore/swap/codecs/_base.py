@@ -227,7 +227,16 @@ class Codec(abc.ABC):
         Raises
         ------
         SwapError
-            If the data was encoded by another codec or is corrupt.
+            If the data was encoded by another codec, or is damaged in its
+            structure: a part missing, a count, length or index out of range,
+            a stream the compression library rejects.
+
+        Notes
+        -----
+        The encodings carry no checksum, as a swapping runtime's buffers (the
+        simulated CSWAP ones included) carry none: a flipped bit inside a
+        value, a bitmap or a delta decodes to a wrong value without an error.
+        Where that matters, checksum ``Encoded.parts`` yourself.
         """
 
     @abc.abstractmethod
