@@ -16,7 +16,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["json_safe", "to_json"]
+__all__ = ["displayable", "json_safe", "to_json"]
+
+
+def displayable(text: str) -> str:
+    r"""*text* with the bytes of a file name that is not UTF-8 written as ``\xNN`` escapes.
+
+    Python keeps such bytes as lone surrogates, which no UTF-8 file can hold
+    and strict JSON parsers reject.
+
+    Examples
+    --------
+    >>> displayable("caf\udce9.jpg"), displayable("café.jpg")
+    ('caf\\xe9.jpg', 'café.jpg')
+    """
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def json_safe(obj: Any) -> Any:
@@ -37,8 +53,10 @@ def json_safe(obj: Any) -> Any:
     >>> json_safe({"a": np.float64("inf"), "b": np.arange(2)})
     {'a': None, 'b': [0, 1]}
     """
+    if isinstance(obj, str):
+        return displayable(obj)
     if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
+        return {displayable(str(k)): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
     if isinstance(obj, np.ndarray):

@@ -441,3 +441,19 @@ def test_the_report_repr_is_one_short_line(report: AuditReport) -> None:
     text = repr(report)
     assert len(text) < 200 and "\n" not in text
     assert text.startswith("<AuditReport ") and f"{report.images:,} images" in text
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_escaped(photo_folder: Path, tmp_path: Path) -> None:
+    import os
+
+    src = tmp_path / "src"
+    src.mkdir()
+    data = (photo_folder / "animals" / "coffee.jpg").read_bytes()
+    with open(os.path.join(os.fsencode(src), b"caf\xe9.jpg"), "wb") as f:  # Latin-1 bytes
+        f.write(data)
+    (src / "plain.jpg").write_bytes(data)
+    report = audit(src, sample=1, workers=1, progress=False)
+    page = report.to_html(tmp_path / "r.html").read_text("utf-8")  # strict UTF-8
+    assert "caf\\xe9.jpg" in page
+    parsed = json.loads(report.to_json())  # no lone surrogate left for a parser to choke on
+    assert "caf\\xe9.jpg" in {row["file"] for row in parsed["scores"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._json import displayable
 from .._public import public
 from ..storage._atomic import atomic_write
 from ._findings import AuditFindings
@@ -130,7 +131,7 @@ class AuditReport(AuditFindings):
         """
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(p, render_page(self))
+        atomic_write(p, displayable(render_page(self)))  # a name that is not UTF-8
         return p
 
     def summary(self) -> str:
