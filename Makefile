@@ -14,6 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 install: $(BIN)/python torch
+	@echo "installing pcr-explore and its dependencies into $(VENV) ..."
 	$(BIN)/python -m pip install --quiet -e ".[zfp]"
 
 # PyTorch (notebooks 05-06, training and activation tests): a CPU build. Where
@@ -23,12 +24,15 @@ install: $(BIN)/python torch
 WHEELS ?= $(or $(PIP_FIND_LINKS),/opt/wheels)
 torch: $(BIN)/python
 	@if $(BIN)/python -c "import torch" 2>/dev/null; then :; \
+	else echo "installing PyTorch (CPU build, about 1.5 GB) into $(VENV) ..."; fi
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then :; \
 	elif ls $(WHEELS)/torch-*+cpu-*.whl >/dev/null 2>&1; then \
 	  v=$$(ls $(WHEELS)/torch-*+cpu-*.whl | head -1 | sed -E 's/.*torch-([0-9.]+)\+cpu.*/\1/'); \
 	  $(BIN)/python -m pip install --quiet "torch==$$v"; \
 	else $(BIN)/python -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu; fi
 
 install-test: $(BIN)/python system-deps torch
+	@echo "installing pcr-explore with its test and dev extras into $(VENV) ..."
 	$(BIN)/python -m pip install --quiet -e ".[test,dev]"
 
 # jpegtran (lossless transcode) and chromium (browser test) from Debian.
@@ -37,6 +41,7 @@ system-deps:
 	    || [ -z "$$(ls /usr/lib/*/libturbojpeg.so.0 /usr/lib/libturbojpeg.so.0 2>/dev/null)" ]; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  if command -v apt-get >/dev/null; then \
+	    echo "installing jpegtran, libturbojpeg and chromium with apt-get ..."; \
 	    $$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
 	      libjpeg-turbo-progs libturbojpeg0 chromium >/dev/null; \
