@@ -264,3 +264,23 @@ def test_a_run_stopped_while_cleaning_up_finishes_on_the_next(
     # once clean, encoding into the folder again is refused as before
     with pytest.raises(DatasetError, match="already holds a dataset"):
         encode_dataset(photo_folder, out, record_size=20000, workers=1, progress=False)
+
+
+def test_entries_that_are_not_files_are_listed_as_skipped(photo_copy: Path, tmp_path: Path) -> None:
+    import os
+
+    from pcr_explore import audit
+
+    things = photo_copy / "things"
+    os.mkfifo(things / "pipe.jpg")  # opening it would wait for a writer
+    (things / "gone.jpg").symlink_to(things / "no-such-file.jpg")
+    (things / "loop.jpg").symlink_to(things / "loop.jpg")
+    summary = encode_dataset(photo_copy, tmp_path / "o", workers=1, progress=False)
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    skipped = {s["file"]: s["issue"] for s in manifest["skipped"]}
+    assert {"things/pipe.jpg", "things/gone.jpg", "things/loop.jpg"} <= set(skipped)
+    assert "not a regular file" in skipped["things/pipe.jpg"]
+    assert summary.skipped == 3 and summary.images == 7
+    report = audit(photo_copy, sample=1, workers=1, progress=False)
+    bad = {p["file"] for p in report.problems if p["type"] == "bad_file"}
+    assert {"things/pipe.jpg", "things/gone.jpg", "things/loop.jpg"} <= bad

@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._json import displayable
 from .._public import public
 from ..errors import DatasetError, LabelWarning
 from ..jpeg.transcode import IMAGE_SUFFIXES
@@ -62,10 +63,13 @@ def find_sources(
         raise FileNotFoundError(f"{root}: no such file or folder")  # as the readers say it
     if not root.is_dir():
         raise DatasetError(f"{root}: not a folder of images")
+    # Everything named like an image but a folder: a FIFO, a dangling link or a
+    # link loop is listed too, so that the encoder and the audit report it as a
+    # skipped file with its reason instead of leaving it out unseen.
     names = sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*")
-        if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file() and not p.name.startswith(".")
+        if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".") and not p.is_dir()
     )
     if not names:
         raise DatasetError(f"{root}: no image files ({', '.join(sorted(IMAGE_SUFFIXES))})")
@@ -100,7 +104,7 @@ def display_name(name: str) -> str:
     >>> display_name("caf\udce9.jpg")
     'caf\\xe9.jpg'
     """
-    return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return displayable(name)
 
 
 def _read_label_csv(path: Path) -> dict[str, str]:

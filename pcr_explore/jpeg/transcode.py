@@ -118,7 +118,9 @@ def check_backend_and_quality(backend: str, quality: int) -> None:
 def _read_source(source: str | os.PathLike[str], label: str) -> bytes:
     """Read a source file, after checking it is a regular file that looks like an image."""
     try:
-        with open(source, "rb") as f:
+        # O_NONBLOCK: opening a FIFO named like an image must not wait for a writer
+        fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise SourceImageError(f"{label}: not a regular file")
