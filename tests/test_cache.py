@@ -144,3 +144,23 @@ def test_a_cache_entry_that_is_a_folder_is_named(
     ds.cache.path(0).mkdir(parents=True)  # not a file: nothing the cache wrote
     with pytest.raises(DatasetError, match="this cache entry is not a file"):
         ds.image(0, scan=1)
+
+
+def test_a_damaged_cached_piece_is_fetched_again_on_a_single_image_read(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    srv, path = served
+    local = open_dataset(str(path))
+    cache = tmp_path / "cache"
+    for read in ("jpeg_bytes", "image"):
+        warm = open_dataset(f"{srv.url}/ds", cache_dir=cache)
+        warm.prefetch(3)
+        offs, _ = warm.header(0).piece_ranges(0, 3)
+        entry = warm.cache.path(0)
+        data = bytearray(entry.read_bytes())
+        data[offs[-1]] ^= 0x10  # one bit of image 0's scan-3 piece, in the cached copy only
+        entry.write_bytes(bytes(data))
+        ds = open_dataset(f"{srv.url}/ds", cache_dir=cache)  # a new session, as after a restart
+        got, want = getattr(ds, read)(0, scan=3), getattr(local, read)(0, scan=3)
+        assert np.array_equal(np.asarray(got), np.asarray(want)), read
+        assert ds.stats.bytes_read > 0  # the store served what the cache got wrong

@@ -242,8 +242,18 @@ class PCRDataset:
             return prefix.header.assemble(j, [bytes(buf[o : o + n]) for o, n in zip(offs, lens)])
         h = self.header(r)
         offs, lens = h.piece_ranges(j, k)
+        end = max((o + n for o, n in zip(offs, lens)), default=0)
+        cached = self.cache is not None and self.cache.length(r) >= end
         pieces = [self._fetch.read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
-        return h.assemble(j, pieces)
+        try:
+            return h.assemble(j, pieces)
+        except CorruptRecordError:
+            if not cached:
+                raise
+            # the cached copy is damaged: drop it and read the store, once (as iter does)
+            self._fetch.forget(r)
+            pieces = [self._fetch.read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
+            return h.assemble(j, pieces)
 
     def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
         """Image *i* decoded at level *scan*, as a uint8 array (H, W[, 3]).
