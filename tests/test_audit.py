@@ -457,3 +457,7 @@ def test_a_file_name_that_is_not_utf8_is_shown_escaped(photo_folder: Path, tmp_p
     assert "caf\\xe9.jpg" in page
     parsed = json.loads(report.to_json())  # no lone surrogate left for a parser to choke on
     assert "caf\\xe9.jpg" in {row["file"] for row in parsed["scores"]}
+
+
+def test_the_audit_says_what_its_bytes_count(report: AuditReport) -> None:
+    assert "bytes: the images' JPEG bytes at each level" in report.summary()

@@ -42,8 +42,9 @@ def test_inspect_json(cli_dataset: Path) -> None:
     assert 0 < info["source_bytes"]
     table = run("inspect", str(cli_dataset))
     assert (
-        table.returncode == 0 and "of full" in table.stdout and len(table.stdout.splitlines()) == 12
+        table.returncode == 0 and "of full" in table.stdout and len(table.stdout.splitlines()) == 13
     )
+    assert table.stdout.splitlines()[-1].startswith("bytes: what reading each level takes")
 
 
 def test_read_json(cli_dataset: Path) -> None:

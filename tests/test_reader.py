@@ -52,7 +52,8 @@ def test_summary_is_the_manifest_in_numbers(dataset_dir: Path) -> None:
     d = s.to_dict()
     assert d["total_bytes"] == s.total_bytes and d["fraction_per_scan"] == s.fraction_per_scan
     lines = str(s).splitlines()
-    assert len(lines) == 12 and lines[-1].split()[:3] == ["10", f"{s.total_bytes:,}", "1.000"]
+    assert len(lines) == 13 and lines[-2].split()[:3] == ["10", f"{s.total_bytes:,}", "1.000"]
+    assert lines[-1].startswith("bytes: what reading each level takes, record headers included")
     assert s._repr_html_().count("<tr>") == 11
 
 

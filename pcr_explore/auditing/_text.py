@@ -25,6 +25,10 @@ def _levels(r: AuditFindings) -> list[str]:
         )
         mean = f"{d['mean']:12.4f}" if d["mean"] is not None else f"{'-':>12}"
         lines.append(f"{d['scan']:>4} {d['bytes']:>14,} {d['bytes_fraction']:8.3f} {mean}{q}{mark}")
+    lines.append(
+        "bytes: the images' JPEG bytes at each level (a PCR dataset's records add their "
+        "headers: pcr-explore inspect)"
+    )
     return lines
 
 

@@ -113,6 +113,10 @@ class DatasetSummary:
         for k, (b, f) in enumerate(zip(self.bytes_per_scan, self.fraction_per_scan), 1):
             of_src = f"{b / src:10.3f}" if src else f"{'-':>10}"
             lines.append(f"{k:>4} {b:>14,} {f:8.3f} {of_src}  {content[k - 1]}".rstrip())
+        lines.append(
+            "bytes: what reading each level takes, record headers included "
+            "(the audit counts the images' bytes alone)"
+        )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
