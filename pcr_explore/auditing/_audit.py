@@ -6,7 +6,7 @@ import os
 import time
 from collections import Counter
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -157,6 +157,64 @@ def _checked(
     )
 
 
+class _Measured(NamedTuple):
+    """What the one pass over the files found and measured, with when each part ended."""
+
+    infos: list[FileInfo]
+    found: ImageFindings
+    ok: list[FileInfo]
+    level_bytes: np.ndarray
+    measured: int
+    sampled: SampleQuality
+    t_files: float
+    t_checks: float
+    t_sample: float
+
+
+def _inspect_and_measure(
+    t: Target, o: Options, curve: QualityCurve | None, progress: bool
+) -> _Measured:
+    """Inspect every file, run the checks, and measure (or take from *curve*) the quality."""
+    from tqdm.auto import tqdm
+
+    n = len(t.names)
+    with (
+        tqdm(total=n, desc="audit: files", unit="file", disable=not progress) as files_bar,
+        tqdm(
+            total=n if o.sample is None else min(o.sample, n),
+            desc=f"audit: quality sample ({t.source.num_scans} levels each)",
+            unit="img",
+            disable=not progress,
+        ) as sample_bar,
+    ):
+        # With a curve, nothing is measured in the pass: it only inspects.
+        p = inspect_all(t, o if curve is None else replace(o, sample=0), files_bar, sample_bar)
+        t_files = time.perf_counter()
+        found = find_issues(p.infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
+        ok = [i for i in p.infos if not i.broken]
+        level_bytes, measured = _level_bytes(ok, t.source.num_scans)
+        t_checks = time.perf_counter()
+        if curve is None:
+            sampled = _sample(t, p, level_bytes, o, sample_bar)
+        else:
+            sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes, o=o)
+    return _Measured(
+        p.infos, found, ok, level_bytes, measured, sampled, t_files, t_checks, time.perf_counter()
+    )
+
+
+def _checks_record(o: Options) -> dict[str, dict[str, Any]]:
+    """Per check: what its score measures, the threshold used and the rule."""
+    return {
+        k: {
+            "score": c.score,
+            "threshold": o.thresholds[k],
+            "flagged_when": "score <= threshold" if c.at_most else "score < threshold",
+        }
+        for k, c in CHECKS.items()
+    }
+
+
 def _options_record(o: Options) -> dict[str, Any]:
     """The settings the report was made with, as its JSON records them."""
     return {
@@ -267,8 +325,6 @@ def audit(
         curve=curve,
         options=options or AuditOptions(),
     )
-    from tqdm.auto import tqdm
-
     t0 = time.perf_counter()
     t = open_target(source, o.backend, o.quality)
     n = len(t.names)
@@ -277,28 +333,16 @@ def audit(
             f"{os.fspath(source)}: the curve was measured on {curve.population} images, "
             f"this source holds {n}"
         )
-    with (
-        tqdm(total=n, desc="audit: files", unit="file", disable=not progress) as files_bar,
-        tqdm(
-            total=n if o.sample is None else min(o.sample, n),
-            desc=f"audit: quality sample ({t.source.num_scans} levels each)",
-            unit="img",
-            disable=not progress,
-        ) as sample_bar,
-    ):
-        # With a curve, nothing is measured in the pass: it only inspects.
-        p = inspect_all(t, o if curve is None else replace(o, sample=0), files_bar, sample_bar)
-        infos = p.infos
-        t_files = time.perf_counter()
-        found = find_issues(infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
-        ok = [i for i in infos if not i.broken]
-        level_bytes, measured = _level_bytes(ok, t.source.num_scans)
-        t_checks = time.perf_counter()
-        if curve is None:
-            sampled = _sample(t, p, level_bytes, o, sample_bar)
-        else:
-            sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes, o=o)
-    t_sample = time.perf_counter()
+    m = _inspect_and_measure(t, o, curve, progress)
+    infos, found, ok, level_bytes, measured, sampled = (
+        m.infos,
+        m.found,
+        m.ok,
+        m.level_bytes,
+        m.measured,
+        m.sampled,
+    )
+    t_files, t_checks, t_sample = m.t_files, m.t_checks, m.t_sample
     problems = _problems(t, infos, found, sampled)
     examples, thumbs = gallery(problems, found.scores, found.duplicate_sets, t.load, o.worst)
     widths = np.array([i.width for i in ok], np.int64)
@@ -327,14 +371,7 @@ def audit(
         seconds=end - t0,
         scores=found.scores,
         duplicate_sets=found.duplicate_sets,
-        checks={
-            k: {
-                "score": c.score,
-                "threshold": o.thresholds[k],
-                "flagged_when": "score <= threshold" if c.at_most else "score < threshold",
-            }
-            for k, c in CHECKS.items()
-        },
+        checks=_checks_record(o),
         examples=examples,
         thumbnails=thumbs,
         notes=_notes(found, sampled, o, measured, len(ok)),

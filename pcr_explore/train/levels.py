@@ -167,7 +167,6 @@ def train_at_levels(
     torch = require_torch("train_at_levels")
     o = options or TrainOptions()
     batch_size, lr, retune_every = o.batch_size, o.lr, o.retune_every
-    auto_scans, threshold, tune_batches = o.auto_scans, o.threshold, o.tune_batches
     if size < 8 or epochs < 1 or batch_size < 1 or retune_every < 1:
         raise ValueError(
             f"need size >= 8, epochs, batch_size and retune_every >= 1; got size={size}, "
@@ -196,43 +195,22 @@ def train_at_levels(
             scan = full if target == "auto" else int(target)
             run = LevelRun(target, ())
             for epoch in range(1, epochs + 1):
-                tune_s, tune_bytes = 0.0, 0
-                if target == "auto" and (epoch - 1) % retune_every == 0:
-                    tuned = tune_by_gradient(
-                        reader,
-                        model=net,
-                        scans=auto_scans,
-                        batches=tune_batches,
-                        batch_size=batch_size,
-                        threshold=threshold,
-                        size=size,
-                        seed=seed + epoch,
-                        workers=workers,
-                    )
-                    scan, tune_s, tune_bytes = tuned.scan, tuned.seconds, tuned.bytes_read
-                level = read_level(reader, scan=scan, size=size, workers=workers)
-                t0 = _now()
-                loss = train_epoch(
-                    net, opt, level.images, level.labels, batch_size=batch_size, generator=gen
-                )
-                compute = _now() - t0
-                sched.step()
-                t0 = _now()
-                acc = evaluate(net, val_level.images, val_level.labels)
-                stats = EpochStats(
-                    epoch=epoch,
+                stats = _epoch(
+                    net,
+                    (opt, sched, gen),
+                    reader,
+                    val_level,
+                    retune=target == "auto" and (epoch - 1) % retune_every == 0,
                     scan=scan,
-                    train_loss=loss,
-                    val_accuracy=acc,
-                    bytes_read=level.bytes_read + tune_bytes,
-                    load_seconds=level.seconds,
-                    compute_seconds=compute,
-                    eval_seconds=_now() - t0,
-                    tune_seconds=tune_s,
+                    epoch=epoch,
+                    o=o,
+                    size=size,
+                    seed=seed,
+                    workers=workers,
                 )
-                del level
+                scan = stats.scan
                 run = LevelRun(target, (*run.epochs, stats))
-                bar.set_postfix_str(f"{run.label}: acc {acc:.3f}")
+                bar.set_postfix_str(f"{run.label}: acc {stats.val_accuracy:.3f}")
                 bar.update()
                 if on_epoch is not None:
                     on_epoch(run)
@@ -256,6 +234,56 @@ def train_at_levels(
         val_images=len(val_ds),
         classes=tuple(train_ds.classes),
         models=models,
+    )
+
+
+def _epoch(
+    net: Any,
+    optimiser: tuple[Any, Any, Any],
+    reader: PCRDataset,
+    val_level: Any,
+    *,
+    retune: bool,
+    scan: int,
+    epoch: int,
+    o: TrainOptions,
+    size: int,
+    seed: int,
+    workers: int,
+) -> EpochStats:
+    """One epoch at *scan* (chosen again by the gradient tuner first when *retune*), timed."""
+    opt, sched, gen = optimiser
+    tune_s, tune_bytes = 0.0, 0
+    if retune:
+        tuned = tune_by_gradient(
+            reader,
+            model=net,
+            scans=o.auto_scans,
+            batches=o.tune_batches,
+            batch_size=o.batch_size,
+            threshold=o.threshold,
+            size=size,
+            seed=seed + epoch,
+            workers=workers,
+        )
+        scan, tune_s, tune_bytes = tuned.scan, tuned.seconds, tuned.bytes_read
+    level = read_level(reader, scan=scan, size=size, workers=workers)
+    t0 = _now()
+    loss = train_epoch(net, opt, level.images, level.labels, batch_size=o.batch_size, generator=gen)
+    compute = _now() - t0
+    sched.step()
+    t0 = _now()
+    acc = evaluate(net, val_level.images, val_level.labels)
+    return EpochStats(
+        epoch=epoch,
+        scan=scan,
+        train_loss=loss,
+        val_accuracy=acc,
+        bytes_read=level.bytes_read + tune_bytes,
+        load_seconds=level.seconds,
+        compute_seconds=compute,
+        eval_seconds=_now() - t0,
+        tune_seconds=tune_s,
     )
 
 
