@@ -1,3 +1,4 @@
+from ._decoders import decoder_name, set_decoder, use_decoder
 from ._progressive import (
     EOI,
     GRAY_LEVELS_IN_COLOR,
@@ -7,10 +8,7 @@ from ._progressive import (
     ScanHeader,
     Size,
     decode,
-    decoder_name,
-    set_decoder,
     split_scans,
-    use_decoder,
 )
 
 __all__ = [

@@ -20,24 +20,8 @@ from PIL import Image
 from .._public import public
 from ..errors import JPEGError
 from . import _decoders
-from ._decoders import decoder_name, set_decoder, use_decoder
 from ._frame import SOF_MARKERS
 from ._segments import DRI, SOS, segments
-
-__all__ = [
-    "EOI",
-    "STANDARD_SCRIPT_COLOR",
-    "STANDARD_SCRIPT_GRAY",
-    "GRAY_LEVELS_IN_COLOR",
-    "ScanHeader",
-    "ProgressiveJPEG",
-    "split_scans",
-    "decode",
-    "decoder_name",
-    "set_decoder",
-    "use_decoder",
-    "Size",
-]
 
 EOI = b"\xff\xd9"
 

@@ -1,3 +1,4 @@
+from ._base import Encoded
 from ._registry import (
     CSR,
     LZ4,
@@ -8,7 +9,6 @@ from ._registry import (
     Codec,
     CodecError,
     Delta8,
-    Encoded,
     Measurement,
     ZeroRLE,
     Zstd,

@@ -16,30 +16,10 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import Codec, CodecError, Encoded, as_tensor
+from ._base import Codec, CodecError, as_tensor
 from ._byte import LZ4, Zstd
 from ._lossy import ZFP, Binarize, zfp_available
 from ._sparse import CSR, ZVC, Bitmap, Delta8, ZeroRLE
-
-__all__ = [
-    "Codec",
-    "CodecError",
-    "Encoded",
-    "ZVC",
-    "Bitmap",
-    "CSR",
-    "Delta8",
-    "ZeroRLE",
-    "LZ4",
-    "Zstd",
-    "ZFP",
-    "Binarize",
-    "get_codec",
-    "codec_names",
-    "zfp_available",
-    "Measurement",
-    "measure",
-]
 
 _FACTORIES: dict[str, Callable[..., Codec]] = {
     "zvc": ZVC,
