@@ -164,3 +164,24 @@ def test_a_damaged_cached_piece_is_fetched_again_on_a_single_image_read(
         got, want = getattr(ds, read)(0, scan=3), getattr(local, read)(0, scan=3)
         assert np.array_equal(np.asarray(got), np.asarray(want)), read
         assert ds.stats.bytes_read > 0  # the store served what the cache got wrong
+
+
+def test_single_image_reads_at_a_raised_level_fetch_only_the_missing_groups(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    """What the widgets do: image(i, scan) one by one, after a lower level was read."""
+    srv, path = served
+    local = open_dataset(str(path))
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "cache")
+    assert len(ds.records) > 1
+    _images(ds, 1)
+    ds.stats.reset()
+    for i in range(len(ds)):
+        assert np.array_equal(ds.image(i, scan=3), local.image(i, scan=3))
+    assert ds.stats.bytes_read == local.bytes_at(3) - local.bytes_at(1)
+    assert ds.stats.requests == len(ds.records)  # one delta request per record
+    ds.stats.reset()
+    for i in reversed(range(len(ds))):  # a second pass, and any lower level: all from disk
+        ds.jpeg_bytes(i, scan=3)
+        ds.jpeg_bytes(i, scan=2)
+    assert ds.stats.bytes_read == ds.stats.requests == 0

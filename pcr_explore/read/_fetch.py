@@ -231,14 +231,6 @@ class RecordFetcher:
             )
         return bytes(buf)
 
-    def read(self, r: int, start: int, end: int) -> bytes:
-        """Bytes *start*..*end* of record *r*: from the cache when it holds them."""
-        if self.cache is not None and self.cache.length(r) >= end:
-            data = self.cache.read(r, end)[start:]
-            self.stats.cache_bytes += len(data)
-            return data
-        return self.fetch(r, start, end)
-
     def prefix(self, r: int, end: int) -> tuple[bytes, int]:
         """The first *end* bytes of record *r*, and how many of them the cache held.
 

@@ -226,7 +226,12 @@ class PCRDataset:
         return np.cumsum(self.header(r).piece_lengths[j], dtype=np.int64) + 2
 
     def jpeg_bytes(self, i: int, scan: int | None = None) -> bytes:
-        """Image *i* at level *scan* as JPEG bytes, reading only its pieces.
+        """Image *i* at level *scan* as JPEG bytes.
+
+        Without a cache only the image's own pieces are read. With one, the
+        cache's unit is a record prefix: the first read at a level fetches
+        the groups the record's cached prefix lacks (one request), and every
+        image of that record at that level or lower is then read from disk.
 
         Raises
         ------
@@ -235,6 +240,8 @@ class PCRDataset:
         """
         k = self._check_scan(scan)
         r, j = self.locate(i)
+        if self.cache is not None:
+            self.read_record(r, k)
         if self._prefix is not None and self._prefix[0] == r and self._prefix[1].scan >= k:
             prefix = self._prefix[1]
             offs, lens = prefix.header.piece_ranges(j, k)
@@ -242,18 +249,7 @@ class PCRDataset:
             return prefix.header.assemble(j, [bytes(buf[o : o + n]) for o, n in zip(offs, lens)])
         h = self.header(r)
         offs, lens = h.piece_ranges(j, k)
-        end = max((o + n for o, n in zip(offs, lens)), default=0)
-        cached = self.cache is not None and self.cache.length(r) >= end
-        pieces = [self._fetch.read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
-        try:
-            return h.assemble(j, pieces)
-        except CorruptRecordError:
-            if not cached:
-                raise
-            # the cached copy is damaged: drop it and read the store, once (as iter does)
-            self._fetch.forget(r)
-            pieces = [self._fetch.read(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
-            return h.assemble(j, pieces)
+        return h.assemble(j, [self._fetch.fetch(r, o, o + n) if n else b"" for o, n in zip(offs, lens)])
 
     def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
         """Image *i* decoded at level *scan*, as a uint8 array (H, W[, 3]).
