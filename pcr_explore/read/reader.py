@@ -249,7 +249,9 @@ class PCRDataset:
             return prefix.header.assemble(j, [bytes(buf[o : o + n]) for o, n in zip(offs, lens)])
         h = self.header(r)
         offs, lens = h.piece_ranges(j, k)
-        return h.assemble(j, [self._fetch.fetch(r, o, o + n) if n else b"" for o, n in zip(offs, lens)])
+        return h.assemble(
+            j, [self._fetch.fetch(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
+        )
 
     def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
         """Image *i* decoded at level *scan*, as a uint8 array (H, W[, 3]).
