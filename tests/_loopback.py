@@ -55,6 +55,13 @@ class FileServer:
     stall : int
         The first *stall* requests get no answer until the server stops
         (-1: all of them).
+    trickle : float
+        Send GET bodies one byte at a time, this many seconds apart (0: at once).
+    stall_mid : bool
+        Send half of each GET body, then nothing until the server stops.
+    extra : int
+        Answer range requests with this many bytes past the range asked for
+        (Content-Range and Content-Length saying so).
     only : str
         Faults hit only GETs of paths ending with this (default: every GET).
         HEAD requests are always answered.
@@ -66,6 +73,9 @@ class FileServer:
     retry_after: str | None = None
     drop_every: int = 0
     stall: int = 0
+    trickle: float = 0.0
+    stall_mid: bool = False
+    extra: int = 0
     only: str = ""
     log: list[Request] = field(default_factory=list)
     url: str = ""
@@ -140,6 +150,8 @@ class FileServer:
         if self.ranges and m:
             start = int(m.group(1))
             end = min(int(m.group(2)) + 1 if m.group(2) else len(data), len(data))
+            if n:
+                end = min(end + self.extra, len(data))
             payload = data[start:end]
             req.status = 206
             h.send_response(206)
@@ -162,6 +174,9 @@ class FileServer:
             h.wfile.flush()
             h.close_connection = True
             return
+        if n and (self.trickle or self.stall_mid):
+            self._slow(h, req, payload)
+            return
         chunk = b""
         try:
             for i in range(0, len(payload), 65536):
@@ -173,6 +188,25 @@ class FileServer:
         except OSError:  # the client hung up (as a reader that refuses a whole file does)
             req.sent -= len(chunk)
             h.close_connection = True
+
+    def _slow(self, h: http.server.BaseHTTPRequestHandler, req: Request, payload: bytes) -> None:
+        """A body that trickles, or stops half-way and then says nothing."""
+        h.close_connection = True
+        try:
+            if self.stall_mid:
+                req.sent = len(payload) // 2
+                h.wfile.write(payload[: req.sent])
+                h.wfile.flush()
+                self._stop.wait(60)
+                return
+            for i in range(len(payload)):
+                if self._stop.wait(self.trickle):
+                    return
+                h.wfile.write(payload[i : i + 1])
+                h.wfile.flush()
+                req.sent += 1
+        except OSError:  # the client gave up
+            pass
 
 
 class _Counting:

@@ -217,3 +217,49 @@ def test_a_remote_dataset_pickles_and_reads_in_the_copy(
     assert copy._fs.policy.timeout == 5.0
     assert _same(_images(copy, 2), _images(local, 2))
     assert copy.stats.cache_bytes >= local.bytes_at(1)
+
+
+@pytest.mark.parametrize("server", [{"trickle": 0.02, "only": ".pcr"}], indirect=True)
+def test_a_trickling_server_meets_the_deadline(server: FileServer, local: PCRDataset) -> None:
+    """A byte every 20 ms never trips the 2 s silence timeout; the deadline ends each try."""
+    ds = open_dataset(f"{server.url}/ds", timeout=2, retries=1, deadline=0.4)
+    want = r"failed 2 times \(last: timed out: no whole answer within the deadline of 0.4 s\)"
+    with pytest.raises(RemoteReadError, match=want):
+        ds.read_record(0, 1)
+    first, second = server.gets()
+    assert 0 < first.sent < local.records[0].bytes_per_scan[0]
+    resumed_at = int(str(second.range).split("=")[1].split("-")[0])
+    assert 0 < resumed_at <= first.sent  # the retry asked only for what had not come
+
+
+@pytest.mark.parametrize("server", [{"trickle": 0.02, "only": ".pcr"}], indirect=True)
+def test_the_deadline_bounds_fsspec_backends_too(server: FileServer) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    pytest.importorskip("aiohttp")
+    from pcr_explore.read._fetch import FsspecStore
+
+    fs = FsspecStore(fsspec.filesystem("http"), remote.RetryPolicy(retries=0, deadline=0.3))
+    with pytest.raises(RemoteReadError, match=r"last: timed out: no whole answer within the dea"):
+        fs.cat_file(f"{server.url}/ds/record-00000.pcr", start=0, end=5000)
+
+
+def test_a_deadline_is_positive_or_none() -> None:
+    assert remote.RetryPolicy(deadline=None).deadline is None
+    with pytest.raises(ValueError, match="deadline must be a positive number of seconds or None"):
+        remote.RetryPolicy(deadline=0)
+
+
+@pytest.mark.parametrize("server", [{"stall_mid": True, "only": ".pcr"}], indirect=True)
+def test_a_stall_mid_body_says_timed_out(server: FileServer) -> None:
+    ds = open_dataset(f"{server.url}/ds", timeout=0.3, retries=1)
+    with pytest.raises(RemoteReadError, match=r"failed 2 times \(last: timed out\)"):
+        ds.read_record(0, 1)
+
+
+@pytest.mark.parametrize("server", [{"extra": 4096, "only": ".pcr"}], indirect=True)
+def test_a_206_longer_than_asked_is_refused_before_its_body(server: FileServer) -> None:
+    ds = open_dataset(f"{server.url}/ds", retries=3)
+    n = ds.records[0].header_bytes
+    with pytest.raises(RemoteReadError, match=rf"asked for bytes 0..{n}, the server sent a part"):
+        ds.header(0)
+    assert len(server.gets()) == 1  # not retried: it is the server's answer, not a fault

@@ -14,7 +14,7 @@ from ..jpeg.scan_script import SCRIPTS
 from ..read.reader import PCRDataset, open_dataset
 from ..read.throughput import read_pass
 from ..read.verify import verify_dataset
-from ..storage.remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT
+from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ._args import positive_int
 
 
@@ -115,11 +115,25 @@ def _remote_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"retries after a 5xx, a dropped connection or a timeout (default {DEFAULT_RETRIES})",
     )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        metavar="S",
+        help="seconds one remote request may take in all, however slowly bytes arrive "
+        f"(default {DEFAULT_DEADLINE:g}; 0: no limit)",
+    )
 
 
 def _open(args: argparse.Namespace) -> PCRDataset:
     cache = getattr(args, "cache_dir", None)
-    return open_dataset(args.path, cache_dir=cache, timeout=args.timeout, retries=args.retries)
+    return open_dataset(
+        args.path,
+        cache_dir=cache,
+        timeout=args.timeout,
+        retries=args.retries,
+        deadline=args.deadline or None,
+    )
 
 
 def _encode(args: argparse.Namespace) -> int:
@@ -226,6 +240,10 @@ def _sample(args: argparse.Namespace) -> int:
     pcr = build_sample(args.out, progress=not args.quiet)
     print(f"sample dataset: {pcr}")
     ns = argparse.Namespace(
-        path=str(pcr), json=False, timeout=DEFAULT_TIMEOUT, retries=DEFAULT_RETRIES
+        path=str(pcr),
+        json=False,
+        timeout=DEFAULT_TIMEOUT,
+        retries=DEFAULT_RETRIES,
+        deadline=DEFAULT_DEADLINE,
     )
     return _inspect(ns)

@@ -87,15 +87,35 @@ class FsspecStore:
     def _count(self) -> None:
         self.retried += 1
 
+    def _bounded(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``fs.<name>(...)``, cut off after the policy's deadline where fs is asynchronous.
+
+        A synchronous backend has only its own timeouts.
+        """
+        fs, deadline = self.fs, self.policy.deadline
+        if deadline is None or not getattr(fs, "async_impl", False) or fs.loop is None:
+            return getattr(fs, name)(*args, **kwargs)
+        from fsspec.asyn import sync
+        from fsspec.exceptions import FSTimeoutError
+
+        try:
+            return sync(fs.loop, getattr(fs, "_" + name), *args, timeout=deadline, **kwargs)
+        except FSTimeoutError as exc:
+            raise TimeoutError(
+                f"timed out: no whole answer within the deadline of {deadline:g} s"
+            ) from exc
+
     def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
         """Bytes *start*..*end* of *path*, retried on transient failures."""
         return bytes(
-            self._call(lambda: self.fs.cat_file(path, start=start, end=end), path, start, end)
+            self._call(
+                lambda: self._bounded("cat_file", path, start=start, end=end), path, start, end
+            )
         )
 
     def info(self, path: str) -> dict[str, Any]:
         """The wrapped file system's ``info``, retried on transient failures."""
-        return dict(self._call(lambda: self.fs.info(path), path))
+        return dict(self._call(lambda: self._bounded("info", path), path))
 
     def __getattr__(self, name: str) -> Any:
         if name == "fs":  # not set yet (unpickling): no recursion

@@ -31,7 +31,7 @@ from ..records.manifest import Manifest, RecordEntry, check_header
 from ..records.prefix import RecordPrefix, parse_prefix
 from ..records.summary import DatasetSummary
 from ..storage.cache import PrefixCache
-from ..storage.remote import DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
+from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
 from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
 from .pipeline import ErrorChoice, OnError
@@ -405,6 +405,7 @@ def open_dataset(
     cache_dir: str | os.PathLike[str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     retries: int = DEFAULT_RETRIES,
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> PCRDataset:
     """Open a PCR dataset directory (local path or URL).
 
@@ -429,6 +430,11 @@ def open_dataset(
         Retries of a remote request after a 5xx, a dropped connection or a
         timeout (waiting 0.2 s, then 0.4 s, ...) before a
         :class:`~pcr_explore.errors.RemoteReadError`.
+    deadline : float or None
+        Seconds one remote request may take in all (None: no limit), so that
+        a server trickling a byte now and then cannot hold a read for hours;
+        the retry asks only for the bytes still missing. For fsspec backends
+        that are not asynchronous, only their own timeouts apply.
 
     Returns
     -------
@@ -449,7 +455,9 @@ def open_dataset(
     >>> ds = open_dataset("https://host/ds", cache_dir="~/.cache/pcr")  # doctest: +SKIP
     """
     url = str(path)
-    fs, root = open_store(url, storage_options, RetryPolicy(retries=retries, timeout=timeout))
+    fs, root = open_store(
+        url, storage_options, RetryPolicy(retries=retries, timeout=timeout, deadline=deadline)
+    )
     manifest, raw = load_manifest(fs, root, url)
     cache = None
     if cache_dir is not None:

@@ -17,7 +17,10 @@ first retry and twice as long before each next one; then it raises
 :class:`~pcr_explore.errors.RemoteReadError`,
 naming the URL, the bytes asked for and the last status. A request that
 receives nothing for ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT`)
-counts as failed. A body cut short is resumed from where it stopped.
+counts as failed, and so does one that is still running after ``deadline``
+seconds (default :data:`DEFAULT_DEADLINE`; a server that trickles a byte now
+and then never trips ``timeout``). A body cut short, or stopped at the
+deadline, is resumed from where it stopped on the next attempt.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import random
+import socket
 import ssl
 import threading
 import time
@@ -37,6 +41,7 @@ from ..errors import RemoteReadError
 
 __all__ = [
     "BACKOFF",
+    "DEFAULT_DEADLINE",
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT",
     "HTTPStore",
@@ -49,6 +54,8 @@ __all__ = [
 
 DEFAULT_RETRIES = 3
 DEFAULT_TIMEOUT = 10.0
+# A 64 MiB record at 1 MB/s takes about a minute: two leave room for slow links.
+DEFAULT_DEADLINE = 120.0
 BACKOFF = 0.2
 _REDIRECTS = 5
 _RETRY_STATUS = frozenset({408, 429})
@@ -65,6 +72,10 @@ class RetryPolicy:
         Retries after the first attempt (so ``retries + 1`` requests at most).
     timeout : float
         Seconds without any answer after which a request counts as failed.
+    deadline : float or None
+        Seconds one attempt may take in all, from sending the request to the
+        last byte of its answer (None: no limit). Bytes received before it
+        expires are kept: the retry asks only for the rest.
     backoff : float
         Seconds before the first retry; doubled before each next one.
 
@@ -77,12 +88,17 @@ class RetryPolicy:
     retries: int = DEFAULT_RETRIES
     timeout: float = DEFAULT_TIMEOUT
     backoff: float = BACKOFF
+    deadline: float | None = DEFAULT_DEADLINE
 
     def __post_init__(self) -> None:
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise ValueError(f"retries must be an integer >= 0, got {self.retries!r}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(
+                f"deadline must be a positive number of seconds or None, got {self.deadline!r}"
+            )
         if not self.backoff >= 0:
             raise ValueError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
 
@@ -199,7 +215,10 @@ def with_retries(
             status = getattr(exc, "status", None)
             asked = getattr(exc, "retry_after", None)
             if attempt == policy.retries:
-                last = f"HTTP {status}" if status is not None else _describe(exc)
+                if isinstance(exc, _Retry) or status is None:
+                    last = _describe(exc)  # "timed out" even when a 206 had begun
+                else:
+                    last = f"HTTP {status}"
                 raise RemoteReadError(
                     f"{url}: {_span(start, end)}: failed {attempt + 1} times (last: {last}); "
                     "the server may be down or overloaded: try again later, or raise "
@@ -275,7 +294,7 @@ class HTTPStore:
             self.close()
 
     def _open(
-        self, method: str, url: str, headers: dict[str, str]
+        self, method: str, url: str, headers: dict[str, str], watch: _Watchdog | None = None
     ) -> tuple[http.client.HTTPResponse, urllib.parse.SplitResult]:
         """Send one request, following redirects; the response's body is not read yet."""
         for _ in range(_REDIRECTS + 1):
@@ -284,6 +303,8 @@ class HTTPStore:
                 raise RemoteReadError(f"{url}: not an http(s) URL", url=url)
             target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
             conn = self._connection(parts)
+            if watch is not None:
+                watch.guard(conn)
             try:
                 conn.request(method, target, headers={**self.headers, **headers})
                 resp = conn.getresponse()
@@ -336,38 +357,74 @@ class HTTPStore:
 
         def once() -> bytes:
             lo = (start or 0) + len(got)
-            headers = {}
-            if ranged:
-                if end is not None and lo >= end:
-                    return bytes(got)
-                headers["Range"] = f"bytes={lo}-{'' if end is None else end - 1}"
-            resp, parts = self._open("GET", path, headers)
-            self._check_status(resp, parts, path, start, end, ranged and not got)
-            if ranged and resp.status == 200 and got:  # resuming needs Range
-                self._drop(parts)
-                raise _Retry(200, "server stopped honouring Range")
-            if resp.status == 206:
-                _check_content_range(resp, parts, path, lo, self._drop)
-            try:
-                if limit is None:
-                    got.extend(resp.read())
-                else:
-                    got.extend(resp.read(limit + 1 - len(got)))
-                    if len(got) > limit:
-                        self._drop(parts)  # never read an endless body to its end
-                        raise TooLargeError(f"{path}: longer than {limit:,} bytes")
-            except http.client.IncompleteRead as exc:
-                got.extend(exc.partial)
-                self._drop(parts)
-                raise _Retry(resp.status, "connection dropped mid-body") from exc
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop(parts)
-                raise _Retry(resp.status, _describe(exc)) from exc
-            if resp.will_close:
-                self._drop(parts)
+            if ranged and end is not None and lo >= end:
+                return bytes(got)
+            with _Watchdog(self.policy.deadline) as watch:
+                try:
+                    self._attempt(path, lo, start, end, got, limit, watch)
+                except _Retry as exc:
+                    if watch.expired:
+                        raise _Retry(None, watch.why) from exc
+                    raise
             return bytes(got)
 
         return with_retries(self.policy, once, path, start, end, on_retry=self._count_retry)
+
+    def _attempt(
+        self,
+        path: str,
+        lo: int,
+        start: int | None,
+        end: int | None,
+        got: bytearray,
+        limit: int | None,
+        watch: _Watchdog,
+    ) -> None:
+        """One GET of bytes *lo*..*end* of *path*, appended to *got*."""
+        ranged = start is not None or end is not None
+        headers = {}
+        if ranged:
+            headers["Range"] = f"bytes={lo}-{'' if end is None else end - 1}"
+        resp, parts = self._open("GET", path, headers, watch)
+        self._check_status(resp, parts, path, start, end, ranged and not got)
+        if ranged and resp.status == 200 and got:  # resuming needs Range
+            self._drop(parts)
+            raise _Retry(200, "server stopped honouring Range")
+        cap = limit
+        if resp.status == 206:
+            _check_content_range(resp, parts, path, lo, end, self._drop)
+            if end is not None:
+                cap = end - (start or 0)
+        try:
+            if cap is None:
+                body = resp.read()
+            else:  # a read with a size returns short, without IncompleteRead, if cut
+                body = resp.read(cap + 1 - len(got))
+            got.extend(body)
+            sent = _length(resp.getheader("Content-Length"), path)
+            if sent is not None and len(body) < sent and (cap is None or len(got) <= cap):
+                raise http.client.IncompleteRead(b"", sent - len(body))
+        except http.client.IncompleteRead as exc:
+            got.extend(exc.partial)
+            self._drop(parts)
+            raise _Retry(resp.status, "connection dropped mid-body") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            self._drop(parts)
+            raise _Retry(resp.status, _describe(exc)) from exc
+        if cap is not None and len(got) > cap:
+            self._drop(parts)  # never read an endless body to its end
+            if cap == limit:
+                raise TooLargeError(f"{path}: longer than {limit:,} bytes")
+            raise RemoteReadError(
+                f"{path}: {_span(start, end)}: the server's 206 answer is longer than the "
+                f"{cap:,} bytes asked for",
+                url=path,
+                start=start,
+                end=end,
+                status=206,
+            )
+        if resp.will_close or watch.expired:
+            self._drop(parts)
 
     def _check_status(
         self,
@@ -419,9 +476,19 @@ class HTTPStore:
         """``{"type": "file", "size": bytes}`` from a HEAD request."""
 
         def once() -> dict[str, Any]:
-            resp, parts = self._open("HEAD", path, {})
-            resp.read()
-            if resp.will_close:
+            with _Watchdog(self.policy.deadline) as watch:
+                try:
+                    resp, parts = self._open("HEAD", path, {}, watch)
+                except _Retry as exc:
+                    if watch.expired:
+                        raise _Retry(None, watch.why) from exc
+                    raise
+                try:
+                    resp.read()
+                except (OSError, http.client.HTTPException) as exc:
+                    self._drop(parts)
+                    raise _Retry(None, watch.why if watch.expired else _describe(exc)) from exc
+            if resp.will_close or watch.expired:
                 self._drop(parts)
             if resp.status in (404, 410):
                 raise FileNotFoundError(2, f"not found (HTTP {resp.status})", path)
@@ -479,28 +546,87 @@ def _check_content_range(
     parts: urllib.parse.SplitResult,
     path: str,
     lo: int,
+    end: int | None,
     drop: Callable[[urllib.parse.SplitResult], None],
 ) -> None:
-    """A 206 must start where it was asked to; anything else is another file's bytes."""
+    """A 206 must be the part asked for; anything else is another file's bytes.
+
+    Checked before the body is read: a part longer than asked is refused
+    without downloading it.
+    """
     value = resp.getheader("Content-Range", "")
     unit, _, rest = value.partition(" ")
-    first = rest.partition("-")[0]
-    if unit == "bytes" and first.isdigit() and int(first) == lo:
+    first, _, last = rest.partition("/")[0].partition("-")
+    length = resp.getheader("Content-Length")
+    want = None if end is None else end - lo
+    if (
+        unit == "bytes"
+        and first.isdigit()
+        and int(first) == lo
+        and (want is None or (last.isdigit() and int(last) == end - 1))  # type: ignore[operator]
+        and (want is None or length is None or _length(length, path) == want)
+    ):
         return
     drop(parts)
     raise RemoteReadError(
-        f"{path}: asked for bytes from {lo}, the server sent a part it calls {value!r}",
+        f"{path}: asked for {_span(lo, end)}, the server sent a part it calls {value!r}"
+        + (f" of {length} bytes" if length is not None else ""),
         url=path,
         start=lo,
         status=206,
     )
 
 
+class _Watchdog:
+    """Cuts the connection of an attempt that runs past *deadline* seconds.
+
+    ``timeout`` bounds each wait for bytes; this bounds the whole attempt, as
+    a server that sends a byte every second would otherwise keep one request
+    alive for hours. On expiry the socket is shut down, so whatever call is
+    blocked on it returns at once; the caller then sees :attr:`expired`.
+    """
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+        self.expired = False
+        self._conn: http.client.HTTPConnection | None = None
+        self._timer: threading.Timer | None = None
+
+    @property
+    def why(self) -> str:
+        return f"timed out: no whole answer within the deadline of {self.deadline:g} s"
+
+    def guard(self, conn: http.client.HTTPConnection) -> None:
+        """Watch *conn* (the connection a redirect moved to, too)."""
+        self._conn = conn
+        if self._timer is None and self.deadline is not None:
+            self._timer = threading.Timer(self.deadline, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _expire(self) -> None:
+        self.expired = True
+        sock = getattr(self._conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> _Watchdog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Retry):
         return exc.why
     if isinstance(exc, TimeoutError):
-        return "timed out"
+        why = str(exc)
+        return why if why.startswith("timed out") else "timed out"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
