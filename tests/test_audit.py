@@ -132,13 +132,21 @@ def test_contents_are_counted(report: AuditReport) -> None:
     assert report.sizes["width"] == {"min": 4.0, "median": 240.0, "max": 240.0}
     assert report.sizes["shorter_side"]["0-31"] == 1
     assert report.sizes["shorter_side"]["128-255"] == 8
+    lossy = ": lossy, and the full level is this copy, not the original file"
     assert report.conversions == [
         {
             "file": "space/cmyk.jpg",
-            "note": "CMYK converted to RGB (its 18-scan progression would not share levels)",
+            "note": "CMYK converted to RGB (its 18-scan progression would not share levels); "
+            "JPEG CMYK source re-encoded as JPEG at quality 90" + lossy,
+            "lossless": False,
         },
-        {"file": "space/renamed.jpg", "note": "PNG L source encoded as JPEG (quality 90)"},
+        {
+            "file": "space/renamed.jpg",
+            "note": "PNG L source re-encoded as JPEG at quality 90" + lossy,
+            "lossless": False,
+        },
     ]
+    assert "2 images re-encoded with loss at encode" in report.summary()
 
 
 @pytest.mark.jpegtran

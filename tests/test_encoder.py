@@ -284,3 +284,32 @@ def test_a_damaged_journal_line_redoes_from_there(
     summary = encode_dataset(photo_folder, out, record_size=20_000, workers=1, progress=False)
     assert summary.resumed_records == 1  # only the lines before the damage are trusted
     assert _tree_digest(out) == _tree_digest(encoded)
+
+
+def test_lossy_re_encodes_and_animations_are_said_where_the_user_looks(
+    sk_photo: Callable[..., np.ndarray], tmp_path: Path
+) -> None:
+    """A PNG re-encoded at quality 90 and a GIF cut to its first frame: encode, inspect, audit."""
+    from pcr_explore.auditing import audit
+
+    src = tmp_path / "src"
+    src.mkdir()
+    img = sk_photo("astronaut", 96)
+    Image.fromarray(img).save(src / "a.png")
+    frames = [Image.fromarray(np.roll(img, 8 * i, axis=0)) for i in range(3)]
+    frames[0].save(src / "anim.gif", save_all=True, append_images=frames[1:])
+    Image.fromarray(img).save(src / "b.jpg", quality=85)
+    summary = encode_dataset(src, tmp_path / "ds", workers=1, progress=False)
+    assert summary.lossy == 2
+    assert "2 re-encoded with loss (not JPEG, or CMYK" in str(summary)
+    ds = open_dataset(str(tmp_path / "ds"))
+    notes = {c["file"]: c for c in ds.manifest.conversions}
+    assert set(notes) == {"a.png", "anim.gif"}  # the JPEG went through losslessly, no note
+    assert notes["a.png"]["note"].startswith("PNG RGB source re-encoded as JPEG at quality 90")
+    assert notes["anim.gif"]["note"].startswith("GIF with 3 frames: the first kept; ")
+    assert not any(c["lossless"] for c in notes.values())
+    assert "2 re-encoded with loss" in str(ds.summary())
+    assert "lossy: 2 sources" in str(ds.summary())
+    text = audit(str(tmp_path / "ds"), progress=False).summary()
+    assert "note: 2 images re-encoded with loss at encode" in text
+    assert "1.0 at the full level is not lossless): a.png, anim.gif" in text

@@ -33,7 +33,11 @@ def _conversions(t: Target, infos: list[FileInfo]) -> list[dict[str, str]]:
     """Return the sources not transcoded losslessly: as recorded, or as just found."""
     if t.dataset is not None:
         return t.conversions
-    return [{"file": i.name, "note": i.conversion} for i in infos if i.conversion]
+    return [
+        {"file": i.name, "note": i.conversion, "lossless": not i.lossy}
+        for i in infos
+        if i.conversion
+    ]
 
 
 def _problems(

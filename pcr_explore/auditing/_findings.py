@@ -13,10 +13,21 @@ from .._json import json_safe, to_json
 from ..errors import MissingExtraError
 from ..quality import QualityCurve
 from ..quality.tune import TuneResult
+from ..records.summary import count
 from ..storage._atomic import atomic_write
 from ._checks import ISSUE_TITLES
 
-__all__ = ["AuditFindings"]
+__all__ = ["AuditFindings", "lossy_note"]
+
+
+def lossy_note(n: int) -> str:
+    """What *n* sources re-encoded with loss mean for the quality figures."""
+    them = "it" if n == 1 else "them"
+    return (
+        f"{count(n, 'image')} re-encoded with loss at encode (not JPEG, or CMYK): the full level "
+        f"is that JPEG copy, so the quality figures compare against {them}, not the original "
+        "files (1.0 at the full level is not lossless)"
+    )
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class AuditFindings:
     coding: dict[str, int]
     problems: list[dict[str, str]]
     duplicates: list[list[str]]
-    conversions: list[dict[str, str]]
+    conversions: list[dict[str, Any]]
     level_bytes: np.ndarray
     source_bytes: int
     tune: TuneResult | None

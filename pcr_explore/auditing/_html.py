@@ -8,7 +8,7 @@ fragment is the same without the plots (no JavaScript), for ``_repr_html_``.
 from __future__ import annotations
 
 from .._version import __version__
-from ._findings import AuditFindings
+from ._findings import AuditFindings, lossy_note
 from ._html_base import CSS as _CSS
 from ._html_base import MAX_ROWS as _MAX_ROWS
 from ._html_base import esc as _e
@@ -150,10 +150,15 @@ def _overview(r: AuditFindings) -> str:
 def _problems(r: AuditFindings) -> str:
     out = [render_issues(r)]
     if r.conversions:
-        rows = [(_e(c["file"]), _e(c["note"])) for c in r.conversions[:_MAX_ROWS]]
+        lossy = sum(not c["lossless"] for c in r.conversions)
+        rows = [
+            (_e(c["file"]), "yes" if c["lossless"] else "<b>no</b>", _e(c["note"]))
+            for c in r.conversions[:_MAX_ROWS]
+        ]
         out.append(
-            f"<h3>Not transcoded losslessly ({len(r.conversions):,})</h3>"
-            + _table(("file", "note"), rows)
+            f"<h3>Conversions at encode ({len(r.conversions):,}, {lossy:,} with loss)</h3>"
+            + (f"<p>{_e(lossy_note(lossy))}</p>" if lossy else "")
+            + _table(("file", "lossless", "note"), rows)
         )
     return "".join(out)
 

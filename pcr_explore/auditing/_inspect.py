@@ -129,6 +129,7 @@ class FileInfo:
     level_bytes: np.ndarray | None = None
     issues: tuple[tuple[str, str], ...] = ()
     conversion: str = ""
+    lossy: bool = False
     props: Properties | None = None
     measured: Outcome | None = None
 
@@ -275,14 +276,13 @@ def inspect_file(job: FileJob) -> FileInfo:
     if pj.num_components == 1:
         gray = job.script.gray_scans_at
         ends = ends[[gray(k) - 1 for k in range(1, job.script.num_levels + 1)]]
-    conversion = res.note
-    if not res.lossless:
-        conversion = res.note or f"{fmt} {mode} source encoded as JPEG (quality {job.quality})"
+    conversion = res.note  # always set when the transcode was not lossless
     return FileInfo(
         **base,
         level_bytes=ends,
         issues=tuple(issues),
         conversion=conversion,
+        lossy=not res.lossless,
         measured=_measured(job, pj.data),
     )
 

@@ -32,7 +32,7 @@ class Target:
     root: Path
     dataset: PCRDataset | None = None
     problems: list[dict[str, str]] = field(default_factory=list)
-    conversions: list[dict[str, str]] = field(default_factory=list)
+    conversions: list[dict[str, Any]] = field(default_factory=list)
 
     def class_of(self, i: int) -> str:
         """Image *i*'s class name ("" when it has none)."""
@@ -79,10 +79,7 @@ def open_target(path: str | os.PathLike[str], backend: str, quality: int) -> Tar
                 }
                 for s in ds.manifest.skipped
             ],
-            conversions=[
-                {"file": str(c.get("file", "?")), "note": str(c.get("note", ""))}
-                for c in ds.manifest.conversions
-            ],
+            conversions=list(ds.manifest.conversions),
         )
     if p.is_file():
         if p.suffix.lower() not in IMAGE_SUFFIXES:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ._checks import CHECKS, ISSUE_TITLES
-from ._findings import AuditFindings
+from ._findings import AuditFindings, lossy_note
 
 __all__ = ["render_text"]
 
@@ -58,6 +60,12 @@ def _sets(r: AuditFindings) -> list[str]:
     return lines
 
 
+def _few(names: Iterable[str], n: int = 5) -> str:
+    names = list(names)
+    more = f" and {len(names) - n:,} more" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
+
+
 def render_text(r: AuditFindings) -> str:
     """Return a terminal summary: contents, issues, duplicate sets, bytes and quality per level."""
     lines = [
@@ -79,5 +87,8 @@ def render_text(r: AuditFindings) -> str:
         lines.append(f"problem: {p['file']}: {p['issue']}")
     if len(r.problems) > _MAX_PROBLEMS:
         lines.append(f"... and {len(r.problems) - _MAX_PROBLEMS} more problems (see --json)")
+    lossy = [c for c in r.conversions if not c["lossless"]]
+    if lossy:
+        lines.append(f"note: {lossy_note(len(lossy))}: {_few(c['file'] for c in lossy)}")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines)

@@ -112,7 +112,11 @@ def write_shard(
         "skipped": [
             {"file": display_name(r.name), "issue": r.error} for r in results if r.image is None
         ],
-        "notes": [{"file": r.name, "note": r.note} for r in results if r.image and r.note],
+        "notes": [
+            {"file": r.name, "note": r.note, "lossless": r.backend == "jpegtran"}
+            for r in results
+            if r.image and r.note
+        ],
         "source_bytes": sum(r.source_bytes for r in results),
         "images": len(images),
         "file": None,

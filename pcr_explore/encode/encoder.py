@@ -75,12 +75,19 @@ class EncodeSummary:
     source_bytes: int
     total_bytes: int
     resumed_records: int
+    lossy: int = 0
 
     def __str__(self) -> str:
         ratio = self.total_bytes / self.source_bytes if self.source_bytes else float("nan")
         return (
             f"{count(self.images, 'image')} in {count(self.records, 'record')} "
             f"({self.total_bytes:,} bytes, {ratio:.3f} x source), {self.skipped:,} skipped"
+            + (
+                f", {self.lossy:,} re-encoded with loss (not JPEG, or CMYK: the full level is "
+                "that copy; see the manifest's conversions)"
+                if self.lossy
+                else ""
+            )
             + (
                 f", {count(self.resumed_records, 'record')} kept from an earlier run"
                 if self.resumed_records
@@ -291,6 +298,7 @@ def _finished(out: Path, digest: str, url: str) -> EncodeSummary | None:
         source_bytes=typed.source_bytes,
         total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
         resumed_records=len(typed.records),
+        lossy=len(typed.lossy_conversions),
     )
 
 
@@ -406,6 +414,7 @@ class _Run:
             source_bytes=typed.source_bytes,
             total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
             resumed_records=len([r for r in done.values() if r["images"]]),
+            lossy=len(typed.lossy_conversions),
         )
 
     def _run_local(self, todo: list[int], workers: int | None, parallel: str, bar: Any) -> None:

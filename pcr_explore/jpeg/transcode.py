@@ -358,7 +358,8 @@ def transcode(
             )
             lossless_ok = backend != "pillow" and fmt in ("JPEG", "MPO") and mode in ("L", "RGB")
             jt = exe if lossless_ok else None
-            note = ""
+            frames = int(getattr(im, "n_frames", 1) or 1)
+            note = f"{fmt} with {frames} frames: the first kept" if frames > 1 else ""
             scans = _scan_flags(script, mode == "L")
             if jt is not None and orientation in _JPEGTRAN_ORIENT:
                 flags = [*scans, *_JPEGTRAN_ORIENT[orientation], "-perfect"]
@@ -367,10 +368,12 @@ def transcode(
                 except JPEGError:
                     # not block-aligned: keep the coefficients, turn after decoding
                     out = _run_jpegtran(jt, data, path, scans, label)
-                    note = "EXIF rotation not block-aligned: orientation stored for the reader"
+                    note = _join(
+                        note, "EXIF rotation not block-aligned: orientation stored for the reader"
+                    )
                     res = _finish(out, "jpegtran", True, fmt, mode, note, label, script)
                     return dataclasses.replace(res, orientation=orientation)
-                note = "EXIF orientation applied losslessly"
+                note = _join(note, "EXIF orientation applied losslessly")
                 return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if jt is not None:
                 # the same bytes as the program, without a process per image
@@ -378,7 +381,9 @@ def transcode(
                 out = got if got is not None else _run_jpegtran(jt, data, path, scans, label)
                 return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
-                note = "CMYK converted to RGB (its 18-scan progression would not share levels)"
+                note = _join(
+                    note, "CMYK converted to RGB (its 18-scan progression would not share levels)"
+                )
             im.seek(0)
             # exif_transpose copies an image it does not turn: for a 13,000 x 13,000
             # source that copy alone is 500 MB, so only call it to turn
@@ -390,6 +395,12 @@ def transcode(
                 not script.is_standard or upright.width * upright.height > STREAM_PIXELS
             )
             out = _pillow_encode(_to_8bit(upright), int(quality), src_jpeg, not stream)
+            how = "with its own quantisation" if src_jpeg is not None else f"at quality {quality}"
+            note = _join(
+                note,
+                f"{fmt} {mode} source re-encoded as JPEG {how}: lossy, and the full level "
+                "is this copy, not the original file",
+            )
             del upright, src_jpeg
     except UnidentifiedImageError as exc:
         # The file's own bytes are never quoted: a reason lands in manifests and reports.
@@ -402,6 +413,10 @@ def transcode(
     if stream or not script.is_standard:  # the image is closed: only the JPEG is held
         out = _rescan(exe, out, script, label)
     return _finish(out, "pillow", False, fmt, mode, note, label, script)
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _rescan(exe: str | None, jpeg: bytes, script: ScanScript, label: str) -> bytes:

@@ -261,8 +261,12 @@ class Manifest:
         Images in all records.
     source_bytes : int
         Bytes of the source files encoded (0 where not recorded).
-    skipped, conversions : tuple of dict
-        Files the encoder skipped (with the reason) or converted.
+    skipped : tuple of dict
+        Files the encoder skipped (``file``, ``issue``).
+    conversions : tuple of dict
+        Files the encoder noted something about (``file``, ``note``,
+        ``lossless``): a lossy re-encode (PNG, CMYK, ...), the first frame
+        of an animation, an EXIF rotation.
     raw : mapping
         The parsed JSON as it was, for the fields above don't cover
         (``source``, ``options``).
@@ -306,9 +310,25 @@ class Manifest:
             images=sum(r.images for r in records),
             source_bytes=int(m.get("source_bytes", 0)),
             skipped=tuple(m.get("skipped", [])),
-            conversions=tuple(m.get("conversions", [])),
+            conversions=tuple(_conversion(c) for c in m.get("conversions", [])),
             raw=m,
         )
+
+    @property
+    def lossy_conversions(self) -> tuple[dict[str, Any], ...]:
+        """The sources re-encoded with loss: their full level is that copy, not the file."""
+        return tuple(c for c in self.conversions if not c["lossless"])
+
+
+def _conversion(c: dict[str, Any]) -> dict[str, Any]:
+    """A conversion entry with its three fields.
+
+    Manifests written before ``lossless`` was recorded noted only CMYK
+    conversions among the lossy ones.
+    """
+    note = str(c.get("note", ""))
+    lossless = c.get("lossless", not note.startswith("CMYK"))
+    return {"file": str(c.get("file", "?")), "note": note, "lossless": bool(lossless)}
 
 
 def check_header(

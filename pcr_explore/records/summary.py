@@ -48,6 +48,9 @@ class DatasetSummary:
         Bytes of the source files (0 when unknown).
     skipped : int
         Source files the encoder skipped.
+    lossy : int
+        Source files re-encoded with loss (not JPEG, or CMYK): for them the
+        full level is that copy.
     scan_script : str
         Name of the scan script (``"custom"`` for a script from a file).
     scan_content : list of str
@@ -63,6 +66,7 @@ class DatasetSummary:
     source_bytes: int
     skipped: int
     scan_script: str = "standard"
+    lossy: int = 0
     scan_content: list[str] | None = None
 
     @classmethod
@@ -79,6 +83,7 @@ class DatasetSummary:
             bytes_per_scan=[int(v) for v in cum.reshape(-1, manifest.num_scans).sum(axis=0)],
             source_bytes=manifest.source_bytes,
             skipped=len(manifest.skipped),
+            lossy=len(manifest.lossy_conversions),
             scan_script=script.name,
             scan_content=script.describe_levels(),
         )
@@ -104,8 +109,9 @@ class DatasetSummary:
     def __str__(self) -> str:
         lines = [
             f"{self.path}: {count(self.images, 'image')}, {count(self.records, 'record')}, "
-            f"{count(len(self.classes), 'class', 'classes')}, {self.skipped} skipped at encode, "
-            f"{self.scan_script} scan script",
+            f"{count(len(self.classes), 'class', 'classes')}, {self.skipped:,} skipped at encode, "
+            + (f"{self.lossy:,} re-encoded with loss, " if self.lossy else "")
+            + f"{self.scan_script} scan script",
             f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}  adds",
         ]
         src = self.source_bytes
@@ -117,6 +123,11 @@ class DatasetSummary:
             "bytes: what reading each level takes, record headers included "
             "(the audit counts the images' bytes alone)"
         )
+        if self.lossy:
+            lines.append(
+                f"lossy: {count(self.lossy, 'source')} (not JPEG, or CMYK) re-encoded as JPEG at "
+                "encode; the full level is that copy (the manifest's conversions list them)"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -130,8 +141,9 @@ class DatasetSummary:
         return (
             f"<p><b>{html.escape(self.path)}</b>: {count(self.images, 'image')}, "
             f"{count(self.records, 'record')}, {count(len(self.classes), 'class', 'classes')},"
-            f" {self.skipped} skipped at encode,"
-            f" {html.escape(self.scan_script)} scan script</p>"
+            f" {self.skipped:,} skipped at encode,"
+            + (f" {self.lossy:,} re-encoded with loss," if self.lossy else "")
+            + f" {html.escape(self.scan_script)} scan script</p>"
             "<table><tr><th>scan</th><th>bytes</th><th>of full</th><th>adds</th></tr>"
             f"{rows}</table>"
         )
