@@ -146,3 +146,14 @@ class RemoteReadError(PCRError, OSError):
 @public("pcr_explore")
 class RangeIgnoredWarning(UserWarning):
     """A server ignores Range requests: each record is downloaded whole, once, into the cache."""
+
+
+def no_such_path(path: object) -> FileNotFoundError:
+    """The one error every entry point raises for a path that does not exist.
+
+    Examples
+    --------
+    >>> no_such_path("photoz")
+    FileNotFoundError('photoz: no such file or folder')
+    """
+    return FileNotFoundError(f"{path}: no such file or folder")

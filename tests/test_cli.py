@@ -119,7 +119,7 @@ def test_verify_reports_every_damaged_record(cli_dataset: Path, tmp_path: Path) 
     ("args", "expected"),
     [
         (("inspect", "{ds}/record-00000.pcr"), "record-00000.pcr: is a file, not a dataset folder"),
-        (("inspect", "{tmp}/nope.pcr"), "nope.pcr: no such folder"),
+        (("inspect", "{tmp}/nope.pcr"), "nope.pcr: no such file or folder"),
         (("encode", "{src}", "{tmp}/afile"), "afile: exists and is not a folder"),
         (("encode", "{src}", "{tmp}/o", "--quality", "200"), "quality must be an integer"),
         (("encode", "{src}", "{tmp}/o", "--workers", "0"), "workers must be at least 1"),
@@ -217,3 +217,27 @@ def test_verify_checks_each_images_pieces(cli_dataset: Path, tmp_path: Path) -> 
     (bad / "manifest.json").write_text(json.dumps(manifest))
     r = run("verify", str(bad))
     assert r.returncode == 1 and "piece checksum mismatch" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_missing_path_reads_the_same_everywhere(tmp_path: Path) -> None:
+    """One wording and one type, whichever verb or function meets the mistake."""
+    import pcr_explore as pcr
+
+    nope = tmp_path / "photoz"
+    calls = [
+        lambda: pcr.open_dataset(str(nope)),
+        lambda: pcr.open_source(nope),
+        lambda: pcr.audit(nope, progress=False),
+        lambda: pcr.encode_dataset(nope, tmp_path / "out", progress=False),
+        lambda: pcr.verify_dataset(str(nope)),
+    ]
+    for call in calls:
+        with pytest.raises(FileNotFoundError) as info:
+            call()
+        assert str(info.value) == f"{nope}: no such file or folder"
+    for verb in (("encode", str(nope), str(tmp_path / "o")), ("inspect", str(nope)),
+                 ("audit", str(nope)), ("verify", str(nope)), ("tune", str(nope)),
+                 ("read", str(nope), "--scan", "1")):  # fmt: skip
+        r = run(*verb)
+        assert r.returncode == 1
+        assert r.stderr == f"pcr-explore: error: {nope}: no such file or folder\n", verb

@@ -146,7 +146,7 @@ def test_bad_manifests(dataset_dir: Path, tmp_path: Path, mutate, match: str) ->
     (tmp_path / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(DatasetError, match=match):
         open_dataset(str(tmp_path))
-    with pytest.raises(DatasetError, match="nowhere: no such folder"):
+    with pytest.raises(FileNotFoundError, match="nowhere: no such file or folder"):
         open_dataset(str(tmp_path / "nowhere"))
 
 

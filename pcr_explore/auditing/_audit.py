@@ -29,7 +29,7 @@ from ._thumbs import gallery
 __all__ = ["audit"]
 
 
-def _conversions(t: Target, infos: list[FileInfo]) -> list[dict[str, str]]:
+def _conversions(t: Target, infos: list[FileInfo]) -> list[dict[str, Any]]:
     """Return the sources not transcoded losslessly: as recorded, or as just found."""
     if t.dataset is not None:
         return t.conversions

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..encode.discover import find_sources
+from ..errors import no_such_path
 from ..jpeg.transcode import IMAGE_SUFFIXES
 from ..read.reader import PCRDataset, open_dataset
 from ..read.sources import FolderSource, LevelSource
@@ -61,7 +62,7 @@ def open_target(path: str | os.PathLike[str], backend: str, quality: int) -> Tar
     p = Path(path)
     remote = "://" in os.fspath(path)
     if not p.exists() and not remote:
-        raise FileNotFoundError(f"{p}: no such file or folder")
+        raise no_such_path(p)
     if remote or (p.is_dir() and (p / MANIFEST).exists()):
         ds = open_dataset(os.fspath(path))
         return Target(

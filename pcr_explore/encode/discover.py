@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .._json import displayable
 from .._public import public
-from ..errors import DatasetError, LabelWarning
+from ..errors import DatasetError, LabelWarning, no_such_path
 from ..jpeg.transcode import IMAGE_SUFFIXES
 
 __all__ = ["SourceItem", "display_name", "find_sources"]
@@ -60,9 +60,9 @@ def find_sources(
     """
     root = Path(src)
     if not root.exists():
-        raise FileNotFoundError(f"{root}: no such file or folder")  # as the readers say it
+        raise no_such_path(root)
     if not root.is_dir():
-        raise DatasetError(f"{root}: not a folder of images")
+        raise DatasetError(f"{root}: is a file, not a folder of images")
     # Everything named like an image but a folder: a FIFO, a dangling link or a
     # link loop is listed too, so that the encoder and the audit report it as a
     # skipped file with its reason instead of leaving it out unseen.

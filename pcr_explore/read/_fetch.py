@@ -26,6 +26,7 @@ from ..errors import (
     MissingExtraError,
     RangeIgnoredWarning,
     RemoteReadError,
+    no_such_path,
 )
 from ..records.manifest import MANIFEST, Manifest, RecordEntry
 from ..storage.cache import PrefixCache
@@ -316,7 +317,7 @@ class RecordFetcher:
             self.cache.drop(r)
 
 
-def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
+def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError | FileNotFoundError:
     """The most useful message for a dataset path without a readable manifest."""
     try:
         if fs.isfile(root):
@@ -324,7 +325,7 @@ def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError:
                 f"{url}: is a file, not a dataset folder; give the folder that holds {MANIFEST}"
             )
         if not fs.exists(root):
-            return DatasetError(f"{url}: no such folder")
+            return no_such_path(url)
     except OSError:  # pragma: no cover - a store that cannot answer: keep the plain message
         pass
     return DatasetError(f"{url}: no {MANIFEST}: not a PCR dataset (or its encode did not finish)")

@@ -442,8 +442,11 @@ def open_dataset(
 
     Raises
     ------
+    FileNotFoundError
+        If *path* does not exist (``"<path>: no such file or folder"``, as
+        every entry point says it).
     DatasetError
-        If the manifest is missing or malformed.
+        If the folder holds no manifest, or a malformed one.
     RemoteReadError
         If the manifest cannot be fetched.
 

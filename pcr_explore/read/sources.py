@@ -19,7 +19,7 @@ from cachetools import LRUCache
 
 from .._public import public
 from ..encode.discover import find_sources
-from ..errors import PCRError
+from ..errors import PCRError, no_such_path
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
 from ..jpeg.scan_script import STANDARD, ScanScript, resolve_scan_script
@@ -299,7 +299,7 @@ def open_source(source: str | os.PathLike[str] | LevelSource, **kwargs: object) 
         return open_dataset(s)
     p = Path(s)
     if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file or folder")
+        raise no_such_path(p)
     if p.is_dir() and (p / MANIFEST).exists():
         return open_dataset(s)
     return FolderSource(p, **kwargs)  # type: ignore[arg-type]

@@ -58,8 +58,10 @@ def test_images_load_split_by_name_hash(folder, tmp_path):
                 _image(c, k).save(split / side / c / f"{k}.jpg")
     s = load_labelled_images(split, size=16)
     assert (len(s.train_y), len(s.val_y)) == (21, 9)
-    with pytest.raises(DatasetError):
+    with pytest.raises(FileNotFoundError, match="missing: no such file or folder"):
         load_labelled_images(tmp_path / "missing", size=16)
+    with pytest.raises(DatasetError, match="is a file, not a folder of images"):
+        load_labelled_images(split / "train" / CLASSES[0] / "0.jpg", size=16)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..._public import public
 from ...encode.discover import find_sources
-from ...errors import DatasetError, SwapError
+from ...errors import DatasetError, SwapError, no_such_path
 from ...jpeg import decode
 from ...read.reader import open_dataset
 from ...records.manifest import MANIFEST
@@ -156,8 +156,10 @@ def load_labelled_images(
         if tc != vc:
             raise DatasetError(f"{root}: train and val classes differ: {tc} vs {vc}")
         return LabelledImages(tx, ty, vx, vy, tuple(tc), str(root))
+    if not root.exists():
+        raise no_such_path(root)
     if not root.is_dir():
-        raise DatasetError(f"{root}: not a folder of images or a PCR dataset")
+        raise DatasetError(f"{root}: is a file, not a folder of images or a PCR dataset")
     x, y, names, classes = _side(root, size, None, workers)
     # per class, in hash order: the first round(n * val_fraction) (at least one) validate
     is_val = np.zeros(len(names), dtype=bool)
