@@ -149,6 +149,23 @@ def test_gradient_tuner_thresholds_and_model_left_alone(data: SplitDatasets) -> 
     assert record["threshold"] == 1.0
 
 
+def test_gradient_tuner_stops_when_it_knows(data: SplitDatasets) -> None:
+    torch.manual_seed(0)
+    net = small_cnn(5)
+    kw = dict(batch_size=8, size=SIZE, workers=1, scans=(1, 2, 5, 10))
+    # every level's interval lies below 1.5 after the minimum of three batches
+    sure = tune_by_gradient(data.train, model=net, batches=4, threshold=1.5, **kw)  # type: ignore[arg-type]
+    assert sure.decided and sure.batches == 3 and sure.max_batches == 4
+    assert all(hi < 1.5 for _, hi in sure.similarity_ci.values())
+    assert sure.similarity_ci[10] == (1.0, 1.0)
+    assert "3 of at most 4 batches" in sure.summary()
+    # one batch gives no interval: the budget is spent and the tuner says it does not know
+    unsure = tune_by_gradient(data.train, model=net, batches=1, threshold=0.8, **kw)  # type: ignore[arg-type]
+    assert not unsure.decided and unsure.batches == 1
+    assert "undecided" in unsure.summary()
+    assert json.loads(json.dumps(unsure.to_dict()))["similarity_ci"]["1"] == [None, None]
+
+
 def test_auto_follows_the_gradient_tuner(data: SplitDatasets) -> None:
     kw = dict(epochs=2, retune_every=1, auto_scans=(1, 10), tune_batches=1)
     low = _run(data, "auto", threshold=-1.0, **kw)

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,7 +27,7 @@ from ..read.sources import LevelSource, open_source
 from ._torch import require_torch
 from .loop import stack_images, to_input
 
-__all__ = ["GradientTuneResult", "tune_by_gradient"]
+__all__ = ["GradientTuneResult", "mean_interval", "tune_by_gradient"]
 
 
 @public("pcr_explore.train")
@@ -64,6 +64,15 @@ class GradientTuneResult:
         Wall time of the whole measurement (reading, decoding, gradients).
     bytes_read : int
         Bytes the measurement read from storage (0 when not counted).
+    similarity_ci : dict of int to (float, float)
+        Student-t interval of the mean similarity, per scan.
+    decided : bool
+        True when every level's interval lies wholly above or below the
+        threshold; False when the batch budget ran out first ("undecided").
+    max_batches : int
+        The batch budget (``batches`` is how many were used).
+    confidence : float
+        Level of the intervals.
     """
 
     scan: int
@@ -81,14 +90,21 @@ class GradientTuneResult:
     size: int
     seconds: float
     bytes_read: int
+    similarity_ci: dict[int, tuple[float, float]] = field(default_factory=dict)
+    decided: bool = True
+    max_batches: int = 0
+    confidence: float = 0.95
 
     def summary(self) -> str:
         """One line for a terminal."""
         sims = ", ".join(f"{k}: {self.similarity[k]:.3f}" for k in self.scans)
         verdict = "" if self.met else " (no level reached the threshold: full quality)"
+        if not self.decided:
+            verdict += " (undecided: an interval still straddles the threshold)"
         return (
             f"scan {self.scan} of {self.num_scans}{verdict}: gradient similarity {sims} "
-            f"(threshold {self.threshold:g}, {self.batches} batches of {self.batch_size} at "
+            f"(threshold {self.threshold:g}, {self.batches} of at most "
+            f"{self.max_batches or self.batches} batches of {self.batch_size} at "
             f"{self.size}px, {self.seconds:.1f} s); reads {self.bytes_fraction[self.scan]:.1%} "
             "of the bytes"
         )
@@ -111,24 +127,38 @@ class GradientTuneResult:
             "size": self.size,
             "seconds": self.seconds,
             "bytes_read": self.bytes_read,
+            "similarity_ci": {
+                str(k): [float(x) if np.isfinite(x) else None for x in v]
+                for k, v in self.similarity_ci.items()
+            },
+            "decided": self.decided,
+            "max_batches": self.max_batches,
+            "confidence": self.confidence,
         }
 
     def _repr_html_(self) -> str:
         bold = " style='font-weight:bold'"
         rows = "".join(
             f"<tr{bold if k == self.scan else ''}><td>{k}</td>"
-            f"<td>{self.similarity[k]:.3f} &plusmn; {self.similarity_std[k]:.3f}</td>"
+            f"<td>{self.similarity[k]:.3f}</td><td>{_ci_text(self.similarity_ci.get(k))}</td>"
             f"<td>{self.bytes_fraction.get(k, float('nan')):.1%}</td></tr>"
             for k in self.scans
         )
         cap = html.escape(
-            f"chosen: scan {self.scan} (threshold {self.threshold:g}; {self.batches} batches "
+            f"chosen: scan {self.scan}{'' if self.decided else ', undecided'} "
+            f"(threshold {self.threshold:g}; {self.batches} batches "
             f"of {self.batch_size} at {self.size} px; {self.seconds:.1f} s)"
         )
         return (
             f"<table><caption>{cap}</caption><tr><th>scan</th><th>cosine similarity</th>"
-            f"<th>of full bytes</th></tr>{rows}</table>"
+            f"<th>{self.confidence:.0%} interval</th><th>of full bytes</th></tr>{rows}</table>"
         )
+
+
+def _ci_text(ci: tuple[float, float] | None) -> str:
+    if ci is None or not all(np.isfinite(ci)):
+        return "-"
+    return f"{ci[0]:.3f}..{ci[1]:.3f}"
 
 
 def _flat_grad(
@@ -180,6 +210,99 @@ def _check_scans(scans: Sequence[int], num_scans: int) -> tuple[int, ...]:
     return out
 
 
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of *values* (infinite from one value).
+
+    Examples
+    --------
+    >>> mean_interval([1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    >>> lo, hi = mean_interval([0.7, 0.8, 0.9])
+    >>> round(lo, 3), round(hi, 3)
+    (0.552, 1.048)
+    """
+    v = np.asarray(values, np.float64)
+    if len(v) < 2:
+        return -np.inf, np.inf
+    from scipy.stats import t
+
+    half = float(t.ppf(0.5 + confidence / 2, len(v) - 1)) * float(v.std(ddof=1)) / np.sqrt(len(v))
+    m = float(v.mean())
+    return float(m - half), float(m + half)
+
+
+def _settled(sims: dict[int, list[float]], threshold: float, confidence: float) -> bool:
+    """Whether every level's interval lies wholly above or wholly below the threshold."""
+    for v in sims.values():
+        lo, hi = mean_interval(v, confidence)
+        if lo < threshold <= hi:
+            return False
+    return True
+
+
+class _Probe:
+    """Gradients of one model on batches of images at several levels; the model is left as found."""
+
+    def __init__(
+        self, torch: Any, model: Any, loss_fn: Any, size: int, workers: int, full: int
+    ) -> None:
+        self.torch, self.model, self.loss_fn = torch, model, loss_fn
+        self.size, self.full = size, full
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.level_bytes: dict[int, int] = {}
+        self.full_bytes = 0
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
+
+    def __enter__(self) -> _Probe:
+        self._saved = [b.detach().clone() for b in self.model.buffers()]
+        self._was_training = self.model.training
+        self.model.train()  # the gradients training would see (batch statistics)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown()
+        with self.torch.no_grad():
+            for buf, old in zip(self.model.buffers(), self._saved):
+                buf.copy_(old)
+        self.model.train(self._was_training)
+
+    def _pixels(self, datas: list[bytes]) -> list[np.ndarray]:
+        s = self.size
+        return list(self._pool.map(lambda d: decode(d, size=(s, s), mode="RGB"), datas))
+
+    def _grad(self, arrays: list[np.ndarray], y: Any, seed: int) -> Any:
+        x = to_input(stack_images(arrays, [0] * len(arrays))[0])
+        return _flat_grad(self.torch, self.model, self.params, x, y, self.loss_fn, seed)
+
+    def batch(
+        self,
+        src: LevelSource,
+        idx: np.ndarray,
+        labels: np.ndarray,
+        levels: tuple[int, ...],
+        seed: int,
+    ) -> dict[int, float]:
+        """Each level's gradient similarity to full quality on the images *idx*."""
+        fulls = [src.jpeg_bytes(int(i), None) for i in idx]
+        cum = [src.level_bytes(int(i)) for i in idx]
+        self.full_bytes += sum(len(f) for f in fulls)
+        y = self.torch.as_tensor(labels[idx], dtype=self.torch.int64)
+        ref_arrays = self._pixels(fulls)
+        ref = self._grad(ref_arrays, y, seed)
+        out = {}
+        for k in levels:
+            self.level_bytes[k] = self.level_bytes.get(k, 0) + sum(int(c[k - 1]) for c in cum)
+            if k >= self.full:
+                out[k] = 1.0  # the same bytes: the same gradient
+                continue
+            arrays = self._pixels([_level_jpeg(f, c, k) for f, c in zip(fulls, cum)])
+            if all(np.array_equal(a, r) for a, r in zip(arrays, ref_arrays)):
+                out[k] = 1.0
+                continue
+            out[k] = _cosine(ref, self._grad(arrays, y, seed))
+        return out
+
+
 @public("pcr_explore.train")
 def tune_by_gradient(
     source: LevelSource | str | os.PathLike[str],
@@ -187,8 +310,10 @@ def tune_by_gradient(
     model: Any,
     scans: Sequence[int] | None = None,
     batches: int = 10,
+    min_batches: int = 3,
     batch_size: int = 32,
     threshold: float = 0.8,
+    confidence: float = 0.95,
     size: int = 64,
     seed: int = 0,
     loss_fn: Callable[[Any, Any], Any] | None = None,
@@ -196,12 +321,14 @@ def tune_by_gradient(
 ) -> GradientTuneResult:
     """The lowest scan whose loss gradients point where full quality's do.
 
-    For each of *batches* random batches of labelled images, the gradient of
-    the loss with respect to every trainable parameter is computed on the
-    full-quality images and on the same images at each level in *scans*; the
-    cosine similarity of the flattened gradients is averaged over batches.
-    The model is left as it was: weights untouched, batch-norm statistics and
-    train/eval mode restored.
+    For random batches of labelled images, the gradient of the loss with
+    respect to every trainable parameter is computed on the full-quality
+    images and on the same images at each level in *scans*; the cosine
+    similarity of the flattened gradients is averaged over batches. The tuner
+    stops as soon as every level's interval lies wholly above or below the
+    threshold (after at least *min_batches*), or when *batches* are spent;
+    then ``decided`` says whether it knew. The model is left as it was:
+    weights untouched, batch-norm statistics and train/eval mode restored.
 
     Parameters
     ----------
@@ -214,11 +341,15 @@ def tune_by_gradient(
         Levels to compare (default :func:`default_levels`: the paper's 1, 2,
         5, 10 for the standard script).
     batches : int
-        Batches to average over.
+        Batches at most (the budget).
+    min_batches : int
+        Batches at least (or *batches*, if fewer) before an interval is trusted.
     batch_size : int
         Images per batch.
     threshold : float
         Mean similarity a level must reach (the paper: 0.8).
+    confidence : float
+        Level of the Student-t intervals of the mean similarity.
     size : int
         Side of the square images the model sees (the training size).
     seed : int
@@ -239,22 +370,27 @@ def tune_by_gradient(
     DatasetError
         If the dataset has no labelled image.
     ValueError
-        If *scans*, *batches* or *batch_size* is out of range.
+        If *scans*, *batches*, *min_batches*, *batch_size* or *confidence*
+        is out of range.
 
     Examples
     --------
     >>> from pcr_explore.train import small_cnn
     >>> r = tune_by_gradient("flowers/train.pcr", model=small_cnn(5), size=64)  # doctest: +SKIP
-    >>> r.scan, r.similarity  # doctest: +SKIP
-    (2, {1: 0.71, 2: 0.86, 5: 0.97, 10: 1.0})
+    >>> r.scan, r.similarity, r.batches, r.decided  # doctest: +SKIP
+    (2, {1: 0.71, 2: 0.86, 5: 0.97, 10: 1.0}, 4, True)
     """
     torch = require_torch("tune_by_gradient")
-    if batches < 1 or batch_size < 1:
-        raise ValueError(f"batches and batch_size must be at least 1, got {batches}, {batch_size}")
+    if batches < 1 or batch_size < 1 or min_batches < 1:
+        raise ValueError(
+            "batches, min_batches and batch_size must be at least 1, got "
+            f"{batches}, {min_batches}, {batch_size}"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     src = source if isinstance(source, LevelSource) else open_source(source)
     full = src.num_scans
     levels = _check_scans(default_levels(full) if scans is None else scans, full)
-    loss_fn = loss_fn or torch.nn.functional.cross_entropy
     labels = np.asarray(src.labels)
     labelled = np.flatnonzero(labels >= 0)
     if not len(labelled):
@@ -262,66 +398,25 @@ def tune_by_gradient(
     t0 = time.perf_counter()
     stats = getattr(src, "stats", None)
     before = stats.bytes_read if stats is not None else 0
-    rng = np.random.default_rng(seed)
-    pick = rng.permutation(labelled)[: batches * batch_size]
+    pick = np.random.default_rng(seed).permutation(labelled)[: batches * batch_size]
     groups = [pick[i : i + batch_size] for i in range(0, len(pick), batch_size)]
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    saved = [b.detach().clone() for b in model.buffers()]
-    was_training = model.training
-    model.train()  # the gradients training would see (batch statistics)
+    loss = loss_fn or torch.nn.functional.cross_entropy
     sims: dict[int, list[float]] = {k: [] for k in levels}
-    level_sizes = {k: 0 for k in levels}
-    full_size = 0
-    pool = ThreadPoolExecutor(max_workers=max(1, workers))
-
-    def pixels(datas: list[bytes]) -> list[np.ndarray]:
-        return list(pool.map(lambda d: decode(d, size=(size, size), mode="RGB"), datas))
-
-    try:
+    with _Probe(torch, model, loss, size, workers, full) as probe:
         for b, idx in enumerate(groups):
-            fulls = [src.jpeg_bytes(int(i), None) for i in idx]
-            cum = [src.level_bytes(int(i)) for i in idx]
-            full_size += sum(len(f) for f in fulls)
-            y = torch.as_tensor(labels[idx], dtype=torch.int64)
-
-            ref_arrays = pixels(fulls)
-            ref = _flat_grad(
-                torch,
-                model,
-                params,
-                to_input(stack_images(ref_arrays, [0] * len(idx))[0]),
-                y,
-                loss_fn,
-                seed + b,
-            )
-            for k in levels:
-                level_sizes[k] += sum(int(c[k - 1]) for c in cum)
-                if k >= full:
-                    sims[k].append(1.0)  # the same bytes: the same gradient
-                    continue
-                arrays = pixels([_level_jpeg(f, c, k) for f, c in zip(fulls, cum)])
-                if all(np.array_equal(a, r) for a, r in zip(arrays, ref_arrays)):
-                    sims[k].append(1.0)
-                    continue
-                x = to_input(stack_images(arrays, [0] * len(idx))[0])
-                sims[k].append(
-                    _cosine(ref, _flat_grad(torch, model, params, x, y, loss_fn, seed + b))
-                )
-    finally:
-        pool.shutdown()
-        with torch.no_grad():
-            for buf, old in zip(model.buffers(), saved):
-                buf.copy_(old)
-        model.train(was_training)
-
+            for k, v in probe.batch(src, idx, labels, levels, seed + b).items():
+                sims[k].append(v)
+            if b + 1 >= min_batches and _settled(sims, threshold, confidence):
+                break
+    used = len(sims[levels[0]])
     mean = {k: float(np.mean(v)) for k, v in sims.items()}
     meets = [k for k in levels if mean[k] >= threshold]
     if hasattr(src, "bytes_at"):
         bytes_at = {k: int(src.bytes_at(k)) for k in levels} | {full: int(src.bytes_at(full))}
-    else:  # estimate the whole folder from the sample
-        scale = len(src) / max(1, len(pick))
-        bytes_at = {k: int(level_sizes[k] * scale) for k in levels} | {full: int(full_size * scale)}
+    else:  # estimate the whole folder from the images measured
+        scale = len(src) / max(1, sum(len(g) for g in groups[:used]))
+        bytes_at = {k: int(v * scale) for k, v in probe.level_bytes.items()}
+        bytes_at[full] = int(probe.full_bytes * scale)
     return GradientTuneResult(
         scan=meets[0] if meets else full,
         threshold=float(threshold),
@@ -333,9 +428,13 @@ def tune_by_gradient(
         bytes_fraction={k: v / bytes_at[full] for k, v in bytes_at.items()},
         met=bool(meets),
         num_scans=full,
-        batches=len(groups),
+        batches=used,
         batch_size=batch_size,
         size=size,
         seconds=time.perf_counter() - t0,
         bytes_read=(stats.bytes_read - before) if stats is not None else 0,
+        similarity_ci={k: mean_interval(v, confidence) for k, v in sims.items()},
+        decided=_settled(sims, threshold, confidence),
+        max_batches=len(groups),
+        confidence=float(confidence),
     )
