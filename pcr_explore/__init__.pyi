@@ -1,6 +1,20 @@
-from . import auditing, encode, jpeg, plots, quality, read, records, storage, swap, train, widgets  # noqa: F401 (subpackages, loaded on use)
+from . import (  # the subpackages, loaded on use
+    auditing,
+    budgeting,
+    encode,
+    jpeg,
+    plots,
+    quality,
+    read,
+    records,
+    storage,
+    swap,
+    train,
+    widgets,
+)
 from ._version import __version__
 from .auditing import AuditOptions, AuditReport, audit
+from .budgeting import BudgetOptions, BudgetReport, budget
 from .encode.discover import find_sources
 from .encode.encoder import EncodeOptions, EncodeSummary, encode_dataset
 from .encode.sample import build_sample
@@ -55,6 +69,9 @@ __all__ = [
     "audit",
     "AuditReport",
     "AuditOptions",
+    "budget",
+    "BudgetReport",
+    "BudgetOptions",
     "PCRError",
     "JPEGError",
     "ScanScriptError",

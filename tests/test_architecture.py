@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("quality",),
     ("plots",),  # figure builders shared by the audit report and the widgets
     ("auditing", "train"),
+    ("budgeting",),  # the bytes a training run needs: quality, gradients, accuracy, decode cost
     ("swap.codecs", "swap.traces"),
     ("swap.model",),
     ("swap.capture",),

@@ -13,11 +13,12 @@ from .metrics import (
     psnr,
     ssim,
 )
-from .tune import TuneOptions, TuneResult, recommend, tune
+from .tune import TuneOptions, TuneResult, level_intervals, recommend, tune
 
 __all__ = [
     "TuneOptions",
     "TuneResult",
+    "level_intervals",
     "recommend",
     "tune",
     "METRICS",

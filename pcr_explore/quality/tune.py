@@ -33,7 +33,7 @@ from .metrics import DEFAULT_TARGETS, MetricFn, metric_name
 from .metrics._names import capped, format_value, metric_label
 from .metrics._targets import check_target
 
-__all__ = ["STATISTICS", "TuneOptions", "TuneResult", "tune", "recommend"]
+__all__ = ["STATISTICS", "TuneOptions", "TuneResult", "level_intervals", "tune", "recommend"]
 
 STATISTICS: tuple[str, ...] = ("mean", "p5")
 Statistic = Literal["mean", "p5"]
@@ -100,6 +100,42 @@ def _bootstrap(
     alpha = (1.0 - confidence) / 2
     lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
+
+
+@public("pcr_explore.quality")
+def level_intervals(
+    curve: QualityCurve,
+    *,
+    statistic: Statistic = "mean",
+    seed: int = 0,
+    options: TuneOptions | None = None,
+) -> np.ndarray:
+    """The bootstrap interval of *statistic* at every level, an (S, 2) array.
+
+    Where every image of the source was measured the statistic is exact and
+    each interval is that one value.
+
+    Examples
+    --------
+    >>> from pcr_explore.quality import QualityCurve
+    >>> values = np.tile([0.6, 0.9, 1.0], (4, 1))
+    >>> c = QualityCurve.from_values(values, np.tile([10, 50, 100], (4, 1)))
+    >>> level_intervals(c).tolist()
+    [[0.6, 0.6], [0.9, 0.9], [1.0, 1.0]]
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
+    o = options or TuneOptions()
+    values = curve.per_image.values
+    if len(values) >= curve.population:
+        v = _stat(values, statistic)
+        return np.stack([v, v], axis=1)
+    return np.array(
+        [
+            _bootstrap(values[:, k], statistic, o.n_boot, o.confidence, seed)
+            for k in range(values.shape[1])
+        ]
+    )
 
 
 @public("pcr_explore.quality")

@@ -231,6 +231,11 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
     return float(m - half), float(m + half)
 
 
+def _clipped(ci: tuple[float, float]) -> tuple[float, float]:
+    """A cosine's interval, within -1..1."""
+    return max(-1.0, ci[0]), min(1.0, ci[1])
+
+
 def _settled(sims: dict[int, list[float]], threshold: float, confidence: float) -> bool:
     """Whether every level's interval lies wholly above or wholly below the threshold."""
     for v in sims.values():
@@ -433,7 +438,7 @@ def tune_by_gradient(
         size=size,
         seconds=time.perf_counter() - t0,
         bytes_read=(stats.bytes_read - before) if stats is not None else 0,
-        similarity_ci={k: mean_interval(v, confidence) for k, v in sims.items()},
+        similarity_ci={k: _clipped(mean_interval(v, confidence)) for k, v in sims.items()},
         decided=_settled(sims, threshold, confidence),
         max_batches=len(groups),
         confidence=float(confidence),

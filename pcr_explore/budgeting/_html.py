@@ -1,0 +1,49 @@
+"""A budget report as HTML: a notebook fragment, and a page that opens offline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._version import __version__
+from ..auditing._html_base import CSS, esc
+from ._text import choices_line, columns
+
+if TYPE_CHECKING:
+    from ._findings import BudgetFindings as BudgetReport
+
+__all__ = ["render_fragment", "render_page"]
+
+
+def _table(r: BudgetReport) -> str:
+    cols = columns(r)
+    head = "".join(f"<th class='num'>{esc(h)}</th>" for h, _ in cols)
+    body = []
+    for i in range(r.num_scans):
+        cls = " class='rec'" if i + 1 == r.recommended else ""
+        cells = "".join(f"<td class='num'>{esc(c[i])}</td>" for _, c in cols)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def render_fragment(r: BudgetReport) -> str:
+    """The recommendation, the choices, the table and the notes."""
+    decided = all(r.decided.values())
+    notes = "".join(f"<li>{esc(n)}</li>" for n in r.notes)
+    return (
+        f"<div class='card {'clear' if decided else 'unclear'}'>"
+        f"<b>Level {r.recommended} of {r.num_scans}</b>: {esc(r.sentence)}"
+        f"<div class='meta'>{esc(choices_line(r))}</div></div>"
+        + _table(r)
+        + (f"<ul class='meta'>{notes}</ul>" if notes else "")
+    )
+
+
+def render_page(r: BudgetReport) -> str:
+    """A whole page: no script and no link outside it, so it opens from a file offline."""
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>Byte budget: {esc(r.source)}</title><style>{CSS}</style></head><body>"
+        f"<h1>How many bytes does training need?</h1>"
+        f"<p class='meta'>{esc(r.source)}: {r.images:,} images; pcr-explore {esc(__version__)}"
+        "</p>" + render_fragment(r) + "</body></html>\n"
+    )
