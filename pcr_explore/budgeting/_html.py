@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 __all__ = ["render_fragment", "render_page"]
 
+_CSS = "table.budget td { white-space: nowrap; }"
+
 
 def _table(r: BudgetReport) -> str:
     cols = columns(r)
@@ -22,7 +24,7 @@ def _table(r: BudgetReport) -> str:
         cls = " class='rec'" if i + 1 == r.recommended else ""
         cells = "".join(f"<td class='num'>{esc(c[i])}</td>" for _, c in cols)
         body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    return f"<table class='budget'><tr>{head}</tr>{''.join(body)}</table>"
 
 
 def render_fragment(r: BudgetReport) -> str:
@@ -42,7 +44,7 @@ def render_page(r: BudgetReport) -> str:
     """A whole page: no script and no link outside it, so it opens from a file offline."""
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Byte budget: {esc(r.source)}</title><style>{CSS}</style></head><body>"
+        f"<title>Byte budget: {esc(r.source)}</title><style>{CSS}{_CSS}</style></head><body>"
         f"<h1>How many bytes does training need?</h1>"
         f"<p class='meta'>{esc(r.source)}: {r.images:,} images; pcr-explore {esc(__version__)}"
         "</p>" + render_fragment(r) + "</body></html>\n"

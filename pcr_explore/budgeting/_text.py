@@ -46,7 +46,8 @@ def columns(r: BudgetReport) -> list[tuple[str, list[str]]]:
     cols.append(("decode ms/img", [f"{1e3 * x.decode_seconds:.2f}" for x in rows]))
     cols.append(("read-bound below", [format_bandwidth(r.crossover(x.scan)) for x in rows]))
     if r.bandwidth is not None:
-        cols.append(("epoch s", [f"{r.epoch_seconds(x.scan):.3g}" for x in rows]))
+        head = f"epoch s at {format_bandwidth(r.bandwidth)}"
+        cols.append((head, [f"{r.epoch_seconds(x.scan):.3g}" for x in rows]))
     return cols
 
 

@@ -1,3 +1,4 @@
+from .budget_explorer import BudgetExplorer
 from .scan_explorer import ScanExplorer
 from .script_explorer import ScriptExplorer
 from .swap_explorer import SwapExplorer
@@ -5,6 +6,7 @@ from .training_explorer import TrainingExplorer
 from .tuner_dashboard import TunerDashboard
 
 __all__ = [
+    "BudgetExplorer",
     "ScanExplorer",
     "ScriptExplorer",
     "SwapExplorer",
