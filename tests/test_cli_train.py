@@ -72,3 +72,19 @@ def test_tune_gradient_json(data: SplitDatasets, capsys: pytest.CaptureFixture[s
     out = json.loads(capsys.readouterr().out)
     assert out["scan"] == 10 and out["threshold"] == 1.0
     assert set(out["similarity"]) == {"1", "5", "10"} and out["similarity"]["10"] == 1.0
+
+
+def test_train_with_a_schedule(data: SplitDatasets, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    p = _parser()
+    with pytest.raises(SystemExit):
+        p.parse_args(["train", "t", "--val", "v", "--schedule", "ramp:1-10"])
+    assert "not a scan schedule: 'ramp:1-10'" in capsys.readouterr().err
+    argv = ["train", str(data.train), "--val", str(data.val), "--schedule", "ramp:1-10:1-2"]
+    argv += ["--size", "32", "--epochs", "3", "--batch-size", "8", "--workers", "1", "--json"]
+    args = p.parse_args(argv)
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schedule"] == "ramp:1-10:1-2"
+    assert [lv["scan"] for lv in out["levels"]] == ["schedule"]
+    assert [e["scan"] for e in out["levels"][0]["epochs"]] == [1, 10, 10]

@@ -280,3 +280,51 @@ def test_loader_switches_level_in_persistent_workers(data: SplitDatasets) -> Non
     assert tds.scan == 10 and tds.epoch == 3
     with pytest.raises(ValueError, match="outside 1..10"):
         tds.set_scan(11)
+
+
+def test_loader_follows_a_schedule_in_persistent_workers(data: SplitDatasets) -> None:
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.jpeg import decode
+    from pcr_explore.read.loader import torch_dataset
+
+    ds = open_dataset(str(data.train))
+    tds = torch_dataset(str(data.train), schedule="ramp:1-10:1-3", size=(SIZE, SIZE))
+    loader = DataLoader(tds, batch_size=64, num_workers=1, persistent_workers=True,
+                        multiprocessing_context="forkserver")  # fmt: skip
+    seen, pids = [], None
+    for epoch in range(4):
+        tds.set_epoch(epoch)
+        batch = next(iter(loader))[0]
+        workers = [p.pid for p in loader._iterator._workers]  # type: ignore[union-attr]
+        assert pids is None or workers == pids  # the same workers every epoch
+        pids = workers
+        seen.append((tds.scan, batch[0].permute(1, 2, 0).numpy()))
+    assert [k for k, _ in seen] == [1, 6, 10, 10]
+    first = {k: decode(ds.jpeg_bytes(0, k), size=(SIZE, SIZE), mode="RGB") for k in (1, 6, 10)}
+    for k, image in seen:
+        np.testing.assert_array_equal(image, first[k])
+    with pytest.raises(ValueError, match=r"levels \[12\] are outside 1\.\.10"):
+        torch_dataset(str(data.train), schedule="steps:1=12")
+
+
+def test_a_schedule_run_reads_each_epochs_level(data: SplitDatasets) -> None:
+    ds = open_dataset(str(data.train))
+    result = _run(data, scans=(10,), schedule="ramp:1-10:1-3", epochs=4)
+    assert [r.label for r in result.levels] == ["scan 10", "schedule"]
+    ramp = result.level("schedule")
+    assert [e.scan for e in ramp.epochs] == [1, 6, 10, 10]
+    assert [e.bytes_read for e in ramp.epochs] == [ds.bytes_at(k) for k in (1, 6, 10, 10)]
+    assert ramp.bytes_read < result.level(10).bytes_read
+    assert result.schedule == "ramp:1-10:1-3"
+    assert json.loads(result.to_json())["schedule"] == "ramp:1-10:1-3"
+    only = _run(data, scans=None, schedule="steps:1=2,2=10", epochs=2)
+    assert [r.label for r in only.levels] == ["schedule"]
+    assert [e.scan for e in only.levels[0].epochs] == [2, 10]
+
+
+def test_a_bad_schedule_fails_before_training(data: SplitDatasets) -> None:
+    with pytest.raises(ValueError, match=r"levels \[11\] are outside 1\.\.10"):
+        _run(data, schedule="steps:1=1,2=11")
+    with pytest.raises(ValueError, match="not a scan schedule"):
+        _run(data, schedule="warmup")

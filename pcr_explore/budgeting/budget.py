@@ -162,7 +162,7 @@ def _accuracy_choice(training: Any, of_full: float) -> int | None:
     ok = [
         int(run.scan)
         for run in training.levels
-        if run.scan != "auto" and run.best_val_accuracy >= target
+        if isinstance(run.scan, int) and run.best_val_accuracy >= target
     ]
     return min(ok) if ok else None
 
@@ -338,7 +338,7 @@ def _report(
     sims_ci = gradient.similarity_ci if gradient is not None else {}
     acc = {}
     if training is not None:
-        acc = {int(r.scan): r.best_val_accuracy for r in training.levels if r.scan != "auto"}
+        acc = {r.scan: r.best_val_accuracy for r in training.levels if isinstance(r.scan, int)}
     rows = tuple(
         BudgetLevel(
             scan=k,

@@ -12,6 +12,15 @@ from ._args import positive_int as _positive
 __all__ = ["add_train_parsers"]
 
 
+def _schedule(text: str) -> Any:
+    from ..read.schedule import ScanSchedule
+
+    try:
+        return ScanSchedule.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _scans(text: str) -> list[int] | str:
     if text.strip() == "auto":
         return "auto"
@@ -73,6 +82,13 @@ def add_train_parsers(sub: Any) -> None:
         help="levels to train at, e.g. 1,2,5,10, or 'auto' (gradient tuner); default 1,2,5,10 "
         "(another scan script: 1, 2, its middle and its full level)",
     )
+    p.add_argument(
+        "--schedule",
+        type=_schedule,
+        default=None,
+        help="a scan-level curriculum as one more run: ramp:1-10:2-6 (level 1 up to epoch 2, "
+        "rising to 10 at epoch 6) or steps:1=2,4=5,7=10; alone when --scans is not given",
+    )
     p.add_argument("--size", type=_positive, default=64, help="image side in pixels (64)")
     p.add_argument("--epochs", type=_positive, default=10, help="epochs per level (10)")
     p.add_argument("--batch-size", type=_positive, default=32, help="batch size (32)")
@@ -125,6 +141,7 @@ def _train(args: argparse.Namespace) -> int:
         args.train,
         val=args.val,
         scans=args.scans,
+        schedule=args.schedule,
         size=args.size,
         epochs=args.epochs,
         seed=args.seed,

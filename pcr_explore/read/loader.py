@@ -7,7 +7,9 @@ itself, so the package stays light without PyTorch.
 
 The scan level and the epoch live in a small shared-memory tensor, so
 ``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
-epochs (``persistent_workers=True``) without rebuilding them.
+epochs (``persistent_workers=True``) without rebuilding them. With a
+:class:`~pcr_explore.train.ScanSchedule`, ``set_epoch`` also sets the level
+the schedule gives that epoch.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..errors import MissingExtraError
 from ..jpeg import Size
 from . import pipeline
 from .reader import PCRDataset, open_dataset
+from .schedule import ScanSchedule
 
 try:  # the dataset class must live at module level so DataLoader workers can pickle it
     import torch
@@ -70,6 +73,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         mode: str | None,
         rank: int,
         world_size: int,
+        schedule: ScanSchedule | None = None,
     ) -> None:
         probe = open_dataset(url)
         self._probe = probe
@@ -80,6 +84,10 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         self.num_scans = probe.num_scans
         # [epoch, scan]: pickled to workers as a handle to the same memory.
         self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
+        self.schedule = schedule
+        if schedule is not None:
+            schedule.check(probe.num_scans)
+            scan = schedule.level(1)
         self.set_scan(scan)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -101,9 +109,13 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         """Reshuffle for epoch *epoch* (same order on every worker and rank).
 
         Persistent DataLoader workers see the new epoch at their next
-        iteration.
+        iteration. With a schedule, the level becomes the one it gives
+        epoch *epoch* (counted from 0 here, as ``DistributedSampler`` counts:
+        ``set_epoch(0)`` is the schedule's epoch 1).
         """
         self._shared[0] = int(epoch)
+        if self.schedule is not None:
+            self.set_scan(self.schedule.level(int(epoch) + 1))
 
     def set_scan(self, scan: int | None) -> None:
         """Read level *scan* (None: full quality) from the next iteration on.
@@ -166,6 +178,7 @@ def torch_dataset(
     mode: str | None = "RGB",
     rank: int = 0,
     world_size: int = 1,
+    schedule: ScanSchedule | str | None = None,
 ) -> PCRIterableDataset:
     """A ``torch.utils.data.IterableDataset`` of ``(image, label)`` at level *scan*.
 
@@ -191,6 +204,10 @@ def torch_dataset(
         batch together); None keeps each image's own.
     rank, world_size : int
         Distributed sharding: rank *r* reads every *world_size*-th record.
+    schedule : ScanSchedule or str, optional
+        A scan-level curriculum (``"ramp:1-10:2-6"``): ``set_epoch(e)`` then
+        sets the level of epoch ``e + 1``, in persistent workers too; it
+        replaces *scan*.
 
     Returns
     -------
@@ -220,4 +237,8 @@ def torch_dataset(
     if torch is None:
         raise MissingExtraError("torch_dataset needs PyTorch: pip install 'pcr-explore[torch]'")
     url = source.url if isinstance(source, PCRDataset) else str(source)
-    return PCRIterableDataset(url, scan, size, shuffle, seed, transform, mode, rank, world_size)
+    if isinstance(schedule, str):
+        schedule = ScanSchedule.parse(schedule)
+    return PCRIterableDataset(
+        url, scan, size, shuffle, seed, transform, mode, rank, world_size, schedule
+    )

@@ -13,11 +13,13 @@ from .plot import (
     write_html,
 )
 from .result import EpochStats, LevelRun, TrainResult
+from .schedule import ScanSchedule
 from .throttle import parse_bandwidth, throttled
 
 __all__ = [
     "train_at_levels",
     "TrainOptions",
+    "ScanSchedule",
     "TrainResult",
     "LevelRun",
     "EpochStats",

@@ -232,7 +232,9 @@ def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[fl
 
 
 def _clipped(ci: tuple[float, float]) -> tuple[float, float]:
-    """A cosine's interval, within -1..1."""
+    """A cosine's interval, within -1..1 (an unknown one, from one batch, stays infinite)."""
+    if not np.isfinite(ci).all():
+        return ci
     return max(-1.0, ci[0]), min(1.0, ci[1])
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from .._public import public
 from ..errors import DatasetError
 from ..read.reader import PCRDataset, open_dataset
+from ..read.schedule import ScanSchedule
 from ._torch import require_torch
 from .gradient import default_levels, tune_by_gradient
 from .loop import evaluate, read_level, train_epoch
@@ -98,6 +99,7 @@ def train_at_levels(
     *,
     val: PCRDataset | str | os.PathLike[str],
     scans: Scans | None = None,
+    schedule: ScanSchedule | str | None = None,
     size: int = 64,
     epochs: int = 10,
     model: str | Callable[[int], Any] = "small-cnn",
@@ -123,6 +125,11 @@ def train_at_levels(
         the standard script). ``"auto"``: a single run whose
         level :func:`~pcr_explore.train.tune_by_gradient` chooses before
         epoch 1 and every ``options.retune_every`` epochs after.
+    schedule : ScanSchedule or str, optional
+        A curriculum (``"ramp:1-10:2-6"``: level 1 up to epoch 2, then up to
+        level 10 at epoch 6): one more run, labelled ``"schedule"``, whose
+        epochs read the levels it gives. With a schedule and no *scans*, it
+        is the only run.
     size : int
         Side of the square training images, in pixels.
     epochs : int
@@ -176,7 +183,12 @@ def train_at_levels(
     train_ds, val_ds = _open(train), _open(val)
     num_classes = _check_labels(train_ds, val_ds)
     full = train_ds.num_scans
-    plan = _plan(default_levels(full) if scans is None else scans, full)
+    curriculum = _schedule(schedule, full)
+    if curriculum is not None and scans is None:
+        plan: list[int | str] = ["schedule"]
+    else:
+        plan = _plan(default_levels(full) if scans is None else scans, full)
+        plan += ["schedule"] if curriculum is not None else []
     reader = throttled(train_ds, bandwidth=bw) if bw is not None else train_ds
     val_level = read_level(val_ds, scan=None, size=size, workers=workers)
 
@@ -192,9 +204,11 @@ def train_at_levels(
             opt = torch.optim.Adam(net.parameters(), lr=lr)
             sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
             gen = torch.Generator().manual_seed(seed)
-            scan = full if target == "auto" else int(target)
+            scan = full if isinstance(target, str) else int(target)
             run = LevelRun(target, ())
             for epoch in range(1, epochs + 1):
+                if curriculum is not None and target == "schedule":
+                    scan = curriculum.level(epoch)
                 stats = _epoch(
                     net,
                     (opt, sched, gen),
@@ -234,7 +248,16 @@ def train_at_levels(
         val_images=len(val_ds),
         classes=tuple(train_ds.classes),
         models=models,
+        schedule=None if curriculum is None else str(curriculum),
     )
+
+
+def _schedule(schedule: ScanSchedule | str | None, num_scans: int) -> ScanSchedule | None:
+    if schedule is None:
+        return None
+    s = schedule if isinstance(schedule, ScanSchedule) else ScanSchedule.parse(schedule)
+    s.check(num_scans)
+    return s
 
 
 def _epoch(

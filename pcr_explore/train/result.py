@@ -77,9 +77,10 @@ class LevelRun:
 
     Attributes
     ----------
-    scan : int or "auto"
-        The level, or ``"auto"`` when the gradient tuner chose it every few
-        epochs.
+    scan : int, "auto" or "schedule"
+        The level; ``"auto"`` when the gradient tuner chose it every few
+        epochs; ``"schedule"`` when a :class:`~pcr_explore.train.ScanSchedule`
+        set it (each epoch's ``scan`` says which).
     epochs : tuple of EpochStats
     """
 
@@ -88,8 +89,8 @@ class LevelRun:
 
     @property
     def label(self) -> str:
-        """``"scan k"`` or ``"auto"``."""
-        return "auto" if self.scan == "auto" else f"scan {self.scan}"
+        """``"scan k"``, ``"auto"`` or ``"schedule"``."""
+        return self.scan if isinstance(self.scan, str) else f"scan {self.scan}"
 
     @property
     def bytes_read(self) -> int:
@@ -187,6 +188,8 @@ class TrainResult:
     classes : tuple of str
     models : dict of str to torch.nn.Module
         The trained models by run label (not part of the JSON).
+    schedule : str or None
+        The scan schedule of the ``"schedule"`` run (``"ramp:1-10:2-6"``).
     """
 
     levels: tuple[LevelRun, ...]
@@ -203,6 +206,7 @@ class TrainResult:
     val_images: int
     classes: tuple[str, ...]
     models: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    schedule: str | None = None
 
     def __repr__(self) -> str:
         runs = ", ".join(f"{r.label}: best {r.best_val_accuracy:.3f}" for r in self.levels)
@@ -269,6 +273,7 @@ class TrainResult:
             "train_images": self.train_images,
             "val_images": self.val_images,
             "classes": list(self.classes),
+            "schedule": self.schedule,
         }
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
