@@ -91,3 +91,24 @@ def test_no_level_ticked_shows_an_error(data: SplitDatasets) -> None:
     assert isinstance(ex.last_error, ValueError)
     assert "tick at least one scan level" in str(ex.errors.outputs)
     assert not ex.train_button.disabled
+
+
+def test_a_curriculum_run_says_the_bytes_it_saved(data: SplitDatasets) -> None:
+    from pcr_explore.read.reader import open_dataset
+
+    ex = TrainingExplorer(
+        data.train, data.val, scans=(), schedule="ramp:1-10:1-3", size=SIZE, epochs=3, workers=1
+    )
+    ex.train_button.click()
+    assert ex.last_error is None
+    run = ex.result.level("schedule")  # type: ignore[union-attr]
+    assert [e.scan for e in run.epochs] == [1, 6, 10]
+    full = open_dataset(str(data.train)).bytes_at(None)
+    saved = 3 * full - run.bytes_read
+    assert saved > 0
+    readout = ex.progress.value
+    assert "curriculum: bytes saved so far" in readout and f"{saved / 1e6:,.1f} MB" in readout
+    assert "this epoch read level 10" in readout
+    ex.schedule.value = "ramp:1-12:1-3"
+    ex.train_button.click()
+    assert "outside 1..10" in str(ex.errors.outputs)

@@ -14,6 +14,7 @@ from ..read.reader import PCRDataset, open_dataset
 from ..train import (
     GradientTuneResult,
     LevelRun,
+    ScanSchedule,
     TrainOptions,
     TrainResult,
     default_levels,
@@ -59,6 +60,10 @@ class TrainingExplorer(Explorer):
         Labelled PCR datasets with the same classes.
     scans : sequence of int
         Levels ticked at the start.
+    schedule : str, optional
+        A curriculum run next to the ticked levels (``"ramp:1-10:1-3"``, see
+        :class:`~pcr_explore.train.ScanSchedule`): its readout says the bytes
+        it has saved so far against reading every epoch in full.
     size : int
         Training image side at the start (one of 32, 48, 64, 96, 128, 160, 224).
     epochs : int
@@ -109,6 +114,7 @@ class TrainingExplorer(Explorer):
         val: str | os.PathLike[str] | PCRDataset,
         *,
         scans: Sequence[int] | None = None,
+        schedule: str | None = None,
         size: int = 64,
         epochs: int = 5,
         bandwidth: float | None = None,
@@ -149,11 +155,21 @@ class TrainingExplorer(Explorer):
         self.bandwidth = w.Dropdown(
             options=options, value=bandwidth, description="storage", layout=w.Layout(width="220px")
         )
+        self.schedule = w.Text(
+            value=str(schedule or ""),
+            placeholder="e.g. ramp:1-10:1-3",
+            description="curriculum",
+            tooltip="one more run whose level changes per epoch: ramp:START-END:FROM-TO "
+            "or steps:EPOCH=LEVEL,...",
+            layout=w.Layout(width="260px"),
+        )
         self.train_button = w.Button(description="Train", button_style="primary", icon="play")
         self.progress = w.HTML("<i>Pick levels and press Train.</i>")
         self.table = w.HTML()
         self.comparison = w.HTML()
-        self.figure = training_figure([f"scan {k}" for k in scans])
+        self.figure = training_figure(
+            [f"scan {k}" for k in scans] + (["schedule"] if schedule else []) or ["scan 1"]
+        )
         self.plot_box = w.Box([self._plot(self.figure.layout)])
         self.similarity = similarity_figure()
         self.result: TrainResult | None = None
@@ -164,7 +180,10 @@ class TrainingExplorer(Explorer):
         self.view = w.VBox(
             [
                 w.HBox([w.HTML("<b>scan levels</b>&nbsp;"), *self.level_boxes.values()]),
-                w.HBox([self.size, self.epochs, self.bandwidth, self.train_button]),
+                w.HBox(
+                    [self.size, self.epochs, self.bandwidth, self.schedule, self.train_button],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
                 self.progress,
                 self.plot_box,
                 w.HBox([self._plot(self.similarity.figure), self.comparison]),
@@ -193,12 +212,17 @@ class TrainingExplorer(Explorer):
             If no level is ticked.
         """
         scans = self.chosen_scans()
-        if not scans:
-            raise ValueError("tick at least one scan level")
+        text = self.schedule.value.strip()
+        curriculum = ScanSchedule.parse(text) if text else None
+        if curriculum is not None:
+            curriculum.check(self.train_set.num_scans)
+        if not scans and curriculum is None:
+            raise ValueError("tick at least one scan level, or give a curriculum")
+        labels = [f"scan {k}" for k in scans] + (["schedule"] if curriculum else [])
         self.train_button.disabled = True
         try:
             self._plots = [(m, f) for m, f in self._plots if f is not self.figure.layout]
-            self.figure = training_figure([f"scan {k}" for k in scans])
+            self.figure = training_figure(labels)
             self.plot_box.children = [self._plot(self.figure.layout)]
             self._runs = {}
             self.table.value = self.comparison.value = ""
@@ -206,7 +230,8 @@ class TrainingExplorer(Explorer):
             self.result = train_at_levels(
                 self.train_set,
                 val=self.val_set,
-                scans=scans,
+                scans=scans or None,
+                schedule=curriculum,
                 size=int(self.size.value),
                 epochs=int(self.epochs.value),
                 seed=self.seed,
@@ -217,7 +242,8 @@ class TrainingExplorer(Explorer):
                 options=TrainOptions(batch_size=self.batch_size),
             )
             self.table.value = self.result._repr_html_()
-            self._tune(scans)
+            if scans:
+                self._tune(scans)
         finally:
             self.train_button.disabled = False
         return self.result
@@ -234,6 +260,16 @@ class TrainingExplorer(Explorer):
             ("read from storage so far", f"{mb:,.1f} MB"),
             ("training time so far", f"{secs:,.1f} s (load + compute)"),
         ]
+        if run.scan == "schedule":
+            full = self.train_set.bytes_at(None) * len(run.epochs)
+            saved = full - run.bytes_read
+            self._readout.append(
+                (
+                    "curriculum: bytes saved so far",
+                    f"{saved / 1e6:,.1f} MB ({saved / full:.0%} of reading every epoch in full; "
+                    f"this epoch read level {last.scan})",
+                )
+            )
         self.progress.value = html_table(self._readout)
 
     def _tune(self, scans: list[int]) -> None:
