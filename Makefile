@@ -79,6 +79,7 @@ bench: install
 	$(BIN)/python bench/bench_import.py
 	$(BIN)/python bench/bench_measure_once.py
 	$(BIN)/python bench/bench_walk.py
+	$(BIN)/python bench/bench_budget.py --threads 2
 
 lint:
 	$(BIN)/ruff check pcr_explore tests bench
