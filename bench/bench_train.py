@@ -22,8 +22,12 @@ Usage::
 
     python bench/bench_train.py [--sizes 64,128] [--seeds 0,1,2] [--epochs 6]
                                 [--bandwidth 20MB/s] [--data DIR] [--threads N]
+    python bench/bench_train.py --against webdataset [--sizes 128] [--schedule ramp:1-10:2-5]
 
-Prints tables and writes bench/results/train.json.
+Prints tables and writes bench/results/train.json. With ``--against
+webdataset`` (``pip install webdataset``), the comparison with training from
+WebDataset shards of the original JPEGs instead (``bench/_against_webdataset.py``
+says how it is kept fair), written to bench/results/train_vs_webdataset.json.
 """
 
 from __future__ import annotations
@@ -77,6 +81,34 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+def _against(args: Any, data: Any, size: int, seeds: list[int], bw: float, t0: float) -> None:
+    from _against_webdataset import against_webdataset
+
+    record = against_webdataset(
+        data,
+        Path(args.data) / "train",
+        HERE / "_data",
+        size=size,
+        epochs=args.epochs,
+        seeds=seeds,
+        bandwidth=bw,
+        schedule=args.schedule,
+    )
+    record.update(
+        machine={"platform": platform.platform(), "cpus": os.cpu_count()},
+        size=size,
+        epochs=args.epochs,
+        seeds=seeds,
+        bandwidth=bw,
+        torch_threads=args.threads,
+        seconds=time.perf_counter() - t0,
+    )
+    out = HERE / "results" / "train_vs_webdataset.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(to_json(record) + "\n")
+    print(f"{time.perf_counter() - t0:.0f} s; wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(FLOWERS5), help="flowers5 (train/ and val/)")
@@ -93,6 +125,13 @@ def main() -> None:
         help="PyTorch threads (default: PyTorch's choice); 1 on a machine shared with other "
         "jobs, where spinning OpenMP threads slow every step many times over",
     )
+    ap.add_argument(
+        "--against",
+        choices=("webdataset",),
+        default=None,
+        help="compare with training from WebDataset shards of the original JPEGs",
+    )
+    ap.add_argument("--schedule", default="ramp:1-10:2-5", help="the curriculum (--against)")
     args = ap.parse_args()
     if args.threads:
         import torch
@@ -104,6 +143,9 @@ def main() -> None:
 
     t_start = time.perf_counter()
     data = load_flowers(args.data, cache_dir=HERE / "_data" / "flowers5", workers=2)
+    if args.against:
+        _against(args, data, sizes[0], seeds, bw, t_start)
+        return
     train = open_dataset(str(data.train))
     full_bytes = train.bytes_at(None)
     print(f"{data}\n")
