@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore.auditing import AuditOptions, AuditReport, audit
+from pcr_explore.auditing import ISSUE_TITLES, AuditOptions, AuditReport, audit
 from pcr_explore.auditing._inspect import TINY_SIDE
 from pcr_explore.cli import main
 from pcr_explore.encode.encoder import encode_dataset
@@ -322,9 +322,14 @@ def test_repr_html_and_summary(report: AuditReport) -> None:
     assert "Duplicate sets (2)" in frag and "label leak" in frag
     text = report.summary()
     assert str(report) == text
-    assert text.startswith(
-        f"{report.path}: folder, 10 images (9 readable), 2 classes, 13 problems, 2 duplicate sets"
+    head = text.splitlines()[0]
+    assert head.startswith(
+        f"{report.path}: folder, 10 images (9 readable), 2 classes, 13 problems ("
     )
+    assert head.endswith(", 2 duplicate sets" + head.split(", 2 duplicate sets")[1])
+    # which kinds, with the files of each, in the report's order of issues
+    kinds = ", ".join(f"{ISSUE_TITLES[k].lower()} {n:,}" for k, n in report.issue_counts.items())
+    assert f"13 problems ({kinds})" in head and "grayscale 3" in head
     assert "exact duplicates: cats/coffee.jpg, space/coffee_copy.jpg  LABEL LEAK" in text
     assert "  Grayscale                                     3  [grayscale score < 0.02]" in text
     marked = [line for line in text.splitlines() if line.endswith("<- recommended")]

@@ -58,6 +58,11 @@ def test_the_widget_shows_each_script_at_the_byte_budget(comparison) -> None:
             assert level == 1 or share[level - 1] <= budget
             assert level == len(share) or share[level] > budget
     assert "level 5 of 5" in ex.captions[1].value
+    # the table says what each number is, and which way a decode ratio goes
+    table = ex.table.value
+    assert "the standard script's bytes" in table and "worst MS-SSIM gap at equal bytes" in table
+    assert "as fast as the reference" in table  # the reference against itself
+    assert ("faster)" in table) or ("slower)" in table)
     ex.pick[1].value = "lean"
     assert len(ex.sources[1].data["x"]) == 9 and ex.sources[1].data["name"][0] == "lean"
     assert not ex.errors.outputs

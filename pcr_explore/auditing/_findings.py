@@ -78,6 +78,17 @@ class AuditFindings:
         order = [*ISSUE_TITLES, *sorted(set(files) - set(ISSUE_TITLES))]
         return {k: len(files[k]) for k in order if k in files}
 
+    @property
+    def problems_line(self) -> str:
+        """How many problems, and of which kinds: "8 problems (near duplicates 3, blurry 2)".
+
+        The kinds count files (a file may have several), the total counts problems.
+        """
+        kinds = ", ".join(
+            f"{ISSUE_TITLES.get(k, k).lower()} {n:,}" for k, n in self.issue_counts.items()
+        )
+        return f"{count(len(self.problems), 'problem')}" + (f" ({kinds})" if kinds else "")
+
     def flagged(self, issue: str) -> list[str]:
         """Return the files with problems of type *issue*, sorted.
 

@@ -33,7 +33,7 @@ def _header(r: AuditFindings) -> str:
     return (
         f"<h1>Dataset audit: {_e(r.path)}</h1>"
         f"<p class='meta'>{_e(r.kind)}; {r.images:,} images, {r.readable:,} readable, "
-        f"{len(r.problems):,} problems; audited in {r.seconds:.1f} s by pcr-explore "
+        f"{_e(r.problems_line)}; audited in {r.seconds:.1f} s by pcr-explore "
         f"{_e(__version__)}</p>"
     )
 

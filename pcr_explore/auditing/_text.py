@@ -70,7 +70,7 @@ def render_text(r: AuditFindings) -> str:
     """Return a terminal summary: contents, issues, duplicate sets, bytes and quality per level."""
     lines = [
         f"{r.path}: {r.kind}, {r.images} images ({r.readable} readable), "
-        f"{len(r.classes)} classes, {len(r.problems)} problems, "
+        f"{len(r.classes)} classes, {r.problems_line}, "
         f"{len(r.duplicate_sets)} duplicate sets ({r.seconds:.1f} s)",
         "formats: " + ", ".join(f"{k} {v}" for k, v in r.formats.items()),
         "modes: " + ", ".join(f"{k} {v}" for k, v in r.modes.items()),

@@ -29,6 +29,13 @@ _COLORS = ("#1f77b4", "#d62728")
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
 
 
+def _faster(ratio: float) -> str:
+    """A decode-speed ratio as words: "1.42x faster", "0.80x: slower", "as fast"."""
+    if abs(ratio - 1.0) < 0.005:
+        return "as fast as the reference"
+    return f"{ratio:.2f}x faster" if ratio > 1 else f"{1 / ratio:.2f}x slower"
+
+
 @public("pcr_explore.widgets")
 class ScriptExplorer(Explorer):
     """Compare two scan scripts on a folder of images.
@@ -184,14 +191,15 @@ class ScriptExplorer(Explorer):
             self.pictures, self.captions, self.chosen(), self.levels_at_budget()
         ):
             pic.value, caption.value = self._picture_at(name, shown, level)
+        ref = html.escape(cmp.reference.script.name)
         self.table.value = html_table(
-            [("script", "levels, full-level bytes, worst gap, full decode")]
-            + [
+            [
                 (
-                    str(r["script"]),
-                    f"{r['levels']} levels, {r['bytes_vs_reference']:.3f}x bytes, "
-                    f"{r['worst_gap']:+.4f} MS-SSIM at equal bytes, "
-                    f"{r['full_decode_ms']:.2f} ms ({r['full_decode_speedup']:.2f}x)",
+                    f"<b>{html.escape(str(r['script']))}</b>",
+                    f"{r['levels']} levels; full level {r['bytes_vs_reference']:.3f}x the "
+                    f"{ref} script's bytes; worst MS-SSIM gap at equal bytes "
+                    f"{r['worst_gap']:+.4f}; full decode {r['full_decode_ms']:.2f} ms "
+                    f"({_faster(r['full_decode_speedup'])})",  # type: ignore[arg-type]
                 )
                 for r in cmp.rows()
                 if r["script"] in self.chosen()

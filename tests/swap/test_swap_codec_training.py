@@ -134,3 +134,6 @@ def test_codec_sweep_rows_and_figure(images):
     fig = sweep.figure()
     assert "measured on this machine" in fig.title.text
     assert list(fig.x_range.factors) == ["uncompressed", "zvc", "zfp:8"]
+    # zfp at its default rate is labelled with it, and two rates never share a run
+    both = codec_sweep(images, codecs=["zfp", "zfp:4"], steps=1, batch_size=4)
+    assert [r["codec"] for r in both.rows()] == ["uncompressed", "zfp:16", "zfp:4"]

@@ -21,7 +21,7 @@ from ..._public import public
 from ...errors import SwapError
 from ..capture._images import LabelledImages
 from ..capture._torch_ops import require_torch
-from ..codecs import get_codec
+from ..codecs import Codec, get_codec
 from .codec_training import TrainRun, train_run
 
 __all__ = ["CodecSweep", "codec_sweep"]
@@ -151,6 +151,19 @@ class CodecSweep:
         return fig
 
 
+def _label(codec: str | Codec) -> str:
+    """The codec as the sweep shows it: a lossy codec with its rate, even the default one.
+
+    Examples
+    --------
+    >>> _label("zfp"), _label("zfp:16"), _label("zvc")
+    ('zfp:16', 'zfp:16', 'zvc')
+    """
+    c = get_codec(codec)
+    rate = getattr(c, "rate", None)
+    return f"{c.name.partition(':')[0]}:{rate}" if c.lossless is False and rate else c.name
+
+
 @public("pcr_explore.swap")
 def codec_sweep(
     images: LabelledImages,
@@ -195,7 +208,7 @@ def codec_sweep(
     >>> print(sweep.to_text())  # doctest: +SKIP
     """
     torch = require_torch("codec_sweep")
-    names = [get_codec(c).name for c in codecs]
+    names = [_label(c) for c in codecs]
     if not seeds:
         raise SwapError("codec_sweep needs at least one seed")
     before = torch.get_num_threads()
