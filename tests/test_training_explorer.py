@@ -112,3 +112,19 @@ def test_a_curriculum_run_says_the_bytes_it_saved(data: SplitDatasets) -> None:
     ex.schedule.value = "ramp:1-12:1-3"
     ex.train_button.click()
     assert "outside 1..10" in str(ex.errors.outputs)
+
+
+def test_controls_show_a_value_and_the_epoch_axis_whole_epochs(data: SplitDatasets) -> None:
+    from bokeh.models import AdaptiveTicker
+
+    ex = TrainingExplorer(data.train, data.val, scans=(1,), size=SIZE, workers=1)
+    # a Dropdown whose value is None shows a blank box: "unlimited" must be selected
+    assert ex.bandwidth.value == 0.0 and ex.bandwidth.label == "unlimited"
+    slow = TrainingExplorer(data.train, data.val, scans=(1,), size=SIZE, bandwidth=20e6)
+    assert slow.bandwidth.label == "20 MB/s"
+    epoch_fig = ex.figure.figures[0]
+    assert isinstance(epoch_fig.xaxis[0].ticker, AdaptiveTicker)
+    assert epoch_fig.xaxis[0].ticker.min_interval == 1
+    assert all(f.sizing_mode == "stretch_width" for f in ex.figure.figures)
+    assert epoch_fig.legend[0].location == "top_left"
+    assert [f.legend[0].visible for f in ex.figure.figures] == [True, False, False]

@@ -16,7 +16,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from bokeh.layouts import row
-from bokeh.models import ColumnDataSource, FactorRange, HoverTool, LayoutDOM, Range1d
+from bokeh.models import (
+    AdaptiveTicker,
+    ColumnDataSource,
+    FactorRange,
+    HoverTool,
+    LayoutDOM,
+    Range1d,
+)
 from bokeh.models.annotations import Span
 from bokeh.palettes import Category10_10
 from bokeh.plotting import figure
@@ -124,7 +131,8 @@ def training_figure(
     labels : sequence of str
         Run labels (``"scan 1"``, ..., ``"auto"``), in legend order.
     width, height : int
-        Size of each plot in pixels.
+        Size of each plot in pixels; in a notebook the three share the
+        width of the output area (``stretch_width``), so none is cut off.
 
     Returns
     -------
@@ -147,12 +155,16 @@ def training_figure(
         fig = figure(
             width=width,
             height=height,
+            min_width=220,
+            sizing_mode="stretch_width",
             tools=_TOOLS,
             title=title,
             x_axis_label=xlabel,
             y_axis_label="validation accuracy",
             y_range=Range1d(start=0, end=1.02),
         )
+        if x == "epoch":  # whole epochs only
+            fig.xaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
         for k, (label, src) in enumerate(sources.items()):
             color = Category10_10[k % 10]
             fig.line(x, "accuracy", source=src, color=color, line_width=2, legend_label=label)
@@ -168,10 +180,13 @@ def training_figure(
                 ]
             )
         )
-        fig.legend.location = "bottom_right"
+        # accuracy rises with the epochs: the top left is where no line ends; the
+        # plots against bytes and time share the colours, and keep their area clear
+        fig.legend.location = "top_left"
         fig.legend.click_policy = "hide"
+        fig.legend.visible = not figs
         figs.append(fig)
-    return TrainingFigure(row(*figs), tuple(figs), sources)
+    return TrainingFigure(row(*figs, sizing_mode="stretch_width"), tuple(figs), sources)
 
 
 def similarity_data(result: GradientTuneResult | None) -> dict[str, Any]:

@@ -29,8 +29,9 @@ from ._static import bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
 __all__ = ["TrainingExplorer"]
 
 _SIZES = (32, 48, 64, 96, 128, 160, 224)
-_BANDWIDTHS: list[tuple[str, float | None]] = [
-    ("unlimited", None),
+# 0.0 stands for "no limit": a Dropdown whose value is None shows nothing selected.
+_BANDWIDTHS: list[tuple[str, float]] = [
+    ("unlimited", 0.0),
     ("200 MB/s", 200e6),
     ("100 MB/s", 100e6),
     ("50 MB/s", 50e6),
@@ -153,7 +154,10 @@ class TrainingExplorer(Explorer):
         if bandwidth is not None and bandwidth not in dict(_BANDWIDTHS).values():
             options.append((f"{bandwidth / 1e6:g} MB/s", bandwidth))
         self.bandwidth = w.Dropdown(
-            options=options, value=bandwidth, description="storage", layout=w.Layout(width="220px")
+            options=options,
+            value=bandwidth or 0.0,
+            description="storage",
+            layout=w.Layout(width="220px"),
         )
         self.schedule = w.Text(
             value=str(schedule or ""),
@@ -235,7 +239,7 @@ class TrainingExplorer(Explorer):
                 size=int(self.size.value),
                 epochs=int(self.epochs.value),
                 seed=self.seed,
-                bandwidth=self.bandwidth.value,
+                bandwidth=self.bandwidth.value or None,
                 workers=self.workers,
                 progress=False,
                 on_epoch=self._on_epoch,
