@@ -9,18 +9,15 @@ follows the bytes the level reads.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from typing import Any
 
 from .._public import public
 from ..read.reader import PCRDataset, open_dataset
+from ..storage._units import parse_bytes
 
 __all__ = ["ThrottledFileSystem", "parse_bandwidth", "throttled"]
-
-_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
-_BANDWIDTH = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmg]i?)?b?(?:/s)?\s*$", re.I)
 
 
 @public("pcr_explore.train")
@@ -51,16 +48,7 @@ def parse_bandwidth(text: str | float | int) -> float:
     >>> parse_bandwidth("1.5GiB/s") == 1.5 * 2**30
     True
     """
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        m = _BANDWIDTH.match(text)
-        if m is None:
-            raise ValueError(f"not a bandwidth: {text!r} (examples: 50MB/s, 2e7, 1GiB/s)")
-        value = float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
-    if not value > 0:
-        raise ValueError(f"bandwidth must be positive, got {text!r}")
-    return value
+    return parse_bytes(text, rate=True)
 
 
 class ThrottledFileSystem:
