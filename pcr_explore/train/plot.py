@@ -150,7 +150,7 @@ def training_figure(
         ("mbytes", "MB read from storage", "... against bytes read"),
         ("seconds", "training seconds (load + compute)", "... against time"),
     ]
-    figs = []
+    figs: list[Any] = []
     for x, xlabel, title in axes:
         fig = figure(
             width=width,
