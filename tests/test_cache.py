@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +186,140 @@ def test_single_image_reads_at_a_raised_level_fetch_only_the_missing_groups(
         ds.jpeg_bytes(i, scan=3)
         ds.jpeg_bytes(i, scan=2)
     assert ds.stats.bytes_read == ds.stats.requests == 0
+
+
+def _held(cache: Path) -> dict[str, int]:
+    """Cached prefix files and their sizes, by record file name."""
+    return {
+        p.name.split(".")[0]: p.stat().st_size
+        for p in cache.glob("*/record-*.pcr.*")
+        if p.is_file()
+    }
+
+
+def test_a_bounded_cache_evicts_the_least_recently_used_prefixes(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    from pcr_explore.storage.cache import cache_usage
+
+    srv, path = served
+    local = open_dataset(str(path))
+    full = [r.bytes_per_scan[-1] for r in local.records]
+    assert len(full) == 3
+    limit = full[0] + full[1] + full[2] - min(full) // 2  # room for two and a half records
+    cache = tmp_path / "cache"
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=cache, cache_max_bytes=limit)
+    assert _same(_images(ds, 10), _images(local, 10))  # records 0, 1, 2 in turn
+    held = _held(cache)
+    assert sum(held.values()) <= limit and "record-00000" not in held  # the oldest went
+    assert ds.cache.evicted == 1  # type: ignore[union-attr]
+    ds.jpeg_bytes(len(ds) - 4, scan=10)  # record 1 used again: now record 2 is the oldest
+    ds.read_record(0, 10)  # record 0 fetched again: record 2 makes room
+    assert set(_held(cache)) == {"record-00000", "record-00001"}
+    assert sum(u["bytes"] for u in cache_usage(cache)) <= limit
+    # a limit smaller than one record keeps just the one being read: never more over
+    tiny = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "tiny", cache_max_bytes=10)
+    assert _same(_images(tiny, 10), _images(local, 10))
+    assert len(_held(tmp_path / "tiny")) == 1
+
+
+def test_a_cache_limit_is_checked_first(served: tuple[FileServer, Path], tmp_path: Path) -> None:
+    srv, _ = served
+    with pytest.raises(ValueError, match="not a size: '2 gigs'"):
+        open_dataset(f"{srv.url}/ds", cache_dir=tmp_path, cache_max_bytes="2 gigs")
+    with pytest.raises(ValueError, match="cache_max_bytes needs a cache_dir"):
+        open_dataset(f"{srv.url}/ds", cache_max_bytes="1GB")
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "c", cache_max_bytes="1MiB")
+    assert ds.cache.max_bytes == 2**20  # type: ignore[union-attr]
+
+
+def _read_all(url: str, cache: str, limit: int) -> list[str]:
+    import hashlib
+
+    ds = open_dataset(url, cache_dir=cache, cache_max_bytes=limit)
+    return [
+        hashlib.sha256(np.ascontiguousarray(img).tobytes()).hexdigest()
+        for k in (1, 4, 10, 2, 10)
+        for img in _images(ds, k)
+    ]
+
+
+def test_processes_sharing_a_bounded_cache(served: tuple[FileServer, Path], tmp_path: Path) -> None:
+    import hashlib
+    import multiprocessing as mp
+
+    from pcr_explore.storage.cache import cache_usage
+
+    srv, path = served
+    local = open_dataset(str(path))
+    want = [
+        hashlib.sha256(np.ascontiguousarray(img).tobytes()).hexdigest()
+        for k in (1, 4, 10, 2, 10)
+        for img in _images(local, k)
+    ]
+    limit = max(r.bytes_per_scan[-1] for r in local.records) * 3 // 2
+    args = (f"{srv.url}/ds", str(tmp_path / "shared"), limit)
+    with mp.get_context("spawn").Pool(3) as pool:
+        results = pool.starmap(_read_all, [args] * 3)
+    assert all(r == want for r in results)  # evictions under a reader cost a refetch, never data
+    largest = max(r.bytes_per_scan[-1] for r in local.records)
+    assert sum(u["bytes"] for u in cache_usage(tmp_path / "shared")) <= limit + largest
+
+
+def test_eviction_and_clear_touch_only_cached_prefixes(
+    served: tuple[FileServer, Path], tmp_path: Path
+) -> None:
+    from pcr_explore.storage.cache import cache_usage, clear_cache
+
+    srv, path = served
+    cache = tmp_path / "cache"
+    stranger = cache / "0123456789abcdef"  # looks like a dataset folder, has no source.json
+    stranger.mkdir(parents=True)
+    (stranger / "record-00000.pcr.deadbeef").write_bytes(b"x" * 100_000)
+    (cache / "notes.txt").write_text("mine")
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=cache, cache_max_bytes=1)
+    mine = ds.cache.folder / "keep-me.txt"  # type: ignore[union-attr]
+    mine.write_text("mine too")
+    _images(ds, 10)
+    assert (stranger / "record-00000.pcr.deadbeef").stat().st_size == 100_000
+    [usage] = cache_usage(cache)
+    assert usage["url"] == f"{srv.url}/ds" and usage["prefixes"] == 1
+    files, nbytes = clear_cache(cache)
+    assert files == 1 and nbytes == usage["bytes"]
+    assert cache_usage(cache) == []
+    assert mine.read_text() == "mine too" and (cache / "notes.txt").exists()
+    assert (stranger / "record-00000.pcr.deadbeef").exists()
+
+
+def test_cli_cache_info_and_clear(served: tuple[FileServer, Path], tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    srv, path = served
+    cache = tmp_path / "cache"
+    cmd = [sys.executable, "-m", "pcr_explore"]
+    read = [*cmd, "read", f"{srv.url}/ds", "--scan", "3", "--quiet", "--cache-dir", str(cache)]
+    subprocess.run([*read, "--cache-max-bytes", "20kB"], check=True, capture_output=True)
+    info = subprocess.run(
+        [*cmd, "cache", "info", str(cache)], check=True, capture_output=True, text=True
+    ).stdout
+    assert info.startswith(f"{cache}: 1 dataset, ") and f"{srv.url}/ds: " in info
+    record = json.loads(
+        subprocess.run(
+            [*cmd, "cache", "info", str(cache), "--json"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    assert (
+        0
+        < record["bytes"]
+        <= 20_000 + max(r.bytes_per_scan[2] for r in open_dataset(str(path)).records)
+    )
+    out = subprocess.run(
+        [*cmd, "cache", "clear", str(cache)], check=True, capture_output=True, text=True
+    ).stdout
+    assert f"deleted {record['datasets'][0]['prefixes']} cached prefix" in out
+    bad = subprocess.run([*read, "--cache-max-bytes", "lots"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a size: 'lots'" in bad.stderr

@@ -14,6 +14,7 @@ from ..jpeg.scan_script import SCRIPTS
 from ..read.reader import PCRDataset, open_dataset
 from ..read.throughput import read_pass
 from ..read.verify import verify_dataset
+from ..storage._units import parse_bytes
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ._args import positive_int
 
@@ -92,6 +93,14 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="keep the prefixes read here; a later, higher level fetches only what it adds",
     )
+    p.add_argument(
+        "--cache-max-bytes",
+        type=_size,
+        default=None,
+        metavar="SIZE",
+        help="hold the cache folder to SIZE (e.g. 2GB), evicting the least recently used "
+        "record prefixes",
+    )
     p.set_defaults(func=_read)
 
     p = sub.add_parser("sample", help="build the bundled sample dataset from scikit-image photos")
@@ -125,11 +134,19 @@ def _remote_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _size(text: str) -> int:
+    try:
+        return int(parse_bytes(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _open(args: argparse.Namespace) -> PCRDataset:
     cache = getattr(args, "cache_dir", None)
     return open_dataset(
         args.path,
         cache_dir=cache,
+        cache_max_bytes=getattr(args, "cache_max_bytes", None),
         timeout=args.timeout,
         retries=args.retries,
         deadline=args.deadline or None,

@@ -30,6 +30,7 @@ from ..records.format import RecordHeader, parse_header
 from ..records.manifest import Manifest, RecordEntry, check_header
 from ..records.prefix import RecordPrefix, parse_prefix
 from ..records.summary import DatasetSummary
+from ..storage._units import parse_bytes
 from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
@@ -403,6 +404,7 @@ def open_dataset(
     *,
     storage_options: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    cache_max_bytes: int | str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     retries: int = DEFAULT_RETRIES,
     deadline: float | None = DEFAULT_DEADLINE,
@@ -423,6 +425,10 @@ def open_dataset(
         Keep the record prefixes read under this folder and fetch only what
         a higher level adds (see :mod:`pcr_explore.storage.cache`). Needed to read a
         server that ignores Range requests.
+    cache_max_bytes : int or str, optional
+        Hold the cache folder (every dataset in it) to this size ("2GB" or
+        bytes): the least recently used record prefixes are evicted whole,
+        so it is never more than one record over. Needs *cache_dir*.
     timeout : float
         Seconds a remote request may go without an answer before it counts
         as failed.
@@ -458,6 +464,9 @@ def open_dataset(
     >>> ds = open_dataset("https://host/ds", cache_dir="~/.cache/pcr")  # doctest: +SKIP
     """
     url = str(path)
+    max_bytes = None if cache_max_bytes is None else int(parse_bytes(cache_max_bytes))
+    if max_bytes is not None and cache_dir is None:
+        raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
     fs, root = open_store(
         url, storage_options, RetryPolicy(retries=retries, timeout=timeout, deadline=deadline)
     )
@@ -465,7 +474,7 @@ def open_dataset(
     cache = None
     if cache_dir is not None:
         folder = os.path.expanduser(os.fspath(cache_dir))
-        cache = PrefixCache(folder, url.rstrip("/"), raw, manifest.records)
+        cache = PrefixCache(folder, url.rstrip("/"), raw, manifest.records, max_bytes)
     ds = PCRDataset(fs, root, manifest, url, cache=cache)
     ds.stats.metadata_bytes += len(raw)
     return ds

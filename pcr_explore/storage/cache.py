@@ -18,6 +18,16 @@ A cached prefix only ever ends at a boundary the manifest knows (the end of
 the header or of a scan group); a file cut short by a crash is trimmed back
 to the last one. The reader checks every byte it takes from the cache against
 the record's CRCs, as it does for bytes from the network.
+
+With ``max_bytes``, the cache folder (every dataset in it together) is held
+to a size: after a prefix grows, the least recently used prefixes (by
+modification time, which every read refreshes) are deleted, whole, until
+the total fits. Only the one just written is kept whatever its size, so the
+folder never stays more than one record over the limit. Several processes
+may share a cache: eviction runs under a lock on ``.pcr-cache.lock``, a
+prefix deleted under a reader is read again from the store, and only files
+this module writes (prefixes named ``<record>.<checksum>`` in a folder that
+holds a ``source.json``, and those ``source.json`` files) are ever deleted.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,7 +50,7 @@ try:
 except ImportError:  # pragma: no cover - Windows: appends are not locked
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["PrefixCache", "cache_folder"]
+__all__ = ["PrefixCache", "cache_folder", "cache_usage", "clear_cache"]
 
 
 class _Entry(Protocol):
@@ -56,6 +67,7 @@ class _Entry(Protocol):
 
 
 _SOURCE = "source.json"
+_LOCK = ".pcr-cache.lock"
 _ENTRY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.[0-9a-f]{8}")
 
 
@@ -84,7 +96,9 @@ class PrefixCache:
         The manifest as fetched: its digest tells a stale cache.
     records : sequence of RecordEntry
         The manifest's record entries (anything with their four fields).
-        The manifest's record entries.
+    max_bytes : int, optional
+        Hold the whole cache folder to this many bytes, evicting the least
+        recently used prefixes (None: no limit).
 
     Attributes
     ----------
@@ -92,6 +106,8 @@ class PrefixCache:
         This dataset's folder in the cache.
     stale_dropped : int
         Cached files deleted on opening because the dataset changed.
+    evicted : int
+        Prefixes this object deleted to stay under ``max_bytes``.
     """
 
     def __init__(
@@ -100,7 +116,13 @@ class PrefixCache:
         url: str,
         manifest_raw: bytes,
         records: Sequence[_Entry],
+        max_bytes: int | None = None,
     ) -> None:
+        if max_bytes is not None and (isinstance(max_bytes, bool) or int(max_bytes) < 1):
+            raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
+        self.root = Path(cache_dir)
+        self.max_bytes = None if max_bytes is None else int(max_bytes)
+        self.evicted = 0
         self.folder = cache_folder(cache_dir, url)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._names = [f"{r.file}.{r.checksum}" for r in records]
@@ -157,6 +179,8 @@ class PrefixCache:
             data = f.read(end)
         if len(data) != end:  # shrunk underneath us (another process trimmed or dropped it)
             raise FileNotFoundError(2, "cached prefix shrank while reading", str(self.path(r)))
+        if self.max_bytes is not None:
+            _touch(self.path(r))  # used just now: the last to be evicted
         return data
 
     def extend(self, r: int, start: int, data: bytes) -> None:
@@ -176,10 +200,121 @@ class PrefixCache:
                 return
             f.seek(start)
             f.write(data)
+        if self.max_bytes is not None:
+            _touch(path)
+            self._evict(path)
+
+    def _evict(self, keep: Path) -> None:
+        """Delete the least recently used prefixes until the folder fits ``max_bytes``."""
+        assert self.max_bytes is not None
+        with open(self.root / _LOCK, "a+b") as lock:
+            _lock(lock)
+            entries = sorted(_entries(self.root), key=lambda e: (e[0], str(e[2])))
+            total = sum(size for _, size, _ in entries)
+            for _, size, path in entries:
+                if total <= self.max_bytes:
+                    break
+                if path == keep:
+                    continue
+                path.unlink(missing_ok=True)
+                total -= size
+                self.evicted += 1
 
     def drop(self, r: int) -> None:
         """Forget record *r* (its cached bytes failed a check)."""
         self.path(r).unlink(missing_ok=True)
+
+
+def _touch(path: Path) -> None:
+    """Mark *path* used now, to the nanosecond (the recency eviction goes by)."""
+    now = time.time_ns()
+    try:
+        os.utime(path, ns=(now, now))
+    except FileNotFoundError:  # evicted by another process meanwhile
+        pass
+
+
+def _datasets(cache_dir: Path) -> list[tuple[Path, str]]:
+    """The dataset folders in *cache_dir* this module made, with their URLs."""
+    out = []
+    try:
+        children = sorted(cache_dir.iterdir())
+    except FileNotFoundError:
+        return []
+    for d in children:
+        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r"[0-9a-f]{16}", d.name):
+            continue
+        try:
+            url = json.loads((d / _SOURCE).read_text("utf-8"))["url"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not ours: never touched
+        out.append((d, str(url)))
+    return out
+
+
+def _entries(cache_dir: Path) -> list[tuple[int, int, Path]]:
+    """(modification time in ns, bytes, path) of every cached prefix under *cache_dir*."""
+    out = []
+    for d, _ in _datasets(cache_dir):
+        for p in d.iterdir():
+            if not _ENTRY.fullmatch(p.name):
+                continue
+            try:
+                st = p.lstat()
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out.append((st.st_mtime_ns, st.st_size, p))
+    return out
+
+
+def cache_usage(cache_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """What a cache folder holds: per dataset its URL, folder, prefixes and bytes.
+
+    Examples
+    --------
+    >>> cache_usage("/nonexistent")
+    []
+    """
+    root = Path(cache_dir)
+    sizes: dict[Path, list[int]] = {}
+    for _, size, p in _entries(root):
+        sizes.setdefault(p.parent, []).append(size)
+    return [
+        {
+            "url": url,
+            "folder": str(d),
+            "prefixes": len(sizes.get(d, [])),
+            "bytes": sum(sizes.get(d, [])),
+        }
+        for d, url in _datasets(root)
+    ]
+
+
+def clear_cache(cache_dir: str | os.PathLike[str], url: str | None = None) -> tuple[int, int]:
+    """Delete the cached prefixes (of the dataset at *url*, or all); return (files, bytes).
+
+    Only what this module wrote goes: prefixes, ``source.json``, then the
+    dataset's folder if nothing else is left in it.
+    """
+    root = Path(cache_dir)
+    files = nbytes = 0
+    if not root.is_dir():
+        return 0, 0
+    with open(root / _LOCK, "a+b") as lock:
+        _lock(lock)
+        for d, u in _datasets(root):
+            if url is not None and u.rstrip("/") != url.rstrip("/"):
+                continue
+            for _, size, p in [e for e in _entries(root) if e[2].parent == d]:
+                p.unlink(missing_ok=True)
+                files, nbytes = files + 1, nbytes + size
+            (d / _SOURCE).unlink(missing_ok=True)
+            try:
+                d.rmdir()  # only when empty: a user's own file keeps it
+            except OSError:
+                pass
+    return files, nbytes
 
 
 def _lock(f: Any) -> None:

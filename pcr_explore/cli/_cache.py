@@ -1,0 +1,49 @@
+"""The ``cache`` sub-command: what a prefix cache folder holds, and emptying it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .._json import to_json
+from ..records.summary import count
+from ..storage.cache import cache_usage, clear_cache
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("cache", help="a prefix cache folder: what it holds, or empty it")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
+    info = verbs.add_parser("info", help="datasets, prefixes and bytes held")
+    info.add_argument("dir", help="the cache folder (--cache-dir, cache_dir=)")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(func=_info)
+    clear = verbs.add_parser("clear", help="delete the cached prefixes (nothing else)")
+    clear.add_argument("dir", help="the cache folder")
+    clear.add_argument("--url", help="only this dataset's prefixes")
+    clear.set_defaults(func=_clear)
+
+
+def _info(args: argparse.Namespace) -> int:
+    rows = cache_usage(args.dir)
+    total = sum(r["bytes"] for r in rows)
+    if args.json:
+        sys.stdout.write(to_json({"dir": args.dir, "bytes": total, "datasets": rows}) + "\n")
+        return 0
+    print(f"{args.dir}: {count(len(rows), 'dataset')}, {total:,} bytes")
+    for r in rows:
+        print(
+            f"  {r['url']}: {count(r['prefixes'], 'record prefix', 'record prefixes')}, "
+            f"{r['bytes']:,} bytes ({r['folder']})"
+        )
+    return 0
+
+
+def _clear(args: argparse.Namespace) -> int:
+    files, nbytes = clear_cache(args.dir, args.url)
+    what = f" of {args.url}" if args.url else ""
+    print(
+        f"{args.dir}: deleted {count(files, 'cached prefix', 'cached prefixes')}{what}, "
+        f"{nbytes:,} bytes"
+    )
+    return 0
