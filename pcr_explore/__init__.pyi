@@ -38,6 +38,7 @@ from .errors import (
 from .jpeg.transcode import find_jpegtran
 from .quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from .quality.tune import TuneOptions, TuneResult, tune
+from .read.export import ExportSummary, export_dataset
 from .read.reader import PCRDataset, open_dataset
 from .read.sources import FolderSource, LevelSource, open_source
 from .read.verify import VerifyReport, verify_dataset
@@ -51,6 +52,8 @@ __all__ = [
     "find_sources",
     "find_jpegtran",
     "open_dataset",
+    "export_dataset",
+    "ExportSummary",
     "PCRDataset",
     "DatasetSummary",
     "open_source",

@@ -1,3 +1,4 @@
+from .export import ExportSummary, export_dataset
 from .loader import PCRIterableDataset, torch_dataset
 from .pipeline import OnError
 from .reader import PCRDataset, ReadStats, open_dataset
@@ -6,6 +7,8 @@ from .throughput import LevelReading, ReadingReport, measure_reading
 from .verify import VerifyReport, verify_dataset
 
 __all__ = [
+    "export_dataset",
+    "ExportSummary",
     "PCRIterableDataset",
     "torch_dataset",
     "OnError",

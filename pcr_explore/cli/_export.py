@@ -1,0 +1,64 @@
+"""The ``export`` sub-command: a dataset at one level as WebDataset shards or a folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ._args import positive_int
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write a dataset at one scan level as WebDataset tar shards or a folder of JPEGs",
+    )
+    p.add_argument("dataset", help="PCR dataset (path or URL)")
+    p.add_argument("out", help="output folder (empty, unless --overwrite)")
+    p.add_argument("--scan", type=positive_int, required=True, help="the level to export")
+    p.add_argument("--to", choices=("webdataset", "folder"), default="webdataset")
+    p.add_argument(
+        "--shard-size",
+        type=_size,
+        default=256 * 2**20,
+        metavar="SIZE",
+        help="bytes per WebDataset shard (default 256MiB)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="write into a folder with files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_export)
+
+
+def _size(text: str) -> int:
+    from ..storage._units import parse_bytes
+
+    try:
+        return int(parse_bytes(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ..read.export import export_dataset, shard_pattern
+
+    summary = export_dataset(
+        args.dataset,
+        args.out,
+        scan=args.scan,
+        to=args.to,
+        shard_bytes=args.shard_size,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+    )
+    print(summary)
+    if args.to == "webdataset":
+        import json
+        from pathlib import Path
+
+        files = json.loads((Path(args.out) / "export.json").read_text())["files"]
+        print(
+            f"read it with: webdataset.WebDataset('{args.out}/{shard_pattern(files)}')",
+            file=sys.stderr,
+        )
+    return 0
