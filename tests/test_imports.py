@@ -160,6 +160,7 @@ def test_docs_api_lists_every_stable_name() -> None:
 # its array, a model and its data.
 OPERANDS = {
     "encode_dataset": ("src", "out"),
+    "export_dataset": ("dataset", "out"),
     "ms_ssim": ("a", "b"),
     "ssim": ("a", "b"),
     "psnr": ("a", "b"),
