@@ -22,7 +22,11 @@ from ._args import positive_int
 def register(sub: Any) -> None:
     """Add the encode, inspect, read and sample sub-commands to *sub*."""
     p = sub.add_parser("encode", help="encode a folder of images into a PCR dataset")
-    p.add_argument("src", help="folder of images (class sub-folders give labels)")
+    p.add_argument(
+        "src",
+        help="folder of images (class sub-folders give labels), WebDataset tar shards (a path, "
+        "URL or brace pattern such as 's-{0000..0009}.tar') or a Parquet file",
+    )
     p.add_argument("out", help="output dataset folder, or an object storage URL (s3://bucket/ds)")
     p.add_argument("--backend", choices=["auto", "jpegtran", "pillow"], default="auto")
     p.add_argument("--quality", type=int, default=90, help="JPEG quality for non-JPEG sources")

@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Generator
+import shutil
+import tempfile
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,7 @@ from ._journal import PLAN, Journal
 from ._plan import EncodePlan, make_plan
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
 from ._spool import Spool, spool_file
+from .inputs import is_staged_input, stage
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
@@ -139,6 +142,9 @@ class EncodeOptions:
     on_record : callable, optional
         Called with the record index once each record is written (and
         journaled).
+    image_column, label_column : str
+        For Parquet files and Hugging Face datasets: the columns holding
+        each image's bytes and its label (None: no labels).
     """
 
     backend: Backend = "auto"
@@ -147,11 +153,13 @@ class EncodeOptions:
     strict: bool = False
     parallel: Literal["threads", "processes"] = "threads"
     on_record: Callable[[int], None] | None = None
+    image_column: str = "image"
+    label_column: str | None = "label"
 
 
 @public("pcr_explore")
 def encode_dataset(
-    src: str | os.PathLike[str],
+    src: str | os.PathLike[str] | Sequence[str] | Any,
     out: str | os.PathLike[str],
     *,
     scan_script: str | os.PathLike[str] | ScanScript | None = None,
@@ -169,9 +177,14 @@ def encode_dataset(
 
     Parameters
     ----------
-    src : path
-        Folder of source images (see :func:`find_sources`). With *client*,
-        every Dask worker must be able to read it at the same path.
+    src : path, list of paths, pattern or datasets.Dataset
+        Folder of source images (see :func:`find_sources`); or WebDataset
+        tar shards (paths or URLs, a list or a brace pattern such as
+        ``"shards-{000000..000009}.tar"``), Parquet files, or a Hugging Face
+        ``datasets.Dataset`` (see :mod:`pcr_explore.encode.inputs`): these are
+        unpacked beside *out* first, so the records are byte-identical to
+        those of a folder of the same images and labels. With *client*,
+        every Dask worker must be able to read the folder at the same path.
     out : path or URL
         Output folder, created if missing, not inside *src*; or an object
         storage prefix such as ``s3://bucket/ds`` (``pcr-explore[s3]``).
@@ -229,16 +242,95 @@ def encode_dataset(
     >>> encode_dataset("/shared/photos", "s3://bucket/ds", client=Client())  # doctest: +SKIP
     """
     o = options or EncodeOptions()
-    backend, quality, shuffle, strict, parallel = (
-        o.backend,
-        o.quality,
-        o.shuffle,
-        o.strict,
-        o.parallel,
-    )
-    _check_options(backend, quality, record_size, workers, parallel)
+    _check_options(o.backend, o.quality, record_size, workers, o.parallel)
     script = resolve_scan_script(scan_script)
-    src_p = Path(src).resolve()
+    if is_staged_input(src):
+        return _encode_staged(
+            src,
+            out,
+            o,
+            scan_script=scan_script,
+            record_size=record_size,
+            labels=labels,
+            seed=seed,
+            workers=workers,
+            progress=progress,
+            overwrite=overwrite,
+            client=client,
+            storage_options=storage_options,
+        )
+    return _encode(
+        Path(os.fspath(src)).resolve(),  # type: ignore[arg-type]
+        out,
+        o,
+        script,
+        record_size,
+        labels,
+        seed,
+        workers,
+        progress,
+        overwrite,
+        client,
+        storage_options,
+        None,
+    )
+
+
+def _encode_staged(
+    src: Any, out: str | os.PathLike[str], o: EncodeOptions, **kw: Any
+) -> EncodeSummary:
+    """Unpack tar shards, Parquet or a datasets.Dataset beside *out*, encode, clean up."""
+    name = getattr(src, "info", None)
+    described = (
+        f"datasets.Dataset({getattr(name, 'dataset_name', None) or len(src)})"
+        if hasattr(src, "features")
+        else (src if isinstance(src, str) else ", ".join(map(str, src)))
+    )
+    out_s = os.fspath(out)
+    if "://" in out_s:
+        staging = Path(tempfile.mkdtemp(prefix="pcr-staging-"))
+    else:
+        p = Path(out_s).resolve()
+        staging = p.parent / f".{p.name}.staging"
+    try:
+        stage(src, staging, image=o.image_column, label=o.label_column)
+        script = resolve_scan_script(kw["scan_script"])
+        return _encode(
+            staging.resolve(),
+            out,
+            o,
+            script,
+            kw["record_size"],
+            kw["labels"],
+            kw["seed"],
+            kw["workers"],
+            kw["progress"],
+            kw["overwrite"],
+            kw["client"],
+            kw["storage_options"],
+            described,
+        )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _encode(
+    src_p: Path,
+    out: str | os.PathLike[str],
+    o: EncodeOptions,
+    script: ScanScript,
+    record_size: int,
+    labels: str | os.PathLike[str] | None,
+    seed: int,
+    workers: int | None,
+    progress: bool,
+    overwrite: bool,
+    client: Any,
+    storage_options: dict[str, Any] | None,
+    described: str | None,
+) -> EncodeSummary:
+    """Encode the folder *src_p* (*described* names the input it was unpacked from)."""
+    backend, quality, shuffle, strict = o.backend, o.quality, o.shuffle, o.strict
     output = open_output(out, storage_options)
     if isinstance(output, FolderOutput):
         out_p = output.folder
@@ -257,11 +349,13 @@ def encode_dataset(
         "labels": str(labels) if labels else None,
         "scan_script": script_option(script),
     }
+    if described is not None:
+        recorded["input"] = described
     plan = make_plan(src_p, labels, shuffle, seed, record_size, recorded)
     run = _Run(plan, output, recorded, strict, progress, o.on_record)
     if isinstance(output, ObjectOutput):
         run.clear_remote(overwrite)
-        return run.encode(workers, parallel, client)
+        return run.encode(workers, o.parallel, client)
     output.folder.mkdir(parents=True, exist_ok=True)
     with FolderLock(output.folder):
         _tidy(output.folder, overwrite)
@@ -273,7 +367,7 @@ def encode_dataset(
                 "use overwrite=True (--overwrite)"
             )
         run.journal = Journal(output.folder, plan.digest, recorded)
-        return run.encode(workers, parallel, client)
+        return run.encode(workers, o.parallel, client)
 
 
 def _finished(out: Path, digest: str, url: str) -> EncodeSummary | None:
@@ -480,7 +574,7 @@ def _manifest(
         "scan_script": {"name": script.name, "scans": script.text()},
         "images": sum(r["images"] for r in kept),
         "classes": list(classes),
-        "source": str(src),
+        "source": str(options.get("input") or src),
         "source_bytes": sum(r["source_bytes"] for r in entries),
         "options": options,
         "records": [
