@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 SAMPLE ?= data/sample
 PORT   ?= 8888
 
-.PHONY: lab sample install install-test system-deps torch test test-fast bench lint clean
+.PHONY: lab sample flowers install install-test system-deps torch test test-fast bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ system-deps:
 
 sample: install
 	$(BIN)/pcr-explore sample $(SAMPLE)
+
+# The flower photos for notebooks 05 and 06, fetched before class (229 MB into data/):
+# without them (and without a network) the notebooks use a generated stand-in.
+flowers: install
+	@echo "downloading and encoding TensorFlow's flower photos into data/ ..."
+	$(BIN)/python -c "from pcr_explore.train import load_flowers; print(load_flowers(cache_dir='data'))"
 
 # --allow-root only where we run as root (containers, CI machines)
 lab: sample

@@ -146,3 +146,20 @@ def test_unsafe_archive_is_refused(tmp_path: Path) -> None:
         extract(bad, tmp_path / "out")
     assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out").exists()
     assert hashlib.sha256(b"hi").hexdigest() != sha256_of(bad)
+
+
+def test_without_a_network_a_stand_in_is_built_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PCR_FLOWERS_DIR", raising=False)
+    nowhere = "http://127.0.0.1:9/flower_photos.tgz"  # the discard port: refused at once
+    with pytest.raises(DatasetError, match="download failed"):
+        load_flowers(cache_dir=tmp_path, url=nowhere, progress=False)
+    data = load_flowers(
+        cache_dir=tmp_path, url=nowhere, offline="stand-in", workers=1, progress=False
+    )
+    assert data.classes == ("checks", "dots", "rings", "stripes", "waves")
+    assert data.train_images + data.val_images == 200
+    assert "could not be downloaded" in data.note and "make flowers" in data.note
+    assert "not photographs" in str(data)
+    assert load_flowers(cache_dir=tmp_path / "x", path=data.images).note == ""

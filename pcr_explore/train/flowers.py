@@ -17,12 +17,14 @@ runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from .._public import public
 from ..encode.discover import find_sources
@@ -30,7 +32,7 @@ from ..encode.encoder import encode_dataset
 from ..errors import DatasetError
 from ..read.reader import open_dataset
 from ..records.manifest import MANIFEST
-from .archive import download, extract, sha256_of
+from .archive import download, extract, sha256_of, write_stand_in_archive
 
 __all__ = [
     "FLOWERS_URL",
@@ -67,6 +69,9 @@ class SplitDatasets:
     train_images, val_images : int
     images : pathlib.Path
         The folder holding ``train/<class>/`` and ``val/<class>/``.
+    note : str
+        What to know about the data (a stand-in for the photos, and why);
+        empty for the photos themselves.
     """
 
     train: Path
@@ -75,12 +80,14 @@ class SplitDatasets:
     train_images: int
     val_images: int
     images: Path
+    note: str = ""
 
     def __str__(self) -> str:
-        return (
+        text = (
             f"{self.train_images} training and {self.val_images} validation images in "
             f"{len(self.classes)} classes ({', '.join(self.classes)}): {self.train}, {self.val}"
         )
+        return f"{text}\nnote: {self.note}" if self.note else text
 
 
 def _is_split(folder: Path) -> bool:
@@ -296,6 +303,7 @@ def load_flowers(
     seed: int = 0,
     workers: int | None = None,
     progress: bool = True,
+    offline: Literal["raise", "stand-in"] = "raise",
 ) -> SplitDatasets:
     """TensorFlow's flower photos as training and validation PCR datasets.
 
@@ -318,6 +326,11 @@ def load_flowers(
         Encoder processes.
     progress : bool
         Show progress bars (download and encode).
+
+    offline : {"raise", "stand-in"}
+        When the download fails (no network in the room): raise, or build a
+        generated stand-in of five pattern classes instead (no download),
+        whose ``note`` says what it is and how to get the photos.
 
     Returns
     -------
@@ -350,7 +363,12 @@ def load_flowers(
         else:
             raise DatasetError(f"{p}: no such folder or archive (from {FLOWERS_ENV} or path)")
     else:
-        archive = download(url, cache / Path(url).name, sha256=sha256, progress=progress)
+        try:
+            archive = download(url, cache / Path(url).name, sha256=sha256, progress=progress)
+        except DatasetError as exc:
+            if offline != "stand-in":
+                raise
+            return _stand_in(cache, exc, val_fraction, seed, workers, progress)
         digest = sha256.lower() if sha256 else sha256_of(archive)
         images = extract(archive, cache / f"unpacked-{digest[:10]}")
         tag = f"archive-{digest[:10]}"
@@ -364,3 +382,34 @@ def load_flowers(
         workers=workers,
         progress=progress,
     )
+
+
+STAND_IN_NOTE = (
+    "the flower photos could not be downloaded ({why}), so this is a generated stand-in: "
+    "five classes of patterns (stripes, checks, rings, dots, waves), not photographs. For the "
+    "real photos, run `make flowers` before class (it downloads 229 MB into data/), or set "
+    "FLOWERS_DIR in the notebook (or PCR_FLOWERS_DIR before starting JupyterLab) to a copy."
+)
+
+
+def _stand_in(
+    cache: Path,
+    why: Exception,
+    val_fraction: float,
+    seed: int,
+    workers: int | None,
+    progress: bool,
+) -> SplitDatasets:
+    """The stand-in set, built offline, with the note that says so."""
+    archive = write_stand_in_archive(cache / "stand_in_flowers.tgz", per_class=40, side=96)
+    images = extract(archive, cache / "unpacked-stand-in")
+    data = prepare_split(
+        images,
+        cache / "flowers" / f"stand-in-v{val_fraction:g}-s{seed}",
+        val_fraction=val_fraction,
+        seed=seed,
+        workers=workers,
+        progress=progress,
+    )
+    reason = str(why).split(": download failed: ")[-1][:80]
+    return dataclasses.replace(data, note=STAND_IN_NOTE.format(why=reason))
