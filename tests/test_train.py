@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -290,8 +291,13 @@ def test_loader_follows_a_schedule_in_persistent_workers(data: SplitDatasets) ->
 
     ds = open_dataset(str(data.train))
     tds = torch_dataset(str(data.train), schedule="ramp:1-10:1-3", size=(SIZE, SIZE))
-    loader = DataLoader(tds, batch_size=64, num_workers=1, persistent_workers=True,
-                        multiprocessing_context="forkserver")  # fmt: skip
+    loader = DataLoader(
+        tds,
+        batch_size=64,
+        num_workers=1,
+        persistent_workers=True,
+        multiprocessing_context="forkserver",
+    )
     seen, pids = [], None
     for epoch in range(4):
         tds.set_epoch(epoch)
@@ -328,3 +334,94 @@ def test_a_bad_schedule_fails_before_training(data: SplitDatasets) -> None:
         _run(data, schedule="steps:1=1,2=11")
     with pytest.raises(ValueError, match="not a scan schedule"):
         _run(data, schedule="warmup")
+
+
+_RESUME = """
+import hashlib, json, sys
+from torch.utils.data import DataLoader
+from pcr_explore.read.loader import torch_dataset
+
+def main():
+    url, workers = sys.argv[1], int(sys.argv[3])
+    state = json.loads(sys.argv[2]) if sys.argv[2] else None
+    tds = torch_dataset(url, scan=3, size=(16, 16), shuffle=True, seed=5)
+    if state:
+        tds.load_state_dict(state)
+    else:
+        tds.set_epoch(1)
+    loader = DataLoader(tds, batch_size=4, num_workers=workers,
+                        multiprocessing_context="forkserver")
+    out = [hashlib.sha256(x.numpy().tobytes()).hexdigest()[:16] for b, _ in loader for x in b]
+    print(json.dumps(out))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _hashes(batch: Any) -> list[str]:
+    import hashlib
+
+    return [hashlib.sha256(x.numpy().tobytes()).hexdigest()[:16] for x in batch[0]]
+
+
+def _run_script(tmp_path: Path, *args: str) -> list[str]:
+    import subprocess
+
+    script = tmp_path / "resume.py"
+    script.write_text(_RESUME)
+    out = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return json.loads(out.stdout)
+
+
+def test_a_stopped_epoch_resumes_exactly_in_a_new_process(
+    data: SplitDatasets, tmp_path: Path
+) -> None:
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.loader import torch_dataset
+
+    url = str(data.train)
+    full = _run_script(tmp_path, url, "", "2")  # the uninterrupted epoch 1, 2 workers
+    assert len(full) == len(set(full)) == len(open_dataset(url))
+    tds = torch_dataset(url, scan=3, size=(16, 16), shuffle=True, seed=5)
+    tds.set_epoch(1)
+    loader = DataLoader(tds, batch_size=4, num_workers=2, multiprocessing_context="forkserver")
+    seen: list[str] = []
+    for n, batch in enumerate(loader, 1):
+        seen += _hashes(batch)
+        if n == 3:
+            break  # the run stops here (a kernel restart)
+    state = json.loads(json.dumps(tds.state_dict(batches=3, batch_size=4, num_workers=2)))
+    assert state["epoch"] == 1 and sum(state["delivered"].values()) == 12
+    rest = _run_script(tmp_path, url, json.dumps(state), "2")
+    assert seen + rest == full  # the same samples, in the same order
+    # another worker count: every sample not yet delivered, once
+    other = _run_script(tmp_path, url, json.dumps(state), "3")
+    assert sorted(other) == sorted(set(full) - set(seen)) and len(other) == len(set(other))
+    with pytest.raises(ValueError, match="the state is of another run: its seed is 5"):
+        torch_dataset(url, shuffle=True, seed=6).load_state_dict(state)
+
+
+def test_a_killed_loader_leaves_nothing_that_blocks_the_next(
+    data: SplitDatasets, tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+
+    script = tmp_path / "resume.py"
+    stuck = "    import time\n    for _ in loader:\n        time.sleep(60)\n    out = ["
+    script.write_text(_RESUME.replace("    out = [", stuck, 1))
+    p = subprocess.Popen([sys.executable, str(script), str(data.train), "", "2"])
+    time.sleep(8)  # workers started and reading
+    assert p.poll() is None  # still running: killed below, not ended by itself
+    p.send_signal(signal.SIGKILL)
+    assert p.wait(timeout=30) == -signal.SIGKILL
+    full = _run_script(tmp_path, str(data.train), "", "2")
+    assert len(full) == len(open_dataset(str(data.train)))

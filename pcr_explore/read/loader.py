@@ -5,6 +5,15 @@ rank) reads whole records, so every read stays one sequential prefix read.
 Needs the ``[torch]`` extra; this module is not imported by ``pcr_explore``
 itself, so the package stays light without PyTorch.
 
+Exact resume: :meth:`PCRIterableDataset.state_dict` says, from the number
+of batches the training loop has taken, which samples each worker's shard
+has delivered (a ``DataLoader`` takes batches from its workers in turn,
+skipping those that have run out, so the count fixes the rest), and
+:meth:`~PCRIterableDataset.load_state_dict` in a new process makes the next
+epoch's pass skip exactly those: with the same worker count the samples
+come in the order the uninterrupted run would have given them; with another,
+every sample not yet delivered comes once (in another order).
+
 The scan level and the epoch live in a small shared-memory tensor, so
 ``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
 epochs (``persistent_workers=True``) without rebuilding them. With a
@@ -14,6 +23,7 @@ the schedule gives that epoch.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -84,6 +94,9 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         self.num_scans = probe.num_scans
         # [epoch, scan]: pickled to workers as a handle to the same memory.
         self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
+        self._resume: dict[str, Any] | None = None
+        self._record_images = [r.images for r in probe.records]
+        self._starts = np.concatenate([[0], np.cumsum(self._record_images)]).astype(np.int64)
         self.schedule = schedule
         if schedule is not None:
             schedule.check(probe.num_scans)
@@ -139,11 +152,112 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         """How errors name an image of record *r*."""
         return lambda i: f"{self.url} record {r}"
 
+    # -- resume -------------------------------------------------------------------
+    def sequence(self, epoch: int, shard: int, num_shards: int) -> list[int]:
+        """The dataset indices shard *shard* of *num_shards* yields in epoch *epoch*, in order.
+
+        Computed from the manifest alone, as :meth:`__iter__` orders them.
+        """
+        epoch_seed = self.seed + epoch if self.shuffle else None
+        rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
+        out: list[int] = []
+        for r in record_shard(self.num_records, shard, num_shards, epoch_seed):
+            n = self._record_images[r]
+            order = rng.permutation(n) if self.shuffle else range(n)
+            out += [int(self._starts[r] + j) for j in order]
+        return out
+
+    def state_dict(self, *, batches: int, batch_size: int, num_workers: int) -> dict[str, Any]:
+        """Where the current epoch stands after the loop has taken *batches* batches.
+
+        Parameters
+        ----------
+        batches : int
+            Batches the training loop has received from the ``DataLoader``
+            this epoch.
+        batch_size, num_workers : int
+            The ``DataLoader``'s (``num_workers=0`` counts as one worker).
+
+        Returns
+        -------
+        dict
+            JSON-ready: the epoch, the level, the seed, the sharding, and the
+            samples each shard has delivered.
+        """
+        w = max(1, int(num_workers))
+        shards = [self.rank * w + k for k in range(w)]
+        left = [
+            -(-len(self.sequence(self.epoch, s, self.world_size * w)) // batch_size) for s in shards
+        ]
+        taken = [0] * w
+        k, n = 0, int(batches)
+        while n > 0 and any(taken[i] < left[i] for i in range(w)):
+            if taken[k] < left[k]:  # a DataLoader skips the workers that have run out
+                taken[k] += 1
+                n -= 1
+            k = (k + 1) % w
+        if n > 0:
+            raise ValueError(f"{batches} batches is more than this epoch holds")
+        delivered = {
+            str(s): min(t * batch_size, len(self.sequence(self.epoch, s, self.world_size * w)))
+            for s, t in zip(shards, taken)
+        }
+        return {
+            "version": 1,
+            "url": self.url,
+            "epoch": self.epoch,
+            "scan": self.scan,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "num_workers": w,
+            "batch_size": int(batch_size),
+            "delivered": delivered,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume the epoch *state* describes: its next pass skips what was delivered.
+
+        Call it before the ``DataLoader`` starts its workers (in a new
+        process: after a kernel restart). The pass after that one is a
+        normal epoch again.
+
+        Raises
+        ------
+        ValueError
+            If *state* is of another dataset, seed, shuffle or sharding.
+        """
+        for key in ("url", "seed", "shuffle", "rank", "world_size"):
+            if state.get(key) != getattr(self, key):
+                raise ValueError(
+                    f"the state is of another run: its {key} is {state.get(key)!r}, this "
+                    f"dataset's {getattr(self, key)!r}"
+                )
+        self._shared[0] = int(state["epoch"])
+        self.set_scan(int(state["scan"]))
+        self._resume = dict(state)
+
+    def _skip(self, epoch: int, shard: int, num_shards: int, nworkers: int) -> set[int] | int:
+        """What this pass leaves out: a count (same workers) or a set of indices (others)."""
+        state = self._resume
+        if state is None or int(state["epoch"]) != epoch:
+            return 0
+        if int(state["num_workers"]) == nworkers:
+            return int(state["delivered"].get(str(shard), 0))
+        old = int(state["num_workers"]) * self.world_size
+        done: set[int] = set()
+        for s, count in state["delivered"].items():
+            done.update(self.sequence(epoch, int(s), old)[: int(count)])
+        return done
+
     def __iter__(self) -> Iterator[tuple[Any, int]]:
         info = get_worker_info()
         wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
         shard, nshards = self.rank * nworkers + wid, self.world_size * nworkers
         epoch, scan = (int(v) for v in self._shared.tolist())  # once: fixed for this pass
+        skip = self._skip(epoch, shard, nshards, nworkers)
+        self._resume = None  # one pass only (in this process)
         epoch_seed = self.seed + epoch if self.shuffle else None
         rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
         ds = open_dataset(self.url)
@@ -155,13 +269,20 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             on_error=errors,
             where=lambda r: f"{self.url} record {r}",
         )
-        items = (
+        items: Iterator[pipeline.Encoded] = (
             e
             for r, prefix in records
             for e in pipeline.split(
-                prefix, first_index=0, where=self._namer(r), rng=rng if self.shuffle else None
+                prefix,
+                first_index=int(self._starts[r]),
+                where=self._namer(r),
+                rng=rng if self.shuffle else None,
             )
         )
+        if isinstance(skip, set):
+            items = (e for e in items if e.index not in skip)
+        elif skip:
+            items = itertools.islice(items, skip, None)
         for arr, label in pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors):
             yield fn(arr), label
 
