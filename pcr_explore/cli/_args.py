@@ -14,3 +14,13 @@ def positive_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
     return v
+
+
+def byte_size(text: str) -> int:
+    """Parse a size such as ``2GB`` or ``512MiB`` into bytes, or tell argparse what was wrong."""
+    from ..storage._units import parse_bytes
+
+    try:
+        return int(parse_bytes(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -14,9 +14,8 @@ from ..jpeg.scan_script import SCRIPTS
 from ..read.reader import PCRDataset, open_dataset
 from ..read.throughput import read_pass
 from ..read.verify import verify_dataset
-from ..storage._units import parse_bytes
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT
-from ._args import positive_int
+from ._args import byte_size, positive_int
 
 
 def register(sub: Any) -> None:
@@ -99,7 +98,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--cache-max-bytes",
-        type=_size,
+        type=byte_size,
         default=None,
         metavar="SIZE",
         help="hold the cache folder to SIZE (e.g. 2GB), evicting the least recently used "
@@ -136,13 +135,6 @@ def _remote_options(p: argparse.ArgumentParser) -> None:
         help="seconds one remote request may take in all, however slowly bytes arrive "
         f"(default {DEFAULT_DEADLINE:g}; 0: no limit)",
     )
-
-
-def _size(text: str) -> int:
-    try:
-        return int(parse_bytes(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _open(args: argparse.Namespace) -> PCRDataset:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._args import positive_int
+from ._args import byte_size, positive_int
 
 
 def register(sub: Any) -> None:
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
     p.add_argument("--to", choices=("webdataset", "folder"), default="webdataset")
     p.add_argument(
         "--shard-size",
-        type=_size,
+        type=byte_size,
         default=256 * 2**20,
         metavar="SIZE",
         help="bytes per WebDataset shard (default 256MiB)",
@@ -28,15 +28,6 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="write into a folder with files")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_export)
-
-
-def _size(text: str) -> int:
-    from ..storage._units import parse_bytes
-
-    try:
-        return int(parse_bytes(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _export(args: argparse.Namespace) -> int:
