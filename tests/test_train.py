@@ -425,3 +425,58 @@ def test_a_killed_loader_leaves_nothing_that_blocks_the_next(
     assert p.wait(timeout=30) == -signal.SIGKILL
     full = _run_script(tmp_path, str(data.train), "", "2")
     assert len(full) == len(open_dataset(str(data.train)))
+
+
+def test_resume_after_a_kernel_restart(data: SplitDatasets, tmp_path: Path) -> None:
+    """In a notebook's kernel: stop mid-epoch, save the state, restart the kernel, resume."""
+    from jupyter_client.manager import start_new_kernel
+
+    setup = f"""
+import hashlib, json
+from torch.utils.data import DataLoader
+from pcr_explore.read.loader import torch_dataset
+def make():
+    tds = torch_dataset({str(data.train)!r}, scan=2, size=(16, 16), shuffle=True, seed=3)
+    return tds, DataLoader(tds, batch_size=4, num_workers=2, multiprocessing_context="forkserver")
+def h(b):
+    return [hashlib.sha256(x.numpy().tobytes()).hexdigest()[:16] for x in b[0]]
+"""
+    state_file, out_file = tmp_path / "state.json", tmp_path / "out.json"
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+
+        def run(code: str) -> None:
+            reply = kc.execute_interactive(code, timeout=240)
+            assert reply["content"]["status"] == "ok", reply["content"]
+
+        run(
+            setup
+            + f"""
+tds, loader = make(); tds.set_epoch(2)
+full = [x for b in loader for x in h(b)]
+tds, loader = make(); tds.set_epoch(2)
+seen = []
+for n, b in enumerate(loader, 1):
+    seen += h(b)
+    if n == 2:
+        break
+open({str(state_file)!r}, "w").write(json.dumps(tds.state_dict(batches=2, batch_size=4,
+                                                                 num_workers=2)))
+json.dump({{"full": full, "seen": seen}}, open({str(out_file)!r}, "w"))
+"""
+        )
+        km.restart_kernel(now=True)
+        kc.wait_for_ready(timeout=60)
+        run(
+            setup
+            + f"""
+tds, loader = make()
+tds.load_state_dict(json.load(open({str(state_file)!r})))
+rest = [x for b in loader for x in h(b)]
+d = json.load(open({str(out_file)!r}))
+assert d["seen"] + rest == d["full"], "the resumed epoch differs"
+"""
+        )
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
