@@ -86,6 +86,7 @@ bench: install
 	$(BIN)/python bench/bench_measure_once.py
 	$(BIN)/python bench/bench_walk.py
 	$(BIN)/python bench/bench_budget.py --threads 2
+	$(BIN)/python bench/bench_loader.py
 
 lint:
 	$(BIN)/ruff check pcr_explore tests bench

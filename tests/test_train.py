@@ -480,3 +480,31 @@ assert d["seen"] + rest == d["full"], "the resumed epoch differs"
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_batches_made_in_the_workers_hold_the_same_images(data: SplitDatasets) -> None:
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.loader import torch_dataset
+
+    url = str(data.train)
+    kw = dict(scan=2, size=(SIZE, SIZE), shuffle=True, seed=1)
+    per_image = DataLoader(
+        torch_dataset(url, **kw),
+        batch_size=8,
+        num_workers=2,  # type: ignore[arg-type]
+        multiprocessing_context="forkserver",
+    )
+    batched = DataLoader(
+        torch_dataset(url, batch_size=8, **kw),
+        batch_size=None,  # type: ignore[arg-type]
+        num_workers=2,
+        multiprocessing_context="forkserver",
+        pin_memory=False,
+    )
+    a, b = list(per_image), list(batched)
+    assert [x.shape for x, _ in a] == [x.shape for x, _ in b]
+    assert all(torch.equal(x, y) and torch.equal(la, lb) for (x, la), (y, lb) in zip(a, b))
+    assert b[0][0].dtype == torch.uint8 and tuple(b[0][0].shape[1:]) == (3, SIZE, SIZE)
+    with pytest.raises(ValueError, match=r"need one shape: give size=\(width, height\)"):
+        torch_dataset(url, batch_size=8, size=SIZE)

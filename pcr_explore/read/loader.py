@@ -84,6 +84,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         rank: int,
         world_size: int,
         schedule: ScanSchedule | None = None,
+        batch_size: int | None = None,
     ) -> None:
         probe = open_dataset(url)
         self._probe = probe
@@ -98,6 +99,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         self._record_images = [r.images for r in probe.records]
         self._starts = np.concatenate([[0], np.cumsum(self._record_images)]).astype(np.int64)
         self.schedule = schedule
+        self.batch_size = batch_size
         if schedule is not None:
             schedule.check(probe.num_scans)
             scan = schedule.level(1)
@@ -251,7 +253,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             done.update(self.sequence(epoch, int(s), old)[: int(count)])
         return done
 
-    def __iter__(self) -> Iterator[tuple[Any, int]]:
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
         info = get_worker_info()
         wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
         shard, nshards = self.rank * nworkers + wid, self.world_size * nworkers
@@ -283,8 +285,16 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             items = (e for e in items if e.index not in skip)
         elif skip:
             items = itertools.islice(items, skip, None)
-        for arr, label in pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors):
-            yield fn(arr), label
+        pairs = pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors)
+        if self.batch_size is None:
+            for arr, label in pairs:
+                yield fn(arr), label
+            return
+        for images, labels in pipeline.batch(pairs, self.batch_size):
+            # one (B, C, H, W) uint8 tensor per batch: one pickle across processes, not B
+            t = torch.from_numpy(images)
+            t = t.unsqueeze(1) if t.ndim == 3 else t.permute(0, 3, 1, 2)
+            yield t.contiguous(), torch.from_numpy(labels)
 
 
 @public("pcr_explore.read")
@@ -300,6 +310,7 @@ def torch_dataset(
     rank: int = 0,
     world_size: int = 1,
     schedule: ScanSchedule | str | None = None,
+    batch_size: int | None = None,
 ) -> PCRIterableDataset:
     """A ``torch.utils.data.IterableDataset`` of ``(image, label)`` at level *scan*.
 
@@ -329,6 +340,13 @@ def torch_dataset(
         A scan-level curriculum (``"ramp:1-10:2-6"``): ``set_epoch(e)`` then
         sets the level of epoch ``e + 1``, in persistent workers too; it
         replaces *scan*.
+    batch_size : int, optional
+        Make the batches in the workers: each item is then a ``(B, C, H, W)``
+        ``uint8`` tensor and its labels, so one object crosses from a worker
+        per batch instead of one per image. Use ``DataLoader(ds,
+        batch_size=None)``; needs a fixed (*width*, *height*) *size* and no
+        *transform*. ``state_dict`` then counts these batches (pass the same
+        *batch_size*).
 
     Returns
     -------
@@ -360,6 +378,18 @@ def torch_dataset(
     url = source.url if isinstance(source, PCRDataset) else str(source)
     if isinstance(schedule, str):
         schedule = ScanSchedule.parse(schedule)
+    if batch_size is not None:
+        if isinstance(batch_size, bool) or int(batch_size) < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size!r}")
+        if (
+            not (isinstance(size, tuple) and len(size) == 2)
+            or transform is not None
+            or mode is None
+        ):
+            raise ValueError(
+                "batches made in the workers need one shape: give size=(width, height), a "
+                "mode, and no transform"
+            )
     return PCRIterableDataset(
-        url, scan, size, shuffle, seed, transform, mode, rank, world_size, schedule
+        url, scan, size, shuffle, seed, transform, mode, rank, world_size, schedule, batch_size
     )
