@@ -2,7 +2,8 @@
 
 Data: the flowers5 training set (1,200 photos) as encoded by bench_train.py
 (``bench/_data/flowers5``), and the same original JPEGs as WebDataset shards
-(``bench/_data/wds-train``, written by ``bench_train.py --against webdataset``).
+(``bench/_data/wds-train``, written on first use as ``bench_train.py --against
+webdataset`` writes them; run ``bench_train.py`` once first to encode the photos).
 
 Measured on this machine, per level and output size, images per second of a
 full pass through a ``DataLoader`` with ``--workers`` worker processes and
@@ -83,9 +84,12 @@ def main() -> None:
 
     torch.set_num_threads(1)
     train = glob.glob(str(HERE / "_data" / "flowers5" / "flowers" / "*" / "train.pcr"))[0]
-    shards = sorted(glob.glob(str(HERE / "_data" / "wds-train" / "*.tar")))
-    if not shards:
-        raise SystemExit("no shards: run bench/bench_train.py --against webdataset first")
+    from _against_webdataset import write_shards
+
+    from pcr_explore import open_dataset
+
+    flowers = HERE.parent.parent / "shared" / "data" / "flowers5" / "train"
+    shards = write_shards(open_dataset(train), flowers, HERE / "_data" / "wds-train")
     w, b = args.workers, args.batch
     common = dict(num_workers=w, persistent_workers=True, multiprocessing_context="forkserver")
     rows, record = [], []
