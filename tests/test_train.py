@@ -508,3 +508,42 @@ def test_batches_made_in_the_workers_hold_the_same_images(data: SplitDatasets) -
     assert b[0][0].dtype == torch.uint8 and tuple(b[0][0].shape[1:]) == (3, SIZE, SIZE)
     with pytest.raises(ValueError, match=r"need one shape: give size=\(width, height\)"):
         torch_dataset(url, batch_size=8, size=SIZE)
+
+
+def test_mix_draws_by_weight_each_dataset_at_its_level(
+    data: SplitDatasets, photo_folder: Path, tmp_path: Path
+) -> None:
+    from collections import Counter
+
+    from torch.utils.data import DataLoader
+
+    from pcr_explore import encode_dataset
+    from pcr_explore.read import mix
+
+    # small records, so that both workers hold records of both datasets
+    first_set, other = tmp_path / "a.pcr", tmp_path / "other.pcr"
+    encode_dataset(data.images / "train", first_set, record_size=8_000, workers=1, progress=False)
+    encode_dataset(photo_folder, other, record_size=20_000, workers=1, progress=False)
+    kw = dict(size=(SIZE, SIZE), shuffle=True)
+    m = mix([str(first_set), str(other)], weights=[3, 1], scans=[1, 10], seed=4, **kw)  # type: ignore[arg-type]
+    n_a, n_b = len(open_dataset(str(first_set))), len(open_dataset(str(other)))
+    assert len(m) == int(min(n_a / 0.75, n_b / 0.25))  # the first to run out, at its weight
+    loader = DataLoader(m, batch_size=5, num_workers=2, multiprocessing_context="forkserver")
+    first = [(x, y, s) for xb, yb, sb in loader for x, y, s in zip(xb, yb, sb)]
+    again = [(x, y, s) for xb, yb, sb in loader for x, y, s in zip(xb, yb, sb)]
+    assert len(first) == len(m)
+    assert all(torch.equal(a[0], b[0]) and a[2] == b[2] for a, b in zip(first, again))
+    counts = Counter(int(s) for _, _, s in first)
+    assert counts[0] > counts[1] > 0  # 3 to 1, drawn
+    # each source at its own level: a source-1 image is a full-quality photo of the other set
+    from pcr_explore.jpeg import decode
+
+    ds_b = open_dataset(str(other))
+    full = {decode(ds_b.jpeg_bytes(i), size=(SIZE, SIZE), mode="RGB").tobytes() for i in range(n_b)}
+    got_b = [x.permute(1, 2, 0).numpy().tobytes() for x, _, s in first if int(s) == 1]
+    assert got_b and all(g in full for g in got_b)
+    m.set_epoch(1)
+    other_epoch = [s for _, _, sb in loader for s in sb.tolist()]
+    assert other_epoch != [int(s) for _, _, s in first]  # another epoch, other draws
+    with pytest.raises(ValueError, match="one positive weight per dataset"):
+        mix([str(data.train)], weights=[1, 2])

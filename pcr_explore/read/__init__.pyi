@@ -1,5 +1,6 @@
 from .export import ExportSummary, export_dataset
 from .loader import PCRIterableDataset, torch_dataset
+from .mix import MixedDataset, mix
 from .pipeline import OnError
 from .reader import PCRDataset, ReadStats, open_dataset
 from .sources import FolderSource, LevelSource, open_source
@@ -11,6 +12,8 @@ __all__ = [
     "ExportSummary",
     "PCRIterableDataset",
     "torch_dataset",
+    "MixedDataset",
+    "mix",
     "OnError",
     "PCRDataset",
     "ReadStats",
