@@ -75,12 +75,13 @@ class BudgetOptions:
 
 
 def _check_scans(scans: Sequence[int] | None, num_scans: int, where: str) -> tuple[int, ...] | None:
-    if scans is None:
-        return None
-    out = tuple(sorted({int(k) for k in scans}))
-    if not out or any(not 1 <= k <= num_scans for k in out):
-        raise ValueError(f"{where}: scans must be levels in 1..{num_scans}, got {list(scans)}")
-    return out
+    """The gradient tuner's own check of a level list, naming the dataset."""
+    from ..train.gradient import _check_scans as check
+
+    try:
+        return None if scans is None else check(scans, num_scans)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _check_val(src: LevelSource, val: Any, train_epochs: int) -> PCRDataset | None:

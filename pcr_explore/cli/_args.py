@@ -24,3 +24,13 @@ def byte_size(text: str) -> int:
         return int(parse_bytes(text))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def bandwidth(text: str) -> float:
+    """Parse a bandwidth such as ``20MB/s`` (bytes per second), or tell argparse what was wrong."""
+    from ..storage._units import parse_bytes
+
+    try:
+        return parse_bytes(text, rate=True)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

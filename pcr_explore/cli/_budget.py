@@ -6,16 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._args import positive_int
-
-
-def _bandwidth(text: str) -> float:
-    from ..train.throttle import parse_bandwidth
-
-    try:
-        return parse_bandwidth(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+from ._args import bandwidth, positive_int
 
 
 def _scans(text: str) -> tuple[int, ...]:
@@ -36,7 +27,7 @@ def register(sub: Any) -> None:
     p.add_argument("train", help="PCR dataset or folder of images (labelled for gradients)")
     p.add_argument("--val", help="validation set with the same classes (for --train-epochs)")
     p.add_argument(
-        "--bandwidth", type=_bandwidth, default=None, help="storage bandwidth, e.g. 20MB/s"
+        "--bandwidth", type=bandwidth, default=None, help="storage bandwidth, e.g. 20MB/s"
     )
     p.add_argument("--target", type=float, default=None, help="quality target (MS-SSIM 0.95)")
     p.add_argument(

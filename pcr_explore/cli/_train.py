@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .._json import to_json
+from ._args import bandwidth
 from ._args import positive_int as _positive
 
 __all__ = ["add_train_parsers"]
@@ -40,17 +41,6 @@ def _levels(text: str) -> list[int]:
     if isinstance(levels, str):
         raise argparse.ArgumentTypeError("tune-gradient compares levels: give e.g. 1,2,5,10")
     return levels
-
-
-def _bandwidth(text: str) -> float:
-    # imported here: the training package loads Bokeh, which every other
-    # command (and --help) would otherwise pay for at start-up
-    from ..train import parse_bandwidth
-
-    try:
-        return parse_bandwidth(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def add_train_parsers(sub: Any) -> None:
@@ -96,7 +86,7 @@ def add_train_parsers(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of weights and order (0)")
     p.add_argument(
         "--bandwidth",
-        type=_bandwidth,
+        type=bandwidth,
         default=None,
         help="hold training reads to this storage bandwidth, e.g. 50MB/s (default: unlimited)",
     )
