@@ -244,25 +244,7 @@ def encode_dataset(
     o = options or EncodeOptions()
     _check_options(o.backend, o.quality, record_size, workers, o.parallel)
     script = resolve_scan_script(scan_script)
-    if is_staged_input(src):
-        return _encode_staged(
-            src,
-            out,
-            o,
-            scan_script=scan_script,
-            record_size=record_size,
-            labels=labels,
-            seed=seed,
-            workers=workers,
-            progress=progress,
-            overwrite=overwrite,
-            client=client,
-            storage_options=storage_options,
-        )
-    return _encode(
-        Path(os.fspath(src)).resolve(),  # type: ignore[arg-type]
-        out,
-        o,
+    rest = (
         script,
         record_size,
         labels,
@@ -272,20 +254,24 @@ def encode_dataset(
         overwrite,
         client,
         storage_options,
-        None,
     )
+    if is_staged_input(src):
+        return _encode_staged(src, out, o, rest)
+    return _encode(Path(os.fspath(src)).resolve(), out, o, *rest, None)  # type: ignore[arg-type]
 
 
 def _encode_staged(
-    src: Any, out: str | os.PathLike[str], o: EncodeOptions, **kw: Any
+    src: Any, out: str | os.PathLike[str], o: EncodeOptions, rest: tuple[Any, ...]
 ) -> EncodeSummary:
-    """Unpack tar shards, Parquet or a datasets.Dataset beside *out*, encode, clean up."""
-    name = getattr(src, "info", None)
-    described = (
-        f"datasets.Dataset({getattr(name, 'dataset_name', None) or len(src)})"
-        if hasattr(src, "features")
-        else (src if isinstance(src, str) else ", ".join(map(str, src)))
-    )
+    """Unpack tar shards, Parquet or a datasets.Dataset beside *out*, encode, clean up.
+
+    *rest* is :func:`_encode`'s arguments after the options, up to the input's name.
+    """
+    if hasattr(src, "features"):
+        info = getattr(src, "info", None)
+        described = f"datasets.Dataset({getattr(info, 'dataset_name', None) or len(src)})"
+    else:
+        described = src if isinstance(src, str) else ", ".join(map(str, src))
     out_s = os.fspath(out)
     if "://" in out_s:
         staging = Path(tempfile.mkdtemp(prefix="pcr-staging-"))
@@ -294,22 +280,7 @@ def _encode_staged(
         staging = p.parent / f".{p.name}.staging"
     try:
         stage(src, staging, image=o.image_column, label=o.label_column)
-        script = resolve_scan_script(kw["scan_script"])
-        return _encode(
-            staging.resolve(),
-            out,
-            o,
-            script,
-            kw["record_size"],
-            kw["labels"],
-            kw["seed"],
-            kw["workers"],
-            kw["progress"],
-            kw["overwrite"],
-            kw["client"],
-            kw["storage_options"],
-            described,
-        )
+        return _encode(staging.resolve(), out, o, *rest, described)  # type: ignore[call-arg]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

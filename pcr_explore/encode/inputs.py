@@ -128,7 +128,7 @@ def _label_of(url: str, key: str, parts: dict[str, bytes]) -> str | int | None:
     return None
 
 
-def _stage_webdataset(urls: Sequence[str], folder: Path) -> list[tuple[str, bytes, Any]]:
+def _stage_webdataset(urls: Sequence[str]) -> list[tuple[str, bytes, Any]]:
     out = []
     for url in urls:
         for key, parts in _samples(url):
@@ -241,7 +241,7 @@ def stage(src: Any, folder: Path, *, image: str = "image", label: str | None = "
         if all(p.endswith(".parquet") for p in paths):
             samples = _stage_parquet(paths, image, label)
         else:
-            samples = _stage_webdataset(paths, folder)
+            samples = _stage_webdataset(paths)
     if not samples:
         raise DatasetError(f"{src}: no samples")
     names = _class_names(lab for _, _, lab in samples)

@@ -188,9 +188,8 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         """
         w = max(1, int(num_workers))
         shards = [self.rank * w + k for k in range(w)]
-        left = [
-            -(-len(self.sequence(self.epoch, s, self.world_size * w)) // batch_size) for s in shards
-        ]
+        sizes = [len(self.sequence(self.epoch, s, self.world_size * w)) for s in shards]
+        left = [-(-n // batch_size) for n in sizes]  # batches per worker
         taken = [0] * w
         k, n = 0, int(batches)
         while n > 0 and any(taken[i] < left[i] for i in range(w)):
@@ -200,10 +199,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             k = (k + 1) % w
         if n > 0:
             raise ValueError(f"{batches} batches is more than this epoch holds")
-        delivered = {
-            str(s): min(t * batch_size, len(self.sequence(self.epoch, s, self.world_size * w)))
-            for s, t in zip(shards, taken)
-        }
+        delivered = {str(s): min(t * batch_size, n) for s, t, n in zip(shards, taken, sizes)}
         return {
             "version": 1,
             "url": self.url,
