@@ -20,6 +20,11 @@ from ._args import byte_size, positive_int
 
 def register(sub: Any) -> None:
     """Add the encode, inspect, read and sample sub-commands to *sub*."""
+    _register_encode(sub)
+    _register_readers(sub)
+
+
+def _register_encode(sub: Any) -> None:
     p = sub.add_parser("encode", help="encode a folder of images into a PCR dataset")
     p.add_argument(
         "src",
@@ -72,6 +77,9 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(func=_encode)
 
+
+def _register_readers(sub: Any) -> None:
+    """inspect, verify, read and sample."""
     p = sub.add_parser("inspect", help="bytes per scan level of a dataset")
     p.add_argument("path", help="dataset folder or URL")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -361,25 +361,9 @@ def transcode(
             frames = int(getattr(im, "n_frames", 1) or 1)
             note = f"{fmt} with {frames} frames: the first kept" if frames > 1 else ""
             scans = _scan_flags(script, mode == "L")
-            if jt is not None and orientation in _JPEGTRAN_ORIENT:
-                flags = [*scans, *_JPEGTRAN_ORIENT[orientation], "-perfect"]
-                try:
-                    out = _run_jpegtran(jt, data, path, flags, label)
-                except JPEGError:
-                    # not block-aligned: keep the coefficients, turn after decoding
-                    out = _run_jpegtran(jt, data, path, scans, label)
-                    note = _join(
-                        note, "EXIF rotation not block-aligned: orientation stored for the reader"
-                    )
-                    res = _finish(out, "jpegtran", True, fmt, mode, note, label, script)
-                    return dataclasses.replace(res, orientation=orientation)
-                note = _join(note, "EXIF orientation applied losslessly")
-                return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
             if jt is not None:
-                # the same bytes as the program, without a process per image
-                got = progressive(data, label) if script.is_standard else None
-                out = got if got is not None else _run_jpegtran(jt, data, path, scans, label)
-                return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
+                head = (fmt, mode, note, label, script)
+                return _lossless(jt, data, path, scans, orientation, head)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
                 note = _join(
                     note, "CMYK converted to RGB (its 18-scan progression would not share levels)"
@@ -413,6 +397,37 @@ def transcode(
     if stream or not script.is_standard:  # the image is closed: only the JPEG is held
         out = _rescan(exe, out, script, label)
     return _finish(out, "pillow", False, fmt, mode, note, label, script)
+
+
+def _lossless(
+    jt: str,
+    data: bytes,
+    path: str | None,
+    scans: list[str],
+    orientation: int,
+    head: tuple[str, str, str, str, ScanScript],
+) -> TranscodeResult:
+    """A JPEG's coefficients rewritten in the script's scans, turned upright where it can be.
+
+    *head* is the source's format, mode, note so far, label and the script.
+    """
+    fmt, mode, note, label, script = head
+    if orientation in _JPEGTRAN_ORIENT:
+        flags = [*scans, *_JPEGTRAN_ORIENT[orientation], "-perfect"]
+        try:
+            out = _run_jpegtran(jt, data, path, flags, label)
+        except JPEGError:
+            # not block-aligned: keep the coefficients, turn after decoding
+            out = _run_jpegtran(jt, data, path, scans, label)
+            note = _join(note, "EXIF rotation not block-aligned: orientation stored for the reader")
+            res = _finish(out, "jpegtran", True, fmt, mode, note, label, script)
+            return dataclasses.replace(res, orientation=orientation)
+        note = _join(note, "EXIF orientation applied losslessly")
+        return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
+    # the same bytes as the program, without a process per image
+    got = progressive(data, label) if script.is_standard else None
+    out = got if got is not None else _run_jpegtran(jt, data, path, scans, label)
+    return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
 
 
 def _join(*notes: str) -> str:
