@@ -241,8 +241,9 @@ class PCRDataset:
         """
         k = self._check_scan(scan)
         r, j = self.locate(i)
-        if self.cache is not None:
-            self.read_record(r, k)
+        held = self._prefix is not None and self._prefix[0] == r and self._prefix[1].scan >= k
+        if self.cache is not None and not held:
+            self.read_record(r, k)  # grows the cached prefix; the next reads use it in memory
         if self._prefix is not None and self._prefix[0] == r and self._prefix[1].scan >= k:
             prefix = self._prefix[1]
             offs, lens = prefix.header.piece_ranges(j, k)
