@@ -1,3 +1,14 @@
+from ._blocks import (
+    block_dct,
+    block_idct,
+    dct_basis,
+    from_zigzag,
+    partial_block,
+    quant_table,
+    quantize,
+    to_zigzag,
+)
+from ._coverage import ZIGZAG, ScanCoverage, scan_coverage
 from ._decoders import decoder_name, set_decoder, use_decoder
 from ._progressive import (
     EOI,
@@ -24,4 +35,15 @@ __all__ = [
     "set_decoder",
     "use_decoder",
     "Size",
+    "ZIGZAG",
+    "ScanCoverage",
+    "scan_coverage",
+    "dct_basis",
+    "block_dct",
+    "block_idct",
+    "quant_table",
+    "quantize",
+    "to_zigzag",
+    "from_zigzag",
+    "partial_block",
 ]

@@ -1,6 +1,7 @@
 from ._bytes import BytesFigure, bytes_figure, reading_figure
 from ._quality import CurveFigure, quality_figure
 from ._scales import set_font_size, to_db
+from ._scan_grid import ScanGridFigure, scan_grid_figure
 
 __all__ = [
     "quality_figure",
@@ -10,4 +11,6 @@ __all__ = [
     "reading_figure",
     "set_font_size",
     "to_db",
+    "scan_grid_figure",
+    "ScanGridFigure",
 ]

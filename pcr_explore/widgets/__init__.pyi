@@ -1,4 +1,5 @@
 from .budget_explorer import BudgetExplorer
+from ._scan_panel import ScanPanel
 from .scan_explorer import ScanExplorer
 from .script_explorer import ScriptExplorer
 from .swap_explorer import SwapExplorer
@@ -8,6 +9,7 @@ from .tuner_dashboard import TunerDashboard
 __all__ = [
     "BudgetExplorer",
     "ScanExplorer",
+    "ScanPanel",
     "ScriptExplorer",
     "SwapExplorer",
     "TrainingExplorer",

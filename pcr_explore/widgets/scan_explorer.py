@@ -21,6 +21,7 @@ from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, scan_script_of
 from ._explorer import Explorer, html_table
 from ._figures import scan_curve_figure
+from ._scan_panel import ScanPanel
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["ScanExplorer"]
@@ -78,6 +79,9 @@ class ScanExplorer(Explorer):
     scale : ipywidgets.ToggleButtons
         The quality axis: the metric itself, or (SSIM, MS-SSIM) its loss in
         dB, which spreads the upper levels out.
+    scan_toggle : ipywidgets.ToggleButton
+        Shows :attr:`scan_panel`, a :class:`ScanPanel` of what the scan at
+        the level shown adds (built when first shown; None until then).
     presentation : ipywidgets.ToggleButton
         Larger text for a projector.
     image, reference : ipywidgets.Image
@@ -126,6 +130,7 @@ class ScanExplorer(Explorer):
 
         self._build_controls(start, image, gain)
         self._build_pictures(metric)
+        self._build_scan_toggle()
         self._shown: tuple[int, LevelQuality] | None = None  # image index, its quality
         self._dataset_curve: QualityCurve | None = None
         if curve is not None:
@@ -260,7 +265,14 @@ class ScanExplorer(Explorer):
         return w.VBox(
             [
                 w.HBox(
-                    [self.picker, self.prev_button, self.next_button, self.mode, self.presentation],
+                    [
+                        self.picker,
+                        self.prev_button,
+                        self.next_button,
+                        self.mode,
+                        self.scan_toggle,
+                        self.presentation,
+                    ],
                     layout=_ROW,
                 ),
                 w.HBox([self.play, self.level, self.zoom, self.zoom_x, self.zoom_y], layout=_ROW),
@@ -269,6 +281,7 @@ class ScanExplorer(Explorer):
                     [left, right],
                     layout=w.Layout(flex_flow="row wrap", width="100%", align_items="flex-start"),
                 ),
+                self._scan_box,
                 self.errors,
             ],
             layout=w.Layout(width="100%"),
@@ -282,6 +295,7 @@ class ScanExplorer(Explorer):
         for control in (self.level, self.mode, self.zoom, self.zoom_x, self.zoom_y):
             control.observe(self._on_view, names="value")
         self.scale.observe(self._guarded(self._draw_curves), names="value")
+        self.scan_toggle.observe(self._guarded(self._toggle_scan_panel), names="value")
         self.prev_button.on_click(self._guarded(lambda _: self.step(-1)))
         self.next_button.on_click(self._guarded(lambda _: self.step(+1)))
         tapped = self._guarded(self._on_tap)
@@ -457,6 +471,26 @@ class ScanExplorer(Explorer):
             ("SSIM vs full", format_value(q.ssim[k - 1], "ssim")),
             ("PSNR vs full", format_value(q.psnr[k - 1], "psnr")),
         ]
+
+    # -- what each scan adds ------------------------------------------------------
+
+    def _build_scan_toggle(self) -> None:
+        self.scan_toggle = w.ToggleButton(
+            value=False,
+            description="what each scan adds",
+            icon="th",
+            tooltip="the coefficients, bits, bytes and pixels the scan at this level adds",
+            layout=w.Layout(width="auto"),
+        )
+        self.scan_panel: ScanPanel | None = None
+        self._scan_box = w.VBox([], layout=w.Layout(width="100%"))
+
+    def _toggle_scan_panel(self, change: Any = None) -> None:
+        """Show or hide the panel of what the scan adds; it follows the level and image."""
+        if self.scan_toggle.value and self.scan_panel is None:
+            self.scan_panel = ScanPanel.following(self, gain=max(self.gain, 8.0))
+        panel = self.scan_panel
+        self._scan_box.children = [panel.view] if self.scan_toggle.value and panel else []
 
     # -- static picture ----------------------------------------------------------
 

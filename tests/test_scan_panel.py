@@ -1,0 +1,351 @@
+"""What each scan adds: the coefficient maps, the per-level step, the grid figure and the panel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import jpeg_bytes, photo
+
+from pcr_explore import encode_dataset, open_source
+from pcr_explore.jpeg import (
+    STANDARD_SCRIPT_GRAY,
+    ZIGZAG,
+    block_dct,
+    block_idct,
+    partial_block,
+    quant_table,
+    quantize,
+    scan_coverage,
+)
+from pcr_explore.jpeg.scan_script import SCRIPTS, STANDARD, ScanScript
+from pcr_explore.plots import scan_grid_figure
+from pcr_explore.quality.compare import image_coverage, scan_step
+from pcr_explore.widgets import ScanExplorer, ScanPanel
+
+# After each level of libjpeg's standard colour script: per component (Y, Cb,
+# Cr) the runs "first-last:lowest bit known", written out by hand from the
+# script (DESIGN.md); coefficients not listed are not sent yet.
+STANDARD_COLOR_MAPS = [
+    ("0:1", "0:1", "0:1"),
+    ("0:1 1-5:2", "0:1", "0:1"),
+    ("0:1 1-5:2", "0:1", "0:1 1-63:1"),
+    ("0:1 1-5:2", "0:1 1-63:1", "0:1 1-63:1"),
+    ("0:1 1-63:2", "0:1 1-63:1", "0:1 1-63:1"),
+    ("0:1 1-63:1", "0:1 1-63:1", "0:1 1-63:1"),
+    ("0:0 1-63:1", "0:0 1-63:1", "0:0 1-63:1"),
+    ("0:0 1-63:1", "0:0 1-63:1", "0:0 1-63:0"),
+    ("0:0 1-63:1", "0:0 1-63:0", "0:0 1-63:0"),
+    ("0:0 1-63:0", "0:0 1-63:0", "0:0 1-63:0"),
+]
+# What each colour scan sends: (component, first, last).
+STANDARD_COLOR_ADDED = [
+    [(0, 0, 0), (1, 0, 0), (2, 0, 0)],
+    [(0, 1, 5)],
+    [(2, 1, 63)],
+    [(1, 1, 63)],
+    [(0, 6, 63)],
+    [(0, 1, 63)],
+    [(0, 0, 0), (1, 0, 0), (2, 0, 0)],
+    [(2, 1, 63)],
+    [(1, 1, 63)],
+    [(0, 1, 63)],
+]
+STANDARD_GRAY_MAPS = ["0:1", "0:1 1-5:2", "0:1 1-63:2", "0:1 1-63:1", "0:0 1-63:1", "0:0 1-63:0"]
+STANDARD_GRAY_ADDED = [(0, 0), (1, 5), (6, 63), (1, 63), (0, 0), (1, 63)]
+
+
+def _row(runs: str) -> list[int]:
+    row = [-1] * 64
+    for run in runs.split():
+        span, bit = run.split(":")
+        lo, _, hi = span.partition("-")
+        for q in range(int(lo), int(hi or lo) + 1):
+            row[q] = int(bit)
+    return row
+
+
+def _added(spans: list[tuple[int, int, int]], components: int) -> np.ndarray:
+    out = np.zeros((components, 64), bool)
+    for c, lo, hi in spans:
+        out[c, lo : hi + 1] = True
+    return out
+
+
+# -- the coefficient maps -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level", range(0, 11))
+def test_standard_colour_script_known_coefficients_at_every_level(level: int) -> None:
+    cov = scan_coverage(STANDARD, level=level)
+    want = [[-1] * 64] * 3 if level == 0 else [_row(r) for r in STANDARD_COLOR_MAPS[level - 1]]
+    assert cov.low_bit.tolist() == want
+    added = _added(STANDARD_COLOR_ADDED[level - 1], 3) if level else np.zeros((3, 64), bool)
+    assert (cov.added == added).all()
+    assert cov.component_names == ("Y", "Cb", "Cr")
+
+
+@pytest.mark.parametrize("level", range(1, 7))
+def test_standard_grayscale_script_known_coefficients_at_every_level(level: int) -> None:
+    for scans in (STANDARD_SCRIPT_GRAY, STANDARD.gray):
+        cov = scan_coverage(scans, level=level)
+        assert cov.low_bit.tolist() == [_row(STANDARD_GRAY_MAPS[level - 1])]
+        lo, hi = STANDARD_GRAY_ADDED[level - 1]
+        assert cov.added.tolist() == _added([(0, lo, hi)], 1).tolist()
+    assert scan_coverage(STANDARD, level=level, gray=True).low_bit.tolist() == [
+        _row(STANDARD_GRAY_MAPS[level - 1])
+    ]
+
+
+def test_labels_say_components_band_and_bits() -> None:
+    labels = [scan_coverage(STANDARD, level=k).label() for k in range(11)]
+    assert labels == [
+        "nothing read yet",
+        "Y,Cb,Cr DC, bits >=1 (Al=1)",
+        "Y AC 1-5, bits >=2 (Al=2)",
+        "Cr AC 1-63, bits >=1 (Al=1)",
+        "Cb AC 1-63, bits >=1 (Al=1)",
+        "Y AC 6-63, bits >=2 (Al=2)",
+        "Y AC 1-63, bit 1 (refine, Ah=2, Al=1)",
+        "Y,Cb,Cr DC, bit 0 (refine, Ah=1, Al=0)",
+        "Cr AC 1-63, bit 0 (refine, Ah=1, Al=0)",
+        "Cb AC 1-63, bit 0 (refine, Ah=1, Al=0)",
+        "Y AC 1-63, bit 0 (refine, Ah=1, Al=0)",
+    ]
+    assert scan_coverage(SCRIPTS["spectral"], level=2).label() == "Y AC 1-5, all bits (Al=0)"
+
+
+CUSTOM = """
+0: 0-0, 0, 0;      # luminance DC, whole
+1,2: 0-0, 0, 1;    # chroma DC without its lowest bit
+0: 1-9, 0, 3;      # luminance AC 1-9, all but three bits
+0: 1-9, 3, 2;
+0: 10-63, 0, 0;
+1,2: 0-0, 1, 0;
+0: 1-9, 2, 1;
+0: 1-9, 1, 0;
+1: 1-63, 0, 0;
+2: 1-63, 0, 0;
+"""
+
+
+def test_a_non_standard_script() -> None:
+    script = ScanScript.parse(CUSTOM)
+    maps = [scan_coverage(script, level=k).low_bit.tolist() for k in range(1, 11)]
+    assert maps[0] == [_row("0:0"), _row(""), _row("")]
+    assert maps[1] == [_row("0:0"), _row("0:1"), _row("0:1")]
+    assert maps[2] == [_row("0:0 1-9:3"), _row("0:1"), _row("0:1")]
+    assert maps[3] == [_row("0:0 1-9:2"), _row("0:1"), _row("0:1")]
+    assert maps[4] == [_row("0:0 1-9:2 10-63:0"), _row("0:1"), _row("0:1")]
+    assert maps[5] == [_row("0:0 1-9:2 10-63:0"), _row("0:0"), _row("0:0")]
+    assert maps[6] == [_row("0:0 1-9:1 10-63:0"), _row("0:0"), _row("0:0")]
+    assert maps[7] == [_row("0:0 1-63:0"), _row("0:0"), _row("0:0")]
+    assert maps[9] == [_row("0:0 1-63:0")] * 3
+    cov = scan_coverage(script, level=4)
+    assert cov.label() == "Y AC 1-9, bit 2 (refine, Ah=3, Al=2)"
+    assert cov.added.sum() == 9 and cov.added[0, 1:10].all()
+    assert cov.grid(0)[0, :4].tolist() == [0, 2, 2, 2]  # zig-zag 0, 1, 5, 6 along the top row
+
+
+def test_coverage_errors_and_zigzag() -> None:
+    with pytest.raises(ValueError, match="level 11 is outside 0..10"):
+        scan_coverage(STANDARD, level=11)
+    with pytest.raises(ValueError, match="codes component 2, the image has 1"):
+        scan_coverage(STANDARD.color, level=1, components=1)
+    assert ZIGZAG[:10].tolist() == [0, 1, 8, 16, 9, 2, 3, 10, 17, 24]
+    assert sorted(ZIGZAG.tolist()) == list(range(64))
+
+
+def test_a_partial_block_sharpens_as_bits_arrive() -> None:
+    rng = np.random.default_rng(0)
+    block = np.clip(
+        128 + np.add.outer(np.arange(8), np.arange(8)) * 9 + rng.normal(0, 6, (8, 8)), 0, 255
+    )
+    table = quant_table(90)
+    q = quantize(block_dct(block), table=table)
+    errors = [
+        float(
+            np.abs(
+                partial_block(
+                    q, table=table, low_bit=scan_coverage(STANDARD_SCRIPT_GRAY, level=k).low_bit[0]
+                )
+                - block
+            ).mean()
+        )
+        for k in range(1, 7)
+    ]
+    # the full level is the dequantised block exactly; each level is closer than the one before
+    assert errors[-1] == pytest.approx(float(np.abs(block_idct(q * table) - block).mean()))
+    assert all(a > b for a, b in zip(errors, errors[1:])), errors
+    assert errors[0] > 5 * errors[1]  # the first AC band is most of the block's shape
+
+
+# -- one image's levels ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def folder(photo_folder: Path) -> object:
+    return open_source(photo_folder)
+
+
+def test_image_coverage_reads_the_images_own_scans(folder: object) -> None:
+    names = folder.names  # type: ignore[attr-defined]
+    colour, gray = names.index("animals/chelsea.jpg"), names.index("things/camera.jpg")
+    for k in range(1, 11):
+        assert (
+            image_coverage(folder, image=colour, level=k).low_bit.tolist()
+            == scan_coverage(STANDARD, level=k).low_bit.tolist()
+        )
+    # a grayscale image at the colour levels: scans 3 and 4 (chroma) add nothing to it
+    got = [image_coverage(folder, image=gray, level=k) for k in range(1, 11)]
+    assert [c.level for c in got] == [1, 2, 2, 2, 3, 4, 5, 5, 5, 6]
+    assert [bool(c.added.any()) for c in got] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+        False,
+        True,
+    ]
+    assert got[4].low_bit.tolist() == [_row(STANDARD_GRAY_MAPS[2])]
+
+
+def test_scan_step_bytes_and_difference(folder: object) -> None:
+    names = folder.names  # type: ignore[attr-defined]
+    i = names.index("animals/chelsea.jpg")
+    lb = folder.level_bytes(i)  # type: ignore[attr-defined]
+    steps = [scan_step(folder, image=i, level=k, gain=8.0, size=96) for k in range(1, 11)]
+    assert [s.added_bytes for s in steps] == np.diff(np.concatenate([[0], lb])).tolist()
+    assert sum(s.added_bytes for s in steps) == int(lb[-1])
+    # the difference is the amplified change from the level before (level 1: from flat grey)
+    from pcr_explore.jpeg import decode
+
+    a = decode(folder.jpeg_bytes(i, 4), size=96).astype(int)  # type: ignore[attr-defined]
+    b = decode(folder.jpeg_bytes(i, 5), size=96).astype(int)  # type: ignore[attr-defined]
+    want = np.minimum(np.abs(b - a).max(axis=2) * 8, 255)
+    assert (steps[4].difference == want).all()
+    assert (steps[4].change == np.abs(b - a).max(axis=2)).all()
+    assert steps[0].change.mean() > 10 * steps[9].change.mean()
+    rows = dict(steps[1].rows())
+    assert rows["components coded"] == "Y"
+    assert rows["frequency band"] == "AC coefficients 1-5"
+    assert rows["bits"] == "bits &gt;=2 (Al=2)"
+    assert rows["bytes it adds"].startswith(f"{steps[1].added_bytes:,} (")
+    gray = scan_step(folder, image=names.index("things/camera.jpg"), level=3, size=64)
+    assert gray.added_bytes == 0 and not gray.adds_scan and int(gray.change.max()) == 0
+    assert gray.label == "no scan of this image at this level"
+
+
+# -- the figure ----------------------------------------------------------------------
+
+
+def test_grid_figure_draws_the_coverage() -> None:
+    g = scan_grid_figure()
+    assert g.sources["cells"].data["x"] == []
+    g.update(scan_coverage(STANDARD, level=2))
+    cells = g.sources["cells"].data
+    assert len(cells["x"]) == 192
+    # Y's coefficients 1-5 outlined, shaded "2 lowest bits missing"; Cr AC white
+    hit = [q for q, c, wd in zip(cells["q"], cells["component"], cells["width"]) if wd == 3]
+    assert sorted(hit) == [1, 2, 3, 4, 5] and set(
+        cells["component"][k] for k, wd in enumerate(cells["width"]) if wd == 3
+    ) == {"Y"}
+    fill = {(c, q): f for c, q, f in zip(cells["component"], cells["q"], cells["fill"])}
+    assert fill["Y", 0] == "#2171b5" and fill["Y", 3] == "#6baed6" and fill["Cr", 9] == "#ffffff"
+    heads = g.sources["heads"].data["text"]
+    assert heads == [
+        "Y: 6/64 sent, 0 exact",
+        "+ AC 1-5, bits >=2",
+        "Cb: 1/64 sent, 0 exact",
+        "not in this scan",
+        "Cr: 1/64 sent, 0 exact",
+        "not in this scan",
+    ]
+    assert g.figure.title.text == "After scan 2 of 10: Y AC 1-5, bits >=2 (Al=2)"
+    # natural layout: zig-zag 2 sits in row 1, column 0 (x 0, y 6)
+    k = [n for n, (c, q) in enumerate(zip(cells["component"], cells["q"])) if c == "Y" and q == 2][
+        0
+    ]
+    assert (cells["x"][k], cells["y"][k]) == (0, 6)
+
+
+# -- the panel ------------------------------------------------------------------------
+
+
+def test_panel_follows_its_level_and_image(folder: object) -> None:
+    names = folder.names  # type: ignore[attr-defined]
+    panel = ScanPanel(folder, image=names.index("animals/chelsea.jpg"), level=1, size=96)
+    assert "scan 1 of 10" in panel.caption.value
+    first = panel.added.value
+    panel.level.value = 3
+    assert panel.last_error is None
+    assert panel.grid.figure.title.text == "Known after scan 3 of 10: Cr AC 1-63, bits >=1 (Al=1)"
+    assert "Cr AC 1-63" in panel.caption.value and panel.added.value != first
+    assert "<td><b>Cr</b></td>" in panel.readout.value
+    panel.picker.value = names.index("things/camera.jpg")
+    assert "adds no scan to this image" in panel.grid.figure.title.text
+    assert "grayscale" in panel.caption.value
+    assert panel.snapshot()[:2] == b"\xff\xd8"
+
+
+def test_panel_alone_with_a_script(photo_folder: Path) -> None:
+    from pcr_explore import find_jpegtran
+
+    if find_jpegtran() is None:
+        pytest.skip("jpegtran not installed (Debian: libjpeg-turbo-progs)")
+    panel = ScanPanel(photo_folder / "animals" / "chelsea.jpg", scan_script="spectral", size=64)
+    assert panel.level.max == 5
+    panel.level.value = 5
+    assert panel.coverage.label() == "Y AC 6-63, all bits (Al=0)"
+    assert panel.coverage.exact.all()
+    with pytest.raises(ValueError, match="scan_script applies to a folder or file path"):
+        ScanPanel(open_source(photo_folder), scan_script="spectral")
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A PCR dataset of photos large enough for 5-scale MS-SSIM, one of them grayscale."""
+    root = tmp_path_factory.mktemp("scanpanel")
+    for cls, names in {"animals": ["chelsea", "coffee"], "things": ["camera"]}.items():
+        (root / "src" / cls).mkdir(parents=True)
+        for n in names:
+            (root / "src" / cls / f"{n}.jpg").write_bytes(jpeg_bytes(photo(n, 256)))
+    encode_dataset(root / "src", root / "ds", workers=1, progress=False)
+    return root / "ds"
+
+
+def test_explorer_panel_is_toggled_and_follows_the_level(dataset: Path) -> None:
+    names = open_source(dataset).names
+    ex = ScanExplorer(
+        dataset,
+        image=names.index("animals/coffee.jpg"),
+        level=2,
+        dataset_sample=0,
+        workers=1,
+        max_side=96,
+    )
+    assert ex.scan_panel is None and ex._scan_box.children == ()
+    ex.scan_toggle.value = True
+    panel = ex.scan_panel
+    assert panel is not None and ex._scan_box.children == (panel.view,)
+    assert panel._controls.layout.display == "none"
+    assert "Y AC 1-5" in panel.grid.figure.title.text
+    for k in (1, 5, 10):
+        ex.level.value = k
+        assert panel.level.value == k
+        assert panel.coverage.low_bit.tolist() == scan_coverage(STANDARD, level=k).low_bit.tolist()
+        assert f"scan {k} of 10" in panel.caption.value
+    ex.picker.value = ex.source.names.index("things/camera.jpg")
+    assert panel.picker.value == ex.picker.value and panel.coverage.num_components == 1
+    ex.presentation.value = True
+    assert panel.grid.figure.title.text_font_size == "18px"
+    ex.scan_toggle.value = False
+    assert ex._scan_box.children == ()
+    ex.scan_toggle.value = True
+    assert ex.scan_panel is panel
+    assert ex.last_error is None and panel.last_error is None
