@@ -1,3 +1,6 @@
+from ._demo import DemoPage
+from ._scan_demo import scan_demo
+from ._swap_demo import swap_demo
 from .budget_explorer import BudgetExplorer
 from ._scan_panel import ScanPanel
 from .scan_explorer import ScanExplorer
@@ -8,10 +11,13 @@ from .tuner_dashboard import TunerDashboard
 
 __all__ = [
     "BudgetExplorer",
+    "DemoPage",
     "ScanExplorer",
     "ScanPanel",
     "ScriptExplorer",
     "SwapExplorer",
     "TrainingExplorer",
     "TunerDashboard",
+    "scan_demo",
+    "swap_demo",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import io
 import os
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
@@ -491,6 +492,31 @@ class ScanExplorer(Explorer):
             self.scan_panel = ScanPanel.following(self, gain=max(self.gain, 8.0))
         panel = self.scan_panel
         self._scan_box.children = [panel.view] if self.scan_toggle.value and panel else []
+
+    def save_html(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        images: int | list[int] | None = None,
+        levels: list[int] | None = None,
+        max_side: int = 512,
+    ) -> Path:
+        """Write this explorer as one HTML page that runs with no kernel; return its path.
+
+        The images (default: the first 8, and the one shown) at every level
+        in *levels*, with this explorer's metric, gain, dataset curve and the
+        level shown; see :func:`~pcr_explore.widgets.scan_demo`.
+        """
+        from ._scan_demo import scan_demo
+
+        k = int(self.level.value)
+        page = scan_demo(
+            self.source, images=images, image=self.index, levels=levels,
+            level=k if levels is None or k in levels else None, max_side=max_side,
+            metric=self.metric, gain=self.gain, curve=self._dataset_curve,
+            qualities=dict([self._shown]) if self._shown is not None else None,
+        )  # fmt: skip
+        return page.save_html(path)
 
     # -- static picture ----------------------------------------------------------
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 from typing import Any, cast
 
 import ipywidgets as w
@@ -469,6 +471,25 @@ class SwapExplorer(Explorer):
         if spec is None:
             return f"as traced (mean {self.trace.mean_sparsity:.0%})"
         return _spec_text(spec)
+
+    def save_html(
+        self, path: str | os.PathLike[str], *, sparsities: list[float] | None = None
+    ) -> Path:
+        """Write this explorer as one HTML page that runs with no kernel; return its path.
+
+        The trace, device, codecs and tensor size shown, simulated at each of
+        *sparsities* (default: 0% to 95% by 5%, and 99%) for one value in every
+        layer; see :func:`~pcr_explore.widgets.swap_demo`.
+        """
+        from ._swap_demo import SPARSITY_GRID, swap_demo
+
+        page = swap_demo(
+            self.trace, profile=self.profile.value, codecs=self.codecs,
+            sparsities=SPARSITY_GRID if sparsities is None else sparsities,
+            sparsity=float(self.sparsity.value), tensor_elements=int(self.tensor_size.value),
+            measured=self.measured, noise=self.noise, seed=self.seed,
+        )  # fmt: skip
+        return page.save_html(path)
 
     # -- static picture --------------------------------------------------------------
 
