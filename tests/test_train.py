@@ -26,6 +26,7 @@ from pcr_explore.train import (
 torch = pytest.importorskip("torch")
 
 from pcr_explore.train import (  # noqa: E402 - after the torch check
+    StepTuner,
     TrainOptions,
     evaluate,
     read_level,
@@ -37,7 +38,7 @@ from pcr_explore.train import (  # noqa: E402 - after the torch check
     tune_by_gradient,
     write_html,
 )
-from pcr_explore.train.gradient import _level_jpeg  # noqa: E402
+from pcr_explore.train.gradient import _level_jpeg, _Probe  # noqa: E402
 
 SIZE = 32
 
@@ -168,16 +169,95 @@ def test_gradient_tuner_stops_when_it_knows(data: SplitDatasets) -> None:
 
 
 def test_auto_follows_the_gradient_tuner(data: SplitDatasets) -> None:
-    kw = dict(epochs=2, retune_every=1, auto_scans=(1, 10), tune_batches=1)
+    kw = dict(epochs=3, retune_every=1, auto_scans=(1, 10), tune_batches=1)
     low = _run(data, "auto", threshold=-1.0, **kw)
     high = _run(data, "auto", threshold=1.0, **kw)
     ds = open_dataset(str(data.train))
-    assert [e.scan for e in low.levels[0].epochs] == [1, 1]
-    assert [e.scan for e in high.levels[0].epochs] == [10, 10]
-    # The tuner's own reads are counted on top of the level's records.
-    assert all(e.bytes_read > ds.bytes_at(1) for e in low.levels[0].epochs)
-    assert all(e.tune_seconds > 0 for e in low.levels[0].epochs)
+    assert [e.scan for e in low.levels[0].epochs] == [1, 1, 1]
+    assert [e.scan for e in high.levels[0].epochs] == [10, 10, 10]
+    # The tuner's own reads are counted on top of the level's records, in the epoch that
+    # made them: before epoch 1 and during epochs 1 and 2 (for the next); none in the last.
+    *tuned, last = low.levels[0].epochs
+    assert all(e.bytes_read > ds.bytes_at(1) and e.tune_seconds > 0 for e in tuned)
+    assert last.bytes_read == ds.bytes_at(1) and last.tune_seconds == 0
     assert low.levels[0].label == "auto" and low.to_dict()["levels"][0]["scan"] == "auto"
+
+
+def _dropout_cnn(num_classes: int) -> Any:
+    """The small CNN with dropout: a step's gradient depends on its random state."""
+    return torch.nn.Sequential(small_cnn(num_classes), torch.nn.Dropout(0.5))
+
+
+def test_a_training_steps_gradient_is_its_levels_gradient_computed_again(
+    data: SplitDatasets,
+) -> None:
+    ds = open_dataset(str(data.train))
+    level = read_level(ds, scan=3, size=SIZE, workers=1)
+    torch.manual_seed(0)
+    net = _dropout_cnn(5)
+    params = list(net.parameters())
+    probe = _Probe(torch, net, torch.nn.functional.cross_entropy, SIZE, 1, ds.num_scans)
+    pairs = []
+
+    def again(idx: Any, flips: Any, rng: Any) -> None:
+        step = torch.cat([p.grad.reshape(-1) for p in params]).double()
+        i = idx.numpy()
+        arrays = probe._pixels(ds, i, [ds.jpeg_bytes(int(j), 3) for j in i])
+        y = torch.as_tensor(ds.labels[i], dtype=torch.int64)
+        pairs.append((step, probe._grad(arrays, y, rng, flips), probe._grad(arrays, y, 7, flips)))
+
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(0)
+    train_epoch(net, opt, level.images, level.labels, batch_size=8, generator=gen, on_step=again)
+    probe.close()
+    assert len(pairs) == 5
+    for step, same, other_masks in pairs:
+        # Same images, flips, weights and dropout masks: the same gradient.
+        torch.testing.assert_close(step, same, rtol=1e-6, atol=1e-9)
+        assert not torch.allclose(step, other_masks, rtol=1e-3)
+
+
+def _tuned_epoch(data: SplitDatasets, **kw: Any) -> tuple[Any, float, dict[str, Any]]:
+    """One seeded epoch at level 3 with a step tuner (or none), from the same weights."""
+    ds = open_dataset(str(data.train))
+    level = read_level(ds, scan=3, size=SIZE, workers=1)
+    torch.manual_seed(0)
+    net = _dropout_cnn(5)
+    opt = torch.optim.Adam(net.parameters(), lr=2e-3)
+    gen = torch.Generator().manual_seed(0)
+    args = dict(batch_size=8, generator=gen)
+    if not kw:
+        return None, train_epoch(net, opt, level.images, level.labels, **args), net.state_dict()
+    with StepTuner(ds, model=net, trained=3, scans=(1, 3, 5, 10), size=SIZE, workers=1, **kw) as t:
+        loss = train_epoch(net, opt, level.images, level.labels, **args, on_step=t)
+    return t.result(), loss, net.state_dict()
+
+
+def test_the_step_tuner_reuses_the_steps_gradient_and_decides_the_same(
+    data: SplitDatasets,
+) -> None:
+    kw = dict(batches=3, min_batches=3, start=1, threshold=0.5)
+    reused, loss, weights = _tuned_epoch(data, **kw)
+    own, own_loss, own_weights = _tuned_epoch(data, reuse=False, **kw)
+    _, plain_loss, plain_weights = _tuned_epoch(data)
+    assert reused.scan == own.scan and reused.batches == own.batches == 3
+    assert reused.decided == own.decided and reused.max_batches == 3
+    for k in (1, 3, 5, 10):
+        np.testing.assert_allclose(reused.per_batch[k], own.per_batch[k], rtol=0, atol=1e-6)
+    assert reused.similarity[10] == 1.0 and reused.similarity[3] < 1.0
+    # Level 3's gradient came from each step: one pass fewer per batch, the rest the same.
+    assert (reused.passes, reused.passes_reused) == (12, 3)
+    assert (own.passes, own.passes_reused) == (12, 0)
+    assert "3 of 12 gradients taken from training steps" in reused.summary()
+    assert reused.to_dict()["passes_reused"] == 3
+    # Measuring leaves training as it was: the same losses and weights as with no tuner.
+    assert loss == own_loss == plain_loss
+    assert all(torch.equal(v, own_weights[k]) for k, v in weights.items())
+    assert all(torch.equal(v, plain_weights[k]) for k, v in weights.items())
+    with pytest.raises(ValueError, match="no training step measured"):
+        StepTuner(open_dataset(str(data.train)), model=small_cnn(5), trained=3).result()
+    with pytest.raises(ValueError, match=r"levels in 1\.\.10"):
+        StepTuner(open_dataset(str(data.train)), model=small_cnn(5), trained=11)
 
 
 def test_throttled_reads_take_as_long_as_their_bytes(data: SplitDatasets) -> None:

@@ -1,6 +1,6 @@
 from .archive import extract, write_stand_in_archive
 from .flowers import SplitDatasets, load_flowers, prepare_split, split_folder
-from .gradient import GradientTuneResult, default_levels, tune_by_gradient
+from .gradient import GradientTuneResult, StepTuner, default_levels, tune_by_gradient
 from .levels import TrainOptions, train_at_levels
 from .loop import LevelImages, evaluate, read_level, stack_images, to_input, train_epoch
 from .model import MODELS, build_model, small_cnn
@@ -24,6 +24,7 @@ __all__ = [
     "LevelRun",
     "EpochStats",
     "tune_by_gradient",
+    "StepTuner",
     "GradientTuneResult",
     "default_levels",
     "load_flowers",

@@ -15,19 +15,20 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from .._public import public
 from ..errors import DatasetError
-from ..jpeg import EOI, decode
-from ..read.sources import LevelSource, open_source
+from ..jpeg import EOI
+from ..jpeg._orient import decode_upright
+from ..read.sources import LevelSource, open_source, orientation_of
 from ._torch import require_torch
 from .loop import stack_images, to_input
 
-__all__ = ["GradientTuneResult", "mean_interval", "tune_by_gradient"]
+__all__ = ["GradientTuneResult", "StepTuner", "mean_interval", "tune_by_gradient"]
 
 
 @public("pcr_explore.train")
@@ -73,6 +74,12 @@ class GradientTuneResult:
         The batch budget (``batches`` is how many were used).
     confidence : float
         Level of the intervals.
+    passes : int
+        Gradient computations (forward and backward passes) the measurement
+        used, the ones taken from training steps included.
+    passes_reused : int
+        Of those, the gradients a training step had already computed at the
+        level it trains (:class:`StepTuner`): passes the tuner did not run.
     """
 
     scan: int
@@ -94,6 +101,8 @@ class GradientTuneResult:
     decided: bool = True
     max_batches: int = 0
     confidence: float = 0.95
+    passes: int = 0
+    passes_reused: int = 0
 
     def summary(self) -> str:
         """One line for a terminal."""
@@ -101,12 +110,17 @@ class GradientTuneResult:
         verdict = "" if self.met else " (no level reached the threshold: full quality)"
         if not self.decided:
             verdict += " (undecided: an interval still straddles the threshold)"
+        reused = (
+            f"; {self.passes_reused} of {self.passes} gradients taken from training steps"
+            if self.passes_reused
+            else ""
+        )
         return (
             f"scan {self.scan} of {self.num_scans}{verdict}: gradient similarity {sims} "
             f"(threshold {self.threshold:g}, {self.batches} of at most "
             f"{self.max_batches or self.batches} batches of {self.batch_size} at "
             f"{self.size}px, {self.seconds:.1f} s); reads {self.bytes_fraction[self.scan]:.1%} "
-            "of the bytes"
+            f"of the bytes{reused}"
         )
 
     def __str__(self) -> str:
@@ -134,6 +148,8 @@ class GradientTuneResult:
             "decided": self.decided,
             "max_batches": self.max_batches,
             "confidence": self.confidence,
+            "passes": self.passes,
+            "passes_reused": self.passes_reused,
         }
 
     def _repr_html_(self) -> str:
@@ -162,13 +178,22 @@ def _ci_text(ci: tuple[float, float] | None) -> str:
 
 
 def _flat_grad(
-    torch: Any, model: Any, params: list[Any], x: Any, y: Any, loss_fn: Any, seed: int
+    torch: Any, model: Any, params: list[Any], x: Any, y: Any, loss_fn: Any, rng: int | Any
 ) -> Any:
-    # The same seed for every level: dropout and the like draw the same masks.
+    # The same random state for every level (a seed, or the state a training step
+    # started from): dropout and the like draw the same masks.
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        if isinstance(rng, int):
+            torch.manual_seed(rng)
+        else:
+            torch.set_rng_state(rng)
         loss = loss_fn(model(x), y)
     grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return _flatten(torch, grads, params)
+
+
+def _flatten(torch: Any, grads: Sequence[Any], params: list[Any]) -> Any:
+    """One float64 vector of every parameter's gradient (zeros where there is none)."""
     return torch.cat(
         [(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)]
     ).double()
@@ -248,7 +273,13 @@ def _settled(sims: dict[int, list[float]], threshold: float, confidence: float) 
 
 
 class _Probe:
-    """Gradients of one model on batches of images at several levels; the model is left as found."""
+    """Gradients of one model on batches of images at several levels.
+
+    Each batch leaves the model as found: its weights untouched and its
+    batch-norm statistics restored (the tuner's forward passes are not
+    training). A gradient *given* for a level (the training step's own) is
+    used as it is instead of being computed again.
+    """
 
     def __init__(
         self, torch: Any, model: Any, loss_fn: Any, size: int, workers: int, full: int
@@ -258,28 +289,25 @@ class _Probe:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.level_bytes: dict[int, int] = {}
         self.full_bytes = 0
+        self.passes = 0
+        self.reused = 0
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
 
-    def __enter__(self) -> _Probe:
-        self._saved = [b.detach().clone() for b in self.model.buffers()]
-        self._was_training = self.model.training
-        self.model.train()  # the gradients training would see (batch statistics)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         self._pool.shutdown()
-        with self.torch.no_grad():
-            for buf, old in zip(self.model.buffers(), self._saved):
-                buf.copy_(old)
-        self.model.train(self._was_training)
 
-    def _pixels(self, datas: list[bytes]) -> list[np.ndarray]:
-        s = self.size
-        return list(self._pool.map(lambda d: decode(d, size=(s, s), mode="RGB"), datas))
+    def _pixels(self, src: LevelSource, idx: np.ndarray, datas: list[bytes]) -> list[np.ndarray]:
+        # Upright, as the reader decodes them, so a level's pixels are training's.
+        s = (self.size, self.size)
+        turns = [orientation_of(src, int(i)) for i in idx]
+        return list(self._pool.map(lambda d, o: decode_upright(d, s, o, mode="RGB"), datas, turns))
 
-    def _grad(self, arrays: list[np.ndarray], y: Any, seed: int) -> Any:
+    def _grad(self, arrays: list[np.ndarray], y: Any, rng: int | Any, flips: Any) -> Any:
         x = to_input(stack_images(arrays, [0] * len(arrays))[0])
-        return _flat_grad(self.torch, self.model, self.params, x, y, self.loss_fn, seed)
+        if flips is not None:  # the training step's augmentation, applied as it applies it
+            x[flips] = x[flips].flip(-1)
+        self.passes += 1
+        return _flat_grad(self.torch, self.model, self.params, x, y, self.loss_fn, rng)
 
     def batch(
         self,
@@ -287,27 +315,133 @@ class _Probe:
         idx: np.ndarray,
         labels: np.ndarray,
         levels: tuple[int, ...],
-        seed: int,
+        rng: int | Any,
+        *,
+        flips: Any = None,
+        given: tuple[int, Any] | None = None,
     ) -> dict[int, float]:
-        """Each level's gradient similarity to full quality on the images *idx*."""
+        """Each level's gradient similarity to full quality on the images *idx*.
+
+        *rng* is a seed or a random-number state; *flips* a boolean mask of
+        the images flipped left to right; *given* a level and its gradient,
+        already computed on these images with these flips and this state.
+        """
+        saved = [b.detach().clone() for b in self.model.buffers()]
+        try:
+            return self._similarities(src, idx, labels, levels, rng, flips, given)
+        finally:
+            with self.torch.no_grad():
+                for buf, old in zip(self.model.buffers(), saved):
+                    buf.copy_(old)
+
+    def _similarities(
+        self,
+        src: LevelSource,
+        idx: np.ndarray,
+        labels: np.ndarray,
+        levels: tuple[int, ...],
+        rng: int | Any,
+        flips: Any,
+        given: tuple[int, Any] | None,
+    ) -> dict[int, float]:
         fulls = [src.jpeg_bytes(int(i), None) for i in idx]
         cum = [src.level_bytes(int(i)) for i in idx]
         self.full_bytes += sum(len(f) for f in fulls)
         y = self.torch.as_tensor(labels[idx], dtype=self.torch.int64)
-        ref_arrays = self._pixels(fulls)
-        ref = self._grad(ref_arrays, y, seed)
+        grads = dict([given]) if given is not None else {}
+        self.reused += len(grads)
+        ref_arrays = self._pixels(src, idx, fulls)
+        if self.full not in grads:
+            grads[self.full] = self._grad(ref_arrays, y, rng, flips)
+        ref = grads[self.full]
         out = {}
         for k in levels:
             self.level_bytes[k] = self.level_bytes.get(k, 0) + sum(int(c[k - 1]) for c in cum)
             if k >= self.full:
                 out[k] = 1.0  # the same bytes: the same gradient
                 continue
-            arrays = self._pixels([_level_jpeg(f, c, k) for f, c in zip(fulls, cum)])
-            if all(np.array_equal(a, r) for a, r in zip(arrays, ref_arrays)):
-                out[k] = 1.0
-                continue
-            out[k] = _cosine(ref, self._grad(arrays, y, seed))
+            if k not in grads:
+                arrays = self._pixels(src, idx, [_level_jpeg(f, c, k) for f, c in zip(fulls, cum)])
+                if all(np.array_equal(a, r) for a, r in zip(arrays, ref_arrays)):
+                    out[k] = 1.0
+                    continue
+                grads[k] = self._grad(arrays, y, rng, flips)
+            out[k] = _cosine(ref, grads[k])
         return out
+
+
+def _check_batches(batches: int, min_batches: int, batch_size: int, confidence: float) -> None:
+    if batches < 1 or batch_size < 1 or min_batches < 1:
+        raise ValueError(
+            "batches, min_batches and batch_size must be at least 1, got "
+            f"{batches}, {min_batches}, {batch_size}"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _labelled(src: LevelSource) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.asarray(src.labels)
+    labelled = np.flatnonzero(labels >= 0)
+    if not len(labelled):
+        raise DatasetError(f"{getattr(src, 'url', src)}: no labelled image to compute a loss on")
+    return labels, labelled
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What a measurement compared, for its result."""
+
+    levels: tuple[int, ...]
+    threshold: float
+    confidence: float
+    max_batches: int
+    batch_size: int
+    size: int
+
+
+def _result(
+    src: LevelSource,
+    probe: _Probe,
+    sims: dict[int, list[float]],
+    images: int,
+    setting: _Setting,
+    seconds: float,
+    bytes_read: int,
+) -> GradientTuneResult:
+    """The result of the batches measured (*images* images in all)."""
+    full, levels = src.num_scans, setting.levels
+    mean = {k: float(np.mean(v)) for k, v in sims.items()}
+    meets = [k for k in levels if mean[k] >= setting.threshold]
+    if hasattr(src, "bytes_at"):
+        bytes_at = {k: int(src.bytes_at(k)) for k in levels} | {full: int(src.bytes_at(full))}
+    else:  # estimate the whole folder from the images measured
+        scale = len(src) / max(1, images)
+        bytes_at = {k: int(v * scale) for k, v in probe.level_bytes.items()}
+        bytes_at[full] = int(probe.full_bytes * scale)
+    return GradientTuneResult(
+        scan=meets[0] if meets else full,
+        threshold=float(setting.threshold),
+        scans=levels,
+        similarity=mean,
+        similarity_std={k: float(np.std(v)) for k, v in sims.items()},
+        per_batch={k: tuple(v) for k, v in sims.items()},
+        bytes_at=bytes_at,
+        bytes_fraction={k: v / bytes_at[full] for k, v in bytes_at.items()},
+        met=bool(meets),
+        num_scans=full,
+        batches=len(sims[levels[0]]),
+        batch_size=setting.batch_size,
+        size=setting.size,
+        seconds=seconds,
+        bytes_read=bytes_read,
+        similarity_ci={k: _clipped(mean_interval(v, setting.confidence)) for k, v in sims.items()},
+        decided=_settled(sims, setting.threshold, setting.confidence),
+        max_batches=setting.max_batches,
+        confidence=float(setting.confidence),
+        passes=probe.passes + probe.reused,
+        passes_reused=probe.reused,
+    )
 
 
 @public("pcr_explore.train")
@@ -388,20 +522,11 @@ def tune_by_gradient(
     (2, {1: 0.71, 2: 0.86, 5: 0.97, 10: 1.0}, 4, True)
     """
     torch = require_torch("tune_by_gradient")
-    if batches < 1 or batch_size < 1 or min_batches < 1:
-        raise ValueError(
-            "batches, min_batches and batch_size must be at least 1, got "
-            f"{batches}, {min_batches}, {batch_size}"
-        )
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    _check_batches(batches, min_batches, batch_size, confidence)
     src = source if isinstance(source, LevelSource) else open_source(source)
     full = src.num_scans
     levels = _check_scans(default_levels(full) if scans is None else scans, full)
-    labels = np.asarray(src.labels)
-    labelled = np.flatnonzero(labels >= 0)
-    if not len(labelled):
-        raise DatasetError(f"{getattr(src, 'url', src)}: no labelled image to compute a loss on")
+    labels, labelled = _labelled(src)
     t0 = time.perf_counter()
     stats = getattr(src, "stats", None)
     before = stats.bytes_read if stats is not None else 0
@@ -409,39 +534,170 @@ def tune_by_gradient(
     groups = [pick[i : i + batch_size] for i in range(0, len(pick), batch_size)]
     loss = loss_fn or torch.nn.functional.cross_entropy
     sims: dict[int, list[float]] = {k: [] for k in levels}
-    with _Probe(torch, model, loss, size, workers, full) as probe:
+    probe = _Probe(torch, model, loss, size, workers, full)
+    was_training = model.training
+    model.train()  # the gradients training would see (batch statistics)
+    try:
         for b, idx in enumerate(groups):
             for k, v in probe.batch(src, idx, labels, levels, seed + b).items():
                 sims[k].append(v)
             if b + 1 >= min_batches and _settled(sims, threshold, confidence):
                 break
+    finally:
+        probe.close()
+        model.train(was_training)
     used = len(sims[levels[0]])
-    mean = {k: float(np.mean(v)) for k, v in sims.items()}
-    meets = [k for k in levels if mean[k] >= threshold]
-    if hasattr(src, "bytes_at"):
-        bytes_at = {k: int(src.bytes_at(k)) for k in levels} | {full: int(src.bytes_at(full))}
-    else:  # estimate the whole folder from the images measured
-        scale = len(src) / max(1, sum(len(g) for g in groups[:used]))
-        bytes_at = {k: int(v * scale) for k, v in probe.level_bytes.items()}
-        bytes_at[full] = int(probe.full_bytes * scale)
-    return GradientTuneResult(
-        scan=meets[0] if meets else full,
-        threshold=float(threshold),
-        scans=levels,
-        similarity=mean,
-        similarity_std={k: float(np.std(v)) for k, v in sims.items()},
-        per_batch={k: tuple(v) for k, v in sims.items()},
-        bytes_at=bytes_at,
-        bytes_fraction={k: v / bytes_at[full] for k, v in bytes_at.items()},
-        met=bool(meets),
-        num_scans=full,
-        batches=used,
-        batch_size=batch_size,
-        size=size,
-        seconds=time.perf_counter() - t0,
-        bytes_read=(stats.bytes_read - before) if stats is not None else 0,
-        similarity_ci={k: _clipped(mean_interval(v, confidence)) for k, v in sims.items()},
-        decided=_settled(sims, threshold, confidence),
-        max_batches=len(groups),
-        confidence=float(confidence),
+    setting = _Setting(levels, threshold, confidence, len(groups), batch_size, size)
+    return _result(
+        src,
+        probe,
+        sims,
+        sum(len(g) for g in groups[:used]),
+        setting,
+        time.perf_counter() - t0,
+        (stats.bytes_read - before) if stats is not None else 0,
     )
+
+
+@public("pcr_explore.train")
+class StepTuner:
+    """The gradient tuner fed by training steps, reusing each step's own gradient.
+
+    Passed as ``on_step`` to :func:`~pcr_explore.train.train_epoch`, it
+    measures on the training batches themselves, at the weights each step
+    computes its gradient at: after a step's backward pass (and before the
+    optimiser moves the weights), the gradient the step left in the
+    parameters is the gradient at the level being trained, so only the
+    other levels (the full one and the candidates) cost a forward and
+    backward pass each. The same flips and random state as the step's are
+    used for every level. It stops, as :func:`tune_by_gradient` does, once
+    every level's interval lies wholly above or below the threshold (after
+    *min_batches*), or after *batches*.
+
+    Parameters
+    ----------
+    source : LevelSource
+        The dataset being trained on (the images the step's indices name).
+    model : torch.nn.Module
+        The model being trained.
+    trained : int
+        The level the training images are read at.
+    scans : sequence of int, optional
+        Levels to compare (default :func:`default_levels`).
+    batches, min_batches : int
+        The batch budget and the batches before an interval is trusted.
+    start : int
+        Training steps to let pass before measuring (so the tuner sees the
+        latest weights of an epoch: its last *batches* steps).
+    threshold, confidence, size, loss_fn, workers
+        As for :func:`tune_by_gradient`; *size* and *loss_fn* must be the
+        training's.
+    reuse : bool
+        Take the trained level's gradient from the step (True), or compute it
+        again in a pass of its own (False: what it costs without the reuse).
+
+    Raises
+    ------
+    MissingExtraError
+        If PyTorch is not installed.
+    ValueError
+        If *trained* or *scans* is not a level of the dataset, or a count is
+        out of range.
+
+    Examples
+    --------
+    >>> with StepTuner(train, model=net, trained=10, size=64) as tuner:  # doctest: +SKIP
+    ...     train_epoch(net, opt, x, y, batch_size=32, generator=g, on_step=tuner)
+    >>> tuner.result().scan, tuner.result().passes_reused  # doctest: +SKIP
+    (2, 3)
+    """
+
+    def __init__(
+        self,
+        source: LevelSource,
+        *,
+        model: Any,
+        trained: int,
+        scans: Sequence[int] | None = None,
+        batches: int = 10,
+        min_batches: int = 3,
+        start: int = 0,
+        threshold: float = 0.8,
+        confidence: float = 0.95,
+        size: int = 64,
+        loss_fn: Callable[[Any, Any], Any] | None = None,
+        workers: int = 2,
+        reuse: bool = True,
+    ) -> None:
+        torch = require_torch("StepTuner")
+        _check_batches(batches, min_batches, 1, confidence)
+        full = source.num_scans
+        self.trained = _check_scans([trained], full)[0]
+        levels = _check_scans(default_levels(full) if scans is None else scans, full)
+        self._setting = _Setting(levels, threshold, confidence, batches, 0, size)
+        self._src, self._model, self._reuse = source, model, reuse
+        self._labels, _ = _labelled(source)
+        self._min, self._start, self._steps = min_batches, start, 0
+        loss = loss_fn or torch.nn.functional.cross_entropy
+        self._probe = _Probe(torch, model, loss, size, workers, full)
+        self._sims: dict[int, list[float]] = {k: [] for k in levels}
+        self._images = self._batch_size = 0
+        self._stats = getattr(source, "stats", None)
+        self.seconds = 0.0
+        self.bytes_read = 0
+        self.done = False
+
+    def __enter__(self) -> StepTuner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._probe.close()
+
+    def __call__(self, indices: Any, flips: Any, rng_state: Any) -> None:
+        """Measure on one training step's batch (the step's gradient is in ``.grad``)."""
+        self._steps += 1
+        if self.done or self._steps <= self._start:
+            return
+        t0 = time.perf_counter()
+        before = self._stats.bytes_read if self._stats is not None else 0
+        probe = self._probe
+        given = None
+        if self._reuse and (self.trained in self._setting.levels or self.trained == probe.full):
+            given = (
+                self.trained,
+                _flatten(probe.torch, [p.grad for p in probe.params], probe.params),
+            )
+        idx = np.asarray(indices, dtype=np.int64)
+        s = self._setting
+        sims = probe.batch(
+            self._src, idx, self._labels, s.levels, rng_state, flips=flips, given=given
+        )
+        for k, v in sims.items():
+            self._sims[k].append(v)
+        self._images += len(idx)
+        self._batch_size = max(self._batch_size, len(idx))
+        used = len(self._sims[s.levels[0]])
+        self.done = used >= s.max_batches or (
+            used >= self._min and _settled(self._sims, s.threshold, s.confidence)
+        )
+        self.seconds += time.perf_counter() - t0
+        if self._stats is not None:
+            self.bytes_read += self._stats.bytes_read - before
+
+    def result(self) -> GradientTuneResult:
+        """What the batches measured so far say.
+
+        Raises
+        ------
+        ValueError
+            If no training step has been measured yet.
+        """
+        if not self._sims[self._setting.levels[0]]:
+            raise ValueError(
+                f"no training step measured yet ({self._steps} seen, the first "
+                f"{self._start} let pass)"
+            )
+        setting = replace(self._setting, batch_size=self._batch_size)
+        return _result(
+            self._src, self._probe, self._sims, self._images, setting, self.seconds, self.bytes_read
+        )

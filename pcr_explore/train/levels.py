@@ -20,7 +20,7 @@ from ..errors import DatasetError
 from ..read.reader import PCRDataset, open_dataset
 from ..read.schedule import ScanSchedule
 from ._torch import require_torch
-from .gradient import default_levels, tune_by_gradient
+from .gradient import StepTuner, default_levels, tune_by_gradient
 from .loop import evaluate, read_level, train_epoch
 from .model import build_model
 from .result import EpochStats, LevelRun, TrainResult
@@ -78,11 +78,13 @@ class TrainOptions:
     retune_every : int
         ``scans="auto"``: epochs between gradient tunings.
     auto_scans : sequence of int, optional
-        ``scans="auto"``: the levels compared (default: every level).
+        ``scans="auto"``: the levels compared (default
+        :func:`~pcr_explore.train.default_levels`: 1, 2, 5, 10).
     threshold : float
         ``scans="auto"``: the gradient similarity a level must reach.
     tune_batches : int
-        ``scans="auto"``: batches per tuning.
+        ``scans="auto"``: the batch budget of each tuning (each stops early
+        once it knows).
     """
 
     batch_size: int = 32
@@ -124,7 +126,11 @@ def train_at_levels(
         :func:`~pcr_explore.train.gradient.default_levels`: 1, 2, 5, 10 for
         the standard script). ``"auto"``: a single run whose
         level :func:`~pcr_explore.train.tune_by_gradient` chooses before
-        epoch 1 and every ``options.retune_every`` epochs after.
+        epoch 1 and every ``options.retune_every`` epochs after. The later
+        choices are measured during the epoch before, on its last training
+        steps (:class:`~pcr_explore.train.StepTuner`): each step's own
+        gradient is the trained level's, so only the other levels cost a
+        pass.
     schedule : ScanSchedule or str, optional
         A curriculum (``"ramp:1-10:2-6"``: level 1 up to epoch 2, then up to
         level 10 at epoch 6): one more run, labelled ``"schedule"``, whose
@@ -209,12 +215,18 @@ def train_at_levels(
             for epoch in range(1, epochs + 1):
                 if curriculum is not None and target == "schedule":
                     scan = curriculum.level(epoch)
-                stats = _epoch(
+                auto = target == "auto"
+                stats, scan = _epoch(
                     net,
                     (opt, sched, gen),
                     reader,
                     val_level,
-                    retune=target == "auto" and (epoch - 1) % retune_every == 0,
+                    # the first level is tuned before training; the next ones during
+                    # the epoch before theirs, from its training steps' own gradients
+                    tune=(
+                        auto and epoch == 1,
+                        auto and epoch < epochs and epoch % retune_every == 0,
+                    ),
                     scan=scan,
                     epoch=epoch,
                     o=o,
@@ -222,7 +234,6 @@ def train_at_levels(
                     seed=seed,
                     workers=workers,
                 )
-                scan = stats.scan
                 run = LevelRun(target, (*run.epochs, stats))
                 bar.set_postfix_str(f"{run.label}: acc {stats.val_accuracy:.3f}")
                 bar.update()
@@ -266,18 +277,24 @@ def _epoch(
     reader: PCRDataset,
     val_level: Any,
     *,
-    retune: bool,
+    tune: tuple[bool, bool],
     scan: int,
     epoch: int,
     o: TrainOptions,
     size: int,
     seed: int,
     workers: int,
-) -> EpochStats:
-    """One epoch at *scan* (chosen again by the gradient tuner first when *retune*), timed."""
+) -> tuple[EpochStats, int]:
+    """One epoch at *scan*, timed; and the next epoch's level.
+
+    *tune* says whether the gradient tuner chooses this epoch's level first
+    (on batches of its own) and whether it chooses the next epoch's level
+    during this one (fed by the last training steps, whose own gradients
+    are the trained level's).
+    """
     opt, sched, gen = optimiser
     tune_s, tune_bytes = 0.0, 0
-    if retune:
+    if tune[0]:
         tuned = tune_by_gradient(
             reader,
             model=net,
@@ -291,13 +308,44 @@ def _epoch(
         )
         scan, tune_s, tune_bytes = tuned.scan, tuned.seconds, tuned.bytes_read
     level = read_level(reader, scan=scan, size=size, workers=workers)
+    steps = -(-len(level.labels) // o.batch_size)
+    tuner = None
+    if tune[1]:
+        tuner = StepTuner(
+            reader,
+            model=net,
+            trained=scan,
+            scans=o.auto_scans,
+            batches=o.tune_batches,
+            start=max(0, steps - o.tune_batches),
+            threshold=o.threshold,
+            size=size,
+            workers=workers,
+        )
     t0 = _now()
-    loss = train_epoch(net, opt, level.images, level.labels, batch_size=o.batch_size, generator=gen)
+    try:
+        loss = train_epoch(
+            net,
+            opt,
+            level.images,
+            level.labels,
+            batch_size=o.batch_size,
+            generator=gen,
+            on_step=tuner,
+        )
+    finally:
+        if tuner is not None:
+            tuner.__exit__(None, None, None)
     compute = _now() - t0
+    next_scan = scan
+    if tuner is not None:  # its time and reads were spent in this epoch, not in training
+        next_scan = tuner.result().scan
+        compute -= tuner.seconds
+        tune_s, tune_bytes = tune_s + tuner.seconds, tune_bytes + tuner.bytes_read
     sched.step()
     t0 = _now()
     acc = evaluate(net, val_level.images, val_level.labels)
-    return EpochStats(
+    stats = EpochStats(
         epoch=epoch,
         scan=scan,
         train_loss=loss,
@@ -308,6 +356,7 @@ def _epoch(
         eval_seconds=_now() - t0,
         tune_seconds=tune_s,
     )
+    return stats, next_scan
 
 
 def _now() -> float:

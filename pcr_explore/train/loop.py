@@ -182,6 +182,7 @@ def train_epoch(
     generator: Any,
     loss_fn: Callable[[Any, Any], Any] | None = None,
     flip: bool = True,
+    on_step: Callable[[Any, Any, Any], None] | None = None,
 ) -> float:
     """One epoch of mini-batch training in the order *generator* draws.
 
@@ -202,6 +203,13 @@ def train_epoch(
         ``loss_fn(logits, labels)``; default cross-entropy.
     flip : bool
         Flip a random half of each batch horizontally (augmentation).
+    on_step : callable, optional
+        ``on_step(indices, flips, rng_state)``, called after each batch's
+        backward pass and before the optimiser steps, while every parameter's
+        ``.grad`` holds the batch's gradient at the current weights: the
+        batch's image indices, its flip mask (None without *flip*) and the
+        CPU random state the forward pass started from (for example a
+        :class:`~pcr_explore.train.StepTuner`).
 
     Returns
     -------
@@ -228,8 +236,11 @@ def train_epoch(
             f = flips[start : start + batch_size]
             x[f] = x[f].flip(-1)
         optimizer.zero_grad(set_to_none=True)
+        rng = torch.get_rng_state() if on_step is not None else None
         loss = loss_fn(model(x), labels[idx])
         loss.backward()
+        if on_step is not None:
+            on_step(idx, None if flips is None else flips[start : start + batch_size], rng)
         optimizer.step()
         total += float(loss.detach()) * len(idx)
     return total / n

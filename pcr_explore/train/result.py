@@ -42,7 +42,9 @@ class EpochStats:
     eval_seconds : float
         Wall time of the validation pass (not part of the time to accuracy).
     tune_seconds : float
-        Wall time of the gradient tuner before this epoch (``scans="auto"``).
+        Wall time of the gradient tuner in this epoch (``scans="auto"``): before
+        its training, and during it for the next epoch's level (then not part
+        of ``compute_seconds``).
     """
 
     epoch: int
