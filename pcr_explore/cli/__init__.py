@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from . import _audit, _budget, _cache, _dataset, _export
+    from . import _audit, _budget, _cache, _dataset, _demo, _export
     from ._swap import add_swap_sim_parser, add_swap_train_parser
     from ._train import add_train_parsers
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     _budget.register(sub)
     _cache.register(sub)
     _export.register(sub)
+    _demo.register(sub)
     add_swap_sim_parser(sub)
     add_swap_train_parser(sub)
     add_train_parsers(sub)
