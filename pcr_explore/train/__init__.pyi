@@ -14,6 +14,7 @@ from .plot import (
 )
 from .result import EpochStats, LevelRun, TrainResult
 from .schedule import ScanSchedule
+from .sharpness import sharpness_task
 from .throttle import parse_bandwidth, throttled
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "GradientTuneResult",
     "default_levels",
     "load_flowers",
+    "sharpness_task",
     "prepare_split",
     "split_folder",
     "SplitDatasets",
