@@ -13,6 +13,7 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
 WIDGET_NOTEBOOKS = {
+    "00_how_progressive_jpeg_works",
     "01_progressive_scans",
     "02_tune_and_audit",
     "03_swap_simulation",
@@ -34,6 +35,7 @@ def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_notebooks_are_found() -> None:
     names = [p.stem for p in PATHS]
     assert names == [
+        "00_how_progressive_jpeg_works",
         "01_progressive_scans",
         "02_tune_and_audit",
         "03_swap_simulation",

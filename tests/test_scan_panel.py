@@ -236,9 +236,33 @@ def test_scan_step_bytes_and_difference(folder: object) -> None:
     assert rows["frequency band"] == "AC coefficients 1-5"
     assert rows["bits"] == "bits &gt;=2 (Al=2)"
     assert rows["bytes it adds"].startswith(f"{steps[1].added_bytes:,} (")
+    # without a gain, a power of two that keeps the strongest changes just under white
+    auto = [scan_step(folder, image=i, level=k, size=96) for k in (1, 10)]
+    assert auto[0].gain <= 2.0 and auto[1].gain >= 8.0
+    for st in auto:
+        top = np.percentile(st.change, 99.5)
+        assert top * st.gain <= 255 < top * st.gain * 2 or st.gain in (1.0, 64.0)
+        assert (st.difference == np.minimum(st.change.astype(int) * int(st.gain), 255)).all()
     gray = scan_step(folder, image=names.index("things/camera.jpg"), level=3, size=64)
     assert gray.added_bytes == 0 and not gray.adds_scan and int(gray.change.max()) == 0
     assert gray.label == "no scan of this image at this level"
+
+
+def test_record_sheet_rows_are_prefix_reads(dataset: Path) -> None:
+    from pcr_explore import open_dataset
+    from pcr_explore.quality.compare import record_sheet
+
+    ds = open_dataset(dataset)
+    h = ds.header(0)
+    sheet = record_sheet(ds, record=0, scans=[1, 10], size=64)
+    n = min(6, h.num_images)
+    assert sheet.size == (max(n * 70 - 6, 360), 2 * (64 + 20 + 6))
+    # each row is what one prefix read decodes to: level 1 is not level 10
+    row1 = np.asarray(sheet.crop((0, 20, 64, 84)), int)
+    row10 = np.asarray(sheet.crop((0, 110, 64, 174)), int)
+    assert np.abs(row1 - row10).mean() > 1
+    with pytest.raises(ValueError, match=r"scan groups \[11\] are outside 1..10"):
+        record_sheet(ds, scans=[11])
 
 
 # -- the figure ----------------------------------------------------------------------
@@ -285,7 +309,12 @@ def test_panel_follows_its_level_and_image(folder: object) -> None:
     panel.level.value = 3
     assert panel.last_error is None
     assert panel.grid.figure.title.text == "Known after scan 3 of 10: Cr AC 1-63, bits >=1 (Al=1)"
-    assert "Cr AC 1-63" in panel.caption.value and panel.added.value != first
+    step = panel.step()
+    assert (
+        f"scan 3 adds {step.added_bytes:,} bytes: red-difference colour (Cr)" in panel.caption.value
+    )
+    assert panel.added.value != first
+    assert panel.added_caption.value.endswith(f"| x {step.gain:g}")
     assert "<td><b>Cr</b></td>" in panel.readout.value
     panel.picker.value = names.index("things/camera.jpg")
     assert "adds no scan to this image" in panel.grid.figure.title.text

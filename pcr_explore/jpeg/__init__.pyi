@@ -6,6 +6,7 @@ from ._blocks import (
     partial_block,
     quant_table,
     quantize,
+    tile_blocks,
     to_zigzag,
 )
 from ._coverage import ZIGZAG, ScanCoverage, scan_coverage
@@ -46,4 +47,5 @@ __all__ = [
     "to_zigzag",
     "from_zigzag",
     "partial_block",
+    "tile_blocks",
 ]

@@ -10,7 +10,10 @@ For teaching and checking: decoders use fast integer versions of the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from PIL import Image, ImageDraw, ImageFont
 
 from .._public import public
 from ._coverage import ZIGZAG
@@ -24,6 +27,7 @@ __all__ = [
     "to_zigzag",
     "from_zigzag",
     "partial_block",
+    "tile_blocks",
 ]
 
 # ITU-T T.81 Annex K: the example tables libjpeg scales by its quality setting.
@@ -225,3 +229,57 @@ def partial_block(quantized: np.ndarray, *, table: np.ndarray, low_bit: np.ndarr
     kept[0] = (q[0] >> shift[0]) << shift[0]  # DC: arithmetic shift (floor), as libjpeg sends it
     kept[low < 0] = 0
     return block_idct(from_zigzag(kept) * table)
+
+
+@public("pcr_explore.jpeg")
+def tile_blocks(
+    blocks: Sequence[np.ndarray],
+    *,
+    captions: Sequence[str] | None = None,
+    scale: int = 12,
+    columns: int | None = None,
+    signed: bool = False,
+) -> Image.Image:
+    """8x8 blocks (pixels, coefficients or basis patterns) side by side, enlarged, as a picture.
+
+    Parameters
+    ----------
+    blocks : sequence of ndarray, shape (8, 8)
+        Pixel values (0-255), or signed values with *signed*.
+    captions : sequence of str, optional
+        One line under each block.
+    scale : int
+        Screen pixels per block pixel (nearest neighbour: the pixels stay visible).
+    columns : int, optional
+        Blocks per row (default: all in one row).
+    signed : bool
+        Draw 0 as mid-grey and each block's largest magnitude as black or
+        white (for DCT coefficients and basis patterns).
+
+    Returns
+    -------
+    PIL.Image.Image
+        RGB; a notebook shows it as a picture.
+
+    Examples
+    --------
+    >>> tile_blocks([np.zeros((8, 8))] * 3, captions=["a", "b", "c"], scale=4).size
+    (104, 50)
+    """
+    cols = columns or max(1, len(blocks))
+    rows = -(-len(blocks) // cols)
+    side, gap, cap = 8 * scale, 4, 18 if captions else 0
+    out = Image.new("RGB", (cols * (side + gap) - gap, rows * (side + gap + cap) - gap), "white")
+    draw = ImageDraw.Draw(out)
+    font = ImageFont.load_default(size=12)
+    for n, b in enumerate(blocks):
+        v = np.asarray(b, np.float64)
+        if signed:
+            top = float(np.abs(v).max()) or 1.0
+            v = 127.5 + 127.5 * v / top
+        tile = Image.fromarray(np.clip(np.rint(v), 0, 255).astype(np.uint8))
+        x, y = (n % cols) * (side + gap), (n // cols) * (side + gap + cap)
+        out.paste(tile.resize((side, side), Image.Resampling.NEAREST).convert("RGB"), (x, y))
+        if captions:
+            draw.text((x + 1, y + side + 2), captions[n], fill="#222222", font=font)
+    return out

@@ -65,8 +65,10 @@ class ScanPanel(Explorer):
         For a folder or file: the script to transcode it with (a name of
         :data:`~pcr_explore.jpeg.scan_script.SCRIPTS` or a jpegtran
         ``-scans`` file); a dataset keeps the script it was encoded with.
-    gain : float
-        Amplification of the picture of what the scan adds.
+    gain : float, optional
+        Amplification of the picture of what the scan adds (default: a power
+        of two chosen per level, shown in its caption; see
+        :func:`~pcr_explore.quality.compare.scan_step`).
     size : int
         Longer side of the pictures.
     controls : bool
@@ -99,8 +101,8 @@ class ScanPanel(Explorer):
         image: int = 0,
         level: int | None = None,
         scan_script: str | os.PathLike[str] | ScanScript | None = None,
-        gain: float = 8.0,
-        size: int = 320,
+        gain: float | None = None,
+        size: int = 224,
         controls: bool = True,
     ) -> None:
         super().__init__()
@@ -131,7 +133,7 @@ class ScanPanel(Explorer):
         )
         self.grid = scan_grid_figure()
         self.plot = self._plot(self.grid.figure)
-        self.caption = w.HTML()
+        self.caption = w.HTML().add_class("pcr-scan-caption")
         self.readout = w.HTML()
         picture = {"flex": "0 1 auto", "min_width": "0", "max_width": "100%"}
         self.picture = w.Image(format="jpeg", layout=w.Layout(**picture))
@@ -146,27 +148,21 @@ class ScanPanel(Explorer):
         self.show()
 
     def _layout(self) -> w.VBox:
-        """Controls, then the grids left and readouts and pictures right."""
-        pictures = w.HBox(
+        """Controls, the caption, the grids, then the readouts and the two pictures in a row."""
+        cell = {"min_width": "0", "margin": "0 12px 0 0"}
+        below = w.HBox(
             [
-                w.VBox([self.picture_caption, self.picture], layout=w.Layout(min_width="0")),
-                w.VBox([self.added_caption, self.added], layout=w.Layout(min_width="0")),
+                w.Box([self.readout], layout=w.Layout(flex="0 1 auto", **cell)),
+                w.VBox([self.picture_caption, self.picture], layout=w.Layout(**cell)),
+                w.VBox([self.added_caption, self.added], layout=w.Layout(**cell)),
             ],
-            layout=w.Layout(flex_flow="row wrap", width="100%"),
-        )
-        left = w.VBox(
-            [self.caption, self.plot], layout=w.Layout(flex="1 1 360px", min_width="300px")
-        )
-        right = w.VBox(
-            [self.readout, pictures],
-            layout=w.Layout(flex="1 1 340px", min_width="0", margin="0 0 0 12px"),
-        )
-        body = w.HBox(
-            [left, right],
             layout=w.Layout(flex_flow="row wrap", width="100%", align_items="flex-start"),
         )
+        grids = w.Box(
+            [self.plot], layout=w.Layout(width="100%", max_width="700px", min_width="560px")
+        )
         return w.VBox(
-            [self._controls, self.status, body, self.errors],
+            [self._controls, self.status, self.caption, grids, below, self.errors],
             layout=w.Layout(width="100%"),
         ).add_class("pcr-scan-panel")
 
@@ -199,6 +195,17 @@ class ScanPanel(Explorer):
         w.link((explorer.presentation, "value"), (panel.presentation, "value"))
         return panel
 
+    def shown(self) -> w.VBox:
+        """The view, its plot's state brought up to date: a view made now draws the current grids.
+
+        jupyter_bokeh draws a new view of a plot from the state the widget
+        was built with; a panel put on the page later (a toggle) would show
+        its first, empty grids.
+        """
+        for model, figure in self._plots:
+            model.update_from_model(figure)
+        return self.view
+
     # -- what the panel shows ---------------------------------------------------
 
     def step(self) -> ScanStep:
@@ -224,18 +231,13 @@ class ScanPanel(Explorer):
             f": {cov.label()}" if s.adds_scan else " (this level adds no scan to this image)"
         )
         self.grid.update(cov, title=title)
-        self.caption.value = (
-            f"<b>scan {k} of {n}</b> &middot; {html.escape(s.label)}"
-            f"<br><span style='color:#555'>{html.escape(s.note)}</span>"
-        )
+        self.caption.value = f"<b>scan {k} of {n}</b> &middot; {html.escape(s.note)}"
         self.readout.value = html_table(s.rows())
         self.picture.value = encode_jpeg(s.pixels)
         self.added.value = encode_jpeg(s.difference)
         self.picture_caption.value = f"<b>the image at scan {k}</b>"
-        before = f"scan {k - 1}" if k > 1 else "a flat grey (nothing read)"
-        self.added_caption.value = (
-            f"<b>what scan {k} adds</b>: |scan {k} - {before}| x {self.gain:g}"
-        )
+        before = f"scan {k - 1}" if k > 1 else "flat grey"
+        self.added_caption.value = f"<b>what scan {k} adds</b>: |scan {k} - {before}| x {s.gain:g}"
 
     # -- static picture ----------------------------------------------------------
 

@@ -266,17 +266,13 @@ class ScanExplorer(Explorer):
         return w.VBox(
             [
                 w.HBox(
-                    [
-                        self.picker,
-                        self.prev_button,
-                        self.next_button,
-                        self.mode,
-                        self.scan_toggle,
-                        self.presentation,
-                    ],
+                    [self.picker, self.prev_button, self.next_button, self.mode, self.presentation],
                     layout=_ROW,
                 ),
-                w.HBox([self.play, self.level, self.zoom, self.zoom_x, self.zoom_y], layout=_ROW),
+                w.HBox(
+                    [self.play, self.level, self.zoom, self.zoom_x, self.zoom_y, self.scan_toggle],
+                    layout=_ROW,
+                ),
                 self.status,
                 w.HBox(
                     [left, right],
@@ -489,9 +485,9 @@ class ScanExplorer(Explorer):
     def _toggle_scan_panel(self, change: Any = None) -> None:
         """Show or hide the panel of what the scan adds; it follows the level and image."""
         if self.scan_toggle.value and self.scan_panel is None:
-            self.scan_panel = ScanPanel.following(self, gain=max(self.gain, 8.0))
+            self.scan_panel = ScanPanel.following(self)
         panel = self.scan_panel
-        self._scan_box.children = [panel.view] if self.scan_toggle.value and panel else []
+        self._scan_box.children = [panel.shown()] if self.scan_toggle.value and panel else []
 
     def save_html(
         self,

@@ -1,5 +1,6 @@
 from ._cache import LevelCache
 from ._levels import level_note, level_strip, scan_content
+from ._record import record_sheet
 from ._scans import ScanStep, image_coverage, scan_step
 from ._views import difference_map
 
@@ -12,4 +13,5 @@ __all__ = [
     "ScanStep",
     "scan_step",
     "image_coverage",
+    "record_sheet",
 ]

@@ -15,7 +15,7 @@ from ...read.sources import LevelSource, orientation_of, scan_script_of
 from ._levels import level_note
 from ._views import difference_map
 
-__all__ = ["ScanStep", "scan_step", "image_coverage"]
+__all__ = ["ScanStep", "scan_step", "image_coverage", "auto_gain"]
 
 # What a decoder shows before any coefficient arrives: every block's DC is 0,
 # which is mid-grey after the level shift.
@@ -108,6 +108,20 @@ class ScanStep:
         ]
 
 
+def auto_gain(change: np.ndarray, *, percentile: float = 99.5, most: int = 64) -> float:
+    """The power of two that takes the strong end of *change* (0-255) closest to 255.
+
+    Examples
+    --------
+    >>> auto_gain(np.array([0, 3, 5, 9])), auto_gain(np.array([0, 200])), auto_gain(np.zeros(4))
+    (16.0, 1.0, 64.0)
+    """
+    top = float(np.percentile(change, percentile)) if change.size else 0.0
+    if top <= 255.0 / most:
+        return float(most)
+    return float(2 ** max(0, int(np.floor(np.log2(255.0 / top)))))
+
+
 @public("pcr_explore.quality.compare")
 def image_coverage(source: LevelSource, *, image: int = 0, level: int) -> ScanCoverage:
     """The coefficients image *image* of *source* holds at level *level* of the source.
@@ -152,7 +166,12 @@ def image_coverage(source: LevelSource, *, image: int = 0, level: int) -> ScanCo
 
 @public("pcr_explore.quality.compare")
 def scan_step(
-    source: LevelSource, *, image: int = 0, level: int, gain: float = 8.0, size: Size = 384
+    source: LevelSource,
+    *,
+    image: int = 0,
+    level: int,
+    gain: float | None = None,
+    size: Size = 384,
 ) -> ScanStep:
     """What level *level* of one image adds: coefficients, bytes and an amplified difference.
 
@@ -165,8 +184,12 @@ def scan_step(
         Image index.
     level : int
         The level, 1..num_scans.
-    gain : float
-        Amplification of the difference picture.
+    gain : float, optional
+        Amplification of the difference picture. Default: the power of two
+        (1 to 64) that brings this step's strongest changes (99.5th
+        percentile) closest to white without going past it, so the first
+        scans do not saturate and the last bits still show; the picture's
+        caption should say it (:attr:`ScanStep.gain`).
     size : int or (int, int)
         Decode size of the pictures (longer side), as for
         :func:`~pcr_explore.jpeg.decode`.
@@ -196,6 +219,8 @@ def scan_step(
     else:
         before = np.full_like(now, _NOTHING)
     lb = np.asarray(source.level_bytes(image), np.int64)
+    change = difference_map(now, before, gain=1.0)
+    g = auto_gain(change) if gain is None else gain
     return ScanStep(
         image=image,
         level=level,
@@ -203,8 +228,8 @@ def scan_step(
         adds_scan=bool(cov.added.any()),
         level_bytes=lb,
         pixels=now,
-        difference=difference_map(now, before, gain=gain),
-        change=difference_map(now, before, gain=1.0),
-        gain=gain,
+        difference=difference_map(now, before, gain=g),
+        change=change,
+        gain=g,
         note=level_note(lb, level, scan_script_of(source)),
     )
