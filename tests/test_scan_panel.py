@@ -314,7 +314,7 @@ def test_panel_follows_its_level_and_image(folder: object) -> None:
         f"scan 3 adds {step.added_bytes:,} bytes: red-difference colour (Cr)" in panel.caption.value
     )
     assert panel.added.value != first
-    assert panel.added_caption.value.endswith(f"| x {step.gain:g}")
+    assert f"|scan 3 - scan 2| x {step.gain:g}</span>" in panel.added_caption.value
     assert "<td><b>Cr</b></td>" in panel.readout.value
     panel.picker.value = names.index("things/camera.jpg")
     assert "adds no scan to this image" in panel.grid.figure.title.text

@@ -150,11 +150,13 @@ class ScanPanel(Explorer):
     def _layout(self) -> w.VBox:
         """Controls, the caption, the grids, then the readouts and the two pictures in a row."""
         cell = {"min_width": "0", "margin": "0 12px 0 0"}
+        side = f"{self.size}px"
         below = w.HBox(
             [
                 w.Box([self.readout], layout=w.Layout(flex="0 1 auto", **cell)),
-                w.VBox([self.picture_caption, self.picture], layout=w.Layout(**cell)),
-                w.VBox([self.added_caption, self.added], layout=w.Layout(**cell)),
+                # as wide as the pictures: a long caption wraps instead of pushing the row
+                w.VBox([self.picture_caption, self.picture], layout=w.Layout(width=side, **cell)),
+                w.VBox([self.added_caption, self.added], layout=w.Layout(width=side, **cell)),
             ],
             layout=w.Layout(flex_flow="row wrap", width="100%", align_items="flex-start"),
         )
@@ -235,9 +237,15 @@ class ScanPanel(Explorer):
         self.readout.value = html_table(s.rows())
         self.picture.value = encode_jpeg(s.pixels)
         self.added.value = encode_jpeg(s.difference)
-        self.picture_caption.value = f"<b>the image at scan {k}</b>"
+        have = int(s.level_bytes[k - 1])
+        small = "<br><span style='color:#555'>{}</span>"
+        self.picture_caption.value = f"<b>the image at scan {k}</b>" + small.format(
+            f"{have:,} bytes read"
+        )
         before = f"scan {k - 1}" if k > 1 else "flat grey"
-        self.added_caption.value = f"<b>what scan {k} adds</b>: |scan {k} - {before}| x {s.gain:g}"
+        self.added_caption.value = f"<b>what scan {k} adds</b>" + small.format(
+            f"|scan {k} - {before}| x {s.gain:g}"
+        )
 
     # -- static picture ----------------------------------------------------------
 

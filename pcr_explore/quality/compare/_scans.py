@@ -93,7 +93,7 @@ class ScanStep:
             coded = band = bits = "-"
         change = self.change
         return [
-            ("scan", f"{cov.level} of {len(cov.scans)} of this image"),
+            ("scan in the file", f"{cov.level} of {len(cov.scans)}"),
             ("components coded", coded),
             ("frequency band", band),
             ("bits", html.escape(bits)),
