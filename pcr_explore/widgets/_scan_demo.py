@@ -19,6 +19,7 @@ from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of
 from ._demo import DemoPage, data_uri, readout_table, render_page
+from ._static import PALETTE
 
 __all__ = ["scan_demo", "DEFAULT_IMAGES"]
 
@@ -143,7 +144,7 @@ def scan_demo(
         "images": [e["page"] for e in entries],
         "diff_caption": _diff_caption(gain),
     }
-    name = title or f"Scan levels of {_source_name(src)}"
+    name = title or f"Scan levels of {os.path.basename(_source_name(src).rstrip('/')) or src}"
     roots = _models(
         [e["curve"] for e in entries], curve, metric, embedded, start, first, chosen, src, gain
     )
@@ -153,8 +154,9 @@ def scan_demo(
         "A level is the first scans of an image's progressive JPEG: the bytes a reader "
         "fetches for that fidelity. Slide or play the levels and watch the bytes and the quality."
     )
+    body = _BODY.replace("<!--legend-->", _legend(curve is not None))
     page = render_page(
-        name, intro=intro, body=_BODY, roots=roots, data=data, script=_SCRIPT, css=_CSS
+        name, intro=intro, body=body, roots=roots, data=data, script=_SCRIPT, css=_CSS
     )
     return DemoPage(name, page)
 
@@ -361,6 +363,28 @@ def _readout(src: LevelSource, nbytes: np.ndarray, q: LevelQuality, k: int) -> s
     )
 
 
+def _legend(dataset: bool) -> str:
+    """The curve's legend, drawn as the figure draws its lines and marks."""
+    orange, red, blue = PALETTE[1], "#d62728", "#3182bd"
+    items = [
+        (f"<line x1='1' y1='7' x2='23' y2='7' stroke='{orange}' stroke-width='2'/>"
+         f"<circle cx='12' cy='7' r='4' fill='{orange}'/>", "this image"),
+        (f"<circle cx='12' cy='7' r='6' fill='none' stroke='{red}' stroke-width='3'/>",
+         "level shown"),
+    ]  # fmt: skip
+    if dataset:
+        items += [
+            (f"<line x1='1' y1='7' x2='23' y2='7' stroke='{blue}' stroke-width='2' "
+             "stroke-dasharray='5 3'/>", "dataset mean"),
+            ("<rect x='1' y='2' width='22' height='10' fill='#9ecae1' fill-opacity='0.35'/>",
+             "dataset p5-p95"),
+        ]  # fmt: skip
+    return "".join(
+        f"<span><svg width='24' height='14' aria-hidden='true'>{svg}</svg>{label}</span>"
+        for svg, label in items
+    )
+
+
 def _diff_caption(gain: float) -> str:
     top = difference_scale(gain)[-1][1]
     return f"<b>|level - full| x {gain:g}</b>: 0 <span class='pcr-ramp'></span> {top}+ of 255"
@@ -409,16 +433,14 @@ def _curve_figure(
 
     from ._figures import scan_curve_figure
 
-    fig, sources = scan_curve_figure(axis_label(metric), height=290)
+    fig, sources = scan_curve_figure(axis_label(metric), height=270)
+    for key, source in sources.items():
+        source.name = f"pcr-{key}"  # found by name in the page (and its tests)
     cast(Title, fig.title).text = f"Bytes read vs {METRIC_LABELS[metric]}"
-    for r in fig.renderers:
-        # On the overlay layer, a marker repaint alone blanks the legend's swatches
-        # in a standalone page; the whole (small) plot is repainted instead.
-        if getattr(r, "data_source", None) is sources["current"]:
-            r.level = "glyph"
-    if dataset is None:  # no band, no mean: no legend entries for them
-        legend: Any = fig.legend[0]
-        legend.items = [it for it in legend.items if "dataset" not in str(it.label)]
+    # The legend is the page's own (see _legend): in a standalone page, Bokeh
+    # repaints after some changes (a drag, another root's layout) without the
+    # swatches of its legend.
+    fig.legend[0].visible = False
     sources["image"].data = {k: c0[k] for k in ("x", "scan", "bytes", "label")} | {
         "y": c0["y_value"]
     }
@@ -521,8 +543,10 @@ def _wire(m: dict[str, Any], image_source: Any, args: dict[str, Any]) -> None:
 
 
 _BODY = """
-<div class="pcr-row">{picker}{prev}{next}{mode}</div>
-<div class="pcr-row">{play}{level}{zoom}{line}</div>
+<div class="pcr-row"><div class="pcr-slot" id="pcr-slot-picker">{picker}</div>{prev}{next}
+ <div class="pcr-slot" id="pcr-slot-mode">{mode}</div></div>
+<div class="pcr-row"><div class="pcr-slot" id="pcr-slot-play">{play}</div>
+ <div class="pcr-slot" id="pcr-slot-level">{level}</div>{zoom}{line}</div>
 <div class="pcr-main">
  <section class="pcr-pics">
   <div id="pcr-caption" class="pcr-caption" aria-live="polite"></div>
@@ -538,6 +562,7 @@ _BODY = """
   </div>
  </section>
  <section class="pcr-side">{plot}
+  <div class="pcr-legend"><!--legend--></div>
   <div class="pcr-row">{scale}<span class="pcr-hint">click a point to show its level</span></div>
   <div id="pcr-readout"></div>
  </section>
@@ -546,6 +571,7 @@ _BODY = """
 
 _CSS = """
 .pcr-main {align-items: flex-start;}
+.pcr-slot {display: contents;}
 .pcr-pics {flex: 1 1 480px; min-width: 0;}
 .pcr-side {flex: 0 1 38%; min-width: 320px;}
 .pcr-caption {min-height: 2.6em; margin-bottom: 4px;}
@@ -567,6 +593,9 @@ figcaption {font-size: 13px; line-height: 1.4; padding-top: 3px;}
 .pcr-ramp {display: inline-block; width: 110px; height: 10px; vertical-align: middle;
   border: 1px solid #888; background: linear-gradient(90deg, #000, #fff);}
 .pcr-hint {color: #777; font-size: 12px;}
+.pcr-legend {display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; color: #444;
+  margin: 2px 0 4px 52px;}
+.pcr-legend svg {vertical-align: middle; margin-right: 4px;}
 """
 
 # The page script: the pictures and texts follow the state; the Bokeh callbacks call it.
@@ -651,7 +680,8 @@ window.pcrScan = (function () {
       if (ev.buttons && S.mode === "split") point(ev);
     });
     document.addEventListener("keydown", ev => {
-      if (ev.target.closest && ev.target.closest("select, input")) return;
+      // a focused slider steps by itself; a select or a field keeps its keys
+      if (ev.defaultPrevented || (ev.target.closest && ev.target.closest("select, input"))) return;
       const step = {ArrowRight: 1, ArrowLeft: -1}[ev.key];
       if (!step) return;
       const s = model("pcr-level"), cats = s.categories;

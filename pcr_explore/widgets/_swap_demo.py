@@ -225,6 +225,7 @@ def _models(
 
     ratio_fig, src, span = ratio_figure()
     bars_fig, bars = policy_bars_figure(policies)
+    src["current"].name, bars["bars"].name = "pcr-current", "pcr-bars"
     curves = ratio_curve(codecs, sparsities=_CURVE, n=n)
     src["lines"].data = {
         "xs": [_CURVE] * len(curves),
@@ -242,7 +243,8 @@ def _models(
             "color": [colors[c] for c in meas for _ in _MEASURED],
         }
     cast(Title, ratio_fig.title).text = f"Ratio vs sparsity, {size_label(n)} tensors"
-    cast(Title, bars_fig.title).text = f"Swap time and stall per step (simulated, {profile})"
+    cast(Title, bars_fig.title).text = "Swap time and stall per step"
+    bars_fig.xaxis.axis_label = f"milliseconds per step (simulated, {profile})"
     first = data["steps"][data["start"]]
     src["current"].data = first["current"]
     bars["bars"].data = first["bars"]
@@ -269,7 +271,8 @@ def _models(
 
 
 _BODY = """
-<div class="pcr-row">{play}{slider}</div>
+<div class="pcr-row"><div class="pcr-slot" id="pcr-slot-play">{play}</div>
+ <div class="pcr-slot" id="pcr-slot-sparsity">{slider}</div></div>
 <!--notes-->
 <div class="pcr-main">
  <section class="pcr-half">{ratio}</section>
@@ -280,6 +283,7 @@ _BODY = """
 
 _CSS = """
 .pcr-half {flex: 1 1 420px; min-width: 320px;}
+.pcr-slot {display: contents;}
 .pcr-warn {color: #9a6700;}
 #pcr-readout {margin-top: 8px;}
 """
