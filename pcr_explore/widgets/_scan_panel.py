@@ -258,7 +258,11 @@ class ScanPanel(Explorer):
             pic.thumbnail((300, 300))
             pics.append(pic)
         rows = [f"{k}: {html.unescape(v)}" for k, v in s.rows()]
-        text = text_panel([f"After scan {s.level}: {s.label}", *rows], 560)
+        below = f"below: the image at scan {s.level}, and what it adds (x {s.gain:g})"
+        legend = (
+            "grids: dark = exact, lighter = low bits missing, white = not sent, red = this scan"
+        )
+        text = text_panel([f"After scan {s.level}: {s.label}", *rows, "", legend, below], 560)
         return to_jpeg(vstack([hstack([grid_picture(s.coverage), text]), hstack(pics, gap=6)]))
 
 
