@@ -125,3 +125,20 @@ def test_a_decode_error_is_handled_per_image() -> None:
     assert [w for w, _ in errors.skipped] == ["bad one"]
     with pytest.raises(JPEGError, match="bad one"):
         list(pipeline.decode([bad]))
+
+
+@pytest.mark.parametrize("counts", [[13, 11], [5], [3, 0, 9, 1, 7], [2, 2, 2, 2, 2, 2, 2]])
+@pytest.mark.parametrize("shards", [1, 3, 4, 9])
+def test_image_shards_are_equal_slices_that_cover_every_image_once(
+    counts: list[int], shards: int
+) -> None:
+    order = pipeline.record_order(len(counts), np.random.default_rng(1))
+    plans = [pipeline.image_shard(counts, order, s, shards) for s in range(shards)]
+    sizes = [sum(b - a for _, a, b in plan) for plan in plans]
+    assert max(sizes) - min(sizes) <= 1 and sum(sizes) == sum(counts)
+    taken = [(r, j) for plan in plans for r, a, b in plan for j in range(a, b)]
+    assert sorted(taken) == [(r, j) for r in range(len(counts)) for j in range(counts[r])]
+    flat = [r for plan in plans for r, _, _ in plan]
+    assert [r for r in dict.fromkeys(flat)] == [r for r in order if counts[r]]  # in record order
+    with pytest.raises(ValueError, match="shard 9 out of range for 9 shards"):
+        pipeline.image_shard(counts, order, 9, 9)

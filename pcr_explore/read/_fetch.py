@@ -12,10 +12,13 @@ it downloads each record whole, once, into the cache.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import posixpath
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,11 @@ from ..errors import (
 from ..records.manifest import MANIFEST, Manifest, RecordEntry
 from ..storage.cache import PrefixCache
 from ..storage.remote import HTTPStore, RetryPolicy, TooLargeError, install_hint, with_retries
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: concurrent fills may fetch twice
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FsspecStore", "ReadStats", "RecordFetcher", "load_manifest", "open_store"]
 
@@ -305,6 +313,31 @@ class RecordFetcher:
             )
         cache.extend(r, have, data[have:])
         return data[:end], end
+
+    @contextlib.contextmanager
+    def filling(self, r: int, end: int) -> Iterator[None]:
+        """Hold the cache's fill lock of record *r* while its first *end* bytes are fetched.
+
+        Several DataLoader workers that need parts of one record at once
+        then fetch its prefix from the store once: the first fills the
+        cache, the others wait and read it from there. Nothing is locked
+        without a cache, or when the cache already holds the bytes. The lock
+        is one byte of ``.pcr-fetch.lock`` in the cache folder (a POSIX
+        record lock, released when the process ends, so a killed process
+        leaves no lock behind).
+        """
+        cache = self.cache
+        if cache is None or fcntl is None or cache.length(r) >= end:
+            yield
+            return
+        key = hashlib.sha256(f"{cache.folder.name}/{r}".encode()).digest()
+        offset = int.from_bytes(key[:5], "little")  # a byte per record, nearly always its own
+        fd = os.open(cache.root / ".pcr-fetch.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def commit(self, r: int, buf: bytes, have: int) -> None:
         """Keep the checked prefix *buf* in the cache (its first *have* bytes are there)."""

@@ -1,9 +1,17 @@
 """Feed a PCR dataset to a PyTorch ``DataLoader`` at a chosen scan level.
 
-Records are the unit of work: each DataLoader worker (and each distributed
-rank) reads whole records, so every read stays one sequential prefix read.
-Needs the ``[torch]`` extra; this module is not imported by ``pcr_explore``
-itself, so the package stays light without PyTorch.
+Image ranges are the unit of work: the images, in the (seeded, shuffled)
+record order, are cut into one equal slice per DataLoader worker and
+distributed rank, so N workers x M ranks are all busy whatever the number
+of records. A slice is one range of images in each record it touches, and
+each range reads only its images' bytes (:meth:`PCRDataset.read_span
+<pcr_explore.read.reader.PCRDataset.read_span>`): a whole record is one
+prefix read; part of one is one range per scan group, or, with a cache,
+the record's prefix fetched once into the cache for all its parts.
+``whole_records=True`` deals whole records instead (one prefix read each,
+but a worker without a record idles). Needs the ``[torch]`` extra; this
+module is not imported by ``pcr_explore`` itself, so the package stays light
+without PyTorch.
 
 Exact resume: :meth:`PCRIterableDataset.state_dict` says, from the number
 of batches the training loop has taken, which samples each worker's shard
@@ -24,6 +32,7 @@ the schedule gives that epoch.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,13 +53,15 @@ except ImportError:  # pragma: no cover - depends on the environment
     torch = None  # type: ignore[assignment]
     _Base = object  # type: ignore[assignment, misc]
 
-__all__ = ["record_shard", "PCRIterableDataset", "torch_dataset"]
+__all__ = ["record_shard", "batch_counts", "PCRIterableDataset", "torch_dataset"]
+
+STATE_VERSION = 2  # 2: image-range shards ("whole_records"); 1: whole records only
 
 
 def record_shard(
     num_records: int, shard: int, num_shards: int, epoch_seed: int | None
 ) -> list[int]:
-    """The records shard *shard* of *num_shards* reads, in order.
+    """The records shard *shard* of *num_shards* reads whole, in order (``whole_records=True``).
 
     With *epoch_seed* the record order is shuffled identically on every shard
     before it is dealt out, so shards never overlap and together cover all
@@ -60,9 +71,61 @@ def record_shard(
     return pipeline.shard(pipeline.record_order(num_records, rng), shard, num_shards)
 
 
+def batch_counts(sizes: list[int], batches: int, batch_size: int) -> tuple[list[int], int]:
+    """What each worker has delivered once a DataLoader has taken *batches* batches.
+
+    A DataLoader takes batches from its workers in turn, skipping those that
+    have run out; worker *i* makes ``ceil(sizes[i] / batch_size)`` batches.
+
+    Returns
+    -------
+    list of int, int
+        The samples each worker has delivered, and the worker whose turn is
+        next.
+
+    Raises
+    ------
+    ValueError
+        If *batches* is more than the workers make together.
+
+    Examples
+    --------
+    >>> batch_counts([5, 2], 3, 2)
+    ([4, 2], 1)
+    """
+    w = len(sizes)
+    left = [-(-n // batch_size) for n in sizes]
+    taken = [0] * w
+    k, n = 0, int(batches)
+    while n > 0 and any(taken[i] < left[i] for i in range(w)):
+        if taken[k] < left[k]:
+            taken[k] += 1
+            n -= 1
+        k = (k + 1) % w
+    if n > 0:
+        raise ValueError(f"{batches} batches is more than this epoch holds")
+    return [min(t * batch_size, size) for t, size in zip(taken, sizes)], k
+
+
 def _to_chw_tensor(arr: np.ndarray) -> Any:
     t = torch.from_numpy(np.ascontiguousarray(arr))
     return t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)
+
+
+def _worker_shard(
+    rank: int, world_size: int, resume: dict[str, Any] | None = None
+) -> tuple[int, int, int, int]:
+    """``(worker, workers, shard, shards)`` of the calling process (a DataLoader worker or not).
+
+    A DataLoader starts a pass with its worker 0; a pass that resumes an
+    epoch (*resume*, of the same sharding) gives worker *i* the role worker
+    ``(i + next) % workers`` had, so the turns go on where they stopped.
+    """
+    info = get_worker_info()
+    wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
+    if resume is not None:
+        wid = (wid + int(resume.get("next", 0))) % nworkers
+    return wid, nworkers, rank * nworkers + wid, world_size * nworkers
 
 
 @public("pcr_explore.read")
@@ -85,12 +148,16 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         world_size: int,
         schedule: ScanSchedule | None = None,
         batch_size: int | None = None,
+        whole_records: bool = False,
+        cache: dict[str, Any] | None = None,
     ) -> None:
-        probe = open_dataset(url)
+        self.cache = dict(cache or {})  # open_dataset's cache_dir and cache_max_bytes
+        probe = open_dataset(url, **self.cache)
         self._probe = probe
         self.url, self.size, self.mode = url, size, mode
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.rank, self.world_size = rank, world_size
+        self.whole_records = bool(whole_records)
         self.num_records, self.total = len(probe.records), len(probe)
         self.num_scans = probe.num_scans
         # [epoch, scan]: pickled to workers as a handle to the same memory.
@@ -144,7 +211,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         ValueError
             If *scan* is outside ``1..num_scans``.
         """
-        probe = getattr(self, "_probe", None) or open_dataset(self.url)
+        probe = getattr(self, "_probe", None) or open_dataset(self.url, **self.cache)
         self._shared[1] = probe._check_scan(scan)
 
     def __len__(self) -> int:
@@ -154,21 +221,45 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         """How errors name an image of record *r*."""
         return lambda i: f"{self.url} record {r}"
 
-    # -- resume -------------------------------------------------------------------
-    def sequence(self, epoch: int, shard: int, num_shards: int) -> list[int]:
+    # -- the plan of a pass -------------------------------------------------------
+    def spans(
+        self, epoch: int, shard: int, num_shards: int, whole_records: bool | None = None
+    ) -> list[pipeline.Span]:
+        """The image ranges ``(record, start, stop)`` shard *shard* of *num_shards* reads, in order.
+
+        Computed from the manifest alone. *whole_records* (default: this
+        dataset's choice) deals whole records instead of equal slices.
+        """
+        whole = self.whole_records if whole_records is None else whole_records
+        epoch_seed = self.seed + epoch if self.shuffle else None
+        if whole:
+            records = record_shard(self.num_records, shard, num_shards, epoch_seed)
+            return [(r, 0, self._record_images[r]) for r in records]
+        rng = None if epoch_seed is None else np.random.default_rng(epoch_seed)
+        order = pipeline.record_order(self.num_records, rng)
+        return pipeline.image_shard(self._record_images, order, shard, num_shards)
+
+    def _shard_rng(self, epoch: int, shard: int) -> np.random.Generator | None:
+        """The generator that orders the images within each range of this shard."""
+        if not self.shuffle:
+            return None
+        return np.random.default_rng(self.seed + epoch + 7919 * shard)
+
+    def sequence(
+        self, epoch: int, shard: int, num_shards: int, whole_records: bool | None = None
+    ) -> list[int]:
         """The dataset indices shard *shard* of *num_shards* yields in epoch *epoch*, in order.
 
         Computed from the manifest alone, as :meth:`__iter__` orders them.
         """
-        epoch_seed = self.seed + epoch if self.shuffle else None
-        rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
+        rng = self._shard_rng(epoch, shard)
         out: list[int] = []
-        for r in record_shard(self.num_records, shard, num_shards, epoch_seed):
-            n = self._record_images[r]
-            order = rng.permutation(n) if self.shuffle else range(n)
-            out += [int(self._starts[r] + j) for j in order]
+        for r, a, b in self.spans(epoch, shard, num_shards, whole_records):
+            order = np.arange(b - a) if rng is None else rng.permutation(b - a)
+            out += (order + int(self._starts[r]) + a).tolist()
         return out
 
+    # -- resume -------------------------------------------------------------------
     def state_dict(self, *, batches: int, batch_size: int, num_workers: int) -> dict[str, Any]:
         """Where the current epoch stands after the loop has taken *batches* batches.
 
@@ -189,19 +280,9 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         w = max(1, int(num_workers))
         shards = [self.rank * w + k for k in range(w)]
         sizes = [len(self.sequence(self.epoch, s, self.world_size * w)) for s in shards]
-        left = [-(-n // batch_size) for n in sizes]  # batches per worker
-        taken = [0] * w
-        k, n = 0, int(batches)
-        while n > 0 and any(taken[i] < left[i] for i in range(w)):
-            if taken[k] < left[k]:  # a DataLoader skips the workers that have run out
-                taken[k] += 1
-                n -= 1
-            k = (k + 1) % w
-        if n > 0:
-            raise ValueError(f"{batches} batches is more than this epoch holds")
-        delivered = {str(s): min(t * batch_size, n) for s, t, n in zip(shards, taken, sizes)}
+        done, turn = batch_counts(sizes, batches, batch_size)
         return {
-            "version": 1,
+            "version": STATE_VERSION,
             "url": self.url,
             "epoch": self.epoch,
             "scan": self.scan,
@@ -209,10 +290,20 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             "shuffle": self.shuffle,
             "rank": self.rank,
             "world_size": self.world_size,
+            "whole_records": self.whole_records,
             "num_workers": w,
             "batch_size": int(batch_size),
-            "delivered": delivered,
+            "delivered": {str(s): n for s, n in zip(shards, done)},
+            "next": turn,
         }
+
+    def _check_state(self, state: dict[str, Any]) -> None:
+        for key in ("url", "seed", "shuffle", "rank", "world_size"):
+            if state.get(key) != getattr(self, key):
+                raise ValueError(
+                    f"the state is of another run: its {key} is {state.get(key)!r}, this "
+                    f"dataset's {getattr(self, key)!r}"
+                )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume the epoch *state* describes: its next pass skips what was delivered.
@@ -226,66 +317,94 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         ValueError
             If *state* is of another dataset, seed, shuffle or sharding.
         """
-        for key in ("url", "seed", "shuffle", "rank", "world_size"):
-            if state.get(key) != getattr(self, key):
-                raise ValueError(
-                    f"the state is of another run: its {key} is {state.get(key)!r}, this "
-                    f"dataset's {getattr(self, key)!r}"
-                )
+        self._check_state(state)
         self._shared[0] = int(state["epoch"])
         self.set_scan(int(state["scan"]))
         self._resume = dict(state)
 
-    def _skip(self, epoch: int, shard: int, num_shards: int, nworkers: int) -> set[int] | int:
-        """What this pass leaves out: a count (same workers) or a set of indices (others)."""
+    def delivered(self, state: dict[str, Any]) -> set[int]:
+        """The dataset indices the run *state* describes has delivered this rank, in its epoch."""
+        whole = bool(state.get("whole_records", True))  # version 1: whole records
+        old = int(state["num_workers"]) * self.world_size
+        epoch = int(state["epoch"])
+        done: set[int] = set()
+        for s, count in state["delivered"].items():
+            done.update(self.sequence(epoch, int(s), old, whole)[: int(count)])
+        return done
+
+    def _resuming(self, epoch: int, nworkers: int) -> dict[str, Any] | None:
+        """The state this pass resumes with the same sharding (None: none, or another)."""
+        state = self._resume
+        if state is None or int(state["epoch"]) != epoch:
+            return None
+        same = bool(state.get("whole_records", True)) == self.whole_records
+        return state if same and int(state["num_workers"]) == nworkers else None
+
+    def _skip(self, epoch: int, shard: int, nworkers: int) -> set[int] | int:
+        """What this pass leaves out: a count (same sharding) or a set of indices (another)."""
         state = self._resume
         if state is None or int(state["epoch"]) != epoch:
             return 0
-        if int(state["num_workers"]) == nworkers:
+        if self._resuming(epoch, nworkers) is not None:
             return int(state["delivered"].get(str(shard), 0))
-        old = int(state["num_workers"]) * self.world_size
-        done: set[int] = set()
-        for s, count in state["delivered"].items():
-            done.update(self.sequence(epoch, int(s), old)[: int(count)])
-        return done
+        return self.delivered(state)
 
-    def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        info = get_worker_info()
-        wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
-        shard, nshards = self.rank * nworkers + wid, self.world_size * nworkers
-        epoch, scan = (int(v) for v in self._shared.tolist())  # once: fixed for this pass
-        skip = self._skip(epoch, shard, nshards, nworkers)
-        self._resume = None  # one pass only (in this process)
-        epoch_seed = self.seed + epoch if self.shuffle else None
-        rng = np.random.default_rng(None if epoch_seed is None else epoch_seed + 7919 * shard)
-        ds = open_dataset(self.url)
-        fn = self.transform or _to_chw_tensor
+    # -- reading ------------------------------------------------------------------
+    def _pairs(
+        self, epoch: int, scan: int, shard: int, nshards: int, skip: set[int] | int
+    ) -> Iterator[tuple[np.ndarray, int]]:
+        """One pass of shard *shard* of *nshards*: decoded ``(array, label)``, less *skip*."""
+        rng = self._shard_rng(epoch, shard)
+        plan = self.spans(epoch, shard, nshards)
+        if isinstance(skip, int):  # ranges delivered whole are not read again
+            while plan and skip >= plan[0][2] - plan[0][1]:
+                _, a, b = plan.pop(0)
+                skip -= b - a
+                if rng is not None:
+                    rng.permutation(b - a)  # the draws the skipped range took
+        ds = open_dataset(self.url, **self.cache)
         errors = pipeline.OnError()
-        records = pipeline.fetch(
-            lambda r: ds.read_record(r, scan),
-            record_shard(self.num_records, shard, nshards, epoch_seed),
+        parts = pipeline.fetch(
+            lambda s: ds.read_span(s[0], s[1], s[2], scan),
+            plan,
             on_error=errors,
-            where=lambda r: f"{self.url} record {r}",
+            where=lambda s: f"{self.url} record {s[0]} images {s[1]}..{s[2] - 1}",
         )
         items: Iterator[pipeline.Encoded] = (
             e
-            for r, prefix in records
+            for (r, a, b), part in parts
             for e in pipeline.split(
-                prefix,
+                part,
                 first_index=int(self._starts[r]),
                 where=self._namer(r),
-                rng=rng if self.shuffle else None,
+                rng=rng,
+                images=range(a, b),
             )
         )
         if isinstance(skip, set):
             items = (e for e in items if e.index not in skip)
         elif skip:
             items = itertools.islice(items, skip, None)
-        pairs = pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors)
+        return pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors)
+
+    def _samples(
+        self, epoch: int, scan: int, shard: int, nshards: int, skip: set[int] | int = 0
+    ) -> Iterator[tuple[Any, int]]:
+        """One pass of a shard as ``(transformed image, label)``, one sample at a time."""
+        fn = self.transform or _to_chw_tensor
+        return ((fn(arr), label) for arr, label in self._pairs(epoch, scan, shard, nshards, skip))
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        epoch, scan = (int(v) for v in self._shared.tolist())  # once: fixed for this pass
+        info = get_worker_info()
+        same = self._resuming(epoch, info.num_workers if info is not None else 1)
+        _, nworkers, shard, nshards = _worker_shard(self.rank, self.world_size, same)
+        skip = self._skip(epoch, shard, nworkers)
+        self._resume = None  # one pass only (in this process)
         if self.batch_size is None:
-            for arr, label in pairs:
-                yield fn(arr), label
+            yield from self._samples(epoch, scan, shard, nshards, skip)
             return
+        pairs = self._pairs(epoch, scan, shard, nshards, skip)
         for images, labels in pipeline.batch(pairs, self.batch_size):
             # one (B, C, H, W) uint8 tensor per batch: one pickle across processes, not B
             t = torch.from_numpy(images)
@@ -307,13 +426,17 @@ def torch_dataset(
     world_size: int = 1,
     schedule: ScanSchedule | str | None = None,
     batch_size: int | None = None,
+    whole_records: bool = False,
+    cache_dir: str | os.PathLike[str] | None = None,
+    cache_max_bytes: int | str | None = None,
 ) -> PCRIterableDataset:
     """A ``torch.utils.data.IterableDataset`` of ``(image, label)`` at level *scan*.
 
     Parameters
     ----------
     source : str or PCRDataset
-        Dataset path or URL (each DataLoader worker opens its own handle).
+        Dataset path or URL (each DataLoader worker opens its own handle;
+        a PCRDataset's cache is used unless *cache_dir* is given).
     scan : int, optional
         Scan level (None: full quality); change it between epochs with
         ``set_scan``, which persistent DataLoader workers follow.
@@ -331,7 +454,9 @@ def torch_dataset(
         Channels of every image (default RGB, so grayscale and colour images
         batch together); None keeps each image's own.
     rank, world_size : int
-        Distributed sharding: rank *r* reads every *world_size*-th record.
+        Distributed sharding: the images (in the epoch's record order) are
+        cut into ``world_size * num_workers`` equal slices, one per worker
+        of every rank.
     schedule : ScanSchedule or str, optional
         A scan-level curriculum (``"ramp:1-10:2-6"``): ``set_epoch(e)`` then
         sets the level of epoch ``e + 1``, in persistent workers too; it
@@ -343,6 +468,14 @@ def torch_dataset(
         batch_size=None)``; needs a fixed (*width*, *height*) *size* and no
         *transform*. ``state_dict`` then counts these batches (pass the same
         *batch_size*).
+    whole_records : bool
+        Deal whole records to the workers and ranks (one prefix read per
+        record, but a worker idles when there are fewer records than
+        workers) instead of equal image ranges.
+    cache_dir, cache_max_bytes : optional
+        A prefix cache for every worker, as for :func:`open_dataset`: the
+        parts of a record that several workers read are fetched from the
+        store once.
 
     Returns
     -------
@@ -372,6 +505,13 @@ def torch_dataset(
     if torch is None:
         raise MissingExtraError("torch_dataset needs PyTorch: pip install 'pcr-explore[torch]'")
     url = source.url if isinstance(source, PCRDataset) else str(source)
+    cache: dict[str, Any] = {}
+    if cache_dir is not None:
+        cache = {"cache_dir": cache_dir, "cache_max_bytes": cache_max_bytes}
+    elif cache_max_bytes is not None:
+        raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
+    elif isinstance(source, PCRDataset) and source.cache is not None:
+        cache = {"cache_dir": source.cache.root, "cache_max_bytes": source.cache.max_bytes}
     if isinstance(schedule, str):
         schedule = ScanSchedule.parse(schedule)
     if batch_size is not None:
@@ -387,5 +527,17 @@ def torch_dataset(
                 "mode, and no transform"
             )
     return PCRIterableDataset(
-        url, scan, size, shuffle, seed, transform, mode, rank, world_size, schedule, batch_size
+        url,
+        scan,
+        size,
+        shuffle,
+        seed,
+        transform,
+        mode,
+        rank,
+        world_size,
+        schedule,
+        batch_size,
+        bool(whole_records),
+        cache,
     )

@@ -4,26 +4,38 @@
 dataset it comes from, with probabilities proportional to *weights*; each
 dataset then gives its next sample in its own (seeded, sharded) epoch
 order, at its own level. The draws depend only on the seed, the epoch and
-the worker, so a run is repeated exactly.
+the worker's shard, so a run is repeated exactly.
 
 **Epoch length.** An epoch has ``len(mix)`` samples: by default as many as
 make the first dataset to run out, at its weight, run out exactly
 (``min(len(d) / share(d))``), so no dataset repeats a sample within an
-epoch; ``samples=N`` sets it, and a dataset that runs out before starts its
-next pass. With *N* DataLoader workers, each worker mixes its own shard of
-every dataset (records are dealt to workers); a worker whose shard of a
-small dataset is empty draws among the others by their weights.
+epoch on average; ``samples=N`` sets it. The samples are split evenly
+between the ranks, then between each rank's DataLoader workers, and each
+worker mixes its own equal slice of every dataset's images (image ranges,
+as :func:`~pcr_explore.read.loader.torch_dataset` shards them), so every
+worker draws from every dataset that has at least one image per worker.
+A worker whose slice of a dataset runs out starts that slice's next pass.
+
+**Resume.** :meth:`MixedDataset.state_dict` and
+:meth:`~MixedDataset.load_state_dict` work as the adapter's: with the same
+worker count, the resumed epoch gives exactly the samples the uninterrupted
+one would have given next, in the same order (the draws and every dataset's
+position are replayed from the manifests); with another, the rest of the
+epoch has the samples the epoch still owed (``len(mix)`` in all), none of
+them one already delivered (within each dataset's pass), drawn anew.
 """
 
 from __future__ import annotations
 
+import collections
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._public import public
-from .loader import PCRIterableDataset, torch_dataset
+from .loader import PCRIterableDataset, _worker_shard, batch_counts, torch, torch_dataset
 
 try:
     from torch.utils.data import IterableDataset as _Base
@@ -32,6 +44,35 @@ except ImportError:  # pragma: no cover - depends on the environment
     _Base = object  # type: ignore[assignment, misc]
 
 __all__ = ["MixedDataset", "mix"]
+
+
+def _split(n: int, parts: int, i: int) -> int:
+    """Part *i*'s share when *n* is split into *parts* as evenly as possible."""
+    return n // parts + (1 if i < n % parts else 0)
+
+
+def _draws(
+    rng: np.random.Generator, shares: np.ndarray, empty: set[int], count: int
+) -> Iterator[int]:
+    """Which dataset each of *count* samples comes from; datasets in *empty* are never drawn.
+
+    A draw of an empty dataset is drawn again among the others by their
+    shares; with every dataset empty the draws stop.
+
+    Examples
+    --------
+    >>> list(_draws(np.random.default_rng(0), np.array([0.5, 0.5]), {1}, 3))
+    [0, 0, 0]
+    """
+    choices = rng.choice(len(shares), size=count, p=shares)
+    for k in choices:
+        k = int(k)
+        if k in empty:
+            left = [i for i in range(len(shares)) if i not in empty]
+            if not left:
+                return
+            k = int(rng.choice(left, p=shares[left] / shares[left].sum()))
+        yield k
 
 
 @public("pcr_explore.read")
@@ -46,51 +87,187 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
         samples: int | None,
     ) -> None:
         self.parts = list(parts)
+        sharding = {(p.rank, p.world_size) for p in self.parts}
+        if len(sharding) != 1:
+            raise ValueError(
+                f"the datasets of a mix must share one rank and world_size, got {sorted(sharding)}"
+            )
+        self.rank, self.world_size = sharding.pop()
         w = np.asarray(weights, np.float64)
         self.shares = w / w.sum()
         self.seed = seed
         self.samples = samples
-        self.epoch = 0
+        # the epoch, pickled to workers as a handle to the same memory (persistent workers)
+        self._shared = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self._resume: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         if self.samples is not None:
             return self.samples
         return int(min(len(p) / s for p, s in zip(self.parts, self.shares)))
 
+    @property
+    def epoch(self) -> int:
+        """The epoch of the next pass."""
+        return int(self._shared[0])
+
     def set_epoch(self, epoch: int) -> None:
         """The epoch of the next pass, for the draws and for every dataset's order."""
-        self.epoch = int(epoch)
+        self._shared[0] = int(epoch)
         for p in self.parts:
             p.set_epoch(epoch)
 
-    def __iter__(self) -> Iterator[tuple[Any, int, int]]:
+    def quota(self, worker: int, workers: int) -> int:
+        """Samples worker *worker* of *workers* of this rank gives per epoch."""
+        return _split(_split(len(self), self.world_size, self.rank), workers, worker)
+
+    # -- resume -------------------------------------------------------------------
+    def _consumed(self, epoch: int, shard: int, nshards: int, quota: int, done: int) -> list[int]:
+        """Samples of each dataset shard *shard* has taken after its first *done* draws."""
+        sizes = [len(p.sequence(epoch, shard, nshards)) for p in self.parts]
+        rng = np.random.default_rng([self.seed, epoch, shard])
+        taken = [0] * len(self.parts)
+        empty = {k for k, n in enumerate(sizes) if n == 0}
+        for k in itertools.islice(_draws(rng, self.shares, empty, quota), done):
+            taken[k] += 1
+        return taken
+
+    def state_dict(self, *, batches: int, batch_size: int, num_workers: int) -> dict[str, Any]:
+        """Where the mixed epoch stands after the loop has taken *batches* batches.
+
+        The arguments are the adapter's
+        (:meth:`~pcr_explore.read.loader.PCRIterableDataset.state_dict`). The
+        result is JSON-ready: the epoch, the seed, the shares, every
+        dataset's level and sharding, and the samples each worker has
+        delivered; the datasets' positions follow from the draws.
+        """
+        w = max(1, int(num_workers))
+        done, turn = batch_counts([self.quota(i, w) for i in range(w)], batches, batch_size)
+        return {
+            "version": 1,
+            "kind": "mix",
+            "epoch": self.epoch,
+            "seed": self.seed,
+            "shares": self.shares.tolist(),
+            "samples": len(self),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "num_workers": w,
+            "batch_size": int(batch_size),
+            "datasets": [
+                {
+                    "url": p.url,
+                    "scan": p.scan,
+                    "seed": p.seed,
+                    "shuffle": p.shuffle,
+                    "whole_records": p.whole_records,
+                }
+                for p in self.parts
+            ],
+            "delivered": {str(self.rank * w + i): n for i, n in enumerate(done)},
+            "next": turn,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume the mixed epoch *state* describes (call it before the DataLoader starts).
+
+        Raises
+        ------
+        ValueError
+            If *state* is of another mix: other datasets, seeds, weights,
+            epoch length or sharding.
+        """
+        mine = {
+            "seed": self.seed,
+            "samples": len(self),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "datasets": [p.url for p in self.parts],
+        }
+        theirs = dict(state, datasets=[d["url"] for d in state.get("datasets", [])])
+        for key, value in mine.items():
+            if theirs.get(key) != value:
+                raise ValueError(
+                    f"the state is of another mix: its {key} is {theirs.get(key)!r}, this "
+                    f"mix's {value!r}"
+                )
+        if not np.allclose(state["shares"], self.shares):
+            raise ValueError(f"the state is of another mix: its shares are {state['shares']}")
+        for p, d in zip(self.parts, state["datasets"]):
+            p._check_state(dict(d, rank=p.rank, world_size=p.world_size))
+        self.set_epoch(int(state["epoch"]))
+        for p, d in zip(self.parts, state["datasets"]):
+            p.set_scan(int(d["scan"]))
+        self._resume = dict(state)
+
+    def _delivered(self, state: dict[str, Any]) -> list[set[int]]:
+        """Per dataset, the indices the run *state* describes has delivered this rank."""
+        epoch, w = int(state["epoch"]), int(state["num_workers"])
+        out: list[set[int]] = [set() for _ in self.parts]
+        for i in range(w):
+            shard, nshards = self.rank * w + i, self.world_size * w
+            done = int(state["delivered"].get(str(shard), 0))
+            taken = self._consumed(epoch, shard, nshards, self.quota(i, w), done)
+            for k, (p, d) in enumerate(zip(self.parts, state["datasets"])):
+                seq = p.sequence(epoch, shard, nshards, bool(d["whole_records"]))
+                out[k].update(itertools.islice(itertools.cycle(seq), taken[k]) if seq else ())
+        return out
+
+    # -- reading ------------------------------------------------------------------
+    def _same_sharding(self, state: dict[str, Any] | None, epoch: int, nworkers: int) -> bool:
+        """Whether *state* is of this epoch, with this worker count and every dataset's sharding."""
+        if state is None or int(state["epoch"]) != epoch:
+            return False
+        return int(state["num_workers"]) == nworkers and all(
+            bool(d["whole_records"]) == p.whole_records
+            for p, d in zip(self.parts, state["datasets"])
+        )
+
+    def _plan(
+        self, epoch: int, state: dict[str, Any] | None
+    ) -> tuple[int, int, Iterator[int], list[set[int] | int]]:
+        """The shard of this worker, its draws, and what the first pass of each dataset skips."""
         info = get_worker_info()
-        wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
-        total = len(self)
-        mine = total // nworkers + (1 if wid < total % nworkers else 0)
-        rng = np.random.default_rng([self.seed, self.epoch, wid])
-        choices = rng.choice(len(self.parts), size=mine, p=self.shares)
-        streams = [iter(p) for p in self.parts]
-        empty: set[int] = set()  # sources this worker's shard has nothing of
-        for k in choices:
-            k = int(k)
-            while True:
-                if k in empty:
-                    if len(empty) == len(self.parts):
-                        return
-                    left = [i for i in range(len(self.parts)) if i not in empty]
-                    share = self.shares[left] / self.shares[left].sum()
-                    k = int(rng.choice(left, p=share))
-                try:
-                    image, label = next(streams[k])
-                    break
-                except StopIteration:  # this dataset's shard ran out: its next pass
-                    streams[k] = iter(self.parts[k])
-                    try:
-                        image, label = next(streams[k])
-                        break
-                    except StopIteration:
-                        empty.add(k)
+        same = self._same_sharding(state, epoch, info.num_workers if info is not None else 1)
+        wid, nworkers, shard, nshards = _worker_shard(
+            self.rank, self.world_size, state if same else None
+        )
+        sizes = [len(p.sequence(epoch, shard, nshards)) for p in self.parts]
+        empty = {k for k, n in enumerate(sizes) if n == 0}
+        quota = self.quota(wid, nworkers)
+        rng = np.random.default_rng([self.seed, epoch, shard])
+        if state is None or int(state["epoch"]) != epoch:
+            return shard, nshards, _draws(rng, self.shares, empty, quota), [0] * len(sizes)
+        if same:  # replay the draws already made; each dataset resumes where it stood
+            done = int(state["delivered"].get(str(shard), 0))
+            taken = self._consumed(epoch, shard, nshards, quota, done)
+            left = _draws(rng, self.shares, empty, quota)
+            collections.deque(itertools.islice(left, done), maxlen=0)
+            return shard, nshards, left, [t % n if n else 0 for t, n in zip(taken, sizes)]
+        # another sharding: the samples still owed, none already delivered
+        owed = _split(len(self), self.world_size, self.rank) - sum(
+            int(v) for v in state["delivered"].values()
+        )
+        rng = np.random.default_rng([self.seed, epoch, shard, nworkers])
+        left = _draws(rng, self.shares, empty, _split(max(0, owed), nworkers, wid))
+        return shard, nshards, left, list(self._delivered(state))
+
+    def _stream(
+        self, k: int, epoch: int, shard: int, nshards: int, skip: set[int] | int
+    ) -> Iterator[tuple[Any, int]]:
+        """Dataset *k*'s samples for this shard, pass after pass; the first pass less *skip*."""
+        part, scan = self.parts[k], self.parts[k].scan
+        while True:
+            yield from part._samples(epoch, scan, shard, nshards, skip)
+            skip = 0
+
+    def __iter__(self) -> Iterator[tuple[Any, int, int]]:
+        epoch = self.epoch
+        state, self._resume = self._resume, None  # one pass only (in this process)
+        shard, nshards, chosen, skips = self._plan(epoch, state)
+        streams = [self._stream(k, epoch, shard, nshards, s) for k, s in enumerate(skips)]
+        for k in chosen:
+            image, label = next(streams[k])
             yield image, label, k
 
 

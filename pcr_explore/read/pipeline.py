@@ -5,11 +5,13 @@
 the PyTorch adapter are these stages put together, each a small function
 over iterators that can be tested alone:
 
-1. :func:`record_order` and :func:`shard`: which records, in which order,
-   for which worker;
-2. :func:`fetch`: one prefix read per record, holding one record at a time;
-3. :func:`split`: a record prefix into its images' JPEG bytes at the level
-   read (:class:`Encoded`);
+1. :func:`record_order` and :func:`shard` (whole records) or
+   :func:`image_shard` (image ranges within records, so that every worker
+   has an equal share however few records there are): what to read, in
+   which order, for which worker;
+2. :func:`fetch`: one read per record or image range, holding one at a time;
+3. :func:`split`: a record prefix (or a :class:`RecordSpan`) into its
+   images' JPEG bytes at the level read (:class:`Encoded`);
 4. :func:`decode`: JPEG bytes to upright arrays at the size asked for, in
    threads, in order. Decoding and turning upright are one step, because the
    DCT-domain scaling must know the stored image's size, which depends on its
@@ -24,32 +26,79 @@ function.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
 from .._pool import ordered_map
 from .._public import public
 from ..errors import PCRError, SkippedWarning
-from ..jpeg import Size
+from ..jpeg import EOI, Size
 from ..jpeg._orient import decode_upright
+from ..records.format import RecordHeader
 from ..records.prefix import RecordPrefix
 
 __all__ = [
     "Encoded",
     "OnError",
+    "RecordSpan",
+    "Span",
     "batch",
     "decode",
     "fetch",
+    "image_shard",
     "record_order",
     "shard",
     "split",
 ]
 
 ErrorChoice = Literal["raise", "skip"] | Callable[[str, Exception], None]
+_T = TypeVar("_T")
+_P = TypeVar("_P")
+Span = tuple[int, int, int]
+"""Images ``start..stop-1`` of a record: ``(record, start, stop)``."""
+
+
+@dataclass(frozen=True)
+class RecordSpan:
+    """Images ``start..stop-1`` of a record at level *scan*, without the rest of the record.
+
+    Scan group *g* of a record holds piece *g* of every image, in image order,
+    so the pieces of an image range are one contiguous byte range per group:
+    ``groups[g]`` holds those bytes, which start at file offset ``bases[g]``.
+    The spans of a record together hold its prefix once.
+    """
+
+    header: RecordHeader
+    scan: int
+    start: int
+    stop: int
+    groups: tuple[bytes, ...]
+    bases: tuple[int, ...]
+
+    def jpeg_bytes(self, i: int) -> bytes:
+        """Image *i* of the record (``start <= i < stop``) at this span's level, as a JPEG file."""
+        if not self.start <= i < self.stop:
+            raise IndexError(f"image {i} is not in this span ({self.start}..{self.stop - 1})")
+        return b"".join(self._pieces(i)) + EOI
+
+    def _pieces(self, i: int) -> list[bytes]:
+        offs, lens = self.header.piece_ranges(i, self.scan)
+        return [g[o - b : o - b + n] for g, b, o, n in zip(self.groups, self.bases, offs, lens)]
+
+    def check_pieces(self) -> None:
+        """Check every image's pieces against the header's lengths and CRC-32s.
+
+        Raises
+        ------
+        CorruptRecordError
+            Naming the file, the image and the scan group of the first mismatch.
+        """
+        for i in range(self.start, self.stop):
+            self.header.check_pieces(i, self._pieces(i))
 
 
 @dataclass(frozen=True)
@@ -153,15 +202,45 @@ def shard(order: list[int], index: int, count: int) -> list[int]:
     return order[index::count]
 
 
+def image_shard(counts: Sequence[int], order: list[int], index: int, count: int) -> list[Span]:
+    """The image ranges shard *index* of *count* reads: an equal slice of the images.
+
+    The records' images, taken in *order*, are cut into *count* consecutive
+    slices whose sizes differ by at most one; a slice is one range of images
+    in each record it touches. So every shard is busy whatever the number
+    of records, shards never overlap, and together they cover every image.
+
+    Examples
+    --------
+    >>> [image_shard([4, 4], [1, 0], s, 3) for s in range(3)]
+    [[(1, 0, 2)], [(1, 2, 4), (0, 0, 1)], [(0, 1, 4)]]
+    """
+    if not 0 <= index < count:
+        raise ValueError(f"shard {index} out of range for {count} shards")
+    total = int(sum(counts))
+    lo, hi = index * total // count, (index + 1) * total // count
+    out: list[Span] = []
+    pos = 0
+    for r in order:
+        n = int(counts[r])
+        a, b = max(lo, pos), min(hi, pos + n)
+        if a < b:
+            out.append((int(r), a - pos, b - pos))
+        pos += n
+        if pos >= hi:
+            break
+    return out
+
+
 def fetch(
-    read: Callable[[int], RecordPrefix],
-    records: Iterable[int],
+    read: Callable[[_T], _P],
+    records: Iterable[_T],
     *,
     on_error: OnError,
-    where: Callable[[int], str],
+    where: Callable[[_T], str],
     release: Callable[[], None] | None = None,
-) -> Iterator[tuple[int, RecordPrefix]]:
-    """Read each record's prefix with *read*, one at a time, in the order given.
+) -> Iterator[tuple[_T, _P]]:
+    """Read each record's prefix (or each span) with *read*, one at a time, in the order given.
 
     *release* is called once the consumer is done with a record, so that at
     most one record is held.
@@ -178,20 +257,26 @@ def fetch(
 
 
 def split(
-    prefix: RecordPrefix,
+    prefix: RecordPrefix | RecordSpan,
     *,
     first_index: int,
     where: Callable[[int], str],
     rng: np.random.Generator | None = None,
+    images: range | None = None,
 ) -> Iterator[Encoded]:
     """The images of one record prefix, in stored order or permuted by *rng*.
 
     *where* names an image (by its dataset index) for error messages.
+    *images* are the record's images to give (default: a span's own, or all
+    of a prefix); *rng* permutes them.
     """
     header = prefix.header
-    n = header.num_images
-    for j in range(n) if rng is None else rng.permutation(n):
-        j = int(j)
+    if images is None:
+        whole = range(header.num_images)
+        images = range(prefix.start, prefix.stop) if isinstance(prefix, RecordSpan) else whole
+    n = len(images)
+    for p in range(n) if rng is None else rng.permutation(n):
+        j = images[int(p)]
         yield Encoded(
             index=first_index + j,
             data=prefix.jpeg_bytes(j),

@@ -35,7 +35,7 @@ from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
 from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
-from .pipeline import ErrorChoice, OnError
+from .pipeline import ErrorChoice, OnError, RecordSpan
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
 
@@ -152,17 +152,18 @@ class PCRDataset:
         Bytes from the prefix cache are always checked; if they fail, they are
         dropped and fetched again from the store, once.
         """
-        buf, have = self._fetch.prefix(r, end)
-        try:
-            header, prefix = self._parse(r, buf, scan, verify or self.cache is not None)
-        except CorruptRecordError:
-            if not have:
-                raise
-            self._fetch.forget(r)
+        with self._fetch.filling(r, end):  # one process fetches what others then read cached
             buf, have = self._fetch.prefix(r, end)
-            header, prefix = self._parse(r, buf, scan, True)
-        self._headers[r] = header
-        self._fetch.commit(r, buf, have)
+            try:
+                header, prefix = self._parse(r, buf, scan, verify or self.cache is not None)
+            except CorruptRecordError:
+                if not have:
+                    raise
+                self._fetch.forget(r)
+                buf, have = self._fetch.prefix(r, end)
+                header, prefix = self._parse(r, buf, scan, True)
+            self._headers[r] = header
+            self._fetch.commit(r, buf, have)
         return header, prefix
 
     def _parse(
@@ -220,6 +221,55 @@ class PCRDataset:
         prefix = cast(RecordPrefix, self._checked_read(r, int(self._cum[r, k - 1]), k, verify)[1])
         self._prefix = (r, prefix)
         return prefix
+
+    def read_span(
+        self, r: int, start: int, stop: int, scan: int | None = None
+    ) -> RecordPrefix | RecordSpan:
+        """Images *start*..*stop*-1 of record *r* at level *scan*, reading only what they need.
+
+        The whole record is one prefix read (:meth:`read_record`). With a
+        cache, a part of a record is taken from the record's prefix in the
+        cache, so the store serves each record's prefix once however many
+        spans it is cut into. Without one, a part is the record's header
+        (read once per handle) and one range per scan group ``1..scan``
+        (group *g* holds piece *g* of every image in order), each image
+        checked against its pieces' CRC-32s: the spans of a record together
+        read its prefix once, in ``scan`` requests each.
+
+        Returns
+        -------
+        RecordPrefix or RecordSpan
+            Hand it to :func:`~pcr_explore.read.pipeline.split` with
+            ``images=range(start, stop)``.
+
+        Raises
+        ------
+        IndexError
+            If the range is empty or not within the record.
+        CorruptRecordError
+            If a byte read does not match its checksum.
+        """
+        k = self._check_scan(scan)
+        if not 0 <= r < len(self.records):
+            raise IndexError(f"record {r} out of range for {len(self.records)} records")
+        n = self.records[r].images
+        if not 0 <= start < stop <= n:
+            raise IndexError(
+                f"{self._path(r)}: the image range {start}:{stop} is empty or not within its "
+                f"{n} images"
+            )
+        if (start, stop) == (0, n) or self.cache is not None:
+            return self.read_record(r, k)
+        h = self.header(r)
+        first, _ = h.piece_ranges(start, k)
+        last, lens = h.piece_ranges(stop - 1, k)
+        groups = tuple(
+            self._fetch.fetch(r, a, o + m) if o + m > a else b""
+            for a, o, m in zip(first, last, lens)
+        )
+        span = RecordSpan(h, k, start, stop, groups, tuple(int(a) for a in first))
+        span.check_pieces()
+        return span
 
     def level_bytes(self, i: int) -> np.ndarray:
         """Bytes of image *i*'s JPEG at levels 1..num_scans (EOI included)."""
