@@ -131,10 +131,16 @@ KERNEL_IDLE = """() => {
   return !!k && k.status === "idle";
 }"""
 
-ALL_CELLS_RAN = """() => {
+# Every code cell's prompt shows an execution count above *after* (the highest before the run).
+ALL_CELLS_RAN = """after => {
   const prompts = [...document.querySelectorAll(".jp-CodeCell .jp-InputPrompt")];
-  return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+  return prompts.length > 0 && prompts.every(p => {
+    const m = /\\[(\\d+)\\]/.exec(p.textContent); return m && Number(m[1]) > after; });
 }"""
+
+HIGHEST_COUNT = """() => Math.max(0,
+  ...[...document.querySelectorAll(".jp-CodeCell .jp-InputPrompt")]
+  .map(p => Number((/\\[(\\d+)\\]/.exec(p.textContent) || [0, 0])[1])))"""
 
 CANVAS_INK = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }"""
@@ -151,9 +157,10 @@ def open_notebook(page: Any, lab: Lab, name: str, workspace: str) -> None:
 
 def run_all(page: Any, timeout_ms: int = 240_000) -> None:
     """Run every cell and wait until each has an execution count and the kernel is idle."""
-    # The command's promise settles when the last cell has run.
+    # A reloaded notebook shows the counts of its last run: wait for new ones.
+    after = page.evaluate(HIGHEST_COUNT)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(ALL_CELLS_RAN, timeout=timeout_ms, polling=250)
+    page.wait_for_function(ALL_CELLS_RAN, arg=after, timeout=timeout_ms, polling=250)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
 
 
@@ -280,3 +287,67 @@ def drag(
     return DragTiming(
         len(fractions), seconds, tuple(got["tasks"]), tuple(got["frames"]), tuple(seen)
     )
+
+
+# -- latency from an input event to the last change it causes ---------------------------
+
+_PROBE_INSTALL = """out => {
+  const now = () => performance.now();
+  const p = window.__pcrLat = window.__pcrLat || {t0: 0, last: 0, docs: new Set()};
+  if (p.obs) p.obs.disconnect();
+  p.kinds = p.kinds || {};
+  const mark = kind => () => { p.last = p.kinds[kind] = now(); };
+  p.obs = new MutationObserver(mark("page"));
+  p.obs.observe(out, {subtree: true, childList: true, attributes: true, characterData: true});
+  out.addEventListener("load", mark("picture"), true);  // a new picture decoded
+  p.attach = () => { for (const v of Bokeh.index.roots) {
+    const d = v.model.document;
+    if (d && !p.docs.has(d)) { p.docs.add(d); d.on_change(mark("plot")); } } };
+  p.attach();
+}"""
+
+
+class latency_probe:  # noqa: N801 - a namespace of three page helpers
+    """Time, in the page, from an input event to the last change it causes.
+
+    ``install`` watches an output area: mutations of its DOM (a new picture's
+    ``src``, readouts), ``load`` events of its pictures, and changes to the
+    Bokeh documents of the page (a marker moved). ``start`` marks the time of
+    the input; ``wait`` waits for the JavaScript predicate *settled*, an idle
+    kernel and 400 ms without changes, and returns the milliseconds from the
+    start to the last change (its paint follows in the next animation frame).
+    """
+
+    @staticmethod
+    def install(page: Any, output: Any) -> None:
+        output.evaluate(_PROBE_INSTALL)
+
+    @staticmethod
+    def start(page: Any) -> None:
+        page.evaluate(
+            "() => { const p = window.__pcrLat; p.attach(); p.kinds = {};"
+            " p.t0 = p.last = performance.now(); }"
+        )
+
+    @staticmethod
+    def quiet(page: Any, ms: int = 400) -> None:
+        page.wait_for_function(
+            f"() => performance.now() - window.__pcrLat.last > {ms}", timeout=60_000, polling=50
+        )
+
+    @staticmethod
+    def wait(page: Any, settled: str, arg: Any = None) -> float:
+        page.wait_for_function(settled, arg=arg, timeout=60_000, polling=20)
+        page.wait_for_function(KERNEL_IDLE, timeout=60_000, polling=20)
+        latency_probe.quiet(page)
+        t, t0 = page.evaluate("() => [window.__pcrLat.last, window.__pcrLat.t0]")
+        return float(t - t0)
+
+    @staticmethod
+    def parts(page: Any) -> dict[str, float]:
+        """Milliseconds from the start to the last change of each kind (page, picture, plot)."""
+        got = page.evaluate(
+            "() => { const p = window.__pcrLat; const out = {};"
+            " for (const k in p.kinds) out[k] = p.kinds[k] - p.t0; return out; }"
+        )
+        return {str(k): float(v) for k, v in got.items()}

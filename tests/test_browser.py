@@ -27,6 +27,7 @@ import json
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,6 +49,9 @@ from _lab import (
 )
 
 pytestmark = pytest.mark.browser
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+BOKEHJS_LOAD = "application/vnd.bokehjs_load.v0+json"
 
 # Main-thread budget for a 40-move drag on a shared 2-core machine with
 # software rendering (no GPU): no task may block for long, and the page must
@@ -193,6 +197,54 @@ def _all_canvases_drawn(page: Any, count: int) -> None:
     wait_for_plots(page, count)
 
 
+# What the page's Bokeh documents hold now: every data source (its name, rows and the
+# first values of each column) and the location of every Span, per figure title.
+_DOCUMENTS = """() => { const out = {sources: [], spans: []}; const seen = new Set();
+  for (const v of Bokeh.index.roots) { const d = v.model.document;
+    if (!d || seen.has(d)) continue; seen.add(d);
+    for (const m of d._all_models.values()) {
+      if (typeof m.get_column === 'function' && typeof m.get_length === 'function') {
+        const cols = {}; for (const c of m.columns()) cols[c] = Array.from(m.get_column(c) || [])
+          .slice(0, 12).map(x => typeof x === 'number' || typeof x === 'string' ? x : null);
+        out.sources.push({name: m.name, rows: m.get_length() || 0, cols});
+      }
+      if ('location' in m && 'dimension' in m) out.spans.push([m.dimension, m.location]);
+    } }
+  return out; }"""
+
+
+def _documents(page: Any) -> dict[str, Any]:
+    return page.evaluate(_DOCUMENTS)  # type: ignore[no-any-return]
+
+
+def _save(page: Any) -> None:
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+
+
+def _reload_same_kernel(page: Any) -> None:
+    """Save, then reload the page: the notebook reconnects to the kernel that runs."""
+    _save(page)
+    page.reload(wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+
+
+# The saved picture shown before each explorer's live view (a hidden output while it runs).
+_PICTURES = """() => [...document.querySelectorAll('[class*="pcr-fallback-"] img')]
+  .map(i => i.getAttribute('src'))"""
+
+
+def _wait_picture_changes(page: Any, before: list[str]) -> list[str]:
+    """Wait until the saved picture of the first explorer is drawn again; return them all."""
+    page.wait_for_function(
+        f"old => {{ const now = ({_PICTURES})(); return now.length && now[0] !== old[0]; }}",
+        arg=before,
+        timeout=30_000,
+    )
+    return page.evaluate(_PICTURES)  # type: ignore[no-any-return]
+
+
 def test_01_scans(lab: Lab, browser: Any) -> None:
     with _session(browser, "01_progressive_scans") as s:
         page = s.page
@@ -282,33 +334,109 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         assert len(swatches) == 4 and min(swatches) > 0, swatches
         s.shot(out, "01_progressive_scans_difference_db")
 
-        # reload the page, same kernel, run again: the plots still draw
-        page.reload(wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        page.wait_for_function(KERNEL_IDLE, timeout=90_000)
-        run_all(page)
-        _all_canvases_drawn(page, 1)
+        # the picture for renderers without widgets follows the state (hidden while live)
+        pictures = page.evaluate(_PICTURES)
+        assert len(pictures) == 2, len(pictures)  # the scan and the script explorers
+        for _ in range(5):
+            handle.press("ArrowRight")
+        page.wait_for_function(
+            "el => el.innerText.startsWith('scan 7 of')", arg=caption.element_handle()
+        )
+        _wait_picture_changes(page, pictures)
+        assert page.locator('[class*="pcr-fallback-"]').first.is_hidden()
+
+        # reload the page (same kernel, no cell run): the plots show the state of now
+        _reload_same_kernel(page)
+        _all_canvases_drawn(page, 2)
+        docs = _documents(page)
+        current = [x for x in docs["sources"] if x["rows"] == 1 and "scan" in x["cols"]]
+        assert [c["cols"]["scan"] for c in current] == [[7]], current
+        assert _slider(page, "scan level").locator(".widget-readout").inner_text() == "7"
+        page.wait_for_function(
+            "() => Bokeh.index.roots.some(v => v.model.title"
+            " && v.model.title.text.startsWith('Bytes read vs quality')"
+            " && v.model.left[0].axis_label.startsWith('MS-SSIM in dB'))"
+        )
         assert not s.bokeh_errors(), s.bokeh_errors()
         s.shot(s.widget_output(".widget-image"), "01_progressive_scans_reloaded")
-        assert not s.errors, s.errors
 
-        # save, end the kernel, reopen: the saved picture stands in for the widget
-        page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
-        page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+        # run again: one copy of BokehJS in the saved notebook, no second picture per explorer
+        run_all(page)
+        _all_canvases_drawn(page, 2)
+        assert not s.bokeh_errors(), s.bokeh_errors()
+        handle = _slider(page, "scan level").locator(".noUi-handle").first
+        caption = page.locator(".widget-html", has_text="bytes (").first
+        pictures = page.evaluate(_PICTURES)
+        handle.focus()
+        for _ in range(4):  # from level 5, where the notebook's "from code" cell put it
+            handle.press("ArrowRight")
+        page.wait_for_function(
+            "el => el.innerText.startsWith('scan 9 of')", arg=caption.element_handle()
+        )
+        at_save = _wait_picture_changes(page, pictures)
+        _save(page)
+        saved = json.loads((lab.root / "notebooks" / f"{s.name}.ipynb").read_text())
+        outputs = [o for c in saved["cells"] for o in c.get("outputs", [])]
+        loaders = [
+            o for o in outputs if "application/vnd.bokehjs_load.v0+json" in o.get("data", {})
+        ]
+        assert len(loaders) == 1, len(loaders)
+        live = [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
+        assert len(live) == 2 and not any("image/jpeg" in o["data"] for o in live)
+        assert not s.errors, s.errors
+        _check_nbconvert(browser, lab.root / "notebooks" / f"{s.name}.ipynb", pictures=2)
+
+        # end the kernel, reopen: the picture as saved stands in for the widget, no error text
         _end_sessions(lab)
         page.reload(wait_until="domcontentloaded")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
         page.wait_for_function(KERNEL_IDLE, timeout=90_000)
-        saved = page.locator(".jp-OutputArea-output.jupyter-widgets").first
-        saved.wait_for(state="attached", timeout=30_000)
-        style = saved.evaluate(
-            "el => { const s = getComputedStyle(el); const h = el.getBoundingClientRect().height;"
-            " return [s.backgroundImage.slice(0, 30), s.fontSize, h]; }"
+        picture = page.locator('[class*="pcr-fallback-"] img').first
+        picture.wait_for(state="visible", timeout=30_000)
+        assert page.evaluate(_PICTURES) == at_save
+        assert picture.evaluate("img => img.naturalWidth") > 300
+        failed = page.locator(".jp-OutputArea-output.jupyter-widgets").first
+        failed.wait_for(state="attached", timeout=30_000)
+        assert failed.is_hidden()
+        assert "model not found" not in page.locator(".jp-Notebook").inner_text()
+        s.shot(picture, "01_progressive_scans_saved_without_kernel")
+
+
+def _check_nbconvert(browser: Any, notebook: Path, pictures: int) -> None:
+    """The notebook as nbconvert's HTML (what nbviewer shows): one picture per explorer, no
+    widget text, no error, nothing else drawn from the pictures."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_filename(str(notebook))
+    assert "model not found" not in body
+    out = notebook.with_suffix(".html")
+    out.write_text(body)
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        page.route(
+            "**/*", lambda r: r.abort() if r.request.url.startswith("http") else r.continue_()
         )
-        assert style[0].startswith('url("data:image/jpeg'), style
-        assert style[1] == "0px" and style[2] > 200, style
-        assert "model not found" in saved.inner_text()  # there, but not shown (font size 0)
-        s.shot(saved, "01_progressive_scans_saved_without_kernel")
+        page.goto(out.as_uri(), wait_until="load")
+        seen = page.evaluate(
+            """() => {
+              const visible = e => e.getClientRects().length > 0
+                && getComputedStyle(e).visibility !== 'hidden';
+              const imgs = [...document.querySelectorAll('img')].filter(visible)
+                .filter(i => i.src.startsWith('data:image/jpeg') && i.naturalWidth > 300);
+              const painted = [...document.querySelectorAll('.jp-OutputArea-output')]
+                .filter(e => getComputedStyle(e).backgroundImage !== 'none').length;
+              const text = [...document.querySelectorAll('.jp-OutputArea-output')]
+                .filter(visible).map(e => e.innerText).join('\\n');
+              return [imgs.length, painted, text.includes('live widget'),
+                      text.includes('model not found')];
+            }"""
+        )
+        assert seen == [pictures, 0, False, False], seen
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.locator("img[src^='data:image/jpeg']").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"{notebook.stem}_nbconvert.png"))
+    finally:
+        page.close()
 
 
 def _end_sessions(lab: Lab) -> None:

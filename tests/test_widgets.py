@@ -201,20 +201,90 @@ def test_scan_static_picture(scan: ScanExplorer) -> None:
     _check_bundle(scan)
 
 
-def test_scan_display_puts_a_fallback_style_before_the_widget(
+def _displayed(scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+    """Display *scan* as a kernel would; return what was displayed and what was updated."""
+    shown: list[tuple[dict[str, object], object]] = []
+    updated: list[tuple[dict[str, object], object]] = []
+    monkeypatch.setattr(
+        "IPython.display.display",
+        lambda obj, raw=False, display_id=None: shown.append((obj, display_id)),
+    )
+    monkeypatch.setattr(
+        "IPython.display.update_display",
+        lambda obj, raw=False, display_id=None: updated.append((obj, display_id)),
+    )
+    scan._ipython_display_()
+    return shown, updated
+
+
+def _picture_in(html: str) -> bytes:
+    return base64.b64decode(html.split("data:image/jpeg;base64,")[1].split("'")[0])
+
+
+def test_scan_display_puts_its_picture_before_the_live_view(
     scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shown: list[dict[str, object]] = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
-    scan._ipython_display_()
-    style, bundle = shown  # no kernel here: no BokehJS loader before them
-    html = str(style["text/html"])
-    key = html.split("<div class='")[1].split("'")[0]
-    assert key.startswith("pcr-fallback-") and html.count(key) >= 4
-    pic = str(bundle["image/jpeg"])
-    assert f"data:image/jpeg;base64,{pic}" in html  # the same picture, shown without a kernel
-    assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert ":not(:has(.widget-box))" in html and "model" not in html
+    scan.level.value = 4
+    (picture, key), (live, live_id) = _displayed(scan, monkeypatch)[0]
+    html = str(picture["text/html"])
+    assert key.startswith("pcr-fallback-") and f"<div class='{key}'>" in html  # type: ignore[union-attr]
+    assert _picture_in(html) == scan.snapshot()
+    # the live view's output carries no second picture, and says what it is as text
+    assert "image/jpeg" not in live and live_id is None
+    assert "application/vnd.jupyter.widget-view+json" in live
+    assert "live widget" in str(live["text/plain"])
+    # hidden while a live view is there; the failed or plain-text live view hidden instead
+    assert ":not(.jupyter-widgets)) {display: none;}" in html
+    assert '[data-mime-type="text/plain"]' in html
+    scan._displays.clear()
+
+
+def test_scan_saved_picture_follows_the_state(
+    scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scan.level.value = 2
+    shown, updated = _displayed(scan, monkeypatch)
+    key = shown[0][1]
+    first = _picture_in(str(shown[0][0]["text/html"]))
+    scan.level.value = 9  # no event loop here: the picture is drawn again at once
+    html, update_id = updated[-1]
+    assert update_id == key
+    now = _picture_in(str(html["text/html"]))
+    assert now != first and now == scan.snapshot()
+    scan._displays.clear()
+
+
+def _bundle_sources(state: dict[str, object]) -> dict[str, dict[str, object]]:
+    """The data of every named-by-column ColumnDataSource in a BokehModel's state."""
+    import json
+
+    docs = json.loads(str(state["render_bundle"]))["docs_json"]
+    found: dict[str, dict[str, object]] = {}
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("name") == "ColumnDataSource":
+                data = node["attributes"]["data"]
+                entries = data.get("entries", []) if isinstance(data, dict) else []
+                found[node["id"]] = dict(entries)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(docs)
+    return found
+
+
+def test_scan_plot_state_is_the_figure_as_it_is_now(scan: ScanExplorer) -> None:
+    # a page reloaded with the same kernel asks for the state: it must be the current one
+    for k in (3, 8):
+        scan.level.value = k
+        sources = _bundle_sources(scan.plot.get_state())
+        current = sources[scan.sources["current"].id]
+        assert current["scan"] == [k]
+        assert current["bytes"] == [int(scan.cache.level_bytes(scan.index)[k - 1])]
 
 
 def test_scan_click_on_the_curve_shows_that_level(scan: ScanExplorer) -> None:

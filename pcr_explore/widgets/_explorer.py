@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import io
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,14 +11,14 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import ipywidgets as w
+from bokeh.core.json_encoder import serialize_json
 from bokeh.models import LayoutDOM
 from jupyter_bokeh import BokehModel
-from PIL import Image
 
 from ..plots import set_font_size
-from ._page import bokehjs_loaded_here, page_style
+from ._page import bokehjs_loaded_here, fallback_html
 
-__all__ = ["Explorer", "Debounced", "html_table"]
+__all__ = ["Explorer", "Debounced", "Plot", "html_table"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -31,12 +30,14 @@ class Explorer:
 
     A subclass builds ``self.view`` (an ipywidgets box that ends with
     ``self.errors``) and implements :meth:`snapshot`. Displaying the object
-    in a notebook puts BokehJS into the page (every time: the page may have
-    been reloaded since the last display), then the live view, whose output
-    also carries the JPEG from :meth:`snapshot` for renderers without
-    widgets (GitHub, nbviewer). In JupyterLab, where a saved widget output
-    without its kernel reads "model not found", a style sheet shows that
-    picture in its place.
+    in a notebook puts BokehJS into the page (see
+    :func:`~pcr_explore.widgets._page.bokehjs_loaded_here`), then two
+    outputs: the JPEG from :meth:`snapshot` with the page's style rules, and
+    the live view. The live view hides the picture; where it cannot show
+    (a saved notebook opened without its kernel, nbconvert's HTML, nbviewer)
+    the picture stays and the live view's output is hidden. The picture
+    follows the widget: a second after the controls last moved it is drawn
+    again, so a notebook saved later keeps the state it was saved in.
     """
 
     view: w.Box
@@ -54,14 +55,23 @@ class Explorer:
         )
         self.presentation.observe(self._guarded(self._on_presentation), names="value")
         self.status = w.HTML(layout=w.Layout(min_height="1.2em"))
+        self._displays: list[str] = []  # display ids of the pictures shown
+        self._picture_later = Debounced(self._redraw_pictures, 1.0)
 
     def _plot(self, figure: LayoutDOM, **layout: str) -> BokehModel:
         """Wrap a Bokeh figure as a widget that takes the width its box gives it."""
-        model = BokehModel(
-            figure, layout=w.Layout(min_width="0", flex="1 1 auto", width="100%", **layout)
+        model = Plot(
+            figure,
+            on_change=self._changed,
+            layout=w.Layout(min_width="0", flex="1 1 auto", width="100%", **layout),
         )
         self._plots.append((model, figure))
         return model
+
+    def _changed(self) -> None:
+        """The view changed: draw the picture again once the changes stop."""
+        if self._displays:
+            self._picture_later()
 
     def _guarded(self, fn: _F) -> _F:
         """Wrap a callback so that an exception shows in :attr:`errors`.
@@ -82,6 +92,7 @@ class Explorer:
             if self.errors.outputs:
                 self.errors.outputs = ()
             self.last_error = None
+            self._changed()
             return result
 
         return run  # type: ignore[return-value]
@@ -146,18 +157,65 @@ class Explorer:
             data["text/plain"] = f"{data.get('text/plain', '')}{note}"
         return data
 
+    def _fallback(self, key: str, picture: bytes | None, note: str) -> dict[str, str]:
+        name = type(self).__name__
+        return {
+            "text/html": fallback_html(key, picture),
+            "text/plain": f"{name}: saved picture of the widget{note}",
+        }
+
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         bokehjs_loaded_here()
         picture, note = self._picture()
         key = f"pcr-fallback-{uuid.uuid4().hex[:12]}"
-        size = Image.open(io.BytesIO(picture)).size if picture is not None else None
-        display({"text/html": page_style(key, picture, size)}, raw=True)
-        data = self._bundle(picture)
-        if note:
-            data["text/plain"] = f"{data.get('text/plain', '')}{note}"
-        display(data, raw=True)
+        display(self._fallback(key, picture, note), raw=True, display_id=key)
+        self._displays.append(key)
+        live = self._bundle(None)
+        live["text/plain"] = (
+            f"{type(self).__name__}: the live widget (run the notebook in Jupyter to use it)"
+        )
+        display(live, raw=True)
+
+    def _redraw_pictures(self) -> None:
+        """Draw the picture again in every output that shows it."""
+        from IPython.display import update_display
+
+        picture, note = self._picture()
+        for key in self._displays:
+            update_display(self._fallback(key, picture, note), raw=True, display_id=key)
+
+
+class Plot(BokehModel):
+    """A Bokeh figure as a widget whose state is the figure as it is now.
+
+    ``jupyter_bokeh`` sends each change of the figure to the views that
+    exist as a patch, and keeps the render bundle it was built with as the
+    widget's state. A view made later (the page reloaded with the same
+    kernel, the notebook opened again in another tab) asks the kernel for
+    that state, and would draw the figure as it first was. Here the state
+    is serialised from the figure when it is asked for: nothing more is
+    sent while the controls move, and a new view draws what the kernel
+    holds. *on_change* is called after every change sent.
+    """
+
+    def __init__(
+        self, model: LayoutDOM, *, on_change: Callable[[], None] | None = None, **kwargs: Any
+    ) -> None:
+        self._on_change = on_change
+        super().__init__(model, **kwargs)
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        state = super().get_state(key=key, drop_defaults=drop_defaults)
+        if "render_bundle" in state:
+            state["render_bundle"] = serialize_json(self._model_to_traits(self._model))
+        return state
+
+    def _document_patched(self, event: Any) -> None:
+        super()._document_patched(event)
+        if self._on_change is not None:
+            self._on_change()
 
 
 def _figures_in(item: Any) -> list[Any]:

@@ -1,21 +1,38 @@
-"""What an explorer puts into the notebook page besides itself: BokehJS and a style sheet."""
+"""What an explorer puts into the notebook page besides itself: BokehJS, style rules, a picture."""
 
 from __future__ import annotations
 
 import base64
+from typing import Any
 
-__all__ = ["bokehjs_loaded_here", "page_style"]
+__all__ = ["bokehjs_loaded_here", "fallback_html"]
+
+# Per kernel: (cell id, request id) of the display that last carried BokehJS.
+_CARRIER: dict[int, tuple[str, str]] = {}
+
+
+def _request(kernel: Any) -> tuple[str | None, str]:
+    """The notebook cell running now (None where the front end does not say) and its request."""
+    try:
+        parent = kernel.get_parent("shell")
+    except TypeError:  # pragma: no cover - ipykernel before 6 takes no channel
+        parent = kernel.get_parent()
+    cell = (parent.get("metadata") or {}).get("cellId")
+    return (str(cell) if cell else None), str((parent.get("header") or {}).get("msg_id", ""))
 
 
 def bokehjs_loaded_here() -> None:
-    """Put BokehJS into the notebook page now; a no-op outside a kernel.
+    """Put BokehJS into the notebook page, once; a no-op outside a kernel.
 
     ``jupyter_bokeh`` renders with the page's ``window.Bokeh`` and does not
-    load it. Loading it once per kernel is not enough: a reloaded page, or
-    the notebook opened again while the kernel runs, has no BokehJS and its
-    plots fail with "Could not create a view". So it is loaded with every
-    display, inline (the core bundle only, about 1.3 MB) so that it works
-    offline; a page that has it already keeps the copy it has.
+    load it, and a reloaded page (or the notebook opened again while the
+    kernel runs) has it only from the loader outputs the notebook holds: a
+    page runs them again as it renders them. So the loader (inline, the core
+    bundle only, so that it works offline) goes into the output of the first
+    cell that shows an explorer with this kernel, and again only when that
+    same cell runs again (running a cell clears its outputs). A front end
+    that does not say which cell runs (not JupyterLab or Notebook 7) gets it
+    with every display.
     """
     try:
         from IPython import get_ipython
@@ -24,17 +41,24 @@ def bokehjs_loaded_here() -> None:
     shell = get_ipython()
     if shell is None or not hasattr(shell, "kernel"):
         return  # plain Python or a terminal IPython: no page to load into
+    cell, request = _request(shell.kernel)
+    if cell is not None:
+        carrier = _CARRIER.get(id(shell.kernel))
+        if carrier is not None and (carrier[0] != cell or carrier[1] == request):
+            return  # in the page already: another cell's output, or this run's
+        _CARRIER[id(shell.kernel)] = (cell, request)
     from bokeh.io import output_notebook
     from bokeh.resources import Resources
 
     output_notebook(Resources(mode="inline", components=["bokeh"]), hide_banner=True)
 
 
-# JupyterLab's widget renderer has no data-mime-type (rendered outputs have one),
-# and holds a .widget-box once the live view is there.
-_WIDGET_OUTPUT = (
-    ".jp-OutputArea-child:has(.{key}) + .jp-OutputArea-child > "
-    ".jp-OutputArea-output:not([data-mime-type]):not(:has(.widget-box))"
+_CHILD = ".jp-OutputArea-child"
+_OUT = ".jp-OutputArea-output"
+# JupyterLab renders BokehJS's loader as application/javascript or with jupyter_bokeh's type.
+_LOADER = ", ".join(
+    f'> [data-mime-type="{m}"]'
+    for m in ("application/javascript", "application/vnd.bokehjs_load.v0+json")
 )
 
 # Global rules, the same in every copy: presentation mode and the busy state.
@@ -47,22 +71,24 @@ _SHARED = """
 .pcr-present .widget-label, .pcr-present .widget-readout, .pcr-present .widget-checkbox,
 .pcr-present .widget-checkbox label {width: auto !important; max-width: none !important;
   overflow: visible !important; text-overflow: clip !important;}
-.pcr-present .widget-readout {min-width: max-content !important;}
+.pcr-present .widget-readout {min-width: max-content !important; margin-right: 0.8em !important;}
+.pcr-present .widget-slider .widget-label {margin-left: 0.6em !important;}
 .pcr-busy .pcr-dim {opacity: 0.45; transition: opacity 0.15s;}
 .pcr-busy-note {color: #9a6700; font-weight: bold;}
 """
 
 
-def page_style(key: str, picture: bytes | None, size: tuple[int, int] | None) -> str:
-    """The HTML of the style output displayed just before an explorer's own output.
+def fallback_html(key: str, picture: bytes | None) -> str:
+    """The HTML of the output displayed just before an explorer's live view.
 
-    It hides itself and the BokehJS loader's empty output, holds the rules
-    of presentation mode and the busy state, and, where JupyterLab cannot
-    render the widget output that follows (a saved notebook opened without
-    its kernel: "Error displaying widget: model not found"), shows the
-    saved picture there instead, with a line saying what it is. Other
-    renderers drop ``<style>`` or do not match JupyterLab's classes, and
-    show the widget output's own ``image/jpeg``.
+    It holds the rules of presentation mode and the busy state, and the
+    widget's picture with a line saying what it is. Where the live view
+    shows (JupyterLab with the kernel: loading, then running) it hides
+    itself and the BokehJS loader's output before it. Where the live view
+    cannot show (JupyterLab without the kernel: "Error displaying widget:
+    model not found") it hides that message and the picture stays. Where
+    widgets are not rendered at all (nbconvert's HTML, nbviewer), the live
+    view's output is a line of text, hidden too: one picture, nothing else.
 
     Parameters
     ----------
@@ -70,28 +96,26 @@ def page_style(key: str, picture: bytes | None, size: tuple[int, int] | None) ->
         A class name unique to this display.
     picture : bytes or None
         The JPEG to show without a kernel.
-    size : (int, int) or None
-        The picture's width and height in pixels.
     """
-    # JupyterLab renders the loader as application/javascript or with jupyter_bokeh's type
-    loader = ", ".join(
-        f'> [data-mime-type="{m}"]'
-        for m in ("application/javascript", "application/vnd.bokehjs_load.v0+json")
-    )
+    this, after = f"{_CHILD}:has(.{key})", f"{_CHILD}:has(.{key}) + {_CHILD}"
     rules = [
-        f".jp-OutputArea-child:has(.{key}), .jp-OutputArea-child:has({loader})"
-        f":has(+ .jp-OutputArea-child .{key}) {{display: none;}}",
+        # the loader's output just before, and this one while the live view is there
+        f"{_CHILD}:has({_LOADER}):has(+ {_CHILD} .{key}) {{display: none;}}",
+        f"{this}:has(+ {_CHILD} > {_OUT}:not([data-mime-type]):not(.jupyter-widgets)) "
+        "{display: none;}",
+        # the live view's output where it failed ("model not found": JupyterLab marks the
+        # output itself, a live view marks its children) or is text
+        f"{after}:has(> {_OUT}.jupyter-widgets), "
+        f'{after}:has(> {_OUT}[data-mime-type="text/plain"]) {{display: none;}}',
+        f".{key} img {{display: block; max-width: 100%; height: auto;}}",
         _SHARED,
     ]
-    if picture is not None and size is not None:
+    body = ""
+    if picture is not None:
         data = base64.b64encode(picture).decode("ascii")
-        target = _WIDGET_OUTPUT.format(key=key)
-        width, height = size
-        rules.append(
-            f"{target} {{font-size: 0; color: transparent; padding-top: 22px; "
-            f"width: 100%; max-width: {width}px; aspect-ratio: {width} / {height}; "
-            f'background: url("data:image/jpeg;base64,{data}") left 22px / contain no-repeat;}}\n'
-            f'{target}::before {{content: "Saved picture of the widget: run the cell for the '
-            f'live one."; font-size: 12px; color: #666; display: block; margin-top: -20px;}}'
+        body = (
+            "<div style='font-size:12px;color:#666'>Saved picture of the widget: "
+            "run the cell for the live one.</div>"
+            f"<img src='data:image/jpeg;base64,{data}' alt='saved picture of the widget'>"
         )
-    return f"<style>{''.join(rules)}</style><div class='{key}'></div>"
+    return f"<style>{''.join(rules)}</style><div class='{key}'>{body}</div>"

@@ -14,6 +14,7 @@ from PIL import Image
 
 from .._public import public
 from ..plots import quality_figure
+from ..plots._quality import recommended_data, target_location
 from ..plots._scales import axis_label, drawable
 from ..quality import QualityCurve, quality_curve
 from ..quality.compare import LevelCache
@@ -23,6 +24,7 @@ from ..quality.metrics._names import format_value
 from ..quality.tune import STATISTICS, TuneResult, recommend
 from ..read.sources import LevelSource, open_source
 from ._explorer import Explorer
+from ._figures import update_source
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["TunerDashboard"]
@@ -164,6 +166,7 @@ class TunerDashboard(Explorer):
         self._curves = functools.lru_cache(maxsize=16)(self._measure)
         self._measured: set[int] = set()  # sample sizes measured (no wait to show)
         self._gallery_shows: tuple[int, str, int] | None = None
+        self._curve_drawn: tuple[int, str, str] | None = None  # sample, metric, scale drawn
 
         self.view = self._layout(f"minmax({3 * thumb_side + 20}px, 1fr)")
         self.plot.add_class("pcr-dim")
@@ -309,13 +312,32 @@ class TunerDashboard(Explorer):
         r = self.result
         self.readout.value = r._repr_html_()
         scale = "value" if r.metric == "psnr" else str(self.scale.value)
-        self.curve_figure.update(
-            r.curve, target=r.target, recommended=r.scan, statistic=r.statistic, scale=scale
-        )
+        self._draw_curve(r, scale)
         shown = (int(self.sample.value), r.metric, r.scan)
         if shown != self._gallery_shows:  # the same level shows the same images
             self._gallery_shows = shown
             self._show_gallery(r)
+
+    def _draw_curve(self, r: TuneResult, scale: str) -> None:
+        """Update the figure; a new target or statistic moves only the rule and the star.
+
+        The sample's lines (every image's, the band, the statistics) are sent
+        again only when the sample, the metric or the scale changes: replacing
+        them makes the page recompute and repaint every line, which took most
+        of the time of a step of the target slider.
+        """
+        fig = self.curve_figure
+        drawn = (int(self.sample.value), r.metric, scale)
+        if drawn != self._curve_drawn:
+            self._curve_drawn = drawn
+            fig.update(
+                r.curve, target=r.target, recommended=r.scan, statistic=r.statistic, scale=scale
+            )
+            return
+        update_source(fig.recommended, recommended_data(r.curve, r.scan, r.statistic, scale))
+        where = target_location(r.target, r.metric, scale)
+        fig.target.location = where
+        fig.target.visible = where is not None
 
     def _show_gallery(self, r: TuneResult) -> None:
         self.gallery_title.value = (
