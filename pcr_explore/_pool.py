@@ -20,11 +20,11 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from multiprocessing import get_context
 from multiprocessing.context import BaseContext
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .errors import WorkerError
 
-__all__ = ["ordered_map", "main_is_importable", "worker_pool"]
+__all__ = ["ordered_map", "main_is_importable", "progress_bar", "worker_pool"]
 
 
 def main_is_importable() -> bool:
@@ -154,3 +154,68 @@ def ordered_map(
 
 
 _END = object()
+
+
+# -- the progress bar of a run of jobs --------------------------------------------------
+#
+# tqdm's notebook bar is an ipywidget: a notebook saved with one and opened again
+# without its kernel (or on GitHub, in nbviewer) shows "Error displaying widget:
+# model not found" where the bar was. In a notebook, the bar below replaces its
+# output when it closes: with its last line as plain text, or with nothing when it
+# was not to be left (leave=False).
+
+
+def progress_bar(*args: Any, **kwargs: Any) -> Any:
+    """Return a ``tqdm.auto`` bar whose notebook output turns into text when it closes.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As for ``tqdm.auto.tqdm`` (``total``, ``desc``, ``unit``, ``disable``,
+        ``leave``...).
+
+    Returns
+    -------
+    tqdm.auto.tqdm
+        A bar; use it as tqdm's (``update``, ``close``, a ``with`` block).
+
+    Examples
+    --------
+    >>> with progress_bar(total=3, disable=True) as bar:
+    ...     bar.update(3)
+    """
+    from tqdm.auto import tqdm
+
+    try:
+        from tqdm.notebook import tqdm_notebook
+    except ImportError:  # pragma: no cover - tqdm.notebook ships with tqdm
+        return tqdm(*args, **kwargs)
+    if not issubclass(tqdm, tqdm_notebook):
+        return tqdm(*args, **kwargs)  # a terminal or a script: text already
+    return _text_when_closed()(*args, **kwargs)
+
+
+def _text_when_closed() -> type:
+    """The notebook bar of tqdm, shown through a display handle that its close rewrites."""
+    from IPython.display import display
+    from tqdm.notebook import tqdm_notebook
+
+    class TextWhenClosed(tqdm_notebook):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            shown = kwargs.pop("display", True)
+            super().__init__(*args, display=False, **kwargs)
+            self._handle: Any = None
+            if shown and not self.disable and self.delay <= 0:
+                self._handle = display(self.container, display_id=True)
+                self.displayed = True
+
+        def close(self) -> None:
+            if self.disable:
+                return
+            stopped = bool(self.total) and self.n < self.total
+            super().close()
+            handle, self._handle = getattr(self, "_handle", None), None
+            if handle is not None:  # a stopped bar keeps its count, as tqdm's does
+                handle.update({"text/plain": str(self) if self.leave or stopped else ""}, raw=True)
+
+    return TextWhenClosed

@@ -179,7 +179,7 @@ def _inspect_and_measure(
     t: Target, o: Options, curve: QualityCurve | None, progress: bool
 ) -> _Measured:
     """Inspect every file, run the checks, and measure (or take from *curve*) the quality."""
-    from tqdm.auto import tqdm
+    from .._pool import progress_bar as tqdm
 
     n = len(t.names)
     with (

@@ -84,7 +84,7 @@ def run_jobs(
     >>> run_jobs(abs, [-2, 3, -1], total=3)
     [2, 3, 1]
     """
-    from tqdm.auto import tqdm
+    from .._pool import progress_bar as tqdm
 
     w = default_workers(total) if workers is None else max(1, int(workers))
     own_bar = not hasattr(progress, "update")
