@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 SAMPLE ?= data/sample
 PORT   ?= 8888
 
-.PHONY: lab sample flowers install install-test system-deps torch test test-fast bench lint clean
+.PHONY: lab app sample flowers install install-test system-deps torch test test-fast bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,13 @@ flowers: install
 lab: sample
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) --no-browser \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+# The notebooks as an app for a class (Voila): their text, outputs and live widgets,
+# no code cells. Pick a notebook from the list; each opens on a fresh kernel.
+APP_IP ?= 127.0.0.1
+app: sample
+	$(BIN)/python -m pip install --quiet -e ".[app]"
+	$(BIN)/voila notebooks --port=$(PORT) --no-browser --Voila.ip=$(APP_IP)
 
 test: install-test
 	$(BIN)/python -m pytest

@@ -1,0 +1,163 @@
+"""The notebooks as an app without code (``make app``): Voila serves notebook 01 to Chromium.
+
+Voila runs on a free loopback port over a copy of ``notebooks/`` and
+executes notebook 01 on its own kernel, as ``make app`` does for a class.
+In Chromium, every request that would leave the machine is aborted (the
+page still asks a CDN for Font Awesome, whose icons ipywidgets bundles
+anyway): the explorer's picture and its Bokeh plot render, no cell shows an
+error, and a key on the level slider goes through the kernel and back
+(the byte counter follows). Screenshots at 1440x900 and 1280x720 go to
+``test-artifacts/``. Skipped where Voila (the ``[app]`` extra) is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from _lab import (
+    ALL_CANVASES,
+    ARTIFACTS,
+    CANVAS_INK,
+    CHROMIUM_ARGS,
+    ROOT,
+    TWO_FRAMES,
+    chromium_path,
+)
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOK = "01_progressive_scans.ipynb"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("voila", reason="the [app] extra (pip install pcr-explore[app])")
+    tmp = tmp_path_factory.mktemp("app")
+    shutil.copytree(ROOT / "notebooks", tmp / "notebooks")
+    port = _free_port()
+    env = dict(
+        os.environ,
+        PCR_QUICK="1",
+        PCR_SAMPLE_DIR=str(tmp / "sample"),
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+    )
+    env.pop("PCR_OWN_DATA", None)
+    log_path = tmp / "voila.log"
+    log = log_path.open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "voila",
+            "notebooks",
+            f"--port={port}",
+            "--no-browser",
+            "--Voila.ip=127.0.0.1",
+            "--ServerApp.port_retries=0",
+            "--show_tracebacks=True",
+        ],  # fmt: skip
+        cwd=tmp,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                break
+            except OSError as exc:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    raise RuntimeError(f"Voila did not start:\n{log_path.read_text()}") from exc
+                time.sleep(0.5)  # polling the server's port
+        yield f"http://127.0.0.1:{port}/voila/render/{NOTEBOOK}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        print(f"--- Voila log ---\n{log_path.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = chromium_path()
+    if path is None:
+        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _local_only(route: Any) -> None:
+    if route.request.url.startswith("http://127.0.0.1"):
+        route.continue_()
+    else:
+        route.abort()
+
+
+@pytest.mark.parametrize(
+    "viewport", [{"width": 1440, "height": 900}, {"width": 1280, "height": 720}], ids=str
+)
+def test_notebook_01_runs_as_an_app(browser: Any, voila: str, viewport: dict[str, int]) -> None:
+    page = browser.new_page(viewport=viewport)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/*", _local_only)
+    try:
+        # Voila sends the page as it executes the cells (the first run builds the sample).
+        page.goto(voila, wait_until="commit", timeout=60_000)
+        page.wait_for_selector(".widget-image img, img.widget-image", timeout=400_000)
+        page.wait_for_function(
+            f"() => ({ALL_CANVASES})().filter(c => c.width > 0 && ({CANVAS_INK})(c) > 1000)"
+            ".length >= 1",
+            timeout=120_000,
+            polling=500,
+        )
+        assert page.locator(".jp-CodeCell .jp-InputArea").count() == 0  # no code shown
+        assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+        assert "Traceback" not in page.inner_text("body")
+
+        slider = page.locator(".widget-slider").first
+        caption = page.locator(".widget-html", has_text="bytes (").first
+        before = caption.inner_text()
+        level = int(slider.locator(".widget-readout").inner_text())
+        slider.evaluate("el => el.closest('.widget-box').scrollIntoView({block: 'start'})")
+        slider.locator(".noUi-handle").first.focus()
+        page.keyboard.press("ArrowLeft" if level > 1 else "ArrowRight")
+        want = level - 1 if level > 1 else level + 1
+        caption.filter(has_text=f"scan {want} of 10").wait_for(timeout=60_000)  # via the kernel
+        assert caption.inner_text() != before
+        page.evaluate(TWO_FRAMES)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(
+            path=str(ARTIFACTS / f"app_01_{viewport['width']}x{viewport['height']}.png")
+        )
+        assert errors == []
+    finally:
+        page.close()
