@@ -112,6 +112,40 @@ class Session:
         ARTIFACTS.mkdir(exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
+    def shots(self, locator: Any, name: str) -> None:
+        """Screenshots at 1440x900 (``NAME_1440x900.png``) and at 1280x720 (``NAME.png``)."""
+        for size, file in (({"width": 1440, "height": 900}, f"{name}_1440x900"), (VIEWPORT, name)):
+            self.page.set_viewport_size(size)
+            for _ in range(3):  # the resize, then Bokeh's layout, then its paint
+                self.page.evaluate(TWO_FRAMES)
+            self.shot(locator, file)
+
+    def assert_one_screen(self, locator: Any) -> None:
+        """The widget, scrolled to the top of the notebook, fits the notebook's visible height."""
+        locator.evaluate("el => el.scrollIntoView({block: 'start'})")
+        self.page.evaluate(TWO_FRAMES)
+        heights = locator.evaluate(
+            """out => { const sc = out.closest('.jp-WindowedPanel-outer')
+                || out.closest('.jp-Notebook');
+              return [out.getBoundingClientRect().height, sc.clientHeight]; }"""
+        )
+        assert heights[0] <= heights[1], f"{self.name}: {heights} (widget, visible) at {VIEWPORT}"
+
+    def assert_no_overlap(self, locator: Any) -> None:
+        """No slider label, readout or description runs into another on its line."""
+        touching = locator.evaluate(
+            """out => { const els = [...out.querySelectorAll('.widget-label, .widget-readout')]
+                .filter(e => e.offsetParent !== null && e.textContent.trim());
+              const r = els.map(e => e.getBoundingClientRect()); const bad = [];
+              for (let i = 0; i < r.length; i++) for (let j = 0; j < r.length; j++) {
+                if (i === j || r[i].left > r[j].left) continue;
+                const sameLine = r[i].top < r[j].bottom - 2 && r[j].top < r[i].bottom - 2;
+                if (sameLine && r[i].right + 4 > r[j].left)
+                  bad.push(els[i].textContent.trim() + ' | ' + els[j].textContent.trim());
+              } return bad; }"""
+        )
+        assert touching == [], f"{self.name}: labels run into each other: {touching}"
+
     def assert_fits(self, locator: Any) -> None:
         """Nothing in the widget reaches past the output's right edge, no text is cut short."""
         over = locator.evaluate(
@@ -199,9 +233,9 @@ def _all_canvases_drawn(page: Any, count: int) -> None:
 
 # What the page's Bokeh documents hold now: every data source (its name, rows and the
 # first values of each column) and the location of every Span, per figure title.
-_DOCUMENTS = """() => { const out = {sources: [], spans: []}; const seen = new Set();
+_DOCUMENTS = """within => { const out = {sources: [], spans: []}; const seen = new Set();
   for (const v of Bokeh.index.roots) { const d = v.model.document;
-    if (!d || seen.has(d)) continue; seen.add(d);
+    if (!d || seen.has(d) || (within && !within.contains(v.el))) continue; seen.add(d);
     for (const m of d._all_models.values()) {
       if (typeof m.get_column === 'function' && typeof m.get_length === 'function') {
         const cols = {}; for (const c of m.columns()) cols[c] = Array.from(m.get_column(c) || [])
@@ -213,8 +247,11 @@ _DOCUMENTS = """() => { const out = {sources: [], spans: []}; const seen = new S
   return out; }"""
 
 
-def _documents(page: Any) -> dict[str, Any]:
-    return page.evaluate(_DOCUMENTS)  # type: ignore[no-any-return]
+def _documents(page: Any, within: Any = None) -> dict[str, Any]:
+    """The Bokeh documents of the page, or of those plots inside the locator *within*."""
+    if within is not None:
+        return within.evaluate(_DOCUMENTS)  # type: ignore[no-any-return]
+    return page.evaluate(_DOCUMENTS, None)  # type: ignore[no-any-return]
 
 
 def _save(page: Any) -> None:
@@ -255,7 +292,17 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         _all_canvases_drawn(page, 1)
         out = s.widget_output(".widget-image")
         s.assert_fits(out)
-        s.shot(out, s.name)
+        s.assert_one_screen(out)  # the file browser is open beside the notebook
+        s.shots(out, s.name)
+        # presentation mode: larger text, and no readout runs into the next label
+        page.locator(".widget-toggle-button", has_text="presentation").first.click()
+        page.wait_for_function(
+            "() => Bokeh.index.roots.some(v => v.model.title"
+            " && v.model.title.text_font_size === '18px')"
+        )
+        s.assert_no_overlap(out)
+        s.shot(out, "01_progressive_scans_presentation")
+        page.locator(".widget-toggle-button", has_text="presentation").first.click()
         caption = page.locator(".widget-html", has_text="bytes (").first
 
         # keys move the level: the picture and the byte counter change together
@@ -347,8 +394,9 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
 
         # reload the page (same kernel, no cell run): the plots show the state of now
         _reload_same_kernel(page)
-        _all_canvases_drawn(page, 2)
-        docs = _documents(page)
+        out.scroll_into_view_if_needed()  # the notebook renders the cells in view
+        _all_canvases_drawn(page, 1)
+        docs = _documents(page, out)
         current = [x for x in docs["sources"] if x["rows"] == 1 and "scan" in x["cols"]]
         assert [c["cols"]["scan"] for c in current] == [[7]], current
         assert _slider(page, "scan level").locator(".widget-readout").inner_text() == "7"
@@ -362,7 +410,8 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
 
         # run again: one copy of BokehJS in the saved notebook, no second picture per explorer
         run_all(page)
-        _all_canvases_drawn(page, 2)
+        out.scroll_into_view_if_needed()
+        _all_canvases_drawn(page, 1)
         assert not s.bokeh_errors(), s.bokeh_errors()
         handle = _slider(page, "scan level").locator(".noUi-handle").first
         caption = page.locator(".widget-html", has_text="bytes (").first
@@ -489,6 +538,30 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
             "el => el.innerText.includes('5th percentile')", arg=recommendation.element_handle()
         )
         s.shot(out, "02_tune_and_audit_p5")
+        s.shots(out, "02_tune_and_audit")
+
+        # a new target, then a reload with the same kernel: the rule and the star are where
+        # the kernel has them, not where they first were
+        handle = page.locator(".widget-slider:visible", has_text="target").locator(".noUi-handle")
+        handle.first.focus()
+        for _ in range(30):
+            handle.first.press("ArrowRight")
+        page.wait_for_function(
+            "el => el.innerText.includes('0.98')", arg=recommendation.element_handle()
+        )
+        page.wait_for_function(KERNEL_IDLE)
+        star = [x for x in _documents(page)["sources"] if x["rows"] == 1 and "label" in x["cols"]]
+        _reload_same_kernel(page)
+        s.widget_output(".widget-dropdown").scroll_into_view_if_needed()  # cells render in view
+        _all_canvases_drawn(page, 1)
+        docs = _documents(page)
+        assert ["width", 0.98] in [[d, round(v, 3)] for d, v in docs["spans"] if v], docs["spans"]
+        again = [x for x in docs["sources"] if x["rows"] == 1 and "label" in x["cols"]]
+        assert again == star, (again, star)
+        assert (
+            "5th percentile"
+            in page.locator(".widget-html", has_text="recommended").first.inner_text()
+        )
         assert not s.errors, s.errors
 
 
@@ -500,7 +573,7 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
         _all_canvases_drawn(page, 3)
         out = s.widget_output(".widget-checkbox")
         s.assert_fits(out)
-        s.shot(out, s.name)
+        s.shots(out, s.name)
 
         # one tooltip per bar
         bars = page.evaluate(
@@ -541,11 +614,19 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
             " && v.model.title.text_font_size === '18px')"
         )
         s.assert_fits(out)
-        s.shot(out, "03_swap_simulation_presentation")
+        s.assert_no_overlap(out)
 
-        page.reload(wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+        s.shots(out, "03_swap_simulation_presentation")
+
+        # reload with the same kernel: the plots show the sparsity the slider shows
+        shown = round(float(slider.locator(".widget-readout").inner_text().strip("% ")) / 100, 2)
+        _reload_same_kernel(page)
+        _all_canvases_drawn(page, 3)
+        docs = _documents(page)
+        assert ["height", round(shown, 2)] in [[d, round(v, 2)] for d, v in docs["spans"]], docs
+        current = [x for x in docs["sources"] if x["name"] is None and x["cols"].get("x")]
+        assert any({round(v, 2) for v in c["cols"]["x"]} == {shown} for c in current), current
+
         run_all(page)
         _all_canvases_drawn(page, 3)
         assert not s.bokeh_errors(), s.bokeh_errors()
@@ -565,4 +646,31 @@ def test_04_reading(lab: Lab, browser: Any) -> None:
         s.assert_fits(out)
         s.shot(strip, s.name)
         s.shot(out, "04_read_pcr_for_training_figure")
+        assert not s.errors, s.errors
+
+
+def test_05_training(lab: Lab, browser: Any) -> None:
+    with _session(browser, "05_train_at_levels") as s:
+        page = s.page
+        open_notebook(page, lab, s.name, "w05")
+        run_all(page, timeout_ms=480_000)  # PCR_QUICK: a generated stand-in, tiny runs
+        _all_canvases_drawn(page, 4)
+        out = s.widget_output(".widget-button")
+        s.assert_fits(out)
+        s.shots(out, s.name)
+        mine = _documents(page, out)["sources"]
+        curves = sorted((x["name"], x["rows"]) for x in mine if x["name"])
+        assert {n for n, rows in curves if rows} >= {f"scan {k}" for k in (1, 2, 5, 10)}, curves
+
+        # reload with the same kernel: every plot shows what was trained, not empty plots
+        _reload_same_kernel(page)
+        out.scroll_into_view_if_needed()  # cells render in view
+        _all_canvases_drawn(page, 4)
+        mine = _documents(page, out)["sources"]
+        again = sorted((x["name"], x["rows"]) for x in mine if x["name"])
+        assert again == curves, again
+        similarity = [x for x in mine if {"mean", "lo", "color"} <= set(x["cols"])]
+        assert similarity and similarity[0]["rows"] >= 2, similarity
+        assert not s.bokeh_errors(), s.bokeh_errors()
+        s.shot(out, "05_train_at_levels_reloaded")
         assert not s.errors, s.errors

@@ -287,6 +287,31 @@ def test_scan_plot_state_is_the_figure_as_it_is_now(scan: ScanExplorer) -> None:
         assert current["bytes"] == [int(scan.cache.level_bytes(scan.index)[k - 1])]
 
 
+def test_a_stream_echoed_by_the_page_is_not_applied_twice() -> None:
+    from bokeh.models import ColumnDataSource
+    from bokeh.plotting import figure
+
+    from pcr_explore.widgets._explorer import Plot
+
+    src = ColumnDataSource({"epoch": [], "accuracy": []})
+    fig = figure()
+    fig.line("epoch", "accuracy", source=src)
+    plot = Plot(fig)
+    src.stream({"epoch": [1, 2], "accuracy": [0.5, 0.6]})
+    # what BokehJS sends back after applying that stream in the page
+    echo = {
+        "event": "jsevent",
+        "kind": "ColumnsStreamed",
+        "model": {"id": src.id},
+        "attr": "data",
+        "data": {"type": "map", "entries": [["epoch", [1, 2]], ["accuracy", [0.5, 0.6]]]},
+        "rollover": None,
+    }
+    plot._sync_model(plot, echo, [])
+    assert list(src.data["epoch"]) == [1, 2]
+    assert _bundle_sources(plot.get_state())[src.id]["epoch"] == [1, 2]
+
+
 def test_scan_click_on_the_curve_shows_that_level(scan: ScanExplorer) -> None:
     scan.level.value = 2
     scan.sources["image"].selected.indices = [6]  # what a tap on level 7 sends
@@ -483,9 +508,15 @@ def test_tuner_says_it_is_busy_while_measuring(tuner: TunerDashboard) -> None:
     tuner._measured.clear()
     tuner.sample.value = 4
     tuner.sample.value = 2
-    assert "measuring 4 images" in seen[0] and seen[1] == ""
-    assert "measuring 2 images" in seen[2] and seen[-1] == ""
-    assert "pcr-busy" not in tuner.view._dom_classes
+    notes = [v for v in seen if v]
+    assert "measuring 4 images" in notes[0] and "drawing scan" in notes[1]  # then new lines
+    assert "measuring 2 images" in notes[2] and "drawing scan" in notes[3]
+    assert seen[-1] == "" and "pcr-busy" not in tuner.view._dom_classes
+    # a target step that keeps the level moves the rule alone: no note
+    seen.clear()
+    scan = tuner.result.scan
+    tuner.target.value = tuner.target.value + tuner.target.step
+    assert tuner.result.scan != scan or seen == []
 
 
 def test_tuner_rejects_bad_arguments(dataset_path: Path) -> None:

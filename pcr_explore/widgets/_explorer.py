@@ -212,6 +212,14 @@ class Plot(BokehModel):
             state["render_bundle"] = serialize_json(self._model_to_traits(self._model))
         return state
 
+    def _sync_model(self, _model: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
+        # The page sends each stream it receives back to the kernel, which applied it
+        # already: applying it again would double the rows. The explorers' figures never
+        # stream from the page, so a stream from there is always that echo.
+        if content.get("event") == "jsevent" and content.get("kind") == "ColumnsStreamed":
+            return
+        super()._sync_model(_model, content, _buffers)
+
     def _document_patched(self, event: Any) -> None:
         super()._document_patched(event)
         if self._on_change is not None:

@@ -209,6 +209,7 @@ def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSour
     fig.add_layout(span)
     fig.legend.location = "top_left"
     fig.legend.ncols = 2
+    fig.legend.label_width = 56  # the longest codec name: no label runs into the next swatch
     fig.legend.label_text_font_size = "11px"
     fig.legend.spacing = 0
     fig.legend.background_fill_alpha = 0.75
@@ -237,7 +238,7 @@ def policy_bars_figure(
         x_range=Range1d(start=0, end=1),
         # short enough for half of a 1280 px screen; the axis says where the numbers come from
         title="Swap time and stall per step",
-        x_axis_label="milliseconds per step (simulated for the device above)",
+        x_axis_label="ms per step (simulated for the device)",
     )
     swap = fig.hbar(
         y="policy",

@@ -241,6 +241,8 @@ class ScanExplorer(Explorer):
             "flex": "0 1 auto",
             "min_width": "0",
             "max_width": "100%",
+            # the controls, the caption and the picture fit one screen (1280x720 too)
+            "max_height": "max(240px, calc(100vh - 330px))",
             "object_fit": "contain",
         }
         self.image = w.Image(format="jpeg", layout=w.Layout(**picture))
@@ -248,7 +250,7 @@ class ScanExplorer(Explorer):
         self.image_caption = w.HTML()
         self.reference_caption = w.HTML()
         self.readout = w.HTML()
-        self.figure, self.sources = scan_curve_figure(axis_label(metric))
+        self.figure, self.sources = scan_curve_figure(axis_label(metric), height=260)
         self.plot = self._plot(self.figure)
 
     def _layout(self) -> w.VBox:
@@ -405,8 +407,10 @@ class ScanExplorer(Explorer):
         }
         self.image_caption.value = self._caption(i, k, mode)
         self.reference_caption.value = self._reference_caption(mode, right is not None)
-        # the picker and the caption already name the image and the level
-        rows = [r for r in self.readout_rows() if r[0] not in ("image", "scan level")]
+        # the picker and the caption name the image and the level, the scan panel what the
+        # scan adds: left out, the explorer fits one 1280x720 screen
+        shown = ("image", "scan level", "this scan")
+        rows = [r for r in self.readout_rows() if r[0] not in shown]
         self.readout.value = html_table(rows)
 
     def _caption(self, i: int, k: int, mode: str) -> str:

@@ -6,6 +6,7 @@ import functools
 import html
 import io
 import os
+from contextlib import nullcontext
 from typing import Any, cast
 
 import ipywidgets as w
@@ -310,13 +311,17 @@ class TunerDashboard(Explorer):
 
     def _show(self) -> None:
         r = self.result
-        self.readout.value = r._repr_html_()
         scale = "value" if r.metric == "psnr" else str(self.scale.value)
-        self._draw_curve(r, scale)
         shown = (int(self.sample.value), r.metric, r.scan)
-        if shown != self._gallery_shows:  # the same level shows the same images
-            self._gallery_shows = shown
-            self._show_gallery(r)
+        # New lines or new pictures take the page a few hundred milliseconds to draw: it
+        # says so (the messages arrive in order, so the note goes when the last one is in).
+        slow = shown != self._gallery_shows or shown[:2] + (scale,) != self._curve_drawn
+        with self.busy(f"drawing scan {r.scan}...") if slow else nullcontext():
+            self.readout.value = r._repr_html_()
+            self._draw_curve(r, scale)
+            if shown != self._gallery_shows:  # the same level shows the same images
+                self._gallery_shows = shown
+                self._show_gallery(r)
 
     def _draw_curve(self, r: TuneResult, scale: str) -> None:
         """Update the figure; a new target or statistic moves only the rule and the star.
