@@ -29,18 +29,13 @@ from _lab import (
     CHROMIUM_ARGS,
     ROOT,
     TWO_FRAMES,
+    _free_port,
     chromium_path,
 )
 
 pytestmark = pytest.mark.browser
 
 NOTEBOOK = "01_progressive_scans.ipynb"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,6 @@ __all__ = ["scan_demo", "DEFAULT_IMAGES"]
 DEFAULT_IMAGES = 8
 """Images a demo embeds when none are named: 8 at 512 px stay under 8 MB."""
 
-_MODES = ("level", "side", "split", "diff")
-
 
 @public("pcr_explore.widgets")
 def scan_demo(
