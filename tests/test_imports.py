@@ -171,6 +171,7 @@ OPERANDS = {
     "extract": ("archive", "out"),
     "prepare_split": ("src", "out"),
     "split_folder": ("src", "out"),
+    "sharpness_task": ("photos", "out"),
     "write_html": ("result", "path"),
     "set_font_size": ("figure", "size"),
     "check_manifest": ("m", "path"),
