@@ -16,11 +16,13 @@ without PyTorch.
 Exact resume: :meth:`PCRIterableDataset.state_dict` says, from the number
 of batches the training loop has taken, which samples each worker's shard
 has delivered (a ``DataLoader`` takes batches from its workers in turn,
-skipping those that have run out, so the count fixes the rest), and
-:meth:`~PCRIterableDataset.load_state_dict` in a new process makes the next
-epoch's pass skip exactly those: with the same worker count the samples
-come in the order the uninterrupted run would have given them; with another,
-every sample not yet delivered comes once (in another order).
+skipping those that have run out, so the count fixes the rest, and whose
+turn is next), and :meth:`~PCRIterableDataset.load_state_dict` in a new
+process makes the next epoch's pass skip exactly those: with the same worker
+count (worker *i* then takes the role of the worker whose turn it was, plus
+*i*) the samples come in the order the uninterrupted run would have given
+them; with another, every sample not yet delivered comes once (in another
+order). A state written before image ranges (whole records) resumes too.
 
 The scan level and the epoch live in a small shared-memory tensor, so
 ``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
