@@ -1,20 +1,28 @@
-"""A real browser: JupyterLab in Chromium at 1280x720 runs notebooks 01-04 and drives the widgets.
+"""A real browser: JupyterLab in Chromium at 1280x720 runs notebooks 01-05 and drives the widgets.
 
 Starts JupyterLab on a free loopback port (see ``tests/_lab.py``) and
-Debian's ``chromium`` through Playwright. Per notebook: run every cell, take
-a 1280x720 screenshot of the widget into ``test-artifacts/`` and check that
-nothing sticks out of the notebook's width. Then what a class would do:
+Debian's ``chromium`` through Playwright. Per notebook: run every cell, check
+that nothing sticks out of the notebook's width at 1280x720 (the file browser
+open beside it) and take screenshots at 1440x900 and 1280x720 into
+``test-artifacts/``. Then what a class would do:
 
-* 01: keys and a click on the curve move the level, the play button plays to
-  the last level, a continuous drag of the level slider stays within the
-  long-task budget; the page is reloaded (same kernel) and run again, and
-  the plots still draw; the notebook is saved and reopened on a fresh
-  kernel, and shows the saved picture instead of "model not found".
-* 02: switching the metric sets the target to that metric's default (no
-  clamping to the old range), the 5th-percentile statistic moves the star.
-* 03: one tooltip per bar, a continuous drag of the sparsity slider within
-  the budget, the timeline redrawn for the final value, reload then run.
+* 01: the explorer fits one 1280x720 screen; in presentation mode no readout
+  runs into the next label; keys and a click on the curve move the level,
+  play plays to the last level, a continuous drag stays within the long-task
+  budget; the saved picture follows the state; the page is reloaded (same
+  kernel, nothing run) and the plot's marker is at the level the slider
+  shows; run again, saved: one copy of BokehJS in the notebook, no picture in
+  the live view's output, nbconvert's HTML shows one picture per explorer and
+  no widget text; reopened without a kernel, the picture as saved stands in
+  for the widget and "model not found" is hidden.
+* 02: switching the metric sets the target to that metric's default, the 5th
+  percentile moves the star; a new target survives a reload (rule and star).
+* 03: one tooltip per bar, a drag within the budget, the timeline redrawn for
+  the final value, presentation mode; after a reload the sparsity line and
+  markers are where the slider is.
 * 04: the reading figure and the strip of levels draw.
+* 05 (``PCR_QUICK``, a generated stand-in): training fills the curves, and a
+  reload shows the same curves and bars, not empty plots.
 
 Every wait waits on a condition in the page. The drag figures (long tasks
 from a ``PerformanceObserver``, gaps between animation frames) are printed
