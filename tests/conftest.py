@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,3 +87,21 @@ def photo_copy(photo_folder: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "src"
     shutil.copytree(photo_folder, dst)
     return dst
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, one per test module (skips without it)."""
+    from _lab import CHROMIUM_ARGS, chromium_path
+
+    path = chromium_path()
+    if path is None:
+        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()

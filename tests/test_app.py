@@ -26,11 +26,9 @@ from _lab import (
     ALL_CANVASES,
     ARTIFACTS,
     CANVAS_INK,
-    CHROMIUM_ARGS,
     ROOT,
     TWO_FRAMES,
     _free_port,
-    chromium_path,
 )
 
 pytestmark = pytest.mark.browser
@@ -92,21 +90,6 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait()
         log.close()
         print(f"--- Voila log ---\n{log_path.read_text()[-3000:]}")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = chromium_path()
-    if path is None:
-        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def _local_only(route: Any) -> None:

@@ -42,13 +42,11 @@ import pytest
 from _lab import (
     ARTIFACTS,
     CANVAS_INK,
-    CHROMIUM_ARGS,
     KERNEL_IDLE,
     TWO_FRAMES,
     VIEWPORT,
     DragTiming,
     Lab,
-    chromium_path,
     drag,
     jupyterlab,
     open_notebook,
@@ -81,21 +79,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     if TIMINGS:
         ARTIFACTS.mkdir(exist_ok=True)
         (ARTIFACTS / "drag_timings.json").write_text(json.dumps(TIMINGS, indent=1))
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = chromium_path()
-    if path is None:
-        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 class Session:

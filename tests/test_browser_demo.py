@@ -13,13 +13,13 @@ bars and the readouts. Screenshots at 1440x900 and 1280x720 go to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _lab import ARTIFACTS, CHROMIUM_ARGS, TWO_FRAMES, chromium_path
+from _lab import ARTIFACTS, TWO_FRAMES
 from PIL import Image
 
 from pcr_explore import open_source
@@ -34,21 +34,6 @@ MODEL = "name => Bokeh.documents[0].get_model_by_name(name)"
 READY = """() => !!window.Bokeh && Bokeh.documents.length > 0
   && !!Bokeh.documents[0].get_model_by_name('{name}')
   && [...document.images].every(i => i.hidden || i.complete)"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = chromium_path()
-    if path is None:
-        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="module")

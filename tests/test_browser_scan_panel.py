@@ -18,11 +18,9 @@ from typing import Any
 import pytest
 from _lab import (
     ARTIFACTS,
-    CHROMIUM_ARGS,
     KERNEL_IDLE,
     TWO_FRAMES,
     Lab,
-    chromium_path,
     jupyterlab,
     open_notebook,
     run_all,
@@ -43,21 +41,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             yield server
         finally:
             print(f"--- JupyterLab log ---\n{server.log.read_text()[-3000:]}")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = chromium_path()
-    if path is None:
-        pytest.skip("no chromium binary (Debian: apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # The grid figure of the panel element *el*: its title and a checksum of its painted pixels.
