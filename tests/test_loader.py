@@ -179,6 +179,41 @@ def test_four_workers_on_two_records_are_all_busy_and_resume_exactly(two_records
     assert resumed.delivered(old) == set(whole.sequence(1, 0, 2)[:4] + whole.sequence(1, 1, 2)[:2])
 
 
+def test_a_resumed_pass_stopped_again_resumes_exactly_again(two_records: Path) -> None:
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.loader import torch_dataset
+
+    url, kw = str(two_records), dict(scan=3, size=(16, 16), shuffle=True, seed=5)
+    tds = torch_dataset(url, **kw)  # type: ignore[arg-type]
+    tds.set_epoch(2)
+    full = _indices(tds, url, 3, batch_size=2, num_workers=4)
+
+    def stop_after(ds: Any, n: int) -> None:
+        loader = DataLoader(ds, batch_size=2, num_workers=4, multiprocessing_context="forkserver")
+        for k, _ in enumerate(loader, 1):
+            if k == n:
+                break
+
+    first = torch_dataset(url, **kw)  # type: ignore[arg-type]
+    first.set_epoch(2)
+    stop_after(first, 5)
+    state = json.loads(json.dumps(first.state_dict(batches=5, batch_size=2, num_workers=4)))
+    second = torch_dataset(url, **kw)  # type: ignore[arg-type]
+    second.load_state_dict(state)
+    second.set_epoch(2)  # a loop that sets the epoch it resumes keeps the resume
+    stop_after(second, 3)  # a second stop, in the resumed pass
+    again = json.loads(json.dumps(second.state_dict(batches=3, batch_size=2, num_workers=4)))
+    assert sum(again["delivered"].values()) == 16
+    third = torch_dataset(url, **kw)  # type: ignore[arg-type]
+    third.load_state_dict(again)
+    assert _indices(third, url, 3, batch_size=2, num_workers=4) == full[16:]
+    with pytest.raises(ValueError, match="resumed epoch 2 with another sharding"):
+        second.state_dict(batches=1, batch_size=2, num_workers=3)
+    second.set_epoch(3)  # the next epoch counts from its start again
+    assert sum(second.state_dict(batches=1, batch_size=2, num_workers=4)["delivered"].values()) == 2
+
+
 def test_batch_counts_follow_the_dataloaders_turns() -> None:
     assert batch_counts([6, 6, 6, 6], 5, 2) == ([4, 2, 2, 2], 1)
     assert batch_counts([1, 6], 4, 2) == ([1, 6], 0)  # the first ran out: the second has the turns

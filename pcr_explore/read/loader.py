@@ -165,6 +165,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         # [epoch, scan]: pickled to workers as a handle to the same memory.
         self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
         self._resume: dict[str, Any] | None = None
+        self._base: dict[str, Any] | None = None  # the state this epoch resumed from
         self._record_images = [r.images for r in probe.records]
         self._starts = np.concatenate([[0], np.cumsum(self._record_images)]).astype(np.int64)
         self.schedule = schedule
@@ -197,6 +198,8 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         epoch *epoch* (counted from 0 here, as ``DistributedSampler`` counts:
         ``set_epoch(0)`` is the schedule's epoch 1).
         """
+        if self._base is not None and int(self._base["epoch"]) != int(epoch):
+            self._base = None
         self._shared[0] = int(epoch)
         if self.schedule is not None:
             self.set_scan(self.schedule.level(int(epoch) + 1))
@@ -269,7 +272,10 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         ----------
         batches : int
             Batches the training loop has received from the ``DataLoader``
-            this epoch.
+            in this pass. In a pass that resumed the epoch
+            (:meth:`load_state_dict`), they are added to what the state it
+            resumed from had delivered, so a run stopped again is resumed
+            exactly again.
         batch_size, num_workers : int
             The ``DataLoader``'s (``num_workers=0`` counts as one worker).
 
@@ -278,11 +284,18 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         dict
             JSON-ready: the epoch, the level, the seed, the sharding, and the
             samples each shard has delivered.
+
+        Raises
+        ------
+        ValueError
+            If *batches* is more than the epoch holds, or this pass resumed
+            the epoch with another worker count (what it delivered is then
+            not a count per shard).
         """
         w = max(1, int(num_workers))
         shards = [self.rank * w + k for k in range(w)]
         sizes = [len(self.sequence(self.epoch, s, self.world_size * w)) for s in shards]
-        done, turn = batch_counts(sizes, batches, batch_size)
+        done, turn = self._counts(sizes, w, batches, batch_size)
         return {
             "version": STATE_VERSION,
             "url": self.url,
@@ -298,6 +311,38 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             "delivered": {str(s): n for s, n in zip(shards, done)},
             "next": turn,
         }
+
+    def _counts(
+        self, sizes: list[int], w: int, batches: int, batch_size: int
+    ) -> tuple[list[int], int]:
+        """Samples each shard has delivered this epoch, and whose turn is next.
+
+        In a pass that resumed this epoch, worker *i* played shard
+        ``(i + next) % w`` from where it had stopped, so the batches of this
+        pass are counted on what was left, in that turn order, and added to
+        what the earlier passes delivered.
+        """
+        base = self._base
+        if base is None or int(base["epoch"]) != self.epoch:
+            return batch_counts(sizes, batches, batch_size)
+        if int(base["num_workers"]) != w or bool(base.get("whole_records", True)) != (
+            self.whole_records
+        ):
+            raise ValueError(
+                f"{self.url}: this pass resumed epoch {self.epoch} with another sharding "
+                f"({base['num_workers']} workers before, {w} now), so where it stands cannot be "
+                "counted from batches; finish the epoch, or resume it with "
+                f"{base['num_workers']} workers"
+            )
+        before = [int(base["delivered"].get(str(self.rank * w + k), 0)) for k in range(w)]
+        first = int(base.get("next", 0))
+        role = [(i + first) % w for i in range(w)]  # the shard worker i played
+        left = [sizes[r] - before[r] for r in role]
+        taken, turn = batch_counts(left, batches, batch_size)
+        done = list(before)
+        for i, r in enumerate(role):
+            done[r] += taken[i]
+        return done, role[turn]
 
     def _check_state(self, state: dict[str, Any]) -> None:
         for key in ("url", "seed", "shuffle", "rank", "world_size"):
@@ -323,6 +368,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         self._shared[0] = int(state["epoch"])
         self.set_scan(int(state["scan"]))
         self._resume = dict(state)
+        self._base = dict(state)
 
     def delivered(self, state: dict[str, Any]) -> set[int]:
         """The dataset indices the run *state* describes has delivered this rank, in its epoch."""
