@@ -442,7 +442,7 @@ class _Run:
         self.entries = dict(done)
         todo = [i for i in range(len(plan.slices)) if i not in done]
         initial = sum(e["end"] - e["start"] for e in done.values())
-        from tqdm.auto import tqdm  # not at the top: readers would pay for it
+        from .._pool import progress_bar as tqdm  # not at the top: readers would pay for it
 
         bar = tqdm(
             total=len(plan), initial=initial, unit="img", desc="encode", disable=not self.progress

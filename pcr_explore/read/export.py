@@ -208,7 +208,7 @@ def export_dataset(
     folder = Path(out)
     _check_out(folder, overwrite)
     folder.mkdir(parents=True, exist_ok=True)
-    from tqdm.auto import tqdm
+    from .._pool import progress_bar as tqdm
 
     with tqdm(total=len(ds), unit="img", desc=f"export scan {k}", disable=not progress) as bar:
         if to == "webdataset":

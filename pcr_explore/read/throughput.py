@@ -157,7 +157,7 @@ def read_pass(
     LevelReading
         Images, bytes read from storage and wall time of the pass.
     """
-    from tqdm.auto import tqdm
+    from .._pool import progress_bar as tqdm
 
     level = dataset._check_scan(scan)
     total = len(dataset) if limit is None else min(limit, len(dataset))

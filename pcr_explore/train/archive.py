@@ -95,7 +95,7 @@ def download(
     --------
     >>> download(FLOWERS_URL, "data/flower_photos.tgz", sha256=FLOWERS_SHA256)  # doctest: +SKIP
     """
-    from tqdm.auto import tqdm
+    from .._pool import progress_bar as tqdm
 
     out = Path(dest)
     if out.exists() and (sha256 is None or sha256_of(out) == sha256.lower()):

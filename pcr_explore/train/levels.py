@@ -198,7 +198,7 @@ def train_at_levels(
     reader = throttled(train_ds, bandwidth=bw) if bw is not None else train_ds
     val_level = read_level(val_ds, scan=None, size=size, workers=workers)
 
-    from tqdm.auto import tqdm
+    from .._pool import progress_bar as tqdm
 
     bar = tqdm(total=len(plan) * epochs, desc="train", unit="epoch", disable=not progress)
     runs: list[LevelRun] = []
