@@ -73,6 +73,8 @@ _SHARED = """
   overflow: visible !important; text-overflow: clip !important;}
 .pcr-present .widget-readout {min-width: max-content !important; margin-right: 0.8em !important;}
 .pcr-present .widget-slider .widget-label {margin-left: 0.6em !important;}
+.pcr-present .widget-dropdown {width: auto !important; max-width: 100% !important;}
+.pcr-present .widget-dropdown select {width: auto !important; flex: 0 1 auto !important;}
 .pcr-busy .pcr-dim {opacity: 0.45; transition: opacity 0.15s;}
 .pcr-busy-note {color: #9a6700; font-weight: bold;}
 """
