@@ -186,11 +186,10 @@ def progress_bar(*args: Any, **kwargs: Any) -> Any:
     """
     from tqdm.auto import tqdm
 
-    try:
-        from tqdm.notebook import tqdm_notebook
-    except ImportError:  # pragma: no cover - tqdm.notebook ships with tqdm
-        return tqdm(*args, **kwargs)
-    if not issubclass(tqdm, tqdm_notebook):
+    # tqdm.auto imports tqdm.notebook (and with it ipywidgets) only in a
+    # notebook: a script that encodes or reads must not pay for it here.
+    notebook = sys.modules.get("tqdm.notebook")
+    if notebook is None or not issubclass(tqdm, notebook.tqdm_notebook):
         return tqdm(*args, **kwargs)  # a terminal or a script: text already
     return _text_when_closed()(*args, **kwargs)
 
