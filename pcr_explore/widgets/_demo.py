@@ -99,6 +99,25 @@ def readout_table(rows: list[tuple[str, str]]) -> str:
     return f"<table class='pcr-readout'>{cells}</table>"
 
 
+_PLAYER = r"""
+// The play button of a page: steps a categorical slider to its last value
+// every `ms` milliseconds; a second press, or the last value, stops it.
+window.pcrPlayer = function (S, stop, ms) {
+  return function (slider, button) {
+    if (S.timer !== null) { stop(button); return; }
+    const cats = slider.categories;
+    if (cats.indexOf(slider.value) >= cats.length - 1) slider.value = cats[0];
+    button.label = "\u275a\u275a pause";
+    S.timer = setInterval(() => {
+      const p = cats.indexOf(slider.value);
+      if (p >= cats.length - 1) { stop(button); return; }
+      slider.value = cats[p + 1];
+      if (p + 1 >= cats.length - 1) stop(button);
+    }, ms);
+  };
+};
+"""
+
 _CSS = """
 :root {color-scheme: light;}
 body {font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
@@ -174,5 +193,5 @@ def render_page(
         "was measured before it was written; it runs in the browser alone, with no kernel "
         "and no network.</p>"
         + _json_script("pcr-demo-data", data)
-        + f"<script>{script}</script>{bokeh_script}</body></html>\n"
+        + f"<script>{_PLAYER}{script}</script>{bokeh_script}</body></html>\n"
     )

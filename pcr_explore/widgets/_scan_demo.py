@@ -707,18 +707,7 @@ window.pcrScan = (function () {
       m.yaxis.axis_label = m.labels[active];
       curve(m);
     },
-    play(slider, button) {
-      if (S.timer !== null) { stop(button); return; }
-      const cats = slider.categories;
-      if (cats.indexOf(slider.value) >= cats.length - 1) slider.value = cats[0];
-      button.label = "\u275a\u275a pause";
-      S.timer = setInterval(() => {
-        const p = cats.indexOf(slider.value);
-        if (p >= cats.length - 1) { stop(button); return; }
-        slider.value = cats[p + 1];
-        if (p + 1 >= cats.length - 1) stop(button);
-      }, 700);
-    },
+    play: window.pcrPlayer(S, stop, 700),
     tap(source, slider) {
       const idx = source.selected.indices;
       if (!idx.length) return;

@@ -303,17 +303,7 @@ window.pcrSwap = (function () {
       m.span.location = D.grid[k];
       readout(k);
     },
-    play(slider, button) {
-      if (S.timer !== null) { stop(button); return; }
-      const cats = slider.categories;
-      if (cats.indexOf(slider.value) >= cats.length - 1) slider.value = cats[0];
-      button.label = "\u275a\u275a pause";
-      S.timer = setInterval(() => {
-        const p = cats.indexOf(slider.value);
-        if (p < cats.length - 1) slider.value = cats[p + 1];
-        if (p + 1 >= cats.length - 1) stop(button);
-      }, 500);
-    },
+    play: window.pcrPlayer(S, stop, 500),
   };
 })();
 """
