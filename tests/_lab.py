@@ -116,13 +116,18 @@ def jupyterlab(tmp: Path, env_extra: dict[str, str]) -> Iterator[Lab]:
                 time.sleep(0.5)  # polling the server's status endpoint
         yield Lab(base, token, served, log_path)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)
         log.close()
+
+
+def stop_server(proc: subprocess.Popen[Any]) -> None:
+    """Stop a server the tests started: politely, then for good after 20 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 KERNEL_IDLE = """() => {

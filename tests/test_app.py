@@ -29,6 +29,7 @@ from _lab import (
     ROOT,
     TWO_FRAMES,
     _free_port,
+    stop_server,
 )
 
 pytestmark = pytest.mark.browser
@@ -82,12 +83,7 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 time.sleep(0.5)  # polling the server's port
         yield f"http://127.0.0.1:{port}/voila/render/{NOTEBOOK}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_server(proc)
         log.close()
         print(f"--- Voila log ---\n{log_path.read_text()[-3000:]}")
 
