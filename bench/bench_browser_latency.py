@@ -12,7 +12,9 @@ Cases:
 
 * 01, a fast drag of the level slider from 1 to 10 (30 moves sent as fast
   as Playwright sends them): from the last move to the last picture;
-* 01, single steps of the level slider (arrow keys, up then down);
+* 01, single steps of the level slider (arrow keys, up then down): when the
+  new picture and its byte counter show, and when the last change (the
+  plot's marker, the readouts) lands;
 * 02, single steps of the target slider, the statistic toggled, the metric
   switched to PSNR and back.
 
@@ -43,10 +45,12 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from _lab import (  # noqa: E402
     CHROMIUM_ARGS,
     KERNEL_IDLE,
+    SHOWN_CAPTION,
     chromium_path,
     jupyterlab,
     open_notebook,
     run_all,
+    wait_caption,
     wait_for_plots,
 )
 from _lab import latency_probe as probe  # noqa: E402
@@ -78,19 +82,22 @@ def _slider(page: Any, label: str) -> Any:
 def bench_01(page: Any, steps: int) -> dict[str, Any]:
     """The level slider of notebook 01: a fast drag, then single steps."""
     out = page.locator(".jp-OutputArea-output", has=page.locator(".widget-image")).first
-    caption = page.locator(".widget-html", has_text="bytes (").first.element_handle()
     slider = _slider(page, "scan level")
     handle = slider.locator(".noUi-handle").first
     track = slider.locator(".noUi-target").first
     readout = slider.locator(".widget-readout").first.element_handle()
-    settled = "([cap, r]) => cap.innerText.startsWith('scan ' + r.textContent.trim() + ' of')"
+    # the counter of the level shown says the slider's level (each level has its own)
+    settled = (
+        f"r => {{ const c = {SHOWN_CAPTION}();"
+        " return !!c && c.innerText.startsWith('scan ' + r.textContent.trim() + ' of'); }"
+    )
     probe.install(page, out)
     results: dict[str, Any] = {}
 
     def to_first() -> None:  # the Home key: level 1
         handle.focus()
         handle.press("Home")
-        page.wait_for_function("el => el.innerText.startsWith('scan 1 of')", arg=caption)
+        wait_caption(page, "scan 1 of")
         page.wait_for_function(KERNEL_IDLE)
         probe.quiet(page)
 
@@ -105,18 +112,21 @@ def bench_01(page: Any, steps: int) -> dict[str, Any]:
             page.mouse.move(tb["x"] + tb["width"] * min(1.0, i / 29), y)
         probe.start(page)  # after the last move
         page.mouse.up()
-        drags.append(_timed(page, "drag", settled, [caption, readout]))
-        assert "scan 10 of" in page.evaluate("el => el.innerText", caption)
+        drags.append(_timed(page, "drag", settled, readout))
+        assert "scan 10 of" in page.evaluate(f"() => {SHOWN_CAPTION}().innerText")
     results["01 fast drag 1->10, last move to last picture"] = _stats(drags)
 
     to_first()
     single = []
     for key in ["ArrowRight"] * steps + ["ArrowLeft"] * steps:
         handle.focus()
-        probe.start(page)
+        probe.start(page, settled, readout)
         handle.press(key)
-        single.append(_timed(page, "01 step", settled, [caption, readout]))
-    results["01 level slider, one step"] = _stats(single)
+        single.append(_timed(page, "01 step", settled, readout))
+    results["01 level slider, one step: picture and counter shown"] = _stats(
+        [p["shown"] for p in PARTS["01 step"][-len(single) :]]
+    )
+    results["01 level slider, one step: last change (marker, readouts)"] = _stats(single)
     return results
 
 

@@ -294,6 +294,32 @@ def drag(
     )
 
 
+# -- the byte counter of the level a ScanExplorer shows -------------------------------
+
+# Each level has its own caption and picture in the page and one is visible: the counter
+# of the level shown (the first ScanExplorer in *root*, default the whole page).
+SHOWN_CAPTION = (
+    "(root => [...(root || document).querySelectorAll('.pcr-levels .widget-html')]"
+    ".find(e => e.offsetParent !== null && e.innerText.includes(' bytes (')))"
+)
+
+
+def caption_text(page: Any) -> str:
+    """The byte counter above the level shown (empty when none shows)."""
+    got = page.evaluate(f"() => {{ const c = {SHOWN_CAPTION}(); return c ? c.innerText : ''; }}")
+    return str(got)
+
+
+def wait_caption(page: Any, text: str, *, start: bool = True, timeout: float = 30_000) -> None:
+    """Wait until the byte counter of the level shown starts with (or holds) *text*."""
+    test = "startsWith" if start else "includes"
+    page.wait_for_function(
+        f"t => {{ const c = {SHOWN_CAPTION}(); return !!c && c.innerText.{test}(t); }}",
+        arg=text,
+        timeout=timeout,
+    )
+
+
 # -- latency from an input event to the last change it causes ---------------------------
 
 _PROBE_INSTALL = """out => {
@@ -301,7 +327,10 @@ _PROBE_INSTALL = """out => {
   const p = window.__pcrLat = window.__pcrLat || {t0: 0, last: 0, docs: new Set()};
   if (p.obs) p.obs.disconnect();
   p.kinds = p.kinds || {};
-  const mark = kind => () => { p.last = p.kinds[kind] = now(); };
+  const mark = kind => () => {
+    p.last = p.kinds[kind] = now();
+    if (p.settled && !("shown" in p.kinds) && p.settled(p.arg)) p.kinds.shown = p.last;
+  };
   p.obs = new MutationObserver(mark("page"));
   p.obs.observe(out, {subtree: true, childList: true, attributes: true, characterData: true});
   out.addEventListener("load", mark("picture"), true);  // a new picture decoded
@@ -318,7 +347,8 @@ class latency_probe:  # noqa: N801 - a namespace of three page helpers
     ``install`` watches an output area: mutations of its DOM (a new picture's
     ``src``, readouts), ``load`` events of its pictures, and changes to the
     Bokeh documents of the page (a marker moved). ``start`` marks the time of
-    the input; ``wait`` waits for the JavaScript predicate *settled*, an idle
+    the input (and, given the predicate, watches for the first change after which it
+    holds); ``wait`` waits for the JavaScript predicate *settled*, an idle
     kernel and 400 ms without changes, and returns the milliseconds from the
     start to the last change (its paint follows in the next animation frame).
     """
@@ -328,10 +358,13 @@ class latency_probe:  # noqa: N801 - a namespace of three page helpers
         output.evaluate(_PROBE_INSTALL)
 
     @staticmethod
-    def start(page: Any) -> None:
+    def start(page: Any, settled: str | None = None, arg: Any = None) -> None:
+        """Mark the input's time; *settled* (as for :meth:`wait`) also times when it first holds."""
         page.evaluate(
-            "() => { const p = window.__pcrLat; p.attach(); p.kinds = {};"
-            " p.t0 = p.last = performance.now(); }"
+            "([s, arg]) => { const p = window.__pcrLat; p.attach(); p.kinds = {};"
+            " p.settled = s ? new Function('return ' + s)() : null; p.arg = arg;"
+            " p.t0 = p.last = performance.now(); }",
+            [settled, arg],
         )
 
     @staticmethod
@@ -350,7 +383,11 @@ class latency_probe:  # noqa: N801 - a namespace of three page helpers
 
     @staticmethod
     def parts(page: Any) -> dict[str, float]:
-        """Milliseconds from the start to the last change of each kind (page, picture, plot)."""
+        """Milliseconds from the start to the last change of each kind (page, picture, plot).
+
+        With a *settled* predicate given to :meth:`start`, "shown" is the first change after
+        which it held (the new picture and its counter in view).
+        """
         got = page.evaluate(
             "() => { const p = window.__pcrLat; const out = {};"
             " for (const k in p.kinds) out[k] = p.kinds[k] - p.t0; return out; }"

@@ -29,7 +29,9 @@ from _lab import (
     ROOT,
     TWO_FRAMES,
     _free_port,
+    caption_text,
     stop_server,
+    wait_caption,
 )
 
 pytestmark = pytest.mark.browser
@@ -106,7 +108,7 @@ def test_notebook_01_runs_as_an_app(browser: Any, voila: str, viewport: dict[str
     try:
         # Voila sends the page as it executes the cells (the first run builds the sample).
         page.goto(voila, wait_until="commit", timeout=60_000)
-        page.wait_for_selector(".widget-image img, img.widget-image", timeout=400_000)
+        page.wait_for_selector("img.widget-image:visible", timeout=400_000)
         page.wait_for_function(
             f"() => ({ALL_CANVASES})().filter(c => c.width > 0 && ({CANVAS_INK})(c) > 1000)"
             ".length >= 1",
@@ -118,15 +120,14 @@ def test_notebook_01_runs_as_an_app(browser: Any, voila: str, viewport: dict[str
         assert "Traceback" not in page.inner_text("body")
 
         slider = page.locator(".widget-slider").first
-        caption = page.locator(".widget-html", has_text="bytes (").first
-        before = caption.inner_text()
+        before = caption_text(page)
         level = int(slider.locator(".widget-readout").inner_text())
         slider.evaluate("el => el.closest('.widget-box').scrollIntoView({block: 'start'})")
         slider.locator(".noUi-handle").first.focus()
         page.keyboard.press("ArrowLeft" if level > 1 else "ArrowRight")
         want = level - 1 if level > 1 else level + 1
-        caption.filter(has_text=f"scan {want} of 10").wait_for(timeout=60_000)  # via the kernel
-        assert caption.inner_text() != before
+        wait_caption(page, f"scan {want} of 10", timeout=60_000)  # in the page
+        assert caption_text(page) != before
         page.evaluate(TWO_FRAMES)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(

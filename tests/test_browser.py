@@ -43,14 +43,17 @@ from _lab import (
     ARTIFACTS,
     CANVAS_INK,
     KERNEL_IDLE,
+    SHOWN_CAPTION,
     TWO_FRAMES,
     VIEWPORT,
     DragTiming,
     Lab,
+    caption_text,
     drag,
     jupyterlab,
     open_notebook,
     run_all,
+    wait_caption,
     wait_for_plots,
 )
 
@@ -278,7 +281,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         page = s.page
         open_notebook(page, lab, s.name, "w01")
         run_all(page)
-        image = page.locator(".widget-image").first
+        image = page.locator(".widget-image:visible").first
         image.wait_for(state="visible", timeout=30_000)
         _all_canvases_drawn(page, 1)
         out = s.widget_output(".widget-image")
@@ -294,25 +297,24 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         s.assert_no_overlap(out)
         s.shot(out, "01_progressive_scans_presentation")
         page.locator(".widget-toggle-button", has_text="presentation").first.click()
-        caption = page.locator(".widget-html", has_text="bytes (").first
 
-        # keys move the level: the picture and the byte counter change together
-        before = caption.inner_text()
+        # keys move the level: the picture and the byte counter change together, in the page
+        assert caption_text(page).startswith("scan 5 of 10")
+        shown = page.locator(".pcr-levels .widget-image:visible")
+        assert shown.count() == 1  # each level has its own picture; one shows
+        before = shown.evaluate("el => el.src")
         handle = _slider(page, "scan level").locator(".noUi-handle").first
         handle.focus()
         handle.press("ArrowRight")
-        page.wait_for_function(
-            "([el, old]) => el.innerText !== old", arg=[caption.element_handle(), before]
-        )
-        assert "scan 6 of 10" in caption.inner_text()
+        wait_caption(page, "scan 6 of 10")
+        assert shown.count() == 1 and shown.evaluate("el => el.src") != before
+        assert shown.evaluate("el => el.complete && el.naturalWidth > 0")
 
         # a click on the curve shows that level
         xy = page.evaluate(_POINT, ["Bytes read vs quality", 1.0, 1.0])
         assert xy is not None
         page.mouse.click(*xy)
-        page.wait_for_function(
-            "el => el.innerText.includes('scan 10 of 10')", arg=caption.element_handle()
-        )
+        wait_caption(page, "scan 10 of 10")
 
         # a continuous drag: the last value is shown, within the long-task budget
         slider = _slider(page, "scan level")
@@ -322,30 +324,22 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         ]
         timing = drag(
             page, handle, track, moves,
-            "([cap, sl]) => cap.innerText.startsWith('scan ' + sl.querySelector('.widget-readout')"
-            ".textContent.trim() + ' of')",
-            [caption.element_handle(), slider.element_handle()],
+            f"sl => {{ const c = {SHOWN_CAPTION}(); return !!c && c.innerText.startsWith("
+            "'scan ' + sl.querySelector('.widget-readout').textContent.trim() + ' of'); }",
+            slider.element_handle(),
         )  # fmt: skip
         _check_drag("01 level slider", timing)
 
         # play from level 1 to the last level
         handle.focus()
         handle.press("Home")
-        page.wait_for_function(
-            "el => el.innerText.startsWith('scan 1 of')", arg=caption.element_handle()
-        )
+        wait_caption(page, "scan 1 of")
         page.locator(".widget-play button").first.click()
-        page.wait_for_function(
-            "el => el.innerText.startsWith('scan 10 of')",
-            arg=caption.element_handle(),
-            timeout=30_000,
-        )
+        wait_caption(page, "scan 10 of", timeout=30_000)
         s.shot(out, "01_progressive_scans_level10")
         # stop: the player would go on from wherever the slider is moved to
         page.locator(".widget-play button").nth(1).click()
-        page.wait_for_function(
-            "el => el.innerText.startsWith('scan 1 of')", arg=caption.element_handle()
-        )
+        wait_caption(page, "scan 1 of")
 
         # the difference map with its scale, the curve in dB
         page.locator(".widget-toggle-button", has_text="difference").first.click()
@@ -364,9 +358,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         # renderer changes on the overlay layer alone used to come out blank)
         handle.focus()
         handle.press("ArrowRight")
-        page.wait_for_function(
-            "el => el.innerText.startsWith('scan 2 of')", arg=caption.element_handle()
-        )
+        wait_caption(page, "scan 2 of")
         page.evaluate(TWO_FRAMES)
         swatches = page.evaluate(_SWATCH_INK, "Bytes read vs quality")
         assert len(swatches) == 4 and min(swatches) > 0, swatches
@@ -377,9 +369,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         assert len(pictures) == 2, len(pictures)  # the scan and the script explorers
         for _ in range(5):
             handle.press("ArrowRight")
-        page.wait_for_function(
-            "el => el.innerText.startsWith('scan 7 of')", arg=caption.element_handle()
-        )
+        wait_caption(page, "scan 7 of")
         _wait_picture_changes(page, pictures)
         assert page.locator('[class*="pcr-fallback-"]').first.is_hidden()
 
@@ -405,14 +395,11 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         _all_canvases_drawn(page, 1)
         assert not s.bokeh_errors(), s.bokeh_errors()
         handle = _slider(page, "scan level").locator(".noUi-handle").first
-        caption = page.locator(".widget-html", has_text="bytes (").first
         pictures = page.evaluate(_PICTURES)
         handle.focus()
         for _ in range(4):  # from level 5, where the notebook's "from code" cell put it
             handle.press("ArrowRight")
-        page.wait_for_function(
-            "el => el.innerText.startsWith('scan 9 of')", arg=caption.element_handle()
-        )
+        wait_caption(page, "scan 9 of")
         at_save = _wait_picture_changes(page, pictures)
         _save(page)
         saved = json.loads((lab.root / "notebooks" / f"{s.name}.ipynb").read_text())

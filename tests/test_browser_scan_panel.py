@@ -21,6 +21,7 @@ from _lab import (
     KERNEL_IDLE,
     TWO_FRAMES,
     Lab,
+    caption_text,
     jupyterlab,
     open_notebook,
     run_all,
@@ -208,8 +209,7 @@ def _explorer(lab: Lab, s: Page) -> None:
     panel = out.locator(".pcr-scan-panel").first
     panel.wait_for(state="visible", timeout=30_000)
     panel.evaluate("el => el.scrollIntoView({block: 'start'})")
-    explorer_caption = out.locator(".widget-html", has_text="bytes (").first
-    level = explorer_caption.text_content().split(" of ")[0].split()[-1]
+    level = caption_text(page).split(" of ")[0].split()[-1]
     g = _wait_grid(page, panel, f"Known after scan {level} of 10")
     # the panel has no slider of its own: the explorer's moves it
     assert panel.locator(".widget-slider:visible").count() == 0

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import jpeg_bytes, photo
+from PIL import Image
 
 from pcr_explore import encode_dataset, open_source
 from pcr_explore.jpeg import (
@@ -378,3 +380,25 @@ def test_explorer_panel_is_toggled_and_follows_the_level(dataset: Path) -> None:
     ex.scan_toggle.value = True
     assert ex.scan_panel is panel
     assert ex.last_error is None and panel.last_error is None
+
+
+def test_the_explorers_saved_picture_holds_the_panel_while_it_is_open(dataset: Path) -> None:
+    ex = ScanExplorer(dataset, image=0, level=3, dataset_sample=0, workers=1, max_side=96)
+    closed = Image.open(io.BytesIO(ex.snapshot()))
+    ex.scan_toggle.value = True
+    assert ex.scan_panel is not None
+    opened = np.asarray(Image.open(io.BytesIO(ex.snapshot())).convert("L"), float)
+    drawn = np.asarray(ex.scan_panel.drawing().convert("L"), float)
+    h, w = drawn.shape
+    assert opened.shape[0] == closed.height + 12 + h  # the panel, below the rest
+    bottom = opened[-h:, :w]
+
+    def off(a: np.ndarray, b: np.ndarray) -> float:  # share of pixels far apart
+        return float((np.abs(a - b) > 64).mean())
+
+    here = off(bottom, drawn)
+    ex.level.value = 1  # control: another level's panel is not what was drawn there
+    other = off(bottom, np.asarray(ex.scan_panel.drawing().convert("L"), float))
+    assert here < 0.001 and other > 0.02, (here, other)
+    ex.scan_toggle.value = False
+    assert Image.open(io.BytesIO(ex.snapshot())).height == closed.height

@@ -185,16 +185,42 @@ def test_scan_works_on_a_folder_and_on_one_file(photos_256: Path) -> None:
 
 
 def test_scan_callback_errors_show_in_the_output_pane(scan: ScanExplorer) -> None:
+    scan.picker.value, scan.mode.value, scan.level.value = 0, "level", 6
     real = scan.cache.display
     scan.cache.display = lambda i, k=None: (_ for _ in ()).throw(OSError("disk gone"))  # type: ignore[method-assign]
     try:
-        scan.level.value = 7
+        scan.picker.value = 1  # another image: its pictures must be drawn
         assert isinstance(scan.last_error, OSError)
         assert "OSError: disk gone" in scan.errors.outputs[0]["text"]
+        # no slot goes on showing the image before as if it were this one
+        for slot in scan.pictures.slots:
+            assert slot.key is None and "pcr-stale" in slot.box._dom_classes
     finally:
         scan.cache.display = real  # type: ignore[method-assign]
-    scan.level.value = 6
+    scan.level.value = 7
     assert scan.last_error is None and not scan.errors.outputs
+    assert scan.image.value == scan.source.jpeg_bytes(1, 7)
+
+
+def test_every_level_is_in_the_page_for_the_settings_of_now(scan: ScanExplorer) -> None:
+    """The slider picks a level's picture in the page: each slot holds its level, drawn now."""
+    src = scan.source
+    scan.picker.value, scan.mode.value, scan.zoom.value, scan.level.value = 0, "level", 1.0, 3
+    # tab k is level k; the page links the slider to the tab (tests/test_browser.py)
+    assert all(scan.pictures.view.children[k] is scan.pictures[k].box for k in range(1, 11))
+    for image in (0, 2):
+        scan.picker.value = image
+        for k, slot in enumerate(scan.pictures.slots, start=1):
+            assert slot.left.value == src.jpeg_bytes(image, k)
+            assert slot.caption.value.startswith(f"<b>scan {k} of {src.num_scans}</b>")
+            assert "pcr-stale" not in slot.box._dom_classes
+    scan.mode.value = "diff"
+    full = scan.cache.pixels(2, None)
+    for k, slot in enumerate(scan.pictures.slots, start=1):
+        want = encode_jpeg(difference_map(scan.cache.pixels(2, k), full, gain=scan.gain))
+        assert slot.right.value == want and slot.right.layout.display is None
+    scan.mode.value = "level"
+    assert all(slot.right.layout.display == "none" for slot in scan.pictures.slots)
 
 
 def test_scan_static_picture(scan: ScanExplorer) -> None:

@@ -251,6 +251,10 @@ class ScanPanel(Explorer):
 
     def snapshot(self) -> bytes:
         """The grids, the readouts and the two pictures, as one JPEG."""
+        return to_jpeg(self.drawing())
+
+    def drawing(self) -> Image.Image:
+        """The grids, the readouts and the two pictures, drawn with Pillow."""
         s = self.step()
         pics = []
         for arr in (s.pixels, s.difference):
@@ -263,7 +267,7 @@ class ScanPanel(Explorer):
             "grids: dark = exact, lighter = low bits missing, white = not sent, red = this scan"
         )
         text = text_panel([f"After scan {s.level}: {s.label}", *rows, "", legend, below], 560)
-        return to_jpeg(vstack([hstack([grid_picture(s.coverage), text]), hstack(pics, gap=6)]))
+        return vstack([hstack([grid_picture(s.coverage), text]), hstack(pics, gap=6)])
 
 
 def grid_picture(coverage: ScanCoverage, cell: int = 20) -> Image.Image:

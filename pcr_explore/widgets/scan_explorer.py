@@ -20,8 +20,9 @@ from ..quality.compare._views import difference_scale
 from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, scan_script_of
-from ._explorer import Explorer, html_table
+from ._explorer import Debounced, Explorer, html_table
 from ._figures import scan_curve_figure
+from ._level_pictures import LevelPictures, SlotContent
 from ._scan_panel import ScanPanel
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
@@ -85,8 +86,14 @@ class ScanExplorer(Explorer):
         the level shown adds (built when first shown; None until then).
     presentation : ipywidgets.ToggleButton
         Larger text for a projector.
+    pictures : LevelPictures
+        Every level's pictures and byte counter, all in the page: the level
+        slider (and play) picks the one shown there, without waiting for the
+        kernel, which draws them a moment after the other controls stop.
     image, reference : ipywidgets.Image
         The level shown, and the full image or difference map next to it.
+    image_caption, reference_caption : ipywidgets.HTML
+        Their captions (the byte counter above, the scale below).
     readout : ipywidgets.HTML
         Bytes and quality of the level shown.
     figure, sources, plot
@@ -245,20 +252,17 @@ class ScanExplorer(Explorer):
             "max_height": "max(240px, calc(100vh - 330px))",
             "object_fit": "contain",
         }
-        self.image = w.Image(format="jpeg", layout=w.Layout(**picture))
-        self.reference = w.Image(format="jpeg", layout=w.Layout(**picture, display="none"))
-        self.image_caption = w.HTML()
-        self.reference_caption = w.HTML()
+        # every level's picture is in the page: the slider shows the next one there
+        self.pictures = LevelPictures(self.cache.num_scans, self.level, picture, self._draw_level)
+        self._fill_later = Debounced(self._guarded(self._fill), 0.3)
+        self._fill_next = Debounced(self._guarded(self._fill), 0.0)
         self.readout = w.HTML()
         self.figure, self.sources = scan_curve_figure(axis_label(metric), height=260)
         self.plot = self._plot(self.figure)
 
     def _layout(self) -> w.VBox:
         """The controls above, the pictures left and the curve right."""
-        left = w.VBox(
-            [self.image_caption, w.HBox([self.image, self.reference]), self.reference_caption],
-            layout=w.Layout(flex="1 1 0%", min_width="0"),
-        )
+        left = w.VBox([self.pictures.view], layout=w.Layout(flex="1 1 0%", min_width="0"))
         hint = w.HTML("<span style='color:#777'>click a point to show its level</span>")
         right = w.VBox(
             [self.plot, w.HBox([self.scale, hint], layout=_ROW), self.readout],
@@ -378,19 +382,38 @@ class ScanExplorer(Explorer):
         q = self.cache.cached("quality", i)
         return q if isinstance(q, LevelQuality) else None
 
+    def _settings(self) -> tuple[Any, ...]:
+        """What the pictures of a level depend on, besides the level."""
+        mode, zoom = str(self.mode.value), float(self.zoom.value)
+        x, y = float(self.zoom_x.value), float(self.zoom_y.value)
+        center = (x, y) if zoom > 1.0 else (x, None) if mode == "split" else None
+        return self.index, mode, zoom, center, self.gain
+
+    def _draw_level(self, k: int) -> SlotContent:
+        """Level *k*'s pictures and captions for the settings of now."""
+        i, mode = self.index, str(self.mode.value)
+        center = (float(self.zoom_x.value), float(self.zoom_y.value))
+        left, right = self.cache.views(i, k, mode, float(self.zoom.value), center, self.gain)
+        return SlotContent(
+            left, right, self._caption(i, k, mode), self._reference_caption(mode, right is not None)
+        )
+
+    def _fill(self) -> None:
+        """Draw one more level's pictures for the settings of now; go on while any is left."""
+        if self.pictures.fill_one(int(self.level.value), self._settings()):
+            self._fill_next()
+
     def _render(self, change: Any = None) -> None:
         i, k, mode = self.index, int(self.level.value), self.mode.value
         zoomed = float(self.zoom.value) > 1.0
         self.zoom_x.disabled = not (zoomed or mode == "split")
         self.zoom_y.disabled = not zoomed
-        center = (float(self.zoom_x.value), float(self.zoom_y.value))
-        left, right = self.cache.views(i, k, mode, float(self.zoom.value), center, self.gain)
-        self.image.value = left
-        if right is None:
-            self.reference.layout.display = "none"
-        else:
-            self.reference.value = right
-            self.reference.layout.display = None
+        key = self._settings()
+        if self.pictures[k].key != key:
+            self._fill_next.cancel()  # the settings changed: start again from this level
+        self.pictures.show(k, key)
+        if self.pictures.stale_levels(k):
+            self._fill_later()
         nbytes = self.cache.level_bytes(i)
         q = self._known_quality(i)
         scale = str(self.scale.value)
@@ -405,13 +428,33 @@ class ScanExplorer(Explorer):
             "scan": [k],
             "bytes": [int(nbytes[k - 1])],
         }
-        self.image_caption.value = self._caption(i, k, mode)
-        self.reference_caption.value = self._reference_caption(mode, right is not None)
         # the picker and the caption name the image and the level, the scan panel what the
         # scan adds: left out, the explorer fits one 1280x720 screen
         shown = ("image", "scan level", "this scan")
         rows = [r for r in self.readout_rows() if r[0] not in shown]
         self.readout.value = html_table(rows)
+
+    # the level shown, as widgets (each level has its own in the page)
+
+    @property
+    def image(self) -> w.Image:
+        """The picture of the level shown."""
+        return self.pictures[int(self.level.value)].left
+
+    @property
+    def reference(self) -> w.Image:
+        """The full image or difference map next to it (hidden in the other views)."""
+        return self.pictures[int(self.level.value)].right
+
+    @property
+    def image_caption(self) -> w.HTML:
+        """The byte counter above the picture of the level shown."""
+        return self.pictures[int(self.level.value)].caption
+
+    @property
+    def reference_caption(self) -> w.HTML:
+        """The caption under the companion picture of the level shown."""
+        return self.pictures[int(self.level.value)].right_caption
 
     def _caption(self, i: int, k: int, mode: str) -> str:
         """The byte counter right above the picture, in view while sliding."""
@@ -523,6 +566,8 @@ class ScanExplorer(Explorer):
     def snapshot(self) -> bytes:
         """Draw the level shown (and its companion picture), the curve and the readouts.
 
+        With "what each scan adds" open, its panel is drawn below them.
+
         Returns
         -------
         bytes
@@ -560,4 +605,7 @@ def scan_picture(ex: ScanExplorer) -> bytes:
     )
     rows = [(k, html.unescape(v)) for k, v in ex.readout_rows() if k != "this scan"]
     text = text_panel([f"{k}: {v}" for k, v in rows], 440)
-    return to_jpeg(hstack([hstack(pics, gap=4), vstack([chart, text])]))
+    top = hstack([hstack(pics, gap=4), vstack([chart, text])])
+    if ex.scan_toggle.value and ex.scan_panel is not None:  # "what each scan adds" is open
+        return to_jpeg(vstack([top, ex.scan_panel.drawing()], gap=12))
+    return to_jpeg(top)
