@@ -99,3 +99,9 @@ def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyP
     )
     if path.stem in WIDGET_NOTEBOOKS:
         assert widget_views, f"{path.name} displayed no widget"
+    # BokehJS once per notebook, Bokeh's core bundle (about 1.3 MB; its INLINE is about 4),
+    # shared by the explorers and pcr_explore.widgets.show
+    loaders = [o for o in outputs if "application/vnd.bokehjs_load.v0+json" in o.get("data", {})]
+    assert len(loaders) <= 1, f"{path.name} carries BokehJS {len(loaders)} times"
+    for o in loaders:
+        assert len(o["data"]["application/vnd.bokehjs_load.v0+json"]) < 2_000_000

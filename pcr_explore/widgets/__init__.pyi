@@ -1,4 +1,5 @@
 from ._demo import DemoPage
+from ._page import show
 from ._scan_demo import scan_demo
 from ._scan_panel import ScanPanel
 from ._swap_demo import swap_demo
@@ -19,5 +20,6 @@ __all__ = [
     "TrainingExplorer",
     "TunerDashboard",
     "scan_demo",
+    "show",
     "swap_demo",
 ]

@@ -33,8 +33,8 @@ def bokehjs_loaded_here() -> None:
     bundle only, so that it works offline) goes into the output of the first
     cell that shows an explorer with this kernel, and again only when that
     same cell runs again (running a cell clears its outputs). A front end
-    that does not say which cell runs (not JupyterLab or Notebook 7) gets it
-    with every display.
+    that does not say which cell runs (nbclient, ``jupyter nbconvert
+    --execute``: each cell runs once, in order) gets it once per kernel.
     """
     try:
         from IPython import get_ipython
@@ -44,11 +44,10 @@ def bokehjs_loaded_here() -> None:
     if shell is None or not hasattr(shell, "kernel"):
         return  # plain Python or a terminal IPython: no page to load into
     cell, request = _request(shell.kernel)
-    if cell is not None:
-        carrier = _CARRIER.get(id(shell.kernel))
-        if carrier is not None and (carrier[0] != cell or carrier[1] == request):
-            return  # in the page already: another cell's output, or this run's
-        _CARRIER[id(shell.kernel)] = (cell, request)
+    carrier = _CARRIER.get(id(shell.kernel))
+    if carrier is not None and (cell is None or carrier[0] != cell or carrier[1] == request):
+        return  # in the page already: another cell's output, or this run's
+    _CARRIER[id(shell.kernel)] = (cell or "", request)
     from bokeh.io import output_notebook
     from bokeh.resources import Resources
 
