@@ -9,12 +9,16 @@ set on the Python side. Comm serialisation to a browser is not included
 Compared in the same run:
 
 * ScanExplorer, 768x512 photo (Kodak when ``../shared/data/kodak24`` is
-  there, else a scikit-image photo resized to 768x512), level slider over
-  levels 1..10: cached (every level visited once before) and cold (first
-  visit: level bytes read from the PCR record), against the uncached path
-  (``cache_size=0``: every change re-reads the level and re-measures the
-  image's quality, which a widget without caches would do);
-* ScanExplorer in difference mode and with a 4x zoom (decode, diff, encode);
+  there, else a scikit-image photo resized to 768x512). Every level's
+  pictures are in the page and the slider picks one there, so a level step
+  in the kernel only moves the marker and the readouts; the pictures are
+  drawn when the image, view or zoom changes (in a kernel: the level shown
+  at once, the others after the controls stop; here, outside an event loop,
+  all at once). Timed: a level step over levels 1..10; drawing one level
+  (level view, difference map, 4x zoom), cached against the uncached path
+  (``cache_size=0``: every draw re-reads and re-decodes the level); switching
+  the view; the image picker (revisited against uncached, which re-measures
+  the image's quality too);
 * SwapExplorer on the ResNet-50 trace (51 tensors), sparsity slider: new
   values (each one simulated) against revisited values (cache hits), then
   new values inside an event loop, as in a kernel, where the timeline waits
@@ -103,48 +107,48 @@ def level_sweep(n: int, repeat: int) -> list[int]:
     return (up + up[::-1][1:] + [1]) * repeat
 
 
+def draws(ex: ScanExplorer, levels: list[int]) -> list[float]:
+    """Time drawing the pictures and captions of each level in *levels* (what a slot gets)."""
+    return timed((lambda k=k: ex._draw_level(k)) for k in levels)
+
+
 def bench_scan(pcr: str, repeat: int) -> list[dict]:
     rows = []
     ex = ScanExplorer(pcr, image=0, level=1, dataset_sample=2, workers=1)
     src = ex.source
-    sweep = level_sweep(src.num_scans, 1)
-    cold = timed(setter(ex.level, k) for k in sweep[: src.num_scans - 1])
-    rows.append(summary("scan: level slider, first visit (cold)", cold))
-    warm = timed(setter(ex.level, k) for k in level_sweep(src.num_scans, repeat))
+    sweep = level_sweep(src.num_scans, repeat)
+    # every level's pictures are in the page: a step moves the marker and the readouts
+    steps = timed(setter(ex.level, k) for k in sweep)
     assert ex.image.value == src.jpeg_bytes(0, ex.level.value)
-    rows.append(summary("scan: level slider, cached", warm))
+    rows.append(summary("scan: level step (pictures already in the page)", steps))
+    rows.append(summary("scan: one level drawn, cached", draws(ex, sweep)))
 
     ex.mode.value = "diff"
-    diff = timed(setter(ex.level, k) for k in level_sweep(src.num_scans, repeat))
-    rows.append(summary("scan: level slider, difference map", diff))
+    rows.append(summary("scan: one level drawn, difference map", draws(ex, sweep)))
+    flips = timed(setter(ex.mode, m) for m in ["level", "diff"] * repeat)
+    rows.append(summary("scan: view switched, every level drawn", flips))
     ex.mode.value = "level"
     ex.zoom.value = 4.0
-    zoom = timed(setter(ex.level, k) for k in level_sweep(src.num_scans, repeat))
-    rows.append(summary("scan: level slider, 4x zoom", zoom))
+    rows.append(summary("scan: one level drawn, 4x zoom", draws(ex, sweep)))
 
     ex.zoom.value = 1.0
     ex.picker.value = 1  # measured once here; the timed flips revisit
-    flips = [0, 1] * repeat
-    revisit = timed(setter(ex.picker, i) for i in flips)
-    rows.append(summary("scan: image picker, revisited (cached)", revisit))
+    pick = [0, 1] * repeat
+    revisit = timed(setter(ex.picker, i) for i in pick)
+    rows.append(summary("scan: image picker, revisited, every level drawn", revisit))
 
     base = ScanExplorer(pcr, image=0, level=1, dataset_sample=0, cache_size=0, workers=1)
-    uncached = timed(setter(base.level, k) for k in sweep[: src.num_scans - 1])
     assert base.image.value == src.jpeg_bytes(0, base.level.value)
-    assert "MS-SSIM vs full" in dict(base.readout_rows())
-    rows.append(summary("scan: level slider, uncached (baseline)", uncached))
+    rows.append(summary("scan: one level drawn, uncached (baseline)", draws(base, sweep)))
     base.mode.value = "diff"
     rows.append(
-        summary(
-            "scan: level slider, difference map, uncached (baseline)",
-            timed(setter(base.level, k) for k in sweep[: src.num_scans - 1]),
-        )
+        summary("scan: one level drawn, difference map, uncached (baseline)", draws(base, sweep))
     )
     base.mode.value = "level"
     rows.append(
         summary(
-            "scan: image picker, uncached (baseline)",
-            timed(setter(base.picker, i) for i in flips),
+            "scan: image picker, uncached, every level drawn (baseline)",
+            timed(setter(base.picker, i) for i in pick),
         )
     )
     return rows
@@ -212,15 +216,16 @@ def main() -> None:
         return float(by[slow]["median_ms"] / by[fast]["median_ms"])
 
     ratios = {
-        "scan level slider, cached vs uncached": ratio(
-            "scan: level slider, uncached (baseline)", "scan: level slider, cached"
+        "scan one level drawn, cached vs uncached": ratio(
+            "scan: one level drawn, uncached (baseline)", "scan: one level drawn, cached"
         ),
         "scan difference map, cached vs uncached": ratio(
-            "scan: level slider, difference map, uncached (baseline)",
-            "scan: level slider, difference map",
+            "scan: one level drawn, difference map, uncached (baseline)",
+            "scan: one level drawn, difference map",
         ),
         "scan image picker, cached vs uncached": ratio(
-            "scan: image picker, uncached (baseline)", "scan: image picker, revisited (cached)"
+            "scan: image picker, uncached, every level drawn (baseline)",
+            "scan: image picker, revisited, every level drawn",
         ),
         "swap sparsity slider, revisited vs new": ratio(
             "swap: sparsity slider, new values (51 tensors)",
@@ -237,8 +242,10 @@ def main() -> None:
     for k, v in ratios.items():
         print(f"speed-up (median), {k}: {v:,.1f}x")
     targets = {
-        "scan level slider median <= 100 ms": by["scan: level slider, cached"]["median_ms"] <= 100
-        and by["scan: level slider, first visit (cold)"]["median_ms"] <= 100,
+        "scan level step median <= 100 ms": by["scan: level step (pictures already in the page)"][
+            "median_ms"
+        ]
+        <= 100,
         # what a user drags: in a kernel, with the timeline waiting for the release
         "swap sparsity slider in a kernel median <= 50 ms": by[
             "swap: sparsity slider in a kernel, new values (timeline waits)"
