@@ -464,16 +464,24 @@ def test_tuner_gallery_shows_the_worst_images_where_they_differ_most(
         level, full = tuner.pictures.pixels(i, r.scan), tuner.pictures.pixels(i, None)
         h, w = full.shape[:2]
         d = worst_detail(level, full, tuner.zoom, (120, round(120 * h / w)))
-        assert tuner.gallery_level[slot].value == encode_jpeg(d["level"])
-        assert tuner.gallery_full[slot].value == encode_jpeg(d["full"])
-        assert tuner.gallery_diff[slot].value == encode_jpeg(d["difference"])
-        assert jpeg_size(tuner.gallery_level[slot].value)[0] == 120
-        assert row["name"] in tuner.gallery_captions[slot].value
+        card = tuner.gallery_cards[slot]
+        assert card.level == encode_jpeg(d["level"])
+        assert card.full == encode_jpeg(d["full"])
+        assert card.difference == encode_jpeg(d["difference"])
+        assert jpeg_size(card.level)[0] == 120
+        assert row["name"] in card.caption
         cx, cy = d["center"]
-        assert f"window at ({cx:.0%}, {cy:.0%})" in tuner.gallery_captions[slot].value
+        assert f"window at ({cx:.0%}, {cy:.0%})" in card.caption
+        # the page gets the crops themselves, in the card's order, and the caption
+        shown = tuner.gallery.value
+        for crop in (card.full, card.level, card.difference):
+            assert base64.b64encode(crop).decode("ascii") in shown
+        assert card.caption in shown
+    assert len(tuner.gallery_cards) == 2
+    assert tuner.gallery.value.count("<img ") == 6
     # the pictures behind the crops are big enough for a x3 zoom of 120 px crops
     assert tuner.pictures.max_side == 360
-    assert f"scan {r.scan}" in tuner.gallery_title.value
+    assert f"scan {r.scan}" in tuner.gallery.value
 
 
 def test_tuner_metric_statistic_and_sample(tuner: TunerDashboard) -> None:

@@ -104,6 +104,7 @@ _SHARED = """
 .pcr-levels > .widget-tab-bar {display: none !important;}
 .pcr-levels > .widget-tab-contents {border: none !important; padding: 0 !important;
   overflow: visible !important; background: none !important;}
+.pcr-gallery > .widget-html-content {flex: 1 1 auto; min-width: 0;}
 .pcr-stale > * {visibility: hidden;}
 .pcr-stale::before {content: "drawing this level..."; color: #9a6700; position: absolute;}
 """

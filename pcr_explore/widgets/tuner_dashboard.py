@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import io
 import os
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, cast
 
 import ipywidgets as w
@@ -19,7 +21,7 @@ from ..plots._quality import recommended_data, target_location
 from ..plots._scales import axis_label, drawable
 from ..quality import QualityCurve, quality_curve
 from ..quality.compare import LevelCache
-from ..quality.compare._views import encode_jpeg, worst_detail
+from ..quality.compare._views import encode_jpeg, jpeg_size, worst_detail
 from ..quality.metrics import METRIC_LABELS
 from ..quality.metrics._names import format_value
 from ..quality.tune import STATISTICS, TuneResult, recommend
@@ -37,6 +39,43 @@ _TARGETS = {
     "psnr": (20.0, 50.0, 0.5, 35.0, ".1f"),
 }
 _ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
+
+
+@dataclass(frozen=True)
+class GalleryCard:
+    """One image of the gallery: its three crops (JPEG bytes) and its caption (HTML)."""
+
+    full: bytes
+    level: bytes
+    difference: bytes
+    caption: str
+
+
+def _img(data: bytes, alt: str) -> str:
+    w_, h_ = jpeg_size(data)
+    src = base64.b64encode(data).decode("ascii")
+    return (
+        f"<img src='data:image/jpeg;base64,{src}' width='{w_}' height='{h_}' alt='{alt}' "
+        "style='max-width:none'>"
+    )
+
+
+def gallery_html(title: str, cards: list[GalleryCard], column: str) -> str:
+    """The gallery as one piece of HTML, pictures inlined: the page gets it in one message.
+
+    Twelve image widgets and five texts took the page about 150 ms to apply
+    (one message each), most of a statistic or metric switch.
+    """
+    items = "".join(
+        "<div style='margin:0 12px 8px 0'>"
+        f"<div>{c.caption}</div>"
+        "<div style='display:flex;gap:2px'>"
+        f"{_img(c.full, 'full')}{_img(c.level, 'level')}{_img(c.difference, 'difference x4')}"
+        "</div></div>"
+        for c in cards
+    )
+    grid = f"display:grid;grid-template-columns:repeat(auto-fill, {column});width:100%"
+    return f"<div>{title}</div><div style='{grid}'>{items}</div>"
 
 
 @public("pcr_explore.widgets")
@@ -94,10 +133,11 @@ class TunerDashboard(Explorer):
         The recommendation shown.
     curve_figure : pcr_explore.plots.CurveFigure
         The Bokeh figure and its sources; ``plot`` is its widget.
-    gallery_full, gallery_level, gallery_diff : list of ipywidgets.Image
-        For each of the worst images: crops of the full image, of the
-        recommended level and of their amplified difference.
-    gallery_captions : list of ipywidgets.HTML
+    gallery : ipywidgets.HTML
+        The images that suffer most at the recommended level, one card each:
+        crops of the full image, of the level and of their amplified
+        difference, inlined so that a new level reaches the page in one
+        message; ``gallery_cards`` holds each card's crops and caption.
 
     Examples
     --------
@@ -149,30 +189,19 @@ class TunerDashboard(Explorer):
             height=340,
         )
         self.plot = self._plot(self.curve_figure.figure)
-        crop = {"format": "jpeg", "layout": w.Layout(margin="0 2px 0 0")}
-        self.gallery_full = [w.Image(**crop) for _ in range(worst)]
-        self.gallery_level = [w.Image(**crop) for _ in range(worst)]
-        self.gallery_diff = [w.Image(**crop) for _ in range(worst)]
-        self.gallery_captions = [w.HTML() for _ in range(worst)]
-        self.gallery_title = w.HTML()
-        self._cards = [
-            w.VBox(
-                [cap, w.HBox([full, lvl, diff])],
-                layout=w.Layout(margin="0 12px 8px 0"),
-            )
-            for cap, full, lvl, diff in zip(
-                self.gallery_captions, self.gallery_full, self.gallery_level, self.gallery_diff
-            )
-        ]
+        self._worst = worst
+        self.gallery = w.HTML()
+        self.gallery_cards: list[GalleryCard] = []
         self._curves = functools.lru_cache(maxsize=16)(self._measure)
         self._measured: set[int] = set()  # sample sizes measured (no wait to show)
         self._gallery_shows: tuple[int, str, int] | None = None
         self._curve_drawn: tuple[int, str, str] | None = None  # sample, metric, scale drawn
 
-        self.view = self._layout(f"minmax({3 * thumb_side + 20}px, 1fr)")
+        self._column = f"minmax({3 * thumb_side + 20}px, 1fr)"
+        self.view = self._layout()
         self.plot.add_class("pcr-dim")
-        for card in self._cards:
-            card.add_class("pcr-dim")
+        self.gallery.add_class("pcr-dim")
+        self.gallery.add_class("pcr-gallery")
         self.result: TuneResult = self._recommend()
         self._show()
         self._connect()
@@ -222,7 +251,7 @@ class TunerDashboard(Explorer):
             style={"button_width": "auto"},
         )
 
-    def _layout(self, card: str) -> w.VBox:
+    def _layout(self) -> w.VBox:
         """Controls on top, the curve and readout, then the gallery of worst images."""
         side = w.VBox(
             [self.scale, self.readout], layout=w.Layout(flex="1 1 32%", min_width="300px")
@@ -236,14 +265,7 @@ class TunerDashboard(Explorer):
                     [w.Box([self.plot], layout=w.Layout(flex="1 1 60%", min_width="320px")), side],
                     layout=w.Layout(flex_flow="row wrap", width="100%"),
                 ),
-                self.gallery_title,
-                w.GridBox(
-                    self._cards,
-                    layout=w.Layout(
-                        grid_template_columns=f"repeat(auto-fill, {card})",
-                        width="100%",
-                    ),
-                ),
+                self.gallery,
                 self.errors,
             ],
             layout=w.Layout(width="100%"),
@@ -345,27 +367,20 @@ class TunerDashboard(Explorer):
         fig.target.visible = where is not None
 
     def _show_gallery(self, r: TuneResult) -> None:
-        self.gallery_title.value = (
+        title = (
             f"<b>The images that suffer most at scan {r.scan}</b>, zoomed x{self.zoom:g} where "
             f"they differ most (left to right: full, scan {r.scan}, difference x4)"
         )
-        rows = r.curve.per_image.worst(r.scan, len(self._cards))
-        for slot, card in enumerate(self._cards):
-            if slot >= len(rows):
-                card.layout.display = "none"
-                continue
-            row = rows[slot]
-            card.layout.display = None
-            crops = self._crops(row["index"], r.scan)
-            self.gallery_full[slot].value = crops[0]
-            self.gallery_level[slot].value = crops[1]
-            self.gallery_diff[slot].value = crops[2]
-            cx, cy = crops[3]
-            self.gallery_captions[slot].value = (
+        self.gallery_cards = []
+        for row in r.curve.per_image.worst(r.scan, self._worst):
+            full, level, diff, (cx, cy) = self._crops(row["index"], r.scan)
+            caption = (
                 f"<b>{html.escape(str(row['name']))}</b>: {METRIC_LABELS[r.metric]} "
                 f"{format_value(row['value'], r.metric)}, {row['bytes_fraction']:.0%} of its "
                 f"bytes; window at ({cx:.0%}, {cy:.0%})"
             )
+            self.gallery_cards.append(GalleryCard(full, level, diff, caption))
+        self.gallery.value = gallery_html(title, self.gallery_cards, self._column)
 
     def _crops(self, i: int, scan: int) -> tuple[bytes, bytes, bytes, tuple[float, float]]:
         """JPEGs of image *i*'s worst window (full, level, difference) and its centre, cached."""
@@ -382,7 +397,7 @@ class TunerDashboard(Explorer):
 
     def worst_images(self) -> list[dict[str, Any]]:
         """Return the gallery's rows: index, name, label, bytes, bytes_fraction, value."""
-        return self.result.curve.per_image.worst(self.result.scan, len(self._cards))
+        return self.result.curve.per_image.worst(self.result.scan, self._worst)
 
     # -- static picture ----------------------------------------------------------------
 
@@ -431,11 +446,8 @@ def tuner_picture(dash: TunerDashboard) -> bytes:
     ]
     text = text_panel(lines, 520)
     cards = []
-    for slot, _ in enumerate(dash.worst_images()):
-        pics = [
-            Image.open(io.BytesIO(im[slot].value))
-            for im in (dash.gallery_full, dash.gallery_level, dash.gallery_diff)
-        ]
+    for card in dash.gallery_cards:
+        pics = [Image.open(io.BytesIO(b)) for b in (card.full, card.level, card.difference)]
         cards.append(hstack(pics, gap=2))
     parts = [hstack([chart, text])]
     parts += [hstack(cards[j : j + 2], gap=16) for j in range(0, len(cards), 2)]
