@@ -73,60 +73,9 @@ def scan_curve_figure(
         y_axis_label=axis_label,
     )
     fig.xaxis.formatter = NumeralTickFormatter(format="0%")
-    band = fig.varea(
-        "x",
-        "lo",
-        "hi",
-        source=src["dataset"],
-        fill_color="#9ecae1",
-        fill_alpha=0.35,
-        legend_label="dataset p5-p95",
-    )
-    mean = fig.line(
-        "x",
-        "mean",
-        source=src["dataset"],
-        line_dash="dashed",
-        line_color="#3182bd",
-        line_width=2,
-        legend_label="dataset mean",
-    )
-    line = fig.line(
-        "x",
-        "y",
-        source=src["image"],
-        line_color=PALETTE[1],
-        line_width=2,
-        legend_label="this image",
-    )
-    pts = fig.scatter(
-        "x",
-        "y",
-        source=src["image"],
-        size=9,
-        color=PALETTE[1],
-        nonselection_alpha=1.0,
-        selection_color=PALETTE[1],
-    )
-    fig.add_layout(
-        LabelSet(
-            x="x",
-            y="y",
-            text="label",
-            source=src["image"],
-            text_align="center",
-            y_offset=-20,
-            text_font_size="9pt",
-            text_color="#444444",
-        )
-    )
-    marker: dict[str, Any] = {"size": 16, "fill_alpha": 0, "line_color": "#d62728", "line_width": 3}
-    # The marker moves with the slider: on the overlay layer only that layer is
-    # repainted, and the axes do not follow it. Its legend entry points at an
-    # unseen twin (one NaN point): a legend repaints its swatches only with the
-    # primary layer, and would blank them whenever the marker's own data changed.
-    fig.scatter("x", "y", source=src["current"], level="overlay", **marker)
-    fig.scatter(x=[float("nan")], y=[float("nan")], legend_label="level shown", **marker)
+    band, mean = _dataset_band(fig, src["dataset"])
+    line, pts = _image_curve(fig, src["image"])
+    _level_marker(fig, src["current"])
     cast(DataRange1d, fig.y_range).renderers = [band, mean, line]
     fig.add_tools(
         HoverTool(
@@ -143,6 +92,74 @@ def scan_curve_figure(
     fig.legend.location = "bottom_right"
     fig.toolbar.logo = None
     return fig, src
+
+
+def _dataset_band(fig: figure, source: ColumnDataSource) -> tuple[Any, Any]:
+    """The dataset's p5-p95 band and mean line; returns their renderers."""
+    band = fig.varea(
+        "x",
+        "lo",
+        "hi",
+        source=source,
+        fill_color="#9ecae1",
+        fill_alpha=0.35,
+        legend_label="dataset p5-p95",
+    )
+    mean = fig.line(
+        "x",
+        "mean",
+        source=source,
+        line_dash="dashed",
+        line_color="#3182bd",
+        line_width=2,
+        legend_label="dataset mean",
+    )
+    return band, mean
+
+
+def _image_curve(fig: figure, source: ColumnDataSource) -> tuple[Any, Any]:
+    """The image's line, its level points and their labels; returns the line and points."""
+    line = fig.line(
+        "x",
+        "y",
+        source=source,
+        line_color=PALETTE[1],
+        line_width=2,
+        legend_label="this image",
+    )
+    pts = fig.scatter(
+        "x",
+        "y",
+        source=source,
+        size=9,
+        color=PALETTE[1],
+        nonselection_alpha=1.0,
+        selection_color=PALETTE[1],
+    )
+    fig.add_layout(
+        LabelSet(
+            x="x",
+            y="y",
+            text="label",
+            source=source,
+            text_align="center",
+            y_offset=-20,
+            text_font_size="9pt",
+            text_color="#444444",
+        )
+    )
+    return line, pts
+
+
+def _level_marker(fig: figure, source: ColumnDataSource) -> None:
+    """The ring on the level shown, and its legend entry."""
+    marker: dict[str, Any] = {"size": 16, "fill_alpha": 0, "line_color": "#d62728", "line_width": 3}
+    # The marker moves with the slider: on the overlay layer only that layer is
+    # repainted, and the axes do not follow it. Its legend entry points at an
+    # unseen twin (one NaN point): a legend repaints its swatches only with the
+    # primary layer, and would blank them whenever the marker's own data changed.
+    fig.scatter("x", "y", source=source, level="overlay", **marker)
+    fig.scatter(x=[float("nan")], y=[float("nan")], legend_label="level shown", **marker)
 
 
 def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSource], Span]:
