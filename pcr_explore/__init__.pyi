@@ -19,6 +19,7 @@ from .encode.discover import find_sources
 from .encode.encoder import EncodeOptions, EncodeSummary, encode_dataset
 from .encode.sample import build_sample
 from .errors import (
+    CacheTooSmallWarning,
     CorruptRecordError,
     DatasetError,
     FewerScalesWarning,
@@ -86,6 +87,7 @@ __all__ = [
     "WorkerError",
     "SwapError",
     "MissingExtraError",
+    "CacheTooSmallWarning",
     "FewerScalesWarning",
     "LabelWarning",
     "RangeIgnoredWarning",

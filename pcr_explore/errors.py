@@ -148,6 +148,15 @@ class RangeIgnoredWarning(UserWarning):
     """A server ignores Range requests: each record is downloaded whole, once, into the cache."""
 
 
+@public("pcr_explore")
+class CacheTooSmallWarning(UserWarning):
+    """A bounded prefix cache cannot hold the level being read for every record.
+
+    Each pass then fetches part of the dataset again; the message says how
+    many bytes at least and the highest level whose prefixes fit.
+    """
+
+
 def no_such_path(path: object) -> FileNotFoundError:
     """The one error every entry point raises for a path that does not exist.
 

@@ -100,6 +100,33 @@ class PCRDataset:
         k = self._check_scan(scan)
         return int(self._cum[:, k - 1].sum())
 
+    def level_that_fits(self, nbytes: int | str) -> int | None:
+        """The highest scan level whose prefixes of every record fit in *nbytes*.
+
+        What a prefix cache (``cache_max_bytes``) or a local disk of that
+        size can hold of this dataset for good: reading at that level or
+        lower fetches each byte once, however many passes follow.
+
+        Parameters
+        ----------
+        nbytes : int or str
+            A size in bytes, or with a unit ("20GB").
+
+        Returns
+        -------
+        int or None
+            A level in ``1..num_scans``, or None when even level 1 does not fit.
+
+        Examples
+        --------
+        >>> ds = open_dataset("data/sample/pcr")  # doctest: +SKIP
+        >>> ds.level_that_fits(ds.bytes_at(5)), ds.level_that_fits(ds.bytes_at(5) - 1)  # doctest: +SKIP
+        (5, 4)
+        """
+        limit = int(parse_bytes(nbytes))
+        fits = [k for k, b in enumerate(self.bytes_per_scan(), start=1) if b <= limit]
+        return fits[-1] if fits else None
+
     def summary(self) -> DatasetSummary:
         """Images, records, classes and bytes per scan level, from the manifest.
 
