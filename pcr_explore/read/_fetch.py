@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import posixpath
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,14 @@ try:
 except ImportError:  # pragma: no cover - Windows: concurrent fills may fetch twice
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["FsspecStore", "ReadStats", "RecordFetcher", "load_manifest", "open_store"]
+__all__ = [
+    "FsspecStore",
+    "ReadStats",
+    "RecordFetcher",
+    "is_local",
+    "load_manifest",
+    "open_store",
+]
 
 
 @public("pcr_explore.read")
@@ -132,6 +140,12 @@ class FsspecStore:
         return getattr(self.fs, name)
 
 
+def is_local(fs: Any) -> bool:
+    """Whether *fs* reads the local file system (where concurrent requests gain nothing)."""
+    protocol = getattr(fs, "protocol", ())
+    return "file" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
+
+
 def open_store(
     url: str, storage_options: dict[str, Any] | None, policy: RetryPolicy
 ) -> tuple[Any, str]:
@@ -206,6 +220,7 @@ class RecordFetcher:
         self.cache = cache
         self._checked: set[int] = set()
         self._warned = False
+        self._count = threading.Lock()  # reads run in several threads (read-ahead)
 
     def path(self, r: int) -> str:
         """Record *r*'s path (or URL) in the store."""
@@ -252,8 +267,9 @@ class RecordFetcher:
                 attempts=exc.attempts,
                 range_ignored=exc.range_ignored,
             ) from exc
-        self.stats.bytes_read += len(buf)
-        self.stats.requests += 1
+        with self._count:
+            self.stats.bytes_read += len(buf)
+            self.stats.requests += 1
         if start is not None and end is not None and len(buf) != end - start:
             raise CorruptRecordError(
                 f"{path}: truncated: asked for bytes {start}..{end}, got {len(buf)}"
@@ -273,12 +289,12 @@ class RecordFetcher:
         try:
             if have >= end:
                 data = cache.read(r, end)
-                self.stats.cache_bytes += end
+                self._served(end)
                 return data, end
             head = cache.read(r, have) if have else b""
         except FileNotFoundError:  # another process dropped it just now: read it cold
             have, head = 0, b""
-        self.stats.cache_bytes += have
+        self._served(have)
         if getattr(self.fs, "range_support", None) is False:
             return self._whole(r, have, end)
         try:
@@ -288,6 +304,10 @@ class RecordFetcher:
                 raise
             return self._whole(r, have, end)
         return head + delta, have
+
+    def _served(self, nbytes: int) -> None:
+        with self._count:
+            self.stats.cache_bytes += nbytes
 
     def _whole(self, r: int, have: int, end: int) -> tuple[bytes, int]:
         """The server ignores Range: download record *r* once, whole, into the cache."""

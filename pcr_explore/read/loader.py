@@ -57,6 +57,12 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 __all__ = ["record_shard", "batch_counts", "PCRIterableDataset", "torch_dataset"]
 
+# what torch_dataset passes on to open_dataset, in this process and in every worker
+_OPEN_OPTIONS = frozenset(
+    {"storage_options", "cache_dir", "cache_max_bytes", "timeout", "retries", "deadline"}
+    | {"read_ahead"}
+)
+
 STATE_VERSION = 2  # 2: image-range shards ("whole_records"); 1: whole records only
 
 
@@ -151,11 +157,15 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         schedule: ScanSchedule | None = None,
         batch_size: int | None = None,
         whole_records: bool = False,
-        cache: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+        probe: PCRDataset | None = None,
     ) -> None:
-        self.cache = dict(cache or {})  # open_dataset's cache_dir and cache_max_bytes
-        probe = open_dataset(url, **self.cache)
-        self._probe = probe
+        # open_dataset's keywords (storage, retries, deadline, cache, read-ahead): every
+        # worker opens the dataset with them, once, and keeps it between passes
+        self.options = dict(options or {})
+        if probe is None:
+            probe = open_dataset(url, **self.options)
+        self._opened: tuple[int, PCRDataset] | None = (os.getpid(), probe)
         self.url, self.size, self.mode = url, size, mode
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.rank, self.world_size = rank, world_size
@@ -177,8 +187,19 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.pop("_probe", None)  # workers open their own handle
+        state["_opened"] = None  # workers open their own handle (its connections are not shared)
         return state
+
+    def dataset(self) -> PCRDataset:
+        """The dataset as this process opened it: once per process (and DataLoader worker).
+
+        A forked worker inherits the parent's handle but opens its own, so
+        that no connection or thread is shared across processes.
+        """
+        pid = os.getpid()
+        if self._opened is None or self._opened[0] != pid:
+            self._opened = (pid, open_dataset(self.url, **self.options))
+        return self._opened[1]
 
     @property
     def epoch(self) -> int:
@@ -216,8 +237,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         ValueError
             If *scan* is outside ``1..num_scans``.
         """
-        probe = getattr(self, "_probe", None) or open_dataset(self.url, **self.cache)
-        self._shared[1] = probe._check_scan(scan)
+        self._shared[1] = self.dataset()._check_scan(scan)
 
     def __len__(self) -> int:
         return self.total
@@ -410,13 +430,16 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
                 skip -= b - a
                 if rng is not None:
                     rng.permutation(b - a)  # the draws the skipped range took
-        ds = open_dataset(self.url, **self.cache)
+        ds = self.dataset()
+        ds.check_cache_fits(scan)
         errors = pipeline.OnError()
         parts = pipeline.fetch(
             lambda s: ds.read_span(s[0], s[1], s[2], scan),
             plan,
             on_error=errors,
             where=lambda s: f"{self.url} record {s[0]} images {s[1]}..{s[2] - 1}",
+            cost=lambda s: ds._span_bytes(s, scan),
+            read_ahead=ds.read_ahead,
         )
         items: Iterator[pipeline.Encoded] = (
             e
@@ -475,8 +498,7 @@ def torch_dataset(
     schedule: ScanSchedule | str | None = None,
     batch_size: int | None = None,
     whole_records: bool = False,
-    cache_dir: str | os.PathLike[str] | None = None,
-    cache_max_bytes: int | str | None = None,
+    **open_options: Any,
 ) -> PCRIterableDataset:
     """A ``torch.utils.data.IterableDataset`` of ``(image, label)`` at level *scan*.
 
@@ -520,10 +542,15 @@ def torch_dataset(
         Deal whole records to the workers and ranks (one prefix read per
         record, but a worker idles when there are fewer records than
         workers) instead of equal image ranges.
-    cache_dir, cache_max_bytes : optional
-        A prefix cache for every worker, as for :func:`open_dataset`: the
-        parts of a record that several workers read are fetched from the
-        store once.
+    **open_options
+        :func:`~pcr_explore.open_dataset`'s keywords (``storage_options``,
+        ``cache_dir``, ``cache_max_bytes``, ``timeout``, ``retries``,
+        ``deadline``, ``read_ahead``), for this process and every DataLoader
+        worker, each of which opens the dataset once and keeps it between
+        passes. A *source* given as a PCRDataset brings the keywords it was
+        opened with; those given here replace them. With a cache, the parts
+        of a record that several workers read are fetched from the store
+        once.
 
     Returns
     -------
@@ -553,13 +580,18 @@ def torch_dataset(
     if torch is None:
         raise MissingExtraError("torch_dataset needs PyTorch: pip install 'pcr-explore[torch]'")
     url = source.url if isinstance(source, PCRDataset) else str(source)
-    cache: dict[str, Any] = {}
-    if cache_dir is not None:
-        cache = {"cache_dir": cache_dir, "cache_max_bytes": cache_max_bytes}
-    elif cache_max_bytes is not None:
+    options = dict(source.options) if isinstance(source, PCRDataset) else {}
+    unknown = set(open_options) - _OPEN_OPTIONS
+    if unknown:
+        raise TypeError(
+            f"torch_dataset got unexpected keyword(s) {sorted(unknown)}; besides its own it "
+            f"takes open_dataset's: {sorted(_OPEN_OPTIONS)}"
+        )
+    options.update(open_options)
+    if options.get("cache_max_bytes") is not None and options.get("cache_dir") is None:
         raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
-    elif isinstance(source, PCRDataset) and source.cache is not None:
-        cache = {"cache_dir": source.cache.root, "cache_max_bytes": source.cache.max_bytes}
+    # a PCRDataset opened with the same keywords serves as this process's handle
+    probe = source if isinstance(source, PCRDataset) and options == source.options else None
     if isinstance(schedule, str):
         schedule = ScanSchedule.parse(schedule)
     if batch_size is not None:
@@ -587,5 +619,6 @@ def torch_dataset(
         schedule,
         batch_size,
         bool(whole_records),
-        cache,
+        options,
+        probe,
     )

@@ -9,7 +9,8 @@ over iterators that can be tested alone:
    :func:`image_shard` (image ranges within records, so that every worker
    has an equal share however few records there are): what to read, in
    which order, for which worker;
-2. :func:`fetch`: one read per record or image range, holding one at a time;
+2. :func:`fetch`: one read per record or image range, the next ones in
+   flight (up to ``read_ahead`` bytes) while the current one is consumed;
 3. :func:`split`: a record prefix (or a :class:`RecordSpan`) into its
    images' JPEG bytes at the level read (:class:`Encoded`);
 4. :func:`decode`: JPEG bytes to upright arrays at the size asked for, in
@@ -26,8 +27,9 @@ function.
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -42,6 +44,7 @@ from ..records.format import RecordHeader
 from ..records.prefix import RecordPrefix
 
 __all__ = [
+    "DEFAULT_READ_AHEAD",
     "Encoded",
     "OnError",
     "RecordSpan",
@@ -232,6 +235,12 @@ def image_shard(counts: Sequence[int], order: list[int], index: int, count: int)
     return out
 
 
+#: Bytes a read keeps in flight ahead of the record being decoded (``read_ahead``).
+DEFAULT_READ_AHEAD = 32 << 20
+#: Reads in flight at once at most, whatever their size.
+READ_AHEAD_THREADS = 4
+
+
 def fetch(
     read: Callable[[_T], _P],
     records: Iterable[_T],
@@ -239,12 +248,64 @@ def fetch(
     on_error: OnError,
     where: Callable[[_T], str],
     release: Callable[[], None] | None = None,
+    cost: Callable[[_T], int] | None = None,
+    read_ahead: int = 0,
 ) -> Iterator[tuple[_T, _P]]:
-    """Read each record's prefix (or each span) with *read*, one at a time, in the order given.
+    """Read each record's prefix (or each span) with *read*, in the order given.
 
-    *release* is called once the consumer is done with a record, so that at
-    most one record is held.
+    With *read_ahead* bytes and a *cost* (the bytes a read will fetch), the
+    next reads run in threads while the consumer works on the current one,
+    as many as fit in *read_ahead* (always at least the next one, at most
+    :data:`READ_AHEAD_THREADS`), so a slow link keeps busy while the CPU
+    decodes. What is held is then the record being consumed plus at most
+    *read_ahead* bytes (or one record, if a record is larger). Results
+    still come in order, and an error is handled at its record's place.
+    Without them, one read at a time; *release* is called once the consumer
+    is done with a record, so that at most one record is held.
     """
+    if read_ahead <= 0 or cost is None:
+        yield from _fetch_one_by_one(read, records, on_error=on_error, where=where, release=release)
+        return
+    todo = iter(records)
+    pending: deque[tuple[_T, int, Future[_P]]] = deque()
+    queued = 0  # bytes of the reads in flight or done and not yet taken
+    with ThreadPoolExecutor(READ_AHEAD_THREADS, thread_name_prefix="pcr-read-ahead") as pool:
+        try:
+            nxt: _T | None = next(todo, None)
+            while True:
+                # top up before handing out the current one, so that the link
+                # stays busy while the consumer decodes it
+                while nxt is not None and len(pending) < READ_AHEAD_THREADS:
+                    need = int(cost(nxt))
+                    if pending and queued + need > read_ahead:
+                        break
+                    pending.append((nxt, need, pool.submit(read, nxt)))
+                    queued += need
+                    nxt = next(todo, None)
+                if not pending:
+                    return
+                r, need, done = pending.popleft()
+                queued -= need
+                try:
+                    prefix = done.result()
+                except PCRError as exc:
+                    on_error.handle(where(r), exc)
+                    continue
+                yield r, prefix
+                del prefix
+        finally:  # the consumer stopped early, or an error stops the pass
+            for *_, f in pending:
+                f.cancel()
+
+
+def _fetch_one_by_one(
+    read: Callable[[_T], _P],
+    records: Iterable[_T],
+    *,
+    on_error: OnError,
+    where: Callable[[_T], str],
+    release: Callable[[], None] | None,
+) -> Iterator[tuple[_T, _P]]:
     for r in records:
         try:
             prefix = read(r)

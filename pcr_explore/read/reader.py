@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 import numpy as np
 
 from .._public import public
-from ..errors import CorruptRecordError
+from ..errors import CacheTooSmallWarning, CorruptRecordError
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
 from ..jpeg.scan_script import ScanScript
@@ -34,10 +36,13 @@ from ..storage._units import parse_bytes
 from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
-from ._fetch import ReadStats, RecordFetcher, load_manifest, open_store
+from ._fetch import ReadStats, RecordFetcher, is_local, load_manifest, open_store
 from .pipeline import ErrorChoice, OnError, RecordSpan
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
+
+#: Requests one span read sends at once (its scan groups' ranges that are not adjacent).
+REQUEST_THREADS = 8
 
 
 @public("pcr_explore")
@@ -55,7 +60,14 @@ class PCRDataset:
         url: str,
         *,
         cache: PrefixCache | None = None,
+        read_ahead: int = pipeline.DEFAULT_READ_AHEAD,
+        options: dict[str, Any] | None = None,
     ) -> None:
+        if isinstance(read_ahead, bool) or int(read_ahead) < 0:
+            raise ValueError(f"read_ahead must be a number of bytes >= 0, got {read_ahead!r}")
+        self.read_ahead = int(read_ahead)
+        # how it was opened (open_dataset's keywords): what DataLoader workers reopen it with
+        self.options: dict[str, Any] = dict(options or {})
         self._fs = fs
         self._root = root
         self.url = url
@@ -74,6 +86,8 @@ class PCRDataset:
         self._prefix: tuple[int, RecordPrefix] | None = None
         self.stats = ReadStats()
         self._fetch = RecordFetcher(fs, root, self.records, self.stats, cache)
+        self._warned_fit: set[int] = set()
+        self._requests: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
 
     # -- metadata --------------------------------------------------------
     def __len__(self) -> int:
@@ -120,7 +134,8 @@ class PCRDataset:
         Examples
         --------
         >>> ds = open_dataset("data/sample/pcr")  # doctest: +SKIP
-        >>> ds.level_that_fits(ds.bytes_at(5)), ds.level_that_fits(ds.bytes_at(5) - 1)  # doctest: +SKIP
+        >>> five = ds.bytes_at(5)  # doctest: +SKIP
+        >>> ds.level_that_fits(five), ds.level_that_fits(five - 1)  # doctest: +SKIP
         (5, 4)
         """
         limit = int(parse_bytes(nbytes))
@@ -245,9 +260,20 @@ class PCRDataset:
             raise IndexError(f"record {r} out of range for {len(self.records)} records")
         if self._prefix is not None and self._prefix[0] == r and self._prefix[1].scan == k:
             return self._prefix[1]
-        prefix = cast(RecordPrefix, self._checked_read(r, int(self._cum[r, k - 1]), k, verify)[1])
+        prefix = self._read_prefix(r, k, verify)
         self._prefix = (r, prefix)
         return prefix
+
+    def _read_prefix(self, r: int, k: int, verify: bool = True) -> RecordPrefix:
+        """Record *r*'s prefix at level *k*; safe to call from several threads at once."""
+        return cast(RecordPrefix, self._checked_read(r, int(self._cum[r, k - 1]), k, verify)[1])
+
+    def _span_bytes(self, span: tuple[int, int, int], k: int) -> int:
+        """About the bytes images *start*..*stop* of a record take at level *k* (for read-ahead)."""
+        r, start, stop = span
+        whole = int(self._cum[r, k - 1])
+        n = self.records[r].images
+        return whole if self.cache is not None else max(1, whole * (stop - start) // max(n, 1))
 
     def read_span(
         self, r: int, start: int, stop: int, scan: int | None = None
@@ -286,17 +312,45 @@ class PCRDataset:
                 f"{n} images"
             )
         if (start, stop) == (0, n) or self.cache is not None:
-            return self.read_record(r, k)
+            return self._read_prefix(r, k)
         h = self.header(r)
         first, _ = h.piece_ranges(start, k)
         last, lens = h.piece_ranges(stop - 1, k)
-        groups = tuple(
-            self._fetch.fetch(r, a, o + m) if o + m > a else b""
-            for a, o, m in zip(first, last, lens)
-        )
-        span = RecordSpan(h, k, start, stop, groups, tuple(int(a) for a in first))
+        ranges = [(int(a), int(o + m)) for a, o, m in zip(first, last, lens)]
+        groups = self._read_ranges(r, ranges)
+        span = RecordSpan(h, k, start, stop, groups, tuple(a for a, _ in ranges))
         span.check_pieces()
         return span
+
+    def _read_ranges(self, r: int, ranges: list[tuple[int, int]]) -> tuple[bytes, ...]:
+        """Byte ranges of record *r*: adjacent ones in one request, the others concurrently."""
+        runs: list[list[int]] = []  # [start, end, first range, last range]
+        for i, (a, b) in enumerate(ranges):
+            if b <= a:
+                continue
+            if runs and runs[-1][1] == a:
+                runs[-1][1], runs[-1][3] = b, i
+            else:
+                runs.append([a, b, i, i])
+        if len(runs) > 1 and not is_local(self._fs):
+            pool = self._request_pool()
+            bufs = list(pool.map(lambda run: self._fetch.fetch(r, run[0], run[1]), runs))
+        else:
+            bufs = [self._fetch.fetch(r, a, b) for a, b, *_ in runs]
+        out = [b""] * len(ranges)
+        for (base, _, i, j), buf in zip(runs, bufs):
+            for g in range(i, j + 1):
+                a, b = ranges[g]
+                out[g] = buf[a - base : b - base] if b > a else b""
+        return tuple(out)
+
+    def _request_pool(self) -> ThreadPoolExecutor:
+        """Threads for the concurrent requests of one read (made again in a forked worker)."""
+        pid = os.getpid()
+        if self._requests is None or self._requests[0] != pid:
+            pool = ThreadPoolExecutor(REQUEST_THREADS, thread_name_prefix="pcr-request")
+            self._requests = (pid, pool)
+        return self._requests[1]
 
     def level_bytes(self, i: int) -> np.ndarray:
         """Bytes of image *i*'s JPEG at levels 1..num_scans (EOI included)."""
@@ -366,19 +420,18 @@ class PCRDataset:
         k = self._check_scan(scan)
         errors = on_error or OnError()
         rng = np.random.default_rng(seed) if shuffle else None
+        self.check_cache_fits(k)
         for r, prefix in pipeline.fetch(
-            lambda r: self.read_record(r, k),
+            lambda r: self._read_prefix(r, k),
             pipeline.record_order(len(self.records), rng),
             on_error=errors,
             where=lambda r: f"{self.url} record {r}",
-            release=self._release,
+            cost=lambda r: int(self._cum[r, k - 1]),
+            read_ahead=self.read_ahead,
         ):
             yield from pipeline.split(
                 prefix, first_index=int(self._starts[r]), where=self._image_name, rng=rng
             )
-
-    def _release(self) -> None:
-        self._prefix = None  # hold at most one record
 
     def _image_name(self, i: int) -> str:
         return f"{self.url} image {i}"
@@ -456,9 +509,10 @@ class PCRDataset:
         True
         """
         before = ReadStats(**vars(self.stats))
-        for r in range(len(self.records)):
-            self.read_record(r, scan)
-            self._prefix = None
+        k = self._check_scan(scan)
+        self.check_cache_fits(k)
+        for _ in self._prefixes(range(len(self.records)), k):
+            pass
         return ReadStats(
             bytes_read=self.stats.bytes_read - before.bytes_read,
             requests=self.stats.requests - before.requests,
@@ -468,12 +522,60 @@ class PCRDataset:
     def verify(self) -> int:
         """Read every record in full and check every group and piece checksum; returns images."""
         total = 0
-        for r in range(len(self.records)):
-            prefix = self.read_record(r, None)
+        for _, prefix in self._prefixes(range(len(self.records)), self.num_scans):
             prefix.check_pieces()
             total += prefix.header.num_images
-            self._prefix = None
         return total
+
+    def _prefixes(self, records: Iterable[int], k: int) -> Iterator[tuple[int, RecordPrefix]]:
+        """``(record, prefix)`` at level *k* in order, the next ones read ahead; errors raise."""
+        return pipeline.fetch(
+            lambda r: self._read_prefix(r, k),
+            records,
+            on_error=OnError(),
+            where=lambda r: f"{self.url} record {r}",
+            cost=lambda r: int(self._cum[r, k - 1]),
+            read_ahead=self.read_ahead,
+        )
+
+    def check_cache_fits(self, scan: int | None) -> int | None:
+        """Warn once per level if the bounded cache cannot hold every record at level *scan*.
+
+        Returns
+        -------
+        int or None
+            Bytes each pass at that level fetches again at least (None: it
+            fits, or there is no bounded cache).
+
+        Warns
+        -----
+        CacheTooSmallWarning
+            Once per level and handle, saying those bytes and the highest
+            level that fits.
+        """
+        k = self._check_scan(scan)
+        cache = self.cache
+        if cache is None or cache.max_bytes is None:
+            return None
+        need = self.bytes_at(k)
+        if need <= cache.max_bytes:
+            return None
+        if k not in self._warned_fit:
+            self._warned_fit.add(k)
+            fit = self.level_that_fits(cache.max_bytes)
+            better = (
+                f"level {fit} and below fit ({self.bytes_at(fit):,} bytes) and are fetched once"
+                if fit is not None
+                else "not even level 1 fits"
+            )
+            warnings.warn(
+                f"{self.url}: the cache holds {cache.max_bytes:,} bytes, level {k} of every record "
+                f"takes {need:,}: each pass at level {k} fetches at least "
+                f"{need - cache.max_bytes:,} bytes again; {better}",
+                CacheTooSmallWarning,
+                stacklevel=3,
+            )
+        return need - cache.max_bytes
 
 
 @public("pcr_explore")
@@ -486,6 +588,7 @@ def open_dataset(
     timeout: float = DEFAULT_TIMEOUT,
     retries: int = DEFAULT_RETRIES,
     deadline: float | None = DEFAULT_DEADLINE,
+    read_ahead: int | str = pipeline.DEFAULT_READ_AHEAD,
 ) -> PCRDataset:
     """Open a PCR dataset directory (local path or URL).
 
@@ -505,8 +608,13 @@ def open_dataset(
         server that ignores Range requests.
     cache_max_bytes : int or str, optional
         Hold the cache folder (every dataset in it) to this size ("2GB" or
-        bytes): the least recently used record prefixes are evicted whole,
-        so it is never more than one record over. Needs *cache_dir*.
+        bytes), never more than one record over. When it fills, the least
+        recently used records lose the scan groups above the level being
+        read before any record is evicted whole, so a lower-level pass after
+        a higher one keeps every record. A read whose level does not fit
+        warns once (:class:`~pcr_explore.CacheTooSmallWarning`);
+        :meth:`PCRDataset.level_that_fits` says which level does. Needs
+        *cache_dir*.
     timeout : float
         Seconds a remote request may go without an answer before it counts
         as failed.
@@ -519,6 +627,13 @@ def open_dataset(
         a server trickling a byte now and then cannot hold a read for hours;
         the retry asks only for the bytes still missing. For fsspec backends
         that are not asynchronous, only their own timeouts apply.
+    read_ahead : int or str
+        Bytes of the next records (or image ranges) a read keeps in flight
+        while the current one is decoded (default 32 MiB; "64MB" or bytes;
+        0: one read at a time). ``iter``, ``iter_jpeg``, ``prefetch``,
+        ``verify`` and the PyTorch adapter's workers read ahead, so a slow
+        link stays busy while the CPU decodes; memory holds at most this
+        much beyond the record being decoded (one record, if larger).
 
     Returns
     -------
@@ -553,6 +668,16 @@ def open_dataset(
     if cache_dir is not None:
         folder = os.path.expanduser(os.fspath(cache_dir))
         cache = PrefixCache(folder, url.rstrip("/"), raw, manifest.records, max_bytes)
-    ds = PCRDataset(fs, root, manifest, url, cache=cache)
+    options = {
+        "storage_options": storage_options,
+        "cache_dir": cache_dir,
+        "cache_max_bytes": cache_max_bytes,
+        "timeout": timeout,
+        "retries": retries,
+        "deadline": deadline,
+        "read_ahead": read_ahead,
+    }
+    ahead = 0 if read_ahead in (0, "0") else int(parse_bytes(read_ahead))
+    ds = PCRDataset(fs, root, manifest, url, cache=cache, read_ahead=ahead, options=options)
     ds.stats.metadata_bytes += len(raw)
     return ds
