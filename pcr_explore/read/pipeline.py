@@ -268,24 +268,26 @@ def fetch(
         return
     todo = iter(records)
     pending: deque[tuple[_T, int, Future[_P]]] = deque()
-    queued = 0  # bytes of the reads in flight or done and not yet taken
+    queued = 0  # bytes of the reads in flight or done and not yet handed out
+    nxt: _T | None = next(todo, None)
     with ThreadPoolExecutor(READ_AHEAD_THREADS, thread_name_prefix="pcr-read-ahead") as pool:
-        try:
-            nxt: _T | None = next(todo, None)
-            while True:
-                # top up before handing out the current one, so that the link
-                # stays busy while the consumer decodes it
-                while nxt is not None and len(pending) < READ_AHEAD_THREADS:
-                    need = int(cost(nxt))
-                    if pending and queued + need > read_ahead:
-                        break
-                    pending.append((nxt, need, pool.submit(read, nxt)))
-                    queued += need
-                    nxt = next(todo, None)
-                if not pending:
+
+        def top_up() -> None:
+            nonlocal queued, nxt
+            while nxt is not None and len(pending) < READ_AHEAD_THREADS:
+                need = int(cost(nxt))
+                if pending and queued + need > read_ahead:
                     return
+                pending.append((nxt, need, pool.submit(read, nxt)))
+                queued += need
+                nxt = next(todo, None)
+
+        try:
+            top_up()
+            while pending:
                 r, need, done = pending.popleft()
                 queued -= need
+                top_up()  # before handing it out: the link stays busy while it is decoded
                 try:
                     prefix = done.result()
                 except PCRError as exc:
