@@ -138,6 +138,14 @@ def test_over_http_the_next_record_is_requested_before_the_current_ones_last_ima
     assert sum(g.sent for g in gets) == ds.bytes_at(3)
 
 
+def test_read_ahead_is_on_for_urls_and_off_for_local_paths(six_records: Path) -> None:
+    assert open_dataset(str(six_records)).read_ahead == 0
+    with FileServer(six_records) as srv:
+        assert open_dataset(srv.url).read_ahead == 32 << 20
+    with pytest.raises(ValueError, match="not a size"):
+        open_dataset(str(six_records), read_ahead="lots")
+
+
 def test_read_ahead_zero_reads_one_record_at_a_time(six_records: Path) -> None:
     with FileServer(six_records) as srv:
         ds = open_dataset(srv.url, read_ahead=0)
@@ -171,9 +179,9 @@ def test_a_corrupt_record_read_ahead_names_its_file(six_records: Path, tmp_path:
     data[rec.header_bytes + 5] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(CorruptRecordError, match=rec.file):
-        list(open_dataset(str(bad)).iter_jpeg(scan=1))
+        list(open_dataset(str(bad), read_ahead="1MB").iter_jpeg(scan=1))
     with pytest.warns(SkippedWarning, match="1 unreadable item"):
-        got = list(open_dataset(str(bad)).iter(scan=1, on_error="skip"))
+        got = list(open_dataset(str(bad), read_ahead="1MB").iter(scan=1, on_error="skip"))
     assert len(got) == len(ds) - rec.images
 
 

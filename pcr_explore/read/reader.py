@@ -60,7 +60,7 @@ class PCRDataset:
         url: str,
         *,
         cache: PrefixCache | None = None,
-        read_ahead: int = pipeline.DEFAULT_READ_AHEAD,
+        read_ahead: int = 0,
         options: dict[str, Any] | None = None,
     ) -> None:
         if isinstance(read_ahead, bool) or int(read_ahead) < 0:
@@ -588,7 +588,7 @@ def open_dataset(
     timeout: float = DEFAULT_TIMEOUT,
     retries: int = DEFAULT_RETRIES,
     deadline: float | None = DEFAULT_DEADLINE,
-    read_ahead: int | str = pipeline.DEFAULT_READ_AHEAD,
+    read_ahead: int | str | None = None,
 ) -> PCRDataset:
     """Open a PCR dataset directory (local path or URL).
 
@@ -627,13 +627,15 @@ def open_dataset(
         a server trickling a byte now and then cannot hold a read for hours;
         the retry asks only for the bytes still missing. For fsspec backends
         that are not asynchronous, only their own timeouts apply.
-    read_ahead : int or str
+    read_ahead : int or str, optional
         Bytes of the next records (or image ranges) a read keeps in flight
-        while the current one is decoded (default 32 MiB; "64MB" or bytes;
-        0: one read at a time). ``iter``, ``iter_jpeg``, ``prefetch``,
-        ``verify`` and the PyTorch adapter's workers read ahead, so a slow
-        link stays busy while the CPU decodes; memory holds at most this
-        much beyond the record being decoded (one record, if larger).
+        while the current one is decoded ("64MB" or bytes; 0: one read at a
+        time). Default: 32 MiB for a URL, 0 for a local path (the kernel
+        reads local files ahead itself, and the threads would only cost).
+        ``iter``, ``iter_jpeg``, ``prefetch``, ``verify`` and the PyTorch
+        adapter's workers read ahead, so a slow link stays busy while the
+        CPU decodes; memory holds at most this much beyond the record being
+        decoded (one record, if larger).
 
     Returns
     -------
@@ -677,7 +679,10 @@ def open_dataset(
         "deadline": deadline,
         "read_ahead": read_ahead,
     }
-    ahead = 0 if read_ahead in (0, "0") else int(parse_bytes(read_ahead))
+    if read_ahead is None:
+        ahead = 0 if is_local(fs) else pipeline.DEFAULT_READ_AHEAD
+    else:
+        ahead = 0 if read_ahead in (0, "0") else int(parse_bytes(read_ahead))
     ds = PCRDataset(fs, root, manifest, url, cache=cache, read_ahead=ahead, options=options)
     ds.stats.metadata_bytes += len(raw)
     return ds
