@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _loopback import FileServer
+from _loopback import FileServer, Request
 from _pcr_data import digest, random_dataset
 
-from pcr_explore import CorruptRecordError
+from pcr_explore import CorruptRecordError, RemoteReadError
 from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.jpeg import decode
 from pcr_explore.read.loader import batch_counts, record_shard
@@ -234,3 +235,90 @@ def test_workers_sharing_a_cache_fetch_each_prefix_once(two_records: Path, tmp_p
     ds = open_dataset(str(two_records))
     want = {"/" + rec.file: ds.header(r).prefix_length(4) for r, rec in enumerate(ds.records)}
     assert sent == want  # four workers, two records: each level-4 prefix crossed the network once
+
+
+@dataclass
+class _TokenServer(FileServer):
+    """A file server that answers 403 to any request without its token header."""
+
+    token: str = "let-me-in"
+
+    def _serve(self, h: Any, body: bool) -> None:
+        if h.headers.get("X-Token") != self.token:
+            self.log.append(Request(h.command, h.path, h.headers.get("Range"), 403))
+            h.send_response(403)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        super()._serve(h, body)
+
+
+@pytest.mark.parametrize("given_as", ["keywords", "dataset"])
+def test_workers_carry_the_storage_settings_and_open_the_manifest_once(
+    two_records: Path, given_as: str
+) -> None:
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.loader import torch_dataset
+
+    settings: dict[str, Any] = {
+        "storage_options": {"headers": {"X-Token": "let-me-in"}},
+        "retries": 1,
+        "deadline": 60.0,
+        "timeout": 30.0,
+        "read_ahead": "64kB",
+    }
+    with _TokenServer(two_records) as srv:
+        with pytest.raises(RemoteReadError, match="HTTP 403"):
+            open_dataset(srv.url)  # the server does refuse a request without the header
+        srv.log.clear()
+        if given_as == "dataset":
+            tds = torch_dataset(open_dataset(srv.url, **settings), scan=2, size=(16, 16))
+            assert tds.options == open_dataset(srv.url, **settings).options
+        else:
+            tds = torch_dataset(srv.url, scan=2, size=(16, 16), **settings)
+        srv.log.clear()  # this process has opened the dataset
+        assert tds.options["retries"] == 1 and tds.options["read_ahead"] == "64kB"
+        loader = DataLoader(
+            tds,
+            batch_size=5,
+            num_workers=2,
+            persistent_workers=True,
+            multiprocessing_context="forkserver",
+        )
+        for _ in range(3):  # three passes of the same two workers
+            assert sum(len(y) for _, y in loader) == 24
+        log = list(srv.log)
+    assert [r for r in log if r.status == 403] == []
+    manifests = [r for r in log if r.method == "GET" and r.path.endswith("manifest.json")]
+    assert len(manifests) == 2  # once per worker, not once per pass (this process had it)
+
+
+def test_torch_dataset_names_the_settings_it_takes(two_records: Path) -> None:
+    pytest.importorskip("torch")
+    from pcr_explore.read.loader import torch_dataset
+
+    with pytest.raises(TypeError, match=r"unexpected keyword\(s\) \['retry'\].*'retries'"):
+        torch_dataset(str(two_records), retry=3)
+    with pytest.raises(ValueError, match="cache_max_bytes needs a cache_dir"):
+        torch_dataset(str(two_records), cache_max_bytes="1MB")
+
+
+def test_mix_carries_the_storage_settings_into_its_workers(two_records: Path) -> None:
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.mix import mix
+
+    with _TokenServer(two_records) as srv:
+        m = mix(
+            [srv.url, srv.url],
+            scans=[1, 3],
+            size=(16, 16),
+            storage_options={"headers": {"X-Token": "let-me-in"}},
+        )
+        got = list(DataLoader(m, batch_size=6, num_workers=2, multiprocessing_context="forkserver"))
+        log = list(srv.log)
+    assert sum(len(y) for _, y, _ in got) == len(m)
+    assert [r for r in log if r.status == 403] == []

@@ -437,3 +437,31 @@ def test_a_malformed_content_length_names_the_url() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_bounded_cache_says_once_which_level_fits(dataset_dir: Path, tmp_path: Path) -> None:
+    import warnings
+
+    from pcr_explore import CacheTooSmallWarning
+
+    ds = open_dataset(str(dataset_dir))
+    limit = ds.bytes_at(4) + 1
+    assert ds.level_that_fits(limit) == 4 and ds.level_that_fits(ds.bytes_at(4) - 1) == 3
+    assert ds.level_that_fits(1) is None and ds.level_that_fits("1TB") == ds.num_scans
+    cached = open_dataset(str(dataset_dir), cache_dir=tmp_path, cache_max_bytes=limit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        list(cached.iter_jpeg(scan=4))  # fits: no word
+    want = ds.bytes_at(6) - limit
+    with pytest.warns(CacheTooSmallWarning) as caught:
+        list(cached.iter_jpeg(scan=6))
+        list(cached.iter_jpeg(scan=6))  # once per level
+        cached.prefetch(6)
+    assert len(caught) == 1
+    assert str(caught[0].message) == (
+        f"{dataset_dir}: the cache holds {limit:,} bytes, level 6 of every record takes "
+        f"{ds.bytes_at(6):,}: each pass at level 6 fetches at least {want:,} bytes again; "
+        f"level 4 and below fit ({ds.bytes_at(4):,} bytes) and are fetched once"
+    )
+    assert cached.check_cache_fits(6) == want and cached.check_cache_fits(4) is None
+    assert open_dataset(str(dataset_dir)).check_cache_fits(10) is None  # no cache, no bound
