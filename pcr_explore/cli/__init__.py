@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
 
 from .._version import __version__
@@ -52,12 +53,20 @@ def _message(exc: BaseException) -> str:
     return text
 
 
+def _show_warning(message: Warning | str, category: type[Warning], *rest: object) -> None:
+    """A warning as one line on stderr, like an error (its source line means nothing here)."""
+    print(f"pcr-explore: warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not args.debug:
+                warnings.showwarning = _show_warning  # type: ignore[assignment]
+            return int(args.func(args) or 0)
     except BrokenPipeError:
         # the reader went away (`pcr-explore inspect ... | head`): stop quietly, as
         # Unix tools do on SIGPIPE, and keep Python from failing again at exit

@@ -109,8 +109,17 @@ def _register_readers(sub: Any) -> None:
         type=byte_size,
         default=None,
         metavar="SIZE",
-        help="hold the cache folder to SIZE (e.g. 2GB), evicting the least recently used "
-        "record prefixes",
+        help="hold the cache folder to SIZE (e.g. 2GB): the least recently used records lose "
+        "the scan groups above the level read first, then whole records go; warns if the "
+        "level does not fit",
+    )
+    p.add_argument(
+        "--read-ahead",
+        type=_size_or_zero,
+        default=None,
+        metavar="SIZE",
+        help="bytes of the next records kept in flight while one decodes (default 32MiB for "
+        "a URL, 0 for a local folder)",
     )
     p.set_defaults(func=_read)
 
@@ -118,6 +127,11 @@ def _register_readers(sub: Any) -> None:
     p.add_argument("out", nargs="?", default="data/sample", help="folder (default data/sample)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_sample)
+
+
+def _size_or_zero(text: str) -> int:
+    """A size such as ``64MB``, or 0."""
+    return 0 if text.strip() == "0" else byte_size(text)
 
 
 def _remote_options(p: argparse.ArgumentParser) -> None:
@@ -140,8 +154,8 @@ def _remote_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_DEADLINE,
         metavar="S",
-        help="seconds one remote request may take in all, however slowly bytes arrive "
-        f"(default {DEFAULT_DEADLINE:g}; 0: no limit)",
+        help="seconds a remote read may take in all, retries and waits included, however "
+        f"slowly bytes arrive (default {DEFAULT_DEADLINE:g}; 0: no limit)",
     )
 
 
@@ -154,6 +168,7 @@ def _open(args: argparse.Namespace) -> PCRDataset:
         timeout=args.timeout,
         retries=args.retries,
         deadline=args.deadline or None,
+        read_ahead=getattr(args, "read_ahead", None),
     )
 
 
