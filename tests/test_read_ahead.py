@@ -204,3 +204,28 @@ def test_a_span_reads_its_groups_concurrently_and_joins_adjacent_ranges(six_reco
     assert parts == (whole[:10], whole[10:25], whole[40:50], b"", whole[-4:])
     assert ranges == sorted(["bytes=0-24", "bytes=40-49", f"bytes={size - 4}-{size - 1}"])
     assert h.num_images == rec.images
+
+
+def test_verify_over_http_reads_ahead_and_lists_each_damaged_record(
+    six_records: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from pcr_explore.read.verify import verify_dataset
+
+    bad = tmp_path / "ds"
+    shutil.copytree(six_records, bad)
+    ds = open_dataset(str(bad))
+    for r in (1, 4):
+        rec = ds.records[r]
+        path = bad / rec.file
+        data = bytearray(path.read_bytes())
+        data[rec.bytes_per_scan[2] + 3] ^= 0xFF  # in scan group 4
+        path.write_bytes(bytes(data))
+    with FileServer(bad) as srv:
+        report = verify_dataset(open_dataset(srv.url, read_ahead="1MB"))
+        sent = sum(g.sent for g in srv.gets())
+    assert [ds.records[r].file in p for p, r in zip(report.problems, (1, 4))] == [True, True]
+    lost = ds.records[1].images + ds.records[4].images
+    assert len(report.problems) == 2 and report.images == len(ds) - lost
+    assert sent == ds.total_bytes  # every record read once

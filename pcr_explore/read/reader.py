@@ -527,12 +527,14 @@ class PCRDataset:
             total += prefix.header.num_images
         return total
 
-    def _prefixes(self, records: Iterable[int], k: int) -> Iterator[tuple[int, RecordPrefix]]:
-        """``(record, prefix)`` at level *k* in order, the next ones read ahead; errors raise."""
+    def _prefixes(
+        self, records: Iterable[int], k: int, on_error: OnError | None = None
+    ) -> Iterator[tuple[int, RecordPrefix]]:
+        """``(record, prefix)`` at level *k* in order, the next ones read ahead."""
         return pipeline.fetch(
             lambda r: self._read_prefix(r, k),
             records,
-            on_error=OnError(),
+            on_error=on_error or OnError(),
             where=lambda r: f"{self.url} record {r}",
             cost=lambda r: int(self._cum[r, k - 1]),
             read_ahead=self.read_ahead,

@@ -15,6 +15,7 @@ from typing import Any
 from .._public import public
 from ..errors import PCRError
 from ..records.summary import count
+from .pipeline import OnError
 from .reader import PCRDataset, open_dataset
 
 __all__ = ["VerifyReport", "verify_dataset"]
@@ -106,9 +107,10 @@ def verify_dataset(dataset: PCRDataset | str) -> VerifyReport:
     ds = open_dataset(dataset) if isinstance(dataset, str) else dataset
     problems: list[str] = []
     images = 0
-    for r in range(len(ds.records)):
+    # records are read ahead (with the dataset's read_ahead) while the current one is checked
+    failed = OnError(lambda where, exc: problems.append(str(exc)))
+    for _, prefix in ds._prefixes(range(len(ds.records)), ds.num_scans, failed):
         try:
-            prefix = ds.read_record(r, None, verify=True)
             prefix.check_pieces()
             images += prefix.header.num_images
         except PCRError as exc:
