@@ -9,7 +9,10 @@ each range reads only its images' bytes (:meth:`PCRDataset.read_span
 prefix read; part of one is one range per scan group, or, with a cache,
 the record's prefix fetched once into the cache for all its parts.
 ``whole_records=True`` deals whole records instead (one prefix read each,
-but a worker without a record idles). Needs the ``[torch]`` extra; this
+but a worker without a record idles). Each worker keeps its next ranges'
+requests in flight while it decodes the current one (``read_ahead``), and
+opens the dataset once, with the settings it was given (storage options,
+retries, deadline, cache), keeping it between passes. Needs the ``[torch]`` extra; this
 module is not imported by ``pcr_explore`` itself, so the package stays light
 without PyTorch.
 
