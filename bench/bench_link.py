@@ -369,20 +369,24 @@ def figures(
 def _whole_records() -> type:
     """PrefixCache whose eviction deletes least recently used prefixes whole, never trims.
 
-    ``PrefixCache._evict(keep, level)`` first cuts this dataset's prefixes
+    ``PrefixCache._evict(..., level)`` first cuts this dataset's prefixes
     back to *level* (the level just read), skipping records for which that is
     their top level or above, then deletes whole ones: asked to keep every
-    level, it only deletes whole. (Before trimming, ``_evict`` took *keep*
-    alone.) The ``trimmed`` count is checked to be 0 after the run.
+    level, it only deletes whole. Its other arguments pass through as they
+    are (an ``_evict`` without *level*, from before trimming, is called
+    unchanged). The run checks that the cache object is this class and that
+    its ``trimmed`` count stays 0.
     """
     from pcr_explore.storage.cache import PrefixCache
 
+    evict = inspect.signature(PrefixCache._evict)
+
     class WholeRecords(PrefixCache):  # type: ignore[misc, valid-type]
-        def _evict(self, keep: Path, *level: int) -> None:
-            if level:
-                super()._evict(keep, sys.maxsize)
-            else:
-                super()._evict(keep)
+        def _evict(self, *args: Any, **kwargs: Any) -> None:
+            bound = evict.bind(self, *args, **kwargs)
+            if "level" in bound.arguments:
+                bound.arguments["level"] = sys.maxsize
+            PrefixCache._evict(*bound.args, **bound.kwargs)
 
     return WholeRecords
 
