@@ -3,8 +3,9 @@
 * :class:`FileServer`: static files over HTTP/1.1 (kept-alive connections),
   with switches for the faults real servers show: no Range support, a 503 on
   every Nth request, a connection dropped half-way through every Nth body,
-  requests that stall without an answer. Every request is logged with the
-  bytes of body actually written.
+  requests that stall without an answer, a part other than the one asked
+  for, a redirect. Every request is logged with its headers, the TCP
+  connection it came on and the bytes of body actually written.
 * :func:`s3_server`: moto's S3 API (its server mode, a real HTTP server on
   loopback) behind a WSGI layer that logs each request and the body bytes
   it sent.
@@ -34,6 +35,8 @@ class Request:
     range: str | None
     status: int
     sent: int = 0
+    conn: int = 0  # the server's count of TCP connections when this one was accepted
+    headers: dict[str, str] = field(default_factory=dict)  # names in lower case
 
 
 @dataclass
@@ -62,9 +65,21 @@ class FileServer:
     extra : int
         Answer range requests with this many bytes past the range asked for
         (Content-Range and Content-Length saying so).
+    shift : int
+        Answer range requests with the part starting this many bytes later
+        than asked (Content-Range saying so).
+    redirect : str
+        Answer every request under ``/moved/`` with a 302 to this URL prefix
+        followed by the rest of the path (``"/"``: this server; another
+        server's URL and ``/``: another origin).
     only : str
         Faults hit only GETs of paths ending with this (default: every GET).
         HEAD requests are always answered.
+
+    Attributes
+    ----------
+    connections : int
+        TCP connections accepted so far.
     """
 
     root: Path
@@ -76,9 +91,12 @@ class FileServer:
     trickle: float = 0.0
     stall_mid: bool = False
     extra: int = 0
+    shift: int = 0
+    redirect: str = ""
     only: str = ""
     log: list[Request] = field(default_factory=list)
     url: str = ""
+    connections: int = 0
 
     def __post_init__(self) -> None:
         self._count = 0
@@ -94,6 +112,13 @@ class FileServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            conn = 0
+
+            def setup(self) -> None:
+                super().setup()
+                with owner._lock:
+                    owner.connections += 1
+                    self.conn = owner.connections
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -118,7 +143,16 @@ class FileServer:
     def _serve(self, h: http.server.BaseHTTPRequestHandler, body: bool) -> None:
         rng = h.headers.get("Range")
         req = Request(h.command, urllib.parse.unquote(h.path), rng, 0)
+        req.conn = getattr(h, "conn", 0)
+        req.headers = {k.lower(): v for k, v in h.headers.items()}
         self.log.append(req)
+        if self.redirect and h.path.startswith("/moved/"):
+            req.status = 302
+            h.send_response(302)
+            h.send_header("Location", self.redirect + h.path[len("/moved/") :])
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
         n = 0
         if body and req.path.endswith(self.only):
             with self._lock:
@@ -151,7 +185,8 @@ class FileServer:
             start = int(m.group(1))
             end = min(int(m.group(2)) + 1 if m.group(2) else len(data), len(data))
             if n:
-                end = min(end + self.extra, len(data))
+                end = min(end + self.extra + self.shift, len(data))
+                start = min(start + self.shift, end)
             payload = data[start:end]
             req.status = 206
             h.send_response(206)
