@@ -1,41 +1,52 @@
-"""Remote reads that survive real servers: ranges checked, retries, timeouts.
+"""Remote reads that survive real servers: ranges checked, retries, a deadline.
 
-:class:`HTTPStore` has the few file-system verbs the reader uses
-(``cat_file``, ``info``, ``isfile``, ``exists``, ``ls``) and speaks HTTP(S)
-itself (the standard library's ``http.client``, one kept-alive connection per
-thread and host), so it can look at the status line *before* the body: a
-server that answers a range request with ``200`` and the whole file (no Range
-support) is detected on that first response and the body is not downloaded;
-the reader then falls back to one full download per record into its cache,
-or fails at once.
+:class:`HTTPStore` has the few file-system verbs the reader uses (``cat_file``,
+``info``, ``isfile``, ``exists``, ``ls``) and speaks HTTP(S) through urllib3:
+one pool of kept-alive connections per store, shared by the threads that read
+through it (a forked child opens its own). It reads the status line before
+the body, so a server that answers a range request with ``200`` and the whole
+file is detected and that body is not downloaded; the reader then downloads
+each record once into its cache, or fails at once. A redirect to another
+origin drops every header the caller gave: credentials never follow it.
 
-:func:`with_retries` is its retry loop, which the reader also wraps around
-other fsspec file systems (``s3://`` through s3fs, for one). A request that
-meets a 5xx status, a 408 or 429, a dropped connection or a timeout is tried
-:data:`DEFAULT_RETRIES` more times, waiting :data:`BACKOFF` seconds before the
-first retry and twice as long before each next one; then it raises
-:class:`~pcr_explore.errors.RemoteReadError`,
-naming the URL, the bytes asked for and the last status. A request that
-receives nothing for ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT`)
-counts as failed, and so does one that is still running after ``deadline``
-seconds (default :data:`DEFAULT_DEADLINE`; a server that trickles a byte now
-and then never trips ``timeout``). A body cut short, or stopped at the
-deadline, is resumed from where it stopped on the next attempt.
+:func:`with_retries` is the one retry loop (urllib3's own retries are off but
+for redirects); the reader wraps it around fsspec stores too (``s3://``). A
+5xx, 408 or 429, a dropped connection or a timeout is retried
+:data:`DEFAULT_RETRIES` times, after :data:`BACKOFF` seconds (with jitter),
+doubled each time, or what the server's ``Retry-After`` asks; a body cut short
+is resumed from where it stopped. Then :class:`~pcr_explore.errors.RemoteReadError`
+names the URL, the bytes asked for and the last status.
+
+``timeout`` (:data:`DEFAULT_TIMEOUT`) bounds each wait: to connect, and for the
+next bytes. ``deadline`` (:data:`DEFAULT_DEADLINE`) bounds the whole read, from
+its first request to its last byte, retries and their waits included: a server
+trickling a byte now and then is cut off at it, and a retry whose wait would
+end past it is not made.
 """
 
 from __future__ import annotations
 
 import email.utils
-import http.client
+import os
 import random
 import socket
-import ssl
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
+
+import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.exceptions import (
+    HTTPError,
+    LocationValueError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ResponseError,
+)
+from urllib3.response import BaseHTTPResponse
 
 from ..errors import RemoteReadError
 
@@ -57,27 +68,36 @@ DEFAULT_TIMEOUT = 10.0
 # A 64 MiB record at 1 MB/s takes about a minute: two leave room for slow links.
 DEFAULT_DEADLINE = 120.0
 BACKOFF = 0.2
+# The longest Retry-After honoured: a server asking for more is treated as down.
+MAX_RETRY_AFTER = 60.0
 _REDIRECTS = 5
 _RETRY_STATUS = frozenset({408, 429})
+# Idle connections kept per host: more than a reader's threads (more threads
+# still work; their extra connections are closed after use).
+_POOL_SIZE = 16
+# A body is read in chunks: a cut loses at most one chunk of what came.
+_CHUNK = 1 << 16
 _T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how patiently a remote request is tried.
+    """How often and how patiently a remote read is tried.
 
     Parameters
     ----------
     retries : int
         Retries after the first attempt (so ``retries + 1`` requests at most).
     timeout : float
-        Seconds without any answer after which a request counts as failed.
-    deadline : float or None
-        Seconds one attempt may take in all, from sending the request to the
-        last byte of its answer (None: no limit). Bytes received before it
-        expires are kept: the retry asks only for the rest.
+        Seconds to wait to connect, or for the next bytes of an answer,
+        after which a request counts as failed.
     backoff : float
         Seconds before the first retry; doubled before each next one.
+    deadline : float or None
+        Seconds the whole read may take, from its first request to its last
+        byte, retries and the waits before them included (None: no limit).
+        A transfer still running then is cut off; a retry whose wait would
+        end past it is not made.
 
     Examples
     --------
@@ -120,6 +140,11 @@ class RetryPolicy:
         return base * (0.5 + 0.5 * random.random())
 
 
+def _until(policy: RetryPolicy) -> float | None:
+    """The ``time.monotonic()`` by which a read that starts now must end."""
+    return None if policy.deadline is None else time.monotonic() + policy.deadline
+
+
 def _span(start: int | None, end: int | None) -> str:
     if start is None and end is None:
         return "the whole file"
@@ -152,15 +177,11 @@ class _Retry(Exception):
         self.retry_after = retry_after
 
 
-# The longest Retry-After honoured: a server asking for more is treated as down.
-MAX_RETRY_AFTER = 60.0
-
-
 def retry_after(value: str | None, now: float | None = None) -> float | None:
     """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date), or None.
 
-    Written here rather than taken from urllib3: the store speaks http.client
-    so that it can check Range before reading a body, and this is all it needs.
+    urllib3's ``Retry.parse_retry_after`` reads the clock itself and raises
+    on a value it cannot parse; this one takes *now* and answers None.
 
     Examples
     --------
@@ -192,55 +213,91 @@ def with_retries(
     *,
     transient: Callable[[BaseException], bool] = lambda exc: isinstance(exc, _Retry),
     on_retry: Callable[[], None] | None = None,
+    until: float | None = None,
 ) -> _T:
     """Call *fn* until it succeeds, retrying the failures *transient* accepts.
+
+    Parameters
+    ----------
+    policy : RetryPolicy
+        The retries, their backoff, and the deadline of the whole call.
+    fn : callable
+        One attempt; its result is returned.
+    url, start, end
+        The file and the bytes *fn* reads (``end`` exclusive), for the error.
+    transient : callable
+        Whether a failure may pass on a later attempt (default: those
+        :class:`HTTPStore` marks so).
+    on_retry : callable, optional
+        Called before each retry.
+    until : float, optional
+        The ``time.monotonic()`` by which the call must end (default:
+        ``policy.deadline`` seconds from now).
 
     Raises
     ------
     RemoteReadError
-        Once ``policy.retries`` retries have failed too; it names *url*, the
-        bytes *start*..*end* and the last status or error.
+        Once ``policy.retries`` retries have failed too, or at once when the
+        wait before the next retry would end past the deadline; it names
+        *url*, the bytes *start*..*end* and the last status or error.
     """
-    asked: float | None = None
+    if until is None:
+        until = _until(policy)
     for attempt in range(policy.retries + 1):
-        if attempt:
-            time.sleep(policy.wait(attempt - 1, asked))
-            if on_retry is not None:
-                on_retry()
         try:
             return fn()
         except Exception as exc:
             if not transient(exc):
                 raise
             status = getattr(exc, "status", None)
+            if isinstance(exc, _Retry) or status is None:
+                last = _describe(exc)  # "timed out" even when a 206 had begun
+            else:
+                last = f"HTTP {status}"
             asked = getattr(exc, "retry_after", None)
-            if attempt == policy.retries:
-                if isinstance(exc, _Retry) or status is None:
-                    last = _describe(exc)  # "timed out" even when a 206 had begun
-                else:
-                    last = f"HTTP {status}"
-                raise RemoteReadError(
-                    f"{url}: {_span(start, end)}: failed {attempt + 1} times (last: {last}); "
-                    "the server may be down or overloaded: try again later, or raise "
-                    "retries/timeout",
-                    url=url,
-                    start=start,
-                    end=end,
-                    status=status if isinstance(status, int) else None,
-                    attempts=attempt + 1,
-                ) from exc
+            wait = policy.wait(attempt, asked) if attempt < policy.retries else None
+            if wait is None:
+                why = (
+                    f"failed {attempt + 1} times (last: {last}); the server may be down or "
+                    "overloaded: try again later, or raise retries/timeout"
+                )
+            elif until is not None and time.monotonic() + wait >= until:
+                if asked is not None:
+                    last += f"; the server asked to wait {asked:g} s"
+                why = (
+                    f"the deadline of {policy.deadline:g} s for the whole read was reached after "
+                    f"{attempt + 1} attempt{'s' if attempt else ''} (last: {last}): raise "
+                    "deadline, or try again later"
+                )
+            else:
+                time.sleep(wait)
+                if on_retry is not None:
+                    on_retry()
+                continue
+            raise RemoteReadError(
+                f"{url}: {_span(start, end)}: {why}",
+                url=url,
+                start=start,
+                end=end,
+                status=status if isinstance(status, int) else None,
+                attempts=attempt + 1,
+            ) from exc
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 class HTTPStore:
-    """Range reads over HTTP(S) with status checks, retries and a timeout.
+    """Range reads over HTTP(S) with status checks, retries, a timeout and a deadline.
+
+    Threads may share one store (and its kept-alive connections); a forked
+    child opens connections of its own.
 
     Parameters
     ----------
     policy : RetryPolicy, optional
-        Retries, timeout and backoff.
+        Retries, timeout, backoff and deadline.
     headers : dict, optional
-        Extra request headers (an ``Authorization`` header, say).
+        Extra request headers (an ``Authorization`` header, say), sent to the
+        URL's origin only: a redirect to another origin drops them all.
 
     Attributes
     ----------
@@ -257,76 +314,85 @@ class HTTPStore:
         self.headers = dict(headers or {})
         self.range_support: bool | None = None
         self.retried = 0
-        # one kept-alive connection per (thread, scheme, host)
-        self._pool: dict[tuple[int, str, str], http.client.HTTPConnection] = {}
         self._lock = threading.Lock()
+        self._manager: urllib3.PoolManager | None = None
+        self._pid = 0  # the process _manager belongs to
 
     # -- connections -------------------------------------------------------
-    def _connection(self, url: urllib.parse.SplitResult) -> http.client.HTTPConnection:
-        key = (threading.get_ident(), url.scheme, url.netloc)
+    def _pool(self) -> urllib3.PoolManager:
         with self._lock:
-            conn = self._pool.get(key)
-            if conn is None:
+            if self._manager is None or self._pid != os.getpid():
+                self._retire()
                 t = self.policy.timeout
-                if url.scheme == "https":
-                    ctx = ssl.create_default_context()
-                    conn = http.client.HTTPSConnection(url.netloc, timeout=t, context=ctx)
-                else:
-                    conn = http.client.HTTPConnection(url.netloc, timeout=t)
-                self._pool[key] = conn
-        return conn
+                retries = urllib3.Retry(
+                    total=None,
+                    connect=False,  # False: raise the error itself, for with_retries to judge
+                    read=False,
+                    other=0,
+                    redirect=_REDIRECTS,
+                    # any header the caller gave may be a credential (a cookie, an API key)
+                    remove_headers_on_redirect=set(self.headers)
+                    | urllib3.Retry.DEFAULT_REMOVE_HEADERS_ON_REDIRECT,
+                )
+                self._manager = urllib3.PoolManager(
+                    maxsize=_POOL_SIZE, timeout=urllib3.Timeout(connect=t, read=t), retries=retries
+                )
+                self._manager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
+                self._pid = os.getpid()
+            return self._manager
 
-    def _drop(self, url: urllib.parse.SplitResult) -> None:
-        with self._lock:
-            conn = self._pool.pop((threading.get_ident(), url.scheme, url.netloc), None)
-        if conn is not None:
-            conn.close()
+    def _retire(self) -> None:
+        """Let go of the pool (the caller holds the lock)."""
+        manager, self._manager = self._manager, None
+        if manager is not None and self._pid == os.getpid():
+            manager.clear()
+        elif manager is not None:
+            # A forked child's copy of its parent's pool: left untouched (a parent
+            # thread may have held its locks at the fork) and referenced, so that
+            # no finaliser closes the parent's sockets here or warns about them.
+            _INHERITED.append(manager)
 
     def close(self) -> None:
-        """Close every kept-alive connection (a later request opens a new one)."""
+        """Close every idle kept-alive connection (a later request opens a new one)."""
         with self._lock:
-            conns, self._pool = list(self._pool.values()), {}
-        for conn in conns:
-            conn.close()
+            self._retire()
 
     def __del__(self) -> None:
-        if hasattr(self, "_pool"):
+        if hasattr(self, "_manager"):
             self.close()
-
-    def _open(
-        self, method: str, url: str, headers: dict[str, str], watch: _Watchdog | None = None
-    ) -> tuple[http.client.HTTPResponse, urllib.parse.SplitResult]:
-        """Send one request, following redirects; the response's body is not read yet."""
-        for _ in range(_REDIRECTS + 1):
-            parts = urllib.parse.urlsplit(url)
-            if parts.scheme not in ("http", "https"):
-                raise RemoteReadError(f"{url}: not an http(s) URL", url=url)
-            target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
-            conn = self._connection(parts)
-            if watch is not None:
-                watch.guard(conn)
-            try:
-                conn.request(method, target, headers={**self.headers, **headers})
-                resp = conn.getresponse()
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop(parts)
-                raise _Retry(None, _describe(exc)) from exc
-            if resp.status in (301, 302, 303, 307, 308) and resp.getheader("Location"):
-                resp.close()
-                self._drop(parts)
-                url = urllib.parse.urljoin(url, resp.getheader("Location", ""))
-                continue
-            return resp, parts
-        raise RemoteReadError(f"{url}: more than {_REDIRECTS} redirects", url=url)
-
-    def _count_retry(self) -> None:
-        self.retried += 1
 
     def __getstate__(self) -> dict[str, Any]:
         return {"policy": self.policy, "headers": self.headers}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["policy"], state["headers"])  # type: ignore[misc]
+
+    def _count_retry(self) -> None:
+        with self._lock:
+            self.retried += 1
+
+    def _open(self, method: str, url: str, headers: dict[str, str]) -> BaseHTTPResponse:
+        """Send one request, following redirects; a GET's body is left unread."""
+        try:
+            return self._pool().urlopen(
+                method,
+                url,
+                headers={**self.headers, **headers},
+                preload_content=method == "HEAD",  # no body: the connection goes back at once
+                decode_content=False,  # the bytes as stored: offsets count them
+            )
+        except MaxRetryError as exc:
+            if isinstance(exc.reason, ResponseError):  # the one retry urllib3 makes: redirects
+                raise RemoteReadError(f"{url}: more than {_REDIRECTS} redirects", url=url) from exc
+            raise _Retry(None, _describe(exc)) from exc
+        except LocationValueError as exc:  # this URL, or one it redirects to
+            raise RemoteReadError(f"{url}: not an http(s) URL ({exc})", url=url) from exc
+        except (HTTPError, OSError) as exc:
+            raise _Retry(None, _describe(exc)) from exc
+
+    def _head(self, path: str, until: float | None) -> BaseHTTPResponse:
+        with _Watchdog(until):
+            return self._open("HEAD", path, {})
 
     # -- file-system verbs -------------------------------------------------
     def cat_file(
@@ -339,7 +405,18 @@ class HTTPStore:
     ) -> bytes:
         """Bytes *start*..*end* (end exclusive) of the file at URL *path*.
 
-        With *limit*, a body longer than *limit* bytes is not read further.
+        Parameters
+        ----------
+        path : str
+            The file's http(s) URL.
+        start, end : int, optional
+            The bytes wanted (neither: the whole file, asked without Range).
+        limit : int, optional
+            A body longer than this many bytes is not read further.
+
+        Returns
+        -------
+        bytes
 
         Raises
         ------
@@ -348,186 +425,132 @@ class HTTPStore:
         TooLargeError
             With *limit*, when the body is longer (not retried).
         RemoteReadError
-            When retries are spent, on another 4xx, or (``range_ignored``
-            set) when the server answers a range request with the whole
-            file; that body is not downloaded.
+            When retries are spent or the deadline is reached, on another
+            4xx, on a 206 of another part, or (``range_ignored`` set) when
+            the server answers a range request with the whole file, whose
+            body is not downloaded.
         """
         got = bytearray()
-        ranged = start is not None or end is not None
+        until = _until(self.policy)
 
         def once() -> bytes:
-            lo = (start or 0) + len(got)
-            if ranged and end is not None and lo >= end:
-                return bytes(got)
-            with _Watchdog(self.policy.deadline) as watch:
-                try:
-                    self._attempt(path, lo, start, end, got, limit, watch)
-                except _Retry as exc:
-                    if watch.expired:
-                        raise _Retry(None, watch.why) from exc
-                    raise
+            if end is None or (start or 0) + len(got) < end:
+                with _Watchdog(until):
+                    self._get(path, start, end, got, limit)
             return bytes(got)
 
-        return with_retries(self.policy, once, path, start, end, on_retry=self._count_retry)
+        return with_retries(
+            self.policy, once, path, start, end, on_retry=self._count_retry, until=until
+        )
 
-    def _attempt(
+    def _get(
+        self, path: str, start: int | None, end: int | None, got: bytearray, limit: int | None
+    ) -> None:
+        """One GET of what *got* still lacks of bytes *start*..*end*, appended to it."""
+        lo = (start or 0) + len(got)
+        ranged = start is not None or end is not None
+        headers = {"Range": f"bytes={lo}-{'' if end is None else end - 1}"} if ranged else {}
+        resp = self._open("GET", path, headers)
+        try:
+            cap = self._accept(resp, path, lo, start, end, bool(got), limit)
+            _read(resp, got, cap)
+            if cap is not None and len(got) > cap:  # never read an endless body to its end
+                if resp.status != 206 or end is None:
+                    raise TooLargeError(f"{path}: longer than {limit:,} bytes")
+                raise RemoteReadError(
+                    f"{path}: {_span(start, end)}: the server's 206 answer is longer than the "
+                    f"{cap:,} bytes asked for",
+                    url=path,
+                    start=start,
+                    end=end,
+                    status=206,
+                )
+        except BaseException:
+            if resp.length_remaining == 0:  # an empty body, as of most errors: keep the connection
+                resp.read()
+            else:  # the rest is still on the wire: closed, it reconnects on its next use
+                resp.close()
+                resp.release_conn()
+            raise
+
+    def _accept(
         self,
+        resp: BaseHTTPResponse,
         path: str,
         lo: int,
         start: int | None,
         end: int | None,
-        got: bytearray,
+        resumed: bool,
         limit: int | None,
-        watch: _Watchdog,
-    ) -> None:
-        """One GET of bytes *lo*..*end* of *path*, appended to *got*."""
-        ranged = start is not None or end is not None
-        headers = {}
-        if ranged:
-            headers["Range"] = f"bytes={lo}-{'' if end is None else end - 1}"
-        resp, parts = self._open("GET", path, headers, watch)
-        self._check_status(resp, parts, path, start, end, ranged and not got)
-        if ranged and resp.status == 200 and got:  # resuming needs Range
-            self._drop(parts)
-            raise _Retry(200, "server stopped honouring Range")
-        cap = limit
+    ) -> int | None:
+        """The bytes the body may hold in all (None: any), once its status line is right."""
         if resp.status == 206:
-            _check_content_range(resp, parts, path, lo, end, self._drop)
-            if end is not None:
-                cap = end - (start or 0)
-        try:
-            if cap is None:
-                body = resp.read()
-            else:  # a read with a size returns short, without IncompleteRead, if cut
-                body = resp.read(cap + 1 - len(got))
-            got.extend(body)
-            sent = _length(resp.getheader("Content-Length"), path)
-            if sent is not None and len(body) < sent and (cap is None or len(got) <= cap):
-                raise http.client.IncompleteRead(b"", sent - len(body))
-        except http.client.IncompleteRead as exc:
-            got.extend(exc.partial)
-            self._drop(parts)
-            raise _Retry(resp.status, "connection dropped mid-body") from exc
-        except (OSError, http.client.HTTPException) as exc:
-            self._drop(parts)
-            raise _Retry(resp.status, _describe(exc)) from exc
-        if cap is not None and len(got) > cap:
-            self._drop(parts)  # never read an endless body to its end
-            if cap == limit:
-                raise TooLargeError(f"{path}: longer than {limit:,} bytes")
-            raise RemoteReadError(
-                f"{path}: {_span(start, end)}: the server's 206 answer is longer than the "
-                f"{cap:,} bytes asked for",
-                url=path,
-                start=start,
-                end=end,
-                status=206,
-            )
-        if resp.will_close or watch.expired:
-            self._drop(parts)
-
-    def _check_status(
-        self,
-        resp: http.client.HTTPResponse,
-        parts: urllib.parse.SplitResult,
-        path: str,
-        start: int | None,
-        end: int | None,
-        first_range: bool,
-    ) -> None:
-        status = resp.status
-        if status == 206:
             self.range_support = True
-            return
-        if status == 200:
-            if not first_range:
-                return
-            size = resp.getheader("Content-Length")
-            if (start or 0) == 0 and end is not None and _length(size, path) == end:
-                return  # asked for the whole file: the answer is right either way
-            self.range_support = False
-            self._drop(parts)  # close now: never download what cannot be used
-            raise RemoteReadError(
-                f"{path}: the server ignores Range requests (it answered a request for "
-                f"{_span(start, end)} with the whole file, {size or 'unknown'} bytes); reading a "
-                "level below the full one would download whole records: open the dataset with "
-                "cache_dir=... to download each record once, or serve it from a server that "
-                "supports Range",
-                url=path,
-                start=start,
-                end=end,
-                status=200,
-                range_ignored=True,
-            )
-        self._drop(parts)
-        if status in (404, 410):
-            raise FileNotFoundError(2, f"not found (HTTP {status})", path)
-        if status >= 500 or status in _RETRY_STATUS:
-            raise _Retry(status, f"HTTP {status}", retry_after(resp.getheader("Retry-After")))
+            _check_content_range(resp, path, lo, end)
+            return limit if end is None else end - (start or 0)
+        if resp.status != 200:
+            _refuse(resp, path, _span(start, end), start, end)
+        if start is None and end is None:
+            return limit
+        if resumed:
+            raise _Retry(200, "server stopped honouring Range")  # resuming needs Range
+        size = resp.headers.get("Content-Length")
+        if (start or 0) == 0 and end is not None and _length(size, path) == end:
+            return limit  # asked for the whole file: the answer is right either way
+        self.range_support = False
         raise RemoteReadError(
-            f"{path}: {_span(start, end)}: HTTP {status} {resp.reason}",
+            f"{path}: the server ignores Range requests (it answered a request for "
+            f"{_span(start, end)} with the whole file, {size or 'unknown'} bytes); reading a "
+            "level below the full one would download whole records: open the dataset with "
+            "cache_dir=... to download each record once, or serve it from a server that "
+            "supports Range",
             url=path,
             start=start,
             end=end,
-            status=status,
+            status=200,
+            range_ignored=True,
         )
 
     def info(self, path: str) -> dict[str, Any]:
-        """``{"type": "file", "size": bytes}`` from a HEAD request."""
+        """``{"type": "file", "size": bytes}`` from a HEAD request.
+
+        Raises
+        ------
+        FileNotFoundError
+            On 404 or 410.
+        RemoteReadError
+            When retries are spent or the deadline is reached, or on another 4xx.
+        """
+        until = _until(self.policy)
 
         def once() -> dict[str, Any]:
-            with _Watchdog(self.policy.deadline) as watch:
-                try:
-                    resp, parts = self._open("HEAD", path, {}, watch)
-                except _Retry as exc:
-                    if watch.expired:
-                        raise _Retry(None, watch.why) from exc
-                    raise
-                try:
-                    resp.read()
-                except (OSError, http.client.HTTPException) as exc:
-                    self._drop(parts)
-                    raise _Retry(None, watch.why if watch.expired else _describe(exc)) from exc
-            if resp.will_close or watch.expired:
-                self._drop(parts)
-            if resp.status in (404, 410):
-                raise FileNotFoundError(2, f"not found (HTTP {resp.status})", path)
-            if resp.status >= 500 or resp.status in _RETRY_STATUS:
-                wait = retry_after(resp.getheader("Retry-After"))
-                raise _Retry(resp.status, f"HTTP {resp.status}", wait)
+            resp = self._head(path, until)
             if resp.status >= 400:
-                raise RemoteReadError(
-                    f"{path}: HEAD: HTTP {resp.status} {resp.reason}", url=path, status=resp.status
-                )
-            size = resp.getheader("Content-Length")
-            return {"name": path, "type": "file", "size": _length(size, path)}
+                _refuse(resp, path, "HEAD")
+            size = _length(resp.headers.get("Content-Length"), path)
+            return {"name": path, "type": "file", "size": size}
 
-        return with_retries(self.policy, once, path, on_retry=self._count_retry)
+        return with_retries(self.policy, once, path, on_retry=self._count_retry, until=until)
 
     def isfile(self, path: str) -> bool:
         """Whether a HEAD of *path* answers like a file (never for a folder URL)."""
         if path.endswith("/"):
             return False
         try:
-            resp, parts = self._open("HEAD", path, {})
+            resp = self._head(path, _until(self.policy))
         except (_Retry, RemoteReadError):
             return False
-        resp.read()
-        self._drop(parts)
-        ctype = resp.getheader("Content-Type", "")
-        return resp.status == 200 and not ctype.startswith("text/html")
+        html = resp.headers.get("Content-Type", "").startswith("text/html")
+        return resp.status == 200 and not html
 
     def exists(self, path: str) -> bool:
         """Whether a HEAD of *path* (or of *path* + ``/``) answers below 400."""
         for p in (path, path.rstrip("/") + "/"):
             try:
-                resp, parts = self._open("HEAD", p, {})
+                if self._head(p, _until(self.policy)).status < 400:
+                    return True
             except (_Retry, RemoteReadError):
-                continue
-            resp.read()
-            self._drop(parts)
-            if resp.status < 400:
-                return True
+                pass
         return False
 
     def ls(self, path: str, detail: bool = False) -> list[Any]:
@@ -541,33 +564,37 @@ class HTTPStore:
         raise OSError(f"{path}: an HTTP server cannot list a folder")
 
 
-def _check_content_range(
-    resp: http.client.HTTPResponse,
-    parts: urllib.parse.SplitResult,
-    path: str,
-    lo: int,
-    end: int | None,
-    drop: Callable[[urllib.parse.SplitResult], None],
-) -> None:
-    """A 206 must be the part asked for; anything else is another file's bytes.
+# The pools forked children inherited (see HTTPStore._retire).
+_INHERITED: list[urllib3.PoolManager] = []
 
-    Checked before the body is read: a part longer than asked is refused
-    without downloading it.
-    """
-    value = resp.getheader("Content-Range", "")
+
+def _refuse(
+    resp: BaseHTTPResponse, path: str, what: str, start: int | None = None, end: int | None = None
+) -> NoReturn:
+    """Raise for an answer that is not the file: not there, retry later, or refused."""
+    status = resp.status
+    if status in (404, 410):
+        raise FileNotFoundError(2, f"not found (HTTP {status})", path)
+    if status >= 500 or status in _RETRY_STATUS:
+        raise _Retry(status, f"HTTP {status}", retry_after(resp.headers.get("Retry-After")))
+    why = f"{path}: {what}: HTTP {status} {resp.reason}"
+    raise RemoteReadError(why, url=path, start=start, end=end, status=status)
+
+
+def _check_content_range(resp: BaseHTTPResponse, path: str, lo: int, end: int | None) -> None:
+    """A 206 must be the part asked for (checked before its body: a longer one is not read)."""
+    value = resp.headers.get("Content-Range", "")
     unit, _, rest = value.partition(" ")
     first, _, last = rest.partition("/")[0].partition("-")
-    length = resp.getheader("Content-Length")
-    want = None if end is None else end - lo
+    length = resp.headers.get("Content-Length")
     if (
         unit == "bytes"
         and first.isdigit()
         and int(first) == lo
-        and (want is None or (last.isdigit() and int(last) == end - 1))  # type: ignore[operator]
-        and (want is None or length is None or _length(length, path) == want)
+        and (end is None or (last.isdigit() and int(last) == end - 1))
+        and (end is None or length is None or _length(length, path) == end - lo)
     ):
         return
-    drop(parts)
     raise RemoteReadError(
         f"{path}: asked for {_span(lo, end)}, the server sent a part it calls {value!r}"
         + (f" of {length} bytes" if length is not None else ""),
@@ -577,54 +604,116 @@ def _check_content_range(
     )
 
 
-class _Watchdog:
-    """Cuts the connection of an attempt that runs past *deadline* seconds.
+def _read(resp: BaseHTTPResponse, got: bytearray, cap: int | None) -> None:
+    """Append *resp*'s body to *got*, up to one byte past *cap*; a cut keeps what came."""
+    try:
+        while cap is None or len(got) <= cap:
+            chunk = resp.read(_CHUNK if cap is None else min(_CHUNK, cap + 1 - len(got)))
+            if not chunk:
+                return
+            got += chunk
+    except (HTTPError, OSError) as exc:
+        why = "connection dropped mid-body" if isinstance(exc, ProtocolError) else _describe(exc)
+        raise _Retry(resp.status, why) from exc
 
-    ``timeout`` bounds each wait for bytes; this bounds the whole attempt, as
-    a server that sends a byte every second would otherwise keep one request
-    alive for hours. On expiry the socket is shut down, so whatever call is
-    blocked on it returns at once; the caller then sees :attr:`expired`.
+
+_local = threading.local()
+
+
+class _Watchdog:
+    """Cuts the connection of this thread's read when it runs past its deadline.
+
+    urllib3's timeouts bound each socket operation, so a server that sends a
+    byte a second would hold a read for hours. At *until* the socket is shut
+    down, whatever call is blocked on it returns at once, and the failure
+    reads "timed out at the deadline". Connections (:class:`_GuardedHTTP`)
+    report to the watchdog of the thread that uses them, since urllib3 does
+    not tell which connection a request gets.
     """
 
-    def __init__(self, deadline: float | None) -> None:
-        self.deadline = deadline
+    def __init__(self, until: float | None) -> None:
         self.expired = False
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: HTTPConnection | None = None
+        self._lock = threading.Lock()  # the timer's thread and the reading one
         self._timer: threading.Timer | None = None
-
-    @property
-    def why(self) -> str:
-        return f"timed out: no whole answer within the deadline of {self.deadline:g} s"
-
-    def guard(self, conn: http.client.HTTPConnection) -> None:
-        """Watch *conn* (the connection a redirect moved to, too)."""
-        self._conn = conn
-        if self._timer is None and self.deadline is not None:
-            self._timer = threading.Timer(self.deadline, self._expire)
+        if until is not None:
+            self._timer = threading.Timer(max(0.0, until - time.monotonic()), self._expire)
             self._timer.daemon = True
-            self._timer.start()
+
+    def guard(self, conn: HTTPConnection) -> None:
+        """Watch *conn*, which this thread is about to use."""
+        with self._lock:
+            self._conn = conn
+            if self.expired:  # expired while conn was connecting
+                self._cut()
 
     def _expire(self) -> None:
-        self.expired = True
-        sock = getattr(self._conn, "sock", None)
+        with self._lock:
+            self.expired = True
+            self._cut()
+
+    def _cut(self) -> None:
+        sock = None if self._conn is None else self._conn.sock
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
+            except OSError:  # already closed
                 pass
 
     def __enter__(self) -> _Watchdog:
+        _local.watchdog = self
+        if self._timer is not None:
+            self._timer.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        _local.watchdog = None
         if self._timer is not None:
             self._timer.cancel()
+        with self._lock:
+            self._conn = None  # back in the pool: another thread's now
+        if self.expired and isinstance(exc, _Retry):
+            raise _Retry(exc.status, "timed out at the deadline") from exc
+
+
+class _GuardedHTTP(HTTPConnection):
+    """A connection that the watchdog of the thread using it can cut."""
+
+    def connect(self) -> None:
+        super().connect()
+        _guard(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _guard(self)  # a kept-alive connection does not connect() again
+        super().request(*args, **kwargs)
+
+
+def _guard(conn: HTTPConnection) -> None:
+    watchdog = getattr(_local, "watchdog", None)
+    if watchdog is not None:
+        watchdog.guard(conn)
+
+
+class _GuardedHTTPS(_GuardedHTTP, HTTPSConnection):
+    """The same over TLS (the method order puts HTTPSConnection's connect under ours)."""
+
+
+class _HTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _GuardedHTTP
+
+
+class _HTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _GuardedHTTPS
 
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _Retry):
         return exc.why
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, MaxRetryError) and exc.reason is not None:
+        exc = exc.reason
+    # NewConnectionError subclasses urllib3's TimeoutError, for history
+    timeouts = (TimeoutError, urllib3.exceptions.TimeoutError)
+    if isinstance(exc, timeouts) and not isinstance(exc, NewConnectionError):
         why = str(exc)
         return why if why.startswith("timed out") else "timed out"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
