@@ -625,10 +625,13 @@ def open_dataset(
         timeout (waiting 0.2 s, then 0.4 s, ...) before a
         :class:`~pcr_explore.errors.RemoteReadError`.
     deadline : float or None
-        Seconds one remote request may take in all (None: no limit), so that
-        a server trickling a byte now and then cannot hold a read for hours;
-        the retry asks only for the bytes still missing. For fsspec backends
-        that are not asynchronous, only their own timeouts apply.
+        Seconds one remote read may take in all, from its first request to
+        its last byte, retries and the waits before them included (None: no
+        limit): a server trickling a byte now and then cannot hold a read for
+        hours, and a retry whose wait would end past the deadline is not
+        made; the read fails at once. For fsspec backends no retry starts
+        past it, and each attempt is cut off at it only where the backend is
+        asynchronous.
     read_ahead : int or str, optional
         Bytes of the next records (or image ranges) a read keeps in flight
         while the current one is decoded ("64MB" or bytes; 0: one read at a
