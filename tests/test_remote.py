@@ -57,9 +57,9 @@ def test_a_level_read_is_one_ranged_get_per_record(server: FileServer, local: PC
         gets = server.gets()
         assert len(gets) == len(ds.records) and all(g.status == 206 for g in gets)
         assert sum(g.sent for g in gets) == ds.stats.bytes_read == local.bytes_at(k)
-        assert [g.range for g in gets] == [
+        assert sorted(str(g.range) for g in gets) == sorted(  # read ahead: in any order
             f"bytes=0-{r.bytes_per_scan[k - 1] - 1}" for r in ds.records
-        ]
+        )
 
 
 @pytest.mark.parametrize("server", [{"ranges": False}], indirect=True)
@@ -331,6 +331,7 @@ def test_threads_share_one_pool_of_kept_alive_connections(server: FileServer, se
     assert len(server.gets()) == 16 and server.connections <= 8
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
 def test_a_forked_child_opens_its_own_connection(server: FileServer, served: Path) -> None:
     data = (served / "ds" / "record-00000.pcr").read_bytes()
     url = f"{server.url}/ds/record-00000.pcr"
