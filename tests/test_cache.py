@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -329,3 +330,212 @@ def test_cli_cache_info_and_clear(served: tuple[FileServer, Path], tmp_path: Pat
     assert f"deleted {record['datasets'][0]['prefixes']} cached prefix" in out
     bad = subprocess.run([*read, "--cache-max-bytes", "lots"], capture_output=True, text=True)
     assert bad.returncode == 2 and "not a size: 'lots'" in bad.stderr
+
+
+# -- a bounded cache trims before it evicts ------------------------------------
+
+
+@pytest.fixture
+def seven(tmp_path: Path) -> Path:
+    """A local dataset of 24 small distinct images in 7 records."""
+    from _pcr_data import random_dataset
+
+    return random_dataset(tmp_path / "ds", images=24, records=8)
+
+
+def _check_held(cache: Path, local: PCRDataset, at_least: int) -> int:
+    """Assert every cached prefix ends at one of its record's boundaries; return their bytes."""
+    bounds = {f"{r.file}.{r.checksum}": (r.header_bytes, *r.bytes_per_scan) for r in local.records}
+    sizes = {p.name: p.stat().st_size for p in cache.glob("*/record-*")}
+    assert sizes and set(sizes) <= set(bounds)
+    for name, size in sizes.items():
+        assert size in bounds[name][at_least:], (name, size)
+    return sum(sizes.values())
+
+
+def test_a_lower_level_pass_trims_the_higher_levels_instead_of_evicting_records(
+    seven: Path, tmp_path: Path
+) -> None:
+    local = open_dataset(str(seven))
+    full = [r.bytes_per_scan[-1] for r in local.records]
+    limit = local.bytes_at(5)  # level 5 of every record, and not one byte more
+    assert len(full) >= 5 and limit < local.bytes_at(10)
+    ds = open_dataset(str(seven), cache_dir=tmp_path / "c", cache_max_bytes=limit)
+    cache = ds.cache
+    assert cache is not None
+    with pytest.warns(CacheTooSmallWarning):
+        ds.prefetch(10)
+    held = {r for r in range(len(full)) if cache.length(r)}
+    assert held and len(held) < len(full)
+    assert all(cache.length(r) == full[r] for r in held)
+    evicted = cache.evicted
+    five = [r.bytes_per_scan[4] for r in local.records]
+    got = ds.prefetch(5)
+    # the records held at level 10 were cut back to level 5, not refetched
+    assert got.bytes_read == sum(five[r] for r in range(len(five)) if r not in held)
+    assert got.cache_bytes == sum(five[r] for r in held)
+    assert cache.trimmed >= 1 and cache.evicted == evicted
+    again = ds.prefetch(5)
+    assert again.bytes_read == again.requests == 0 and again.cache_bytes == limit
+    assert _check_held(tmp_path / "c", local, at_least=5) <= limit + max(full)
+
+
+def _digests(ds: PCRDataset, k: int) -> list[str]:
+    import hashlib
+
+    return [hashlib.sha256(data).hexdigest() for _, data, _ in ds.iter_jpeg(scan=k)]
+
+
+def _read_high(path: str, cache: str, limit: int, start: Any, done: Any, out: Any) -> None:
+    """Three passes at level 10 (more than the cache holds), then say so."""
+    import warnings
+
+    warnings.simplefilter("ignore", CacheTooSmallWarning)
+    ds = open_dataset(path, cache_dir=cache, cache_max_bytes=limit)
+    start.wait()
+    passes = [_digests(ds, 10) for _ in range(3)]
+    done.set()
+    out.put(("high", passes, ds.cache.trimmed))  # type: ignore[union-attr]
+
+
+def _read_low(path: str, cache: str, limit: int, start: Any, done: Any, out: Any) -> None:
+    """Passes at level 5 while the other process reads, and one whole pass after it stopped."""
+    # One record at a time here: the fill locks of two processes that each wait
+    # in several threads can trip the kernel's deadlock detection (EDEADLK).
+    ds = open_dataset(path, cache_dir=cache, cache_max_bytes=limit, read_ahead=0)
+    start.wait()
+    passes = []
+    while True:
+        finished = done.is_set()
+        passes.append(_digests(ds, 5))
+        if finished:
+            break
+    out.put(("low", passes, ds.cache.trimmed))  # type: ignore[union-attr]
+
+
+def test_processes_reading_one_bounded_cache_at_two_levels(seven: Path, tmp_path: Path) -> None:
+    import multiprocessing as mp
+    import queue
+
+    local = open_dataset(str(seven))
+    limit = local.bytes_at(5)
+    ctx = mp.get_context("spawn")
+    start, done, out = ctx.Barrier(2), ctx.Event(), ctx.Queue()
+    args = (str(seven), str(tmp_path / "shared"), limit, start, done, out)
+    procs = [ctx.Process(target=f, args=args) for f in (_read_high, _read_low)]
+    results: dict[str, tuple[list[list[str]], int]] = {}
+    try:
+        for p in procs:
+            p.start()
+        for _ in range(600):  # a guard against a hang, not a timing
+            if len(results) == 2:
+                break
+            try:
+                name, passes, trimmed = out.get(timeout=1)
+                results[name] = (passes, trimmed)
+            except queue.Empty:
+                failed = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                assert not failed, f"a reader process failed (exit codes {failed})"
+    finally:
+        for p in procs:
+            if p.is_alive() and len(results) < 2:
+                p.terminate()
+            p.join()
+    assert [p.exitcode for p in procs] == [0, 0]
+    (high, high_trimmed), (low, low_trimmed) = results["high"], results["low"]
+    # a prefix trimmed or evicted under a reader costs a refetch, never a wrong byte
+    assert high == [_digests(local, 10)] * 3
+    assert len(low) >= 2 and all(p == _digests(local, 5) for p in low)
+    # the level-5 reader cut the level-10 reader's prefixes back to level 5 (its last pass
+    # began after the other stopped, so it met at least one); reading at the top level
+    # has nothing above it to cut
+    assert low_trimmed >= 1 and high_trimmed == 0
+    full = max(r.bytes_per_scan[-1] for r in local.records)
+    assert _check_held(tmp_path / "shared", local, at_least=0) <= limit + full
+
+
+def test_a_cache_entry_that_is_a_link_is_never_followed(seven: Path, tmp_path: Path) -> None:
+    local = open_dataset(str(seven))
+    cache = tmp_path / "c"
+    open_dataset(str(seven), cache_dir=cache).prefetch(3)
+    ds = open_dataset(str(seven), cache_dir=cache, cache_max_bytes=10**9)
+    assert ds.cache is not None
+    outside = []
+    for r, cut in ((0, 0), (1, 7)):  # a link to a whole level-3 prefix, and to one cut short
+        real = (seven / local.records[r].file).read_bytes()
+        target = tmp_path / f"outside-{r}"
+        target.write_bytes(real[: local.records[r].bytes_per_scan[2] - cut])
+        ds.cache.path(r).unlink()
+        ds.cache.path(r).symlink_to(target)
+        outside.append((target, target.read_bytes()))
+    got = ds.prefetch(5)
+    five = [r.bytes_per_scan[4] for r in local.records]
+    three = [r.bytes_per_scan[2] for r in local.records]
+    # records 0 and 1 came whole from the store; the others only from level 3 up
+    assert got.bytes_read == five[0] + five[1] + sum(five[2:]) - sum(three[2:])
+    for target, before in outside:
+        assert target.read_bytes() == before  # neither appended to nor truncated
+    for r in (0, 1):
+        p = ds.cache.path(r)
+        assert not p.is_symlink()
+        assert p.read_bytes() == (seven / local.records[r].file).read_bytes()[: five[r]]
+    assert _same(_images(ds, 5), _images(local, 5))
+    # a link appearing between the size check and the append is deleted, not written through
+    link = ds.cache.path(2)
+    link.unlink()
+    link.symlink_to(outside[0][0])
+    ds.cache.extend(2, 0, b"x" * 10)
+    assert not link.exists() and outside[0][0].read_bytes() == outside[0][1]
+    # a dataset folder that is a link would grow where eviction never looks
+    other = tmp_path / "other"
+    other.mkdir()
+    linked = cache_folder(tmp_path / "c2", str(seven))
+    linked.parent.mkdir()
+    linked.symlink_to(other)
+    with pytest.raises(DatasetError, match="cache folder is a symbolic link"):
+        open_dataset(str(seven), cache_dir=tmp_path / "c2")
+
+
+def test_cache_usage_and_cache_info_tell_the_level_of_each_prefix(
+    seven: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pcr_explore.cli import main
+    from pcr_explore.storage.cache import cache_usage
+
+    cache = tmp_path / "c"
+    ds = open_dataset(str(seven), cache_dir=cache, read_ahead=0)
+    recs = ds.records
+    ds.prefetch(2)
+    ds.read_record(0, 7)
+    ds.read_record(1, 10)
+    ds.read_record(2, 10)
+    empty = open_dataset(str(seven), cache_dir=tmp_path / "c-other")
+    empty.header(3)  # the header alone: level 0
+    n = len(recs)
+    want = [
+        {"level": 2, "records": n - 3, "bytes": sum(r.bytes_per_scan[1] for r in recs[3:])},
+        {"level": 7, "records": 1, "bytes": recs[0].bytes_per_scan[6]},
+        {"level": 10, "records": 2, "bytes": recs[1].bytes_per_scan[9] + recs[2].bytes_per_scan[9]},
+    ]
+    [row] = cache_usage(cache)
+    assert row["levels"] == want and row["prefixes"] == n and row["url"] == str(seven)
+    assert row["bytes"] == sum(w["bytes"] for w in want)
+    [other] = cache_usage(tmp_path / "c-other")
+    assert other["levels"] == [{"level": 0, "records": 1, "bytes": recs[3].header_bytes}]
+    assert main(["cache", "info", str(cache)]) == 0
+    text = capsys.readouterr().out
+    assert f"    level 2: {n - 3} records, {want[0]['bytes']:,} bytes" in text
+    assert f"    level 7: 1 record, {want[1]['bytes']:,} bytes" in text
+    assert main(["cache", "info", str(tmp_path / "c-other")]) == 0
+    assert f"level 0 (header only): 1 record, {recs[3].header_bytes:,} bytes" in (
+        capsys.readouterr().out
+    )
+    assert main(["cache", "info", str(cache), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["datasets"][0]["levels"] == want
+    # a cache written before the levels were kept: unknown, until the dataset is opened again
+    (ds.cache.folder / "levels.jsonl").unlink()  # type: ignore[union-attr]
+    assert cache_usage(cache)[0]["levels"] == [{"level": None, "records": n, "bytes": row["bytes"]}]
+    assert main(["cache", "info", str(cache)]) == 0
+    assert f"    level unknown: {n} records" in capsys.readouterr().out
+    open_dataset(str(seven), cache_dir=cache)
+    assert cache_usage(cache)[0]["levels"] == want

@@ -14,7 +14,9 @@ from ..storage.cache import cache_usage, clear_cache
 def register(sub: Any) -> None:
     p = sub.add_parser("cache", help="a prefix cache folder: what it holds, or empty it")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    info = verbs.add_parser("info", help="datasets, prefixes and bytes held")
+    info = verbs.add_parser(
+        "info", help="datasets, prefixes and bytes held, and how many records at each level"
+    )
     info.add_argument("dir", help="the cache folder (--cache-dir, cache_dir=)")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=_info)
@@ -36,7 +38,18 @@ def _info(args: argparse.Namespace) -> int:
             f"  {r['url']}: {count(r['prefixes'], 'record prefix', 'record prefixes')}, "
             f"{r['bytes']:,} bytes ({r['folder']})"
         )
+        for held in r["levels"]:
+            print(
+                f"    {_level_name(held['level'])}: {count(held['records'], 'record')}, "
+                f"{held['bytes']:,} bytes"
+            )
     return 0
+
+
+def _level_name(level: int | None) -> str:
+    if level is None:  # cached by an older version, or a record the manifest no longer names
+        return "level unknown"
+    return "level 0 (header only)" if level == 0 else f"level {level}"
 
 
 def _clear(args: argparse.Namespace) -> int:

@@ -8,30 +8,47 @@ appends them, and lowering it needs no request at all.
 
 Layout: ``<cache_dir>/<16 hex digits of SHA-256 of the dataset URL>/`` holds
 ``source.json`` (the URL and the SHA-256 of the manifest the cache was filled
-from) and one file per record, ``<record file>.<header checksum>``. The
-header checksum covers every group's CRC, so a record re-encoded with other
-content gets another cache name: a stale prefix is never read. When the
-manifest's digest changes, files that no record of the new manifest names are
-deleted.
+from), ``levels.jsonl`` (that digest on its first line; on its second, by
+cache name, where each record's header and scan groups end, so that
+:func:`cache_usage` tells offline which level each prefix holds) and one file
+per record, ``<record file>.<header checksum>``. The header checksum covers
+every group's CRC, so a record re-encoded with other content gets another
+cache name: a stale prefix is never read. When the manifest's digest changes,
+files that no record of the new manifest names are deleted.
 
 A cached prefix only ever ends at a boundary the manifest knows (the end of
 the header or of a scan group); a file cut short by a crash is trimmed back
 to the last one. The reader checks every byte it takes from the cache against
 the record's CRCs, as it does for bytes from the network.
 
-With ``max_bytes``, the cache folder (every dataset in it together) is held
-to a size: after a prefix grows, the least recently used prefixes (by
-modification time, which every read refreshes) are deleted, whole, until
-the total fits. Only the one just written is kept whatever its size, so the
-folder never stays more than one record over the limit. Several processes
-may share a cache: eviction runs under a lock on ``.pcr-cache.lock``, a
-prefix deleted under a reader is read again from the store, and only files
-this module writes (prefixes named ``<record>.<checksum>`` in a folder that
-holds a ``source.json``, and those ``source.json`` files) are ever deleted.
+With ``max_bytes``, the cache folder (the prefixes of every dataset in it
+together; ``source.json`` and ``levels.jsonl``, about 100 bytes a record, are
+not counted) is held to a size. After a prefix grows to level *k* (0: the header alone), the least
+recently used prefixes (by modification time, which every read refreshes) of
+the same dataset that hold more than level *k* are first trimmed to level *k*,
+until the total fits: a pass at a lower level after one at a higher level
+keeps what it needs of every record instead of losing whole records. Only
+when trimming is not enough are the least recently used prefixes deleted,
+whole (other datasets' prefixes are only ever deleted whole: a level of this
+dataset says nothing about what their readers need). The one just written is
+kept whatever its size, so the folder never stays more than one record over
+the limit; an eviction whose prefix another writer changed meanwhile is left
+to that writer's, so that two concurrent writers do not delete each other's.
+
+Several processes may share a cache: eviction runs under a lock on
+``.pcr-cache.lock``; a prefix is appended to, trimmed or cut back to a
+boundary only under a lock on the file itself, after checking its size, so no
+byte lands at a wrong offset; a reader whose prefix shrank or went away
+underneath it reads it again from the store. Only files this module writes
+(regular files named ``<record>.<checksum>`` in a folder that holds a
+``source.json``, and its ``source.json`` and ``levels.jsonl``) are ever
+changed or deleted. A symbolic link is never followed: an entry that is a
+link is damage, deleted (the link, not what it points to) and fetched again.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -67,8 +84,10 @@ class _Entry(Protocol):
 
 
 _SOURCE = "source.json"
+_LEVELS = "levels.jsonl"
 _LOCK = ".pcr-cache.lock"
 _ENTRY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.[0-9a-f]{8}")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def cache_folder(cache_dir: str | os.PathLike[str], url: str) -> Path:
@@ -80,6 +99,20 @@ def cache_folder(cache_dir: str | os.PathLike[str], url: str) -> Path:
     '71591a45a16fff01'
     """
     return Path(cache_dir) / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
+
+
+def _level(bounds: Sequence[int], size: int) -> int | None:
+    """The highest level whose boundary a prefix of *size* bytes reaches (None: not the header).
+
+    *bounds* are where the header (level 0) and scan groups 1..S end.
+
+    Examples
+    --------
+    >>> _level((100, 300, 300, 900), 300), _level((100, 300, 300, 900), 899), _level((100,), 5)
+    (2, 2, None)
+    """
+    held = [k for k, b in enumerate(bounds) if b <= size]
+    return held[-1] if held else None
 
 
 class PrefixCache:
@@ -97,8 +130,9 @@ class PrefixCache:
     records : sequence of RecordEntry
         The manifest's record entries (anything with their four fields).
     max_bytes : int, optional
-        Hold the whole cache folder to this many bytes, evicting the least
-        recently used prefixes (None: no limit).
+        Hold the whole cache folder to this many bytes, trimming the least
+        recently used prefixes to the level just read, then evicting them
+        whole (None: no limit).
 
     Attributes
     ----------
@@ -106,8 +140,16 @@ class PrefixCache:
         This dataset's folder in the cache.
     stale_dropped : int
         Cached files deleted on opening because the dataset changed.
+    trimmed : int
+        Prefixes this object cut back to a lower level to stay under
+        ``max_bytes``.
     evicted : int
         Prefixes this object deleted to stay under ``max_bytes``.
+
+    Raises
+    ------
+    DatasetError
+        If the dataset's folder in the cache is a symbolic link.
     """
 
     def __init__(
@@ -122,19 +164,30 @@ class PrefixCache:
             raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
         self.root = Path(cache_dir)
         self.max_bytes = None if max_bytes is None else int(max_bytes)
-        self.evicted = 0
+        self.evicted = self.trimmed = 0
         self.folder = cache_folder(cache_dir, url)
+        if self.folder.is_symlink():  # eviction and usage skip linked folders: it would grow unseen
+            raise DatasetError(
+                f"{self.folder}: this dataset's cache folder is a symbolic link; remove it"
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
         self._names = [f"{r.file}.{r.checksum}" for r in records]
-        self._bounds = [sorted({r.header_bytes, *r.bytes_per_scan}) for r in records]
+        self._index = {name: r for r, name in enumerate(self._names)}
+        self._bounds = [(int(r.header_bytes), *(int(b) for b in r.bytes_per_scan)) for r in records]
         digest = hashlib.sha256(manifest_raw).hexdigest()
         self.stale_dropped = 0
         if self._source_digest() != digest:
             self._drop_stale()
+            self._write_levels(digest)  # first: a source.json never vouches for older levels
             atomic_write(
                 self.folder / _SOURCE,
                 json.dumps({"url": url, "manifest_sha256": digest}) + "\n",
             )
+        elif _levels_digest(self.folder) != digest:  # written by an older version
+            try:
+                self._write_levels(digest)
+            except OSError:  # a read-only cache still serves reads; its levels show as unknown
+                pass
 
     def _source_digest(self) -> str | None:
         try:
@@ -142,10 +195,15 @@ class PrefixCache:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
+    def _write_levels(self, digest: str) -> None:
+        levels = dict(zip(self._names, self._bounds))
+        head = json.dumps({"manifest_sha256": digest})
+        atomic_write(self.folder / _LEVELS, f"{head}\n{json.dumps(levels)}\n")
+
     def _drop_stale(self) -> None:
         keep = set(self._names)
         for p in self.folder.iterdir():
-            if p.is_file() and _ENTRY.fullmatch(p.name) and p.name not in keep:
+            if _ENTRY.fullmatch(p.name) and p.name not in keep and _is_file(p):
                 p.unlink(missing_ok=True)
                 self.stale_dropped += 1
 
@@ -155,32 +213,46 @@ class PrefixCache:
 
     def length(self, r: int) -> int:
         """Bytes of record *r* held, trimmed back to the last boundary the manifest knows."""
+        path = self.path(r)
         try:
-            st = self.path(r).stat()
+            st = path.lstat()
         except FileNotFoundError:
+            return 0
+        if stat.S_ISLNK(st.st_mode):  # never ours: drop the link, never what it points to
+            path.unlink(missing_ok=True)
             return 0
         if not stat.S_ISREG(st.st_mode):
             raise DatasetError(
-                f"{self.path(r)}: this cache entry is not a file; remove it to fetch the "
-                "record again"
+                f"{path}: this cache entry is not a file; remove it to fetch the record again"
             )
         size = st.st_size
         fit = max((b for b in self._bounds[r] if b <= size), default=0)
         if fit != size:
-            with open(self.path(r), "r+b") as f:
-                _lock(f)
-                if os.fstat(f.fileno()).st_size == size:
-                    f.truncate(fit)
+            _cut(path, fit, expect=size)
         return fit
 
     def read(self, r: int, end: int) -> bytes:
-        """The first *end* bytes of record *r* (the caller knows ``length(r) >= end``)."""
-        with open(self.path(r), "rb") as f:
+        """The first *end* bytes of record *r* (the caller knows ``length(r) >= end``).
+
+        Raises
+        ------
+        FileNotFoundError
+            If the prefix went away or shrank meanwhile (another process
+            evicted or trimmed it): read it from the store.
+        """
+        path = self.path(r)
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise FileNotFoundError(2, "cached prefix is a link", str(path)) from None
+        with os.fdopen(fd, "rb") as f:
             data = f.read(end)
         if len(data) != end:  # shrunk underneath us (another process trimmed or dropped it)
-            raise FileNotFoundError(2, "cached prefix shrank while reading", str(self.path(r)))
+            raise FileNotFoundError(2, "cached prefix shrank while reading", str(path))
         if self.max_bytes is not None:
-            _touch(self.path(r))  # used just now: the last to be evicted
+            _touch(path)  # used just now: the last to be evicted
         return data
 
     def extend(self, r: int, start: int, data: bytes) -> None:
@@ -188,36 +260,65 @@ class PrefixCache:
 
         Nothing is written unless the file holds exactly *start* bytes: a
         concurrent reader that appended first wins, and no byte lands at the
-        wrong offset.
+        wrong offset. An entry that is a link is deleted, not written through.
         """
         if not data:
             return
         path = self.path(r)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            path.unlink(missing_ok=True)  # a link appeared since length(): the next read refills
+            return
         with os.fdopen(fd, "r+b") as f:
             _lock(f)
-            if os.fstat(fd).st_size != start:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size != start:
                 return
             f.seek(start)
             f.write(data)
         if self.max_bytes is not None:
             _touch(path)
-            self._evict(path)
+            end = start + len(data)
+            self._evict(path, end, _level(self._bounds[r], end) or 0)
 
-    def _evict(self, keep: Path) -> None:
-        """Delete the least recently used prefixes until the folder fits ``max_bytes``."""
+    def _evict(self, keep: Path, kept: int, level: int) -> None:
+        """Trim, then delete, the least recently used prefixes until the folder fits ``max_bytes``.
+
+        *keep* was just extended to *kept* bytes, level *level*: this
+        dataset's prefixes beyond that level are cut back to it first.
+        """
         assert self.max_bytes is not None
         with open(self.root / _LOCK, "a+b") as lock:
             _lock(lock)
             entries = sorted(_entries(self.root), key=lambda e: (e[0], str(e[2])))
-            total = sum(size for _, size, _ in entries)
+            sizes = {path: size for _, size, path in entries}
+            if sizes.get(keep) != kept:
+                # Changed since our append, so another writer's eviction (which saw
+                # our bytes) ran or will run after it: evicting again would delete
+                # that writer's own fresh prefix too, and could leave nothing.
+                return
+            total = sum(sizes.values())
             for _, size, path in entries:
+                if total <= self.max_bytes:
+                    break
+                r = self._index.get(path.name) if path.parent == self.folder else None
+                if r is None or path == keep or level >= len(self._bounds[r]) - 1:
+                    continue
+                target = self._bounds[r][level]
+                if size > target and _cut(path, target):
+                    sizes[path] = target
+                    total -= size - target
+                    self.trimmed += 1
+            for _, _, path in entries:
                 if total <= self.max_bytes:
                     break
                 if path == keep:
                     continue
                 path.unlink(missing_ok=True)
-                total -= size
+                total -= sizes[path]
                 self.evicted += 1
 
     def drop(self, r: int) -> None:
@@ -225,11 +326,45 @@ class PrefixCache:
         self.path(r).unlink(missing_ok=True)
 
 
+def _is_file(p: Path) -> bool:
+    """Whether *p* is a regular file itself (a link to one is not)."""
+    try:
+        return stat.S_ISREG(p.lstat().st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _cut(path: Path, size: int, expect: int | None = None) -> bool:
+    """Truncate the cache file *path* to *size* bytes under its lock; whether it was cut.
+
+    Nothing is cut if the file is not longer than *size*, is not a regular
+    file (a link is never opened), or no longer has *expect* bytes (another
+    process changed it since it was measured).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | _NOFOLLOW)
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False
+        raise
+    with os.fdopen(fd, "r+b") as f:
+        _lock(f)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size <= size:
+            return False
+        if expect is not None and st.st_size != expect:
+            return False
+        f.truncate(size)
+    return True
+
+
 def _touch(path: Path) -> None:
     """Mark *path* used now, to the nanosecond (the recency eviction goes by)."""
     now = time.time_ns()
     try:
-        os.utime(path, ns=(now, now))
+        os.utime(path, ns=(now, now), follow_symlinks=False)
     except FileNotFoundError:  # evicted by another process meanwhile
         pass
 
@@ -268,8 +403,43 @@ def _entries(cache_dir: Path) -> list[tuple[int, int, Path]]:
     return out
 
 
+def _levels_digest(folder: Path) -> str | None:
+    """The manifest digest on the first line of *folder*'s levels file (None: none)."""
+    try:
+        with open(folder / _LEVELS, "rb") as f:
+            return str(json.loads(f.readline(200))["manifest_sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _held_levels(folder: Path) -> dict[str, list[int]]:
+    """Every record's level boundaries, by cache name, if they are the cached manifest's.
+
+    Empty when unknown: no levels file (a cache written by an older
+    version), a damaged one, or one of another manifest than ``source.json``'s.
+    """
+    try:
+        source = json.loads((folder / _SOURCE).read_text("utf-8"))["manifest_sha256"]
+        with open(folder / _LEVELS, "rb") as f:
+            if json.loads(f.readline(200))["manifest_sha256"] != source:
+                return {}
+            levels = json.loads(f.readline())
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return levels if isinstance(levels, dict) else {}
+
+
 def cache_usage(cache_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """What a cache folder holds: per dataset its URL, folder, prefixes and bytes.
+    """What a cache folder holds: per dataset its URL, folder, prefixes, bytes and levels.
+
+    Returns
+    -------
+    list of dict
+        One per dataset: ``url``, ``folder``, ``prefixes`` (records held),
+        ``bytes`` and ``levels``, a list of ``{"level", "records", "bytes"}``
+        by level, lowest first, where level 0 is the header alone and level
+        None a prefix whose level cannot be told (cached by an older
+        version, or a record the manifest no longer names).
 
     Examples
     --------
@@ -277,25 +447,43 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     []
     """
     root = Path(cache_dir)
-    sizes: dict[Path, list[int]] = {}
+    sizes: dict[Path, list[tuple[str, int]]] = {}
     for _, size, p in _entries(root):
-        sizes.setdefault(p.parent, []).append(size)
-    return [
-        {
-            "url": url,
-            "folder": str(d),
-            "prefixes": len(sizes.get(d, [])),
-            "bytes": sum(sizes.get(d, [])),
-        }
-        for d, url in _datasets(root)
-    ]
+        sizes.setdefault(p.parent, []).append((p.name, size))
+    rows = []
+    for d, url in _datasets(root):
+        held = sizes.get(d, [])
+        rows.append(
+            {
+                "url": url,
+                "folder": str(d),
+                "prefixes": len(held),
+                "bytes": sum(size for _, size in held),
+                "levels": _by_level(held, _held_levels(d)) if held else [],
+            }
+        )
+    return rows
+
+
+def _by_level(held: list[tuple[str, int]], bounds: dict[str, list[int]]) -> list[dict[str, Any]]:
+    """Records and bytes held at each level, lowest first, the unknown level last."""
+    counts: dict[int | None, list[int]] = {}
+    for name, size in held:
+        b = bounds.get(name)
+        try:
+            k = None if b is None else _level([int(x) for x in b], size)
+        except (TypeError, ValueError):  # a damaged levels file: unknown, not an error
+            k = None
+        counts.setdefault(k, []).append(size)
+    order = sorted(counts, key=lambda k: (k is None, k or 0))
+    return [{"level": k, "records": len(counts[k]), "bytes": sum(counts[k])} for k in order]
 
 
 def clear_cache(cache_dir: str | os.PathLike[str], url: str | None = None) -> tuple[int, int]:
     """Delete the cached prefixes (of the dataset at *url*, or all); return (files, bytes).
 
-    Only what this module wrote goes: prefixes, ``source.json``, then the
-    dataset's folder if nothing else is left in it.
+    Only what this module wrote goes: prefixes, ``levels.jsonl``,
+    ``source.json``, then the dataset's folder if nothing else is left in it.
     """
     root = Path(cache_dir)
     files = nbytes = 0
@@ -309,6 +497,8 @@ def clear_cache(cache_dir: str | os.PathLike[str], url: str | None = None) -> tu
             for _, size, p in [e for e in _entries(root) if e[2].parent == d]:
                 p.unlink(missing_ok=True)
                 files, nbytes = files + 1, nbytes + size
+            if _is_file(d / _LEVELS):
+                (d / _LEVELS).unlink()
             (d / _SOURCE).unlink(missing_ok=True)
             try:
                 d.rmdir()  # only when empty: a user's own file keeps it
