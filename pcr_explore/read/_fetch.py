@@ -221,6 +221,16 @@ class RecordFetcher:
         self._checked: set[int] = set()
         self._warned = False
         self._count = threading.Lock()  # reads run in several threads (read-ahead)
+        self._first = threading.Lock()  # one request at a time until Range support is known
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_count"], state["_first"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._count, self._first = threading.Lock(), threading.Lock()
 
     def path(self, r: int) -> str:
         """Record *r*'s path (or URL) in the store."""
@@ -295,6 +305,15 @@ class RecordFetcher:
         except FileNotFoundError:  # another process dropped it just now: read it cold
             have, head = 0, b""
         self._served(have)
+        if getattr(self.fs, "range_support", True) is None:
+            # the first answer tells whether the server honours Range: until then one
+            # request at a time, so that reads ahead do not all ask a server that ignores it
+            with self._first:
+                return self._missing(r, head, have, end)
+        return self._missing(r, head, have, end)
+
+    def _missing(self, r: int, head: bytes, have: int, end: int) -> tuple[bytes, int]:
+        """Record *r*'s first *end* bytes: the cache's *head* and the rest from the store."""
         if getattr(self.fs, "range_support", None) is False:
             return self._whole(r, have, end)
         try:

@@ -89,6 +89,11 @@ class PCRDataset:
         self._warned_fit: set[int] = set()
         self._requests: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_requests"] = None  # threads do not travel; the copy starts its own
+        return state
+
     # -- metadata --------------------------------------------------------
     def __len__(self) -> int:
         return int(self._starts[-1])
