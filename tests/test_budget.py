@@ -15,6 +15,7 @@ import pytest
 
 import pcr_explore as pcr
 from pcr_explore.budgeting import DecodeCost, measure_decode
+from pcr_explore.budgeting._text import columns as report_columns
 from pcr_explore.quality import _sampler
 from pcr_explore.read.reader import open_dataset
 from pcr_explore.train import SplitDatasets, load_flowers, write_stand_in_archive
@@ -161,6 +162,7 @@ def test_without_torch_the_gradient_is_skipped_with_a_note(
         ({"train_epochs": 1}, ValueError, "train_epochs needs a validation set"),
         ({"statistic": "p50"}, ValueError, "unknown statistic 'p50'"),
         ({"target": 2.0}, ValueError, "target"),
+        ({"disk": "lots"}, ValueError, r"not a size: 'lots'"),
     ],
 )
 def test_bad_input_fails_before_anything_is_measured(
@@ -228,3 +230,52 @@ def test_the_explorer_reprices_a_dragged_bandwidth_without_measuring(
     assert "image/jpeg" in ex._repr_mimebundle_()
     with pytest.raises(ValueError, match="give a source to budget, or report="):
         BudgetExplorer()
+
+
+def test_a_disk_size_gives_the_highest_level_whose_prefixes_fit(
+    photo_folder: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pcr_explore.cli import main
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # no gradients: the quick path
+    pcr.encode_dataset(photo_folder, tmp_path / "ds", record_size=20_000, workers=1, progress=False)
+    ds = open_dataset(str(tmp_path / "ds"))
+    first = pcr.budget(ds, disk="1TB", sample=4, size=SIZE, workers=1, progress=False)
+    assert first.disk == 10**12 and first.disk_level == 10
+    assert "the recommended level included: it is fetched from storage once" in str(first)
+    # the command line: --disk, and a size it cannot read
+    assert main(["budget", str(tmp_path / "ds"), "--sample", "4", "--size", str(SIZE),
+                 "--workers", "1", "--disk", "1TB", "--json"]) == 0  # fmt: skip
+    assert _strict(capsys.readouterr().out)["disk_level"] == 10
+    with pytest.raises(SystemExit):
+        main(["budget", str(tmp_path / "ds"), "--disk", "lots"])
+    assert "not a size: 'lots'" in capsys.readouterr().err
+    _refuse_measuring(monkeypatch)
+    kw = dict(curve=first.curve, decode=first.decode, size=SIZE, workers=1, progress=False)
+    for disk, level in ((ds.bytes_at(5), 5), (ds.bytes_at(5) - 1, 4), (ds.bytes_at(1) - 1, None)):
+        r = pcr.budget(ds, disk=disk, **kw)  # type: ignore[arg-type]
+        assert (r.disk, r.disk_level) == (disk, level) and level == ds.level_that_fits(disk)
+        assert r.recommended == first.recommended and r.levels == first.levels
+        record = _strict(r.to_json())
+        assert (record["disk"], record["disk_level"]) == (disk, level)
+        [fits] = [cells for head, cells in report_columns(r) if head.startswith("fits ")]
+        assert fits == ["yes" if level and k <= level else "no" for k in range(1, 11)]
+    text = str(r)
+    assert f"holds no level of every record (level 1 takes {ds.bytes_at(1):,} bytes)" in text
+    rec = first.recommended
+    assert rec > 1  # a disk two bytes short of the recommended level:
+    short = pcr.budget(ds, disk=ds.bytes_at(rec) - 2, **kw)  # type: ignore[arg-type]
+    assert (
+        f"holds up to level {rec - 1} of every record ({ds.bytes_at(rec - 1):,} bytes); the "
+        f"recommended level {rec} takes {ds.bytes_at(rec):,}, so each epoch at it fetches "
+        "at least 2 bytes again"
+    ) in str(short)
+    assert "so each epoch at it fetches" in short.save_html(tmp_path / "b.html").read_text()
+    # a folder of images has no prefixes to keep: said, not guessed
+    folder = pcr.budget(photo_folder, disk="20GB", **kw)  # type: ignore[arg-type]
+    assert folder.disk is None and folder.disk_level is None
+    assert any("disk size: does not apply" in n for n in folder.notes)
+    assert "fits" not in str(folder).splitlines()[1]

@@ -23,7 +23,7 @@ from ..quality import QualityCurve
 from ..storage._atomic import atomic_write
 from .decode import DecodeCost
 
-__all__ = ["BudgetFindings", "BudgetLevel", "format_bandwidth"]
+__all__ = ["BudgetFindings", "BudgetLevel", "format_bandwidth", "format_size"]
 
 CRITERIA = ("quality", "gradient", "accuracy")
 
@@ -41,6 +41,20 @@ def format_bandwidth(bps: float) -> str:
         if bps >= scale:
             return f"{bps / scale:.3g} {unit}"
     return f"{bps:.3g} B/s"
+
+
+def format_size(nbytes: float) -> str:
+    """Bytes as a short string, in the decimal units sizes are given in.
+
+    Examples
+    --------
+    >>> format_size(20e9), format_size(1_500_000), format_size(800)
+    ('20 GB', '1.5 MB', '800 B')
+    """
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.3g} B"
 
 
 def _finite(v: float | None) -> float | None:
@@ -113,6 +127,8 @@ class BudgetFindings:
     decode: DecodeCost = dataclasses.field(repr=False, compare=False)
     gradient: Any = dataclasses.field(default=None, repr=False, compare=False)
     training: Any = dataclasses.field(default=None, repr=False, compare=False)
+    disk: int | None = None
+    disk_level: int | None = None
 
     def __repr__(self) -> str:
         bw = "" if self.bandwidth is None else f" at {format_bandwidth(self.bandwidth)}"
@@ -223,6 +239,8 @@ class BudgetFindings:
             "decided": dict(self.decided),
             "recommended": self.recommended,
             "sentence": self.sentence,
+            "disk": self.disk,
+            "disk_level": self.disk_level,
             "levels": self.rows(),
             "decode": self.decode.to_dict(),
             "notes": list(self.notes),

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from .._version import __version__
 from ..auditing._html_base import CSS, esc
-from ._text import choices_line, columns
+from ._text import choices_line, columns, disk_line
 
 if TYPE_CHECKING:
     from ._findings import BudgetFindings as BudgetReport
@@ -31,10 +31,13 @@ def render_fragment(r: BudgetReport) -> str:
     """The recommendation, the choices, the table and the notes."""
     decided = all(r.decided.values())
     notes = "".join(f"<li>{esc(n)}</li>" for n in r.notes)
+    disk = disk_line(r)
     return (
         f"<div class='card {'clear' if decided else 'unclear'}'>"
         f"<b>Level {r.recommended} of {r.num_scans}</b>: {esc(r.sentence)}"
-        f"<div class='meta'>{esc(choices_line(r))}</div></div>"
+        f"<div class='meta'>{esc(choices_line(r))}</div>"
+        + (f"<div class='meta'>{esc(disk)}</div>" if disk is not None else "")
+        + "</div>"
         + _table(r)
         + (f"<ul class='meta'>{notes}</ul>" if notes else "")
     )

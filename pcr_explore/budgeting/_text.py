@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._findings import format_bandwidth
+from ._findings import format_bandwidth, format_size
 
 if TYPE_CHECKING:
     from ._findings import BudgetFindings as BudgetReport
 
-__all__ = ["render_text", "columns"]
+__all__ = ["render_text", "columns", "choices_line", "disk_line"]
 
 
 def _ci(ci: tuple[float, float] | None) -> str:
@@ -43,6 +43,10 @@ def columns(r: BudgetReport) -> list[tuple[str, list[str]]]:
         )
     if any(x.accuracy is not None for x in rows):
         cols.append(("val acc", ["-" if x.accuracy is None else f"{x.accuracy:.3f}" for x in rows]))
+    if r.disk is not None:
+        fit = r.disk_level or 0
+        fits = ["yes" if x.scan <= fit else "no" for x in rows]
+        cols.append((f"fits {format_size(r.disk)}", fits))
     cols.append(("decode ms/img", [f"{1e3 * x.decode_seconds:.2f}" for x in rows]))
     cols.append(("read-bound below", [format_bandwidth(r.crossover(x.scan)) for x in rows]))
     if r.bandwidth is not None:
@@ -67,6 +71,25 @@ def choices_line(r: BudgetReport) -> str:
     return "choices: " + ", ".join(parts)
 
 
+def disk_line(r: BudgetReport) -> str | None:
+    """What a disk of the size given holds for good, and what the recommendation then costs."""
+    if r.disk is None:
+        return None
+    head = f"disk {format_size(r.disk)} ({r.disk:,} bytes): "
+    k, rec = r.disk_level, r.level(r.recommended)
+    if k is None:
+        return head + f"holds no level of every record (level 1 takes {r.level(1).bytes:,} bytes)"
+    head += f"holds up to level {k} of every record ({r.level(k).bytes:,} bytes)"
+    if k >= rec.scan:
+        return head + (
+            ", the recommended level included: it is fetched from storage once, however many epochs"
+        )
+    return head + (
+        f"; the recommended level {rec.scan} takes {rec.bytes:,}, so each epoch at it fetches "
+        f"at least {rec.bytes - r.disk:,} bytes again"
+    )
+
+
 def render_text(r: BudgetReport) -> str:
     """The table, the choices, the recommendation and the notes."""
     cols = columns(r)
@@ -77,6 +100,9 @@ def render_text(r: BudgetReport) -> str:
         mark = "  <- recommended" if i + 1 == r.recommended else ""
         lines.append("  ".join(c[i].rjust(w) for (_, c), w in zip(cols, widths)) + mark)
     lines.append(choices_line(r))
+    disk = disk_line(r)
+    if disk is not None:
+        lines.append(disk)
     lines.append(f"recommendation: {r.sentence}")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines)

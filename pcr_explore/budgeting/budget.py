@@ -8,6 +8,9 @@ The steps, each skipped where its result is passed in (measure once):
    the trained full-quality model's weights when there is one;
 4. the decode cost per image at every level, on this machine.
 
+Given a disk size, the report also names the highest level whose prefixes of
+every record fit on it (:meth:`~pcr_explore.PCRDataset.level_that_fits`).
+
 Each criterion picks a level; the recommendation is the highest of them, so
 every criterion measured finds it enough. Times at a storage bandwidth are
 modelled from the measured bytes and decode cost (reading and decoding
@@ -16,6 +19,7 @@ pipelined; the slower of the two sets an epoch's input time).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +34,7 @@ from ..quality.metrics import metric_name
 from ..quality.tune import Statistic, TuneOptions, _target, level_intervals, recommend
 from ..read.reader import PCRDataset
 from ..read.sources import LevelSource, open_source
+from ..storage._units import parse_bytes
 from ._findings import BudgetLevel
 from .decode import DecodeCost, measure_decode
 from .report import BudgetReport
@@ -174,6 +179,7 @@ def budget(
     *,
     val: LevelSource | str | os.PathLike[str] | None = None,
     bandwidth: float | str | None = None,
+    disk: int | str | None = None,
     target: float | None = None,
     statistic: Statistic = "p5",
     sample: int | None = 64,
@@ -201,6 +207,11 @@ def budget(
         A validation set with the same classes (needed by *train_epochs*).
     bandwidth : float or str, optional
         Storage bandwidth for the epoch times ("20MB/s", bytes/s).
+    disk : int or str, optional
+        A local disk or prefix cache size ("20GB", bytes): the report gives
+        the highest level whose prefixes of every record fit on it, which
+        passes read from storage once however many epochs follow (PCR
+        datasets only; for another source a note says it does not apply).
     target : float, optional
         The quality target (default the metric's: 0.95 MS-SSIM).
     statistic : {"p5", "mean"}
@@ -242,8 +253,8 @@ def budget(
     Raises
     ------
     ValueError
-        If a level, the bandwidth, the target or an option is out of range,
-        checked before anything is measured.
+        If a level, the bandwidth, the disk size, the target or an option is
+        out of range, checked before anything is measured.
     DatasetError
         If *val*'s classes are not *train*'s.
 
@@ -256,6 +267,7 @@ def budget(
     src = train if isinstance(train, LevelSource) else open_source(train)
     where = str(getattr(src, "url", train))
     bw = _bandwidth(bandwidth)
+    disk_bytes = None if disk is None else int(parse_bytes(disk))
     metric = curve.metric if curve is not None else "mssim"
     target = _target(metric_name(metric), target)
     if statistic not in ("mean", "p5"):
@@ -281,7 +293,7 @@ def budget(
     if decode is None:
         idx = curve.per_image.indices[: o.decode_sample].tolist()
         decode = measure_decode(src, indices=idx, size=size, repeats=o.decode_repeats)
-    return _report(
+    report = _report(
         src,
         where,
         curve,
@@ -296,6 +308,18 @@ def budget(
         notes,
         model_given=model is not None,
     )
+    return report if disk_bytes is None else _with_disk(report, src, disk_bytes)
+
+
+def _with_disk(report: BudgetReport, src: LevelSource, disk: int) -> BudgetReport:
+    """*report* with the highest level whose prefixes fit in *disk* bytes (PCR datasets only)."""
+    if isinstance(src, PCRDataset):
+        return dataclasses.replace(report, disk=disk, disk_level=src.level_that_fits(disk))
+    note = (
+        f"disk size: does not apply to {report.source}: it is not a PCR dataset, so no level "
+        "is a prefix of its files that a disk could keep (encode it: pcr-explore encode)"
+    )
+    return dataclasses.replace(report, notes=(*report.notes, note))
 
 
 def _bandwidth(bandwidth: float | str | None) -> float | None:

@@ -54,6 +54,13 @@ class BudgetReport(BudgetFindings):
         What was skipped and why; what each figure is.
     curve, gradient, training, decode
         The measurements themselves, for reuse (``budget(..., curve=...)``).
+    disk : int or None
+        The disk (or ``cache_max_bytes``) size given, in bytes (None: none
+        given, or the source is not a PCR dataset; a note then says so).
+    disk_level : int or None
+        The highest level whose prefixes of every record fit in ``disk``
+        (None: not even level 1 fits, or no disk): passes at that level or
+        below fetch each byte once, however many epochs follow.
 
     ``print(report)`` shows the table, a notebook shows it as HTML,
     :meth:`save_html` writes a page that opens offline, :meth:`to_json` the

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._args import bandwidth, positive_int
+from ._args import bandwidth, byte_size, positive_int
 
 
 def _scans(text: str) -> tuple[int, ...]:
@@ -28,6 +28,12 @@ def register(sub: Any) -> None:
     p.add_argument("--val", help="validation set with the same classes (for --train-epochs)")
     p.add_argument(
         "--bandwidth", type=bandwidth, default=None, help="storage bandwidth, e.g. 20MB/s"
+    )
+    p.add_argument(
+        "--disk",
+        type=byte_size,
+        default=None,
+        help="a disk or cache size, e.g. 20GB: the highest level whose prefixes fit on it",
     )
     p.add_argument("--target", type=float, default=None, help="quality target (MS-SSIM 0.95)")
     p.add_argument(
@@ -56,6 +62,7 @@ def _budget(args: argparse.Namespace) -> int:
         args.train,
         val=args.val,
         bandwidth=args.bandwidth,
+        disk=args.disk,
         target=args.target,
         statistic=args.statistic,
         sample=args.sample,
