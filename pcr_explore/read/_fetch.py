@@ -13,11 +13,14 @@ it downloads each record whole, once, into the cache.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import posixpath
+import struct
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -361,9 +364,9 @@ class RecordFetcher:
         then fetch its prefix from the store once: the first fills the
         cache, the others wait and read it from there. Nothing is locked
         without a cache, or when the cache already holds the bytes. The lock
-        is one byte of ``.pcr-fetch.lock`` in the cache folder (a POSIX
-        record lock, released when the process ends, so a killed process
-        leaves no lock behind).
+        is one byte of ``.pcr-fetch.lock`` in the cache folder (see
+        :func:`_lock_byte`; released when the process ends, so a killed
+        process leaves no lock behind).
         """
         cache = self.cache
         if cache is None or fcntl is None or cache.length(r) >= end:
@@ -373,7 +376,7 @@ class RecordFetcher:
         offset = int.from_bytes(key[:5], "little")  # a byte per record, nearly always its own
         fd = os.open(cache.root / ".pcr-fetch.lock", os.O_RDWR | os.O_CREAT, 0o666)
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
+            _lock_byte(fd, offset)
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -387,6 +390,32 @@ class RecordFetcher:
         """Drop record *r* from the cache: its cached bytes failed a check."""
         if self.cache is not None:
             self.cache.drop(r)
+
+
+def _lock_byte(fd: int, offset: int) -> None:
+    """An exclusive lock on byte *offset* of the open file *fd*, held until *fd* is closed.
+
+    Open-file-description locks where the system has them (Linux): several
+    threads of one process then hold their own locks, and closing one
+    thread's descriptor leaves the others' in place. Process-owned locks
+    (``lockf``) would merge them, and the kernel's deadlock check, which
+    sees processes, not threads, reports a false deadlock (EDEADLK) when two
+    processes' read-ahead threads wait on each other's records: it is
+    retried, since each thread holds one lock at most.
+    """
+    ofd = getattr(fcntl, "F_OFD_SETLKW", None)
+    if ofd is not None:
+        # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for these locks)
+        fcntl.fcntl(fd, ofd, struct.pack("@hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
+        return
+    while True:  # pragma: no cover - systems without OFD locks
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EDEADLK:
+                raise
+            time.sleep(0.01)
 
 
 def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError | FileNotFoundError:
