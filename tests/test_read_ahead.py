@@ -70,6 +70,29 @@ def test_the_next_reads_start_while_the_consumer_holds_one_and_stay_within_the_b
     assert sorted(reads.called) == list(range(8))
 
 
+def test_one_read_at_a_time_is_in_flight_and_the_next_starts_when_it_ends() -> None:
+    """A quarter of the budget in flight: here one read, so the next one is never slowed."""
+    gates = {r: threading.Event() for r in range(4)}
+    reads = _Reads()
+
+    def read(r: int) -> str:
+        reads(r)
+        assert gates[r].wait(20)
+        return f"prefix {r}"
+
+    gates[0].set()
+    out = fetch(read, range(4), on_error=OnError(), where=str, cost=lambda r: 10, read_ahead=40)
+    assert next(out) == (0, "prefix 0")
+    _wait_for(lambda: 1 in reads.seen(), "read 1 after read 0 ended")
+    assert 2 not in reads.seen()  # read 1 is in flight: nothing else shares the link
+    gates[1].set()  # read 1 ends while the consumer still holds record 0
+    _wait_for(lambda: 2 in reads.seen(), "read 2 started when read 1 ended")
+    assert 3 not in reads.seen()
+    gates[2].set()
+    gates[3].set()
+    assert [r for r, _ in out] == [1, 2, 3]
+
+
 def test_a_record_larger_than_the_bound_is_still_read_one_ahead() -> None:
     reads = _Reads()
     out = fetch(reads, range(3), on_error=OnError(), where=str, cost=lambda r: 100, read_ahead=10)

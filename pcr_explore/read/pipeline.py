@@ -26,12 +26,13 @@ function.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -254,50 +255,96 @@ def fetch(
     """Read each record's prefix (or each span) with *read*, in the order given.
 
     With *read_ahead* bytes and a *cost* (the bytes a read will fetch), the
-    next reads run in threads while the consumer works on the current one,
-    as many as fit in *read_ahead* (always at least the next one, at most
-    :data:`READ_AHEAD_THREADS`), so a slow link keeps busy while the CPU
-    decodes. What is held is then the record being consumed plus at most
-    *read_ahead* bytes (or one record, if a record is larger). Results
-    still come in order, and an error is handled at its record's place.
-    Without them, one read at a time; *release* is called once the consumer
-    is done with a record, so that at most one record is held.
+    next reads run in threads while the consumer works on the current one:
+    reads done and not yet taken, and reads in flight, together up to
+    *read_ahead* bytes (always at least the next one). So that the read the
+    consumer needs next is not slowed by the others sharing the link, at
+    most a quarter of *read_ahead* (or one read) is in flight at a time, in
+    order, and at most :data:`READ_AHEAD_THREADS` reads; a read that ends
+    starts the next one at once, even while the consumer is busy. What is
+    held is then the record being consumed plus at most *read_ahead* bytes
+    (or one record, if a record is larger). Results come in order, and an
+    error is handled at its record's place. Without them, one read at a
+    time; *release* is called once the consumer is done with a record, so
+    that at most one record is held.
     """
     if read_ahead <= 0 or cost is None:
         yield from _fetch_one_by_one(read, records, on_error=on_error, where=where, release=release)
         return
-    todo = iter(records)
-    pending: deque[tuple[_T, int, Future[_P]]] = deque()
-    queued = 0  # bytes of the reads in flight or done and not yet handed out
-    nxt: _T | None = next(todo, None)
-    with ThreadPoolExecutor(READ_AHEAD_THREADS, thread_name_prefix="pcr-read-ahead") as pool:
+    yield from _ReadAhead(read, records, cost, read_ahead).run(on_error, where)
 
-        def top_up() -> None:
-            nonlocal queued, nxt
-            while nxt is not None and len(pending) < READ_AHEAD_THREADS:
-                need = int(cost(nxt))
-                if pending and queued + need > read_ahead:
+
+class _ReadAhead:
+    """The reads of :func:`fetch` with read-ahead: submitted from the consumer and on completion."""
+
+    def __init__(
+        self,
+        read: Callable[[_T], _P],
+        records: Iterable[_T],
+        cost: Callable[[_T], int],
+        read_ahead: int,
+    ) -> None:
+        self.read, self.cost, self.budget = read, cost, read_ahead
+        self.window = max(1, read_ahead // 4)  # bytes in flight at most (or one read)
+        self.todo = iter(records)
+        self.next: Any = next(self.todo, _END)
+        self.pending: deque[tuple[Any, int, Future[Any]]] = deque()
+        self.queued = 0  # bytes of the reads in flight or done and not yet handed out
+        self.closed = False
+        # re-entrant: a read that is already done calls its callback in the submitting thread
+        self.lock = threading.RLock()
+
+    def top_up(self, _: object = None) -> None:
+        """Start the next reads that fit (called by the consumer and by each read that ends)."""
+        with self.lock:
+            while not self.closed and self.next is not _END:
+                need = int(self.cost(self.next))
+                flying = [n for _, n, f in self.pending if not f.done()]
+                if self.pending and self.queued + need > self.budget:
                     return
-                pending.append((nxt, need, pool.submit(read, nxt)))
-                queued += need
-                nxt = next(todo, None)
+                if flying and (
+                    len(flying) >= READ_AHEAD_THREADS or sum(flying) + need > self.window
+                ):
+                    return
+                item = self.next
+                done = self.pool.submit(self.read, item)
+                self.pending.append((item, need, done))
+                self.queued += need
+                self.next = next(self.todo, _END)
+                done.add_done_callback(self.top_up)
 
-        try:
-            top_up()
-            while pending:
-                r, need, done = pending.popleft()
-                queued -= need
-                top_up()  # before handing it out: the link stays busy while it is decoded
-                try:
-                    prefix = done.result()
-                except PCRError as exc:
-                    on_error.handle(where(r), exc)
-                    continue
-                yield r, prefix
-                del prefix
-        finally:  # the consumer stopped early, or an error stops the pass
-            for *_, f in pending:
-                f.cancel()
+    def run(self, on_error: OnError, where: Callable[[Any], str]) -> Iterator[tuple[Any, Any]]:
+        with ThreadPoolExecutor(READ_AHEAD_THREADS, thread_name_prefix="pcr-read-ahead") as pool:
+            self.pool = pool
+            try:
+                self.top_up()
+                while True:
+                    with self.lock:
+                        if not self.pending:
+                            return
+                        r, need, done = self.pending[0]
+                    try:
+                        prefix = done.result()
+                        failed = None
+                    except PCRError as exc:
+                        prefix, failed = None, exc
+                    with self.lock:
+                        self.pending.popleft()
+                        self.queued -= need
+                    self.top_up()  # before handing it out: the link stays busy while it decodes
+                    if failed is not None:
+                        on_error.handle(where(r), failed)
+                        continue
+                    yield r, prefix
+                    del prefix
+            finally:  # the consumer stopped early, or an error stops the pass
+                with self.lock:
+                    self.closed = True
+                    for *_, f in self.pending:
+                        f.cancel()
+
+
+_END = object()
 
 
 def _fetch_one_by_one(
