@@ -59,7 +59,7 @@ with a cache folder of its own and a dataset of ``--cache-records`` records.
 
 Usage::
 
-    python bench/bench_link.py [FOLDER] [--limit 600] [--rate 5,20] [--sizes 64,224]
+    python bench/bench_link.py [FOLDER] [--limit 600] [--shards 8] [--rate 5,20] [--sizes 64,224]
         [--scans 1,3,5,10] [--batch 64] [--repeat 2] [--busy 6] [--latency-ms 10]
         [--read-ahead BYTES] [--probe-s 2] [--no-cache] [--cache-records 24] [--quick]
 
@@ -504,6 +504,15 @@ def main() -> None:
         "--read-ahead",
         help="torch_dataset(read_ahead=...), where it takes one (default: not given)",
     )
+    ap.add_argument(
+        "--shards",
+        type=int,
+        default=8,
+        help="records (and WebDataset shards) the photos are split into (default 8: each "
+        "DataLoader worker reads 4 per pass, so a pass's first and last record weigh much; "
+        "a dataset of many records per worker, as in training, gives the steady state)",
+    )
+    ap.add_argument("--out", type=Path, default=OUT, help=f"the JSON (default {OUT})")
     ap.add_argument("--no-cache", action="store_true", help="leave out the cache section")
     ap.add_argument(
         "--cache-records", type=int, default=24, help="records of the cache section's dataset"
@@ -539,7 +548,7 @@ def main() -> None:
     shares: dict[int, dict[str, list[float]]] = {}
     cache: dict[str, Any] | None = None
     try:
-        written = write_all(sources, work, -(-src_bytes // 8), wds, None, ["standard"])
+        written = write_all(sources, work, -(-src_bytes // args.shards), wds, None, ["standard"])
         shards = written["wds"]
         local = open_dataset(written["pcr-standard"]["path"])
         if pcr_extra and not takes(local.url, pcr_extra):
@@ -598,7 +607,7 @@ def report(
         f"\nmeasured on this machine ({machine['cores']} cores, load average before "
         f"{machine['load_average_before'][0]:.2f}): {cmd}\n"
         f"{n} photos from {args.folder} ({src_bytes / n / 1e3:.1f} kB each); records and "
-        f"shards of {src_bytes / 8e6:.1f} MB; decoder {machine['decoder']}; 2 workers per "
+        f"shards of {src_bytes / args.shards / 1e6:.1f} MB ({args.shards}); decoder {machine['decoder']}; 2 workers per "
         f"DataLoader, batches of {args.batch}; latency {args.latency_ms:g} ms per request; "
         f"busy = {args.busy} spinning processes; medians of {args.repeat} round(s); "
         f"{seconds:.0f} s in all" + (f"; torch_dataset{pcr_extra}" if pcr_extra else "")
@@ -645,8 +654,8 @@ def report(
         )
     if cache is not None:
         print_cache(cache)
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
         to_json(
             {
                 "command": cmd,
@@ -665,7 +674,7 @@ def report(
         )
         + "\n"
     )
-    print(f"\nfigures measured on this machine with: {cmd}\nwrote {OUT}")
+    print(f"\nfigures measured on this machine with: {cmd}\nwrote {args.out}")
 
 
 def print_cache(c: dict[str, Any]) -> None:
