@@ -607,7 +607,8 @@ def report(
         f"\nmeasured on this machine ({machine['cores']} cores, load average before "
         f"{machine['load_average_before'][0]:.2f}): {cmd}\n"
         f"{n} photos from {args.folder} ({src_bytes / n / 1e3:.1f} kB each); records and "
-        f"shards of {src_bytes / args.shards / 1e6:.1f} MB ({args.shards}); decoder {machine['decoder']}; 2 workers per "
+        f"shards of {src_bytes / args.shards / 1e6:.1f} MB ({args.shards}); "
+        f"decoder {machine['decoder']}; 2 workers per "
         f"DataLoader, batches of {args.batch}; latency {args.latency_ms:g} ms per request; "
         f"busy = {args.busy} spinning processes; medians of {args.repeat} round(s); "
         f"{seconds:.0f} s in all" + (f"; torch_dataset{pcr_extra}" if pcr_extra else "")
