@@ -71,7 +71,7 @@ def test_the_next_reads_start_while_the_consumer_holds_one_and_stay_within_the_b
 
 
 def test_one_read_at_a_time_is_in_flight_and_the_next_starts_when_it_ends() -> None:
-    """A quarter of the budget in flight: here one read, so the next one is never slowed."""
+    """A sixteenth of the budget in flight: here one read, so the next one is never slowed."""
     gates = {r: threading.Event() for r in range(4)}
     reads = _Reads()
 

@@ -259,8 +259,8 @@ def fetch(
     reads done and not yet taken, and reads in flight, together up to
     *read_ahead* bytes (always at least the next one). So that the read the
     consumer needs next is not slowed by the others sharing the link, at
-    most a quarter of *read_ahead* (or one read) is in flight at a time, in
-    order, and at most :data:`READ_AHEAD_THREADS` reads; a read that ends
+    most a sixteenth of *read_ahead* (2 MiB by default, or one read) is in
+    flight at a time, in order, and at most :data:`READ_AHEAD_THREADS` reads; a read that ends
     starts the next one at once, even while the consumer is busy. What is
     held is then the record being consumed plus at most *read_ahead* bytes
     (or one record, if a record is larger). Results come in order, and an
@@ -285,7 +285,9 @@ class _ReadAhead:
         read_ahead: int,
     ) -> None:
         self.read, self.cost, self.budget = read, cost, read_ahead
-        self.window = max(1, read_ahead // 4)  # bytes in flight at most (or one read)
+        # bytes in flight at most (or one read): enough to hide a request's latency, small
+        # enough that the read needed next gets most of the link
+        self.window = max(1, read_ahead // 16)
         self.todo = iter(records)
         self.next: Any = next(self.todo, _END)
         self.pending: deque[tuple[Any, int, Future[Any]]] = deque()
