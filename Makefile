@@ -85,6 +85,7 @@ bench: install
 	$(BIN)/python bench/bench_widgets.py
 	$(BIN)/python bench/bench_audit.py
 	$(BIN)/python bench/bench_remote.py
+	$(BIN)/python bench/bench_link.py
 	$(BIN)/python bench/bench_train.py --threads 1
 	$(BIN)/python bench/bench_scans.py
 	$(BIN)/python bench/bench_decoders.py
