@@ -297,6 +297,12 @@ def mix(
         Samples per epoch (default: see the module docstring).
     scans : sequence of int or None, optional
         The level of each source given as a path.
+    **dataset_options
+        :func:`~pcr_explore.read.loader.torch_dataset`'s keywords for the
+        sources given as paths (``size``, ``shuffle``, ...), open_dataset's
+        settings among them (``storage_options``, ``retries``, ``deadline``,
+        ``cache_dir``, ``read_ahead``, ...): every DataLoader worker opens
+        each dataset with them.
 
     Returns
     -------
