@@ -239,7 +239,7 @@ def image_shard(counts: Sequence[int], order: list[int], index: int, count: int)
 #: Bytes a read keeps in flight ahead of the record being decoded (``read_ahead``).
 DEFAULT_READ_AHEAD = 32 << 20
 #: Reads in flight at once at most, whatever their size.
-READ_AHEAD_THREADS = 4
+READ_AHEAD_THREADS = 8
 
 
 def fetch(
