@@ -268,7 +268,9 @@ def test_throttled_reads_take_as_long_as_their_bytes(data: SplitDatasets) -> Non
     level = read_level(slow, scan=10, size=SIZE, workers=1)
     took = time.perf_counter() - t0
     assert level.bytes_read == ds.bytes_at(10)
-    assert 0.4 <= took < 2.0 and level.seconds >= 0.4
+    # a throttle can only make a read slower: the lower bound holds on any machine, an upper
+    # bound would measure how busy the machine is
+    assert took >= 0.4 and level.seconds >= 0.4
     assert parse_bandwidth("50MB/s") == 50e6 and parse_bandwidth("2 GiB/s") == 2 * 2**30
     assert parse_bandwidth(1e6) == 1e6
     with pytest.raises(ValueError, match="not a bandwidth"):
