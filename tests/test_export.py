@@ -6,15 +6,18 @@ import io
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _pcr_data import random_dataset
 from conftest import photo
 from PIL import Image, ImageOps
 
-from pcr_explore import encode_dataset, export_dataset, open_dataset
+from pcr_explore import PCRDataset, encode_dataset, export_dataset, open_dataset
 from pcr_explore.errors import DatasetError
+from pcr_explore.read.export import _folder_names, _keys
 
 wds = pytest.importorskip("webdataset")
 
@@ -99,8 +102,7 @@ def test_bad_options_and_busy_folders_are_refused_before_writing(
         DatasetError, match=r"already holds files; .*overwrite=True \(--overwrite\)"
     ):
         export_dataset(dataset, busy, scan=1, progress=False)
-    export_dataset(dataset, busy, scan=1, overwrite=True, progress=False)
-    assert (busy / "mine.txt").read_text() == "keep" and (busy / "shard-000000.tar").exists()
+    assert sorted(p.name for p in busy.iterdir()) == ["mine.txt"]
 
 
 def test_cli_export(dataset: Path, tmp_path: Path) -> None:
@@ -117,3 +119,216 @@ def test_cli_export(dataset: Path, tmp_path: Path) -> None:
         [*cmd, "--scan", "3", "--shard-size", "big"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "not a size: 'big'" in bad.stderr
+
+
+# c/a.jpg and c/a.png share the name c/a; with the image's index as the suffix, the second
+# of them took c/a_<i>, which c/a_<i>.jpg already had
+CLASHING = ["c/a.jpg", "c/a.png", *(f"c/a_{n}.jpg" for n in range(1, 10))]
+
+
+@pytest.fixture(scope="module")
+def clashing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("clash-src")
+    (src / "c").mkdir()
+    rng = np.random.default_rng(5)
+    for name in CLASHING:
+        pixels = rng.integers(0, 255, (16, 24, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(src / name, **({"quality": 90} if "jpg" in name else {}))
+    out = tmp_path_factory.mktemp("clash") / "ds"
+    encode_dataset(src, out, seed=14, workers=1, progress=False)
+    names = open_dataset(str(out)).names
+    second = max(names.index("c/a.jpg"), names.index("c/a.png"))
+    # the order that made the old naming collide (the encoder's shuffle with seed 14)
+    assert 1 <= second <= 9 and names.index(f"c/a_{second}.jpg") < second, names
+    return out
+
+
+def test_clashing_names_get_a_folder_file_each(clashing: Path, tmp_path: Path) -> None:
+    ds = open_dataset(str(clashing))
+    summary = export_dataset(ds, tmp_path / "f", scan=2, to="folder", progress=False)
+    files = json.loads((tmp_path / "f" / "export.json").read_text())["files"]
+    written = sorted(
+        p.relative_to(tmp_path / "f").as_posix() for p in (tmp_path / "f").rglob("*.jpg")
+    )
+    assert summary.files == len(set(files)) == len(written) == len(ds) == 11
+    assert sorted(files) == written
+    for i, rel in enumerate(files):  # listed in image order, each its own image's level-2 JPEG
+        assert (tmp_path / "f" / rel).read_bytes() == ds.jpeg_bytes(i, 2), rel
+
+
+# webdataset leaves its shard files to the garbage collector
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_clashing_names_get_a_webdataset_key_each(clashing: Path, tmp_path: Path) -> None:
+    ds = open_dataset(str(clashing))
+    export_dataset(ds, tmp_path / "w", scan=3, progress=False)
+    with tarfile.open(tmp_path / "w" / "shard-000000.tar") as tar:
+        members = tar.getnames()
+    keys = [m.rsplit(".", 1)[0] for m in members if m.endswith(".jpg")]
+    assert len(keys) == len(set(keys)) == len(ds) == 11
+    samples = list(wds.WebDataset(str(tmp_path / "w" / "shard-000000.tar"), shardshuffle=False))
+    assert sorted(s["__key__"] for s in samples) == sorted(keys)
+    for s in samples:
+        i = ds.names.index(json.loads(s["json"])["name"])
+        assert s["jpg"] == ds.jpeg_bytes(i, 3)
+
+
+def test_names_are_unique_ignoring_case_and_folders() -> None:
+    names = ["A.jpg", "a.png", "a_1.jpg", "x.jpg/y.jpg", "x.png", "b.c.jpg", "b_c.jpg"]
+    folder = _folder_names(names)
+    assert len({n.casefold() for n in folder}) == len(names)
+    assert folder[:2] == ["A.jpg", "a_1.jpg"] and folder[2] == "a_1_2.jpg"
+    assert folder[4] == "x_4.jpg"  # x.jpg is a folder
+    keys = _keys(names)
+    assert len({k.casefold() for k in keys}) == len(names)
+    assert keys[5:] == ["b_c", "b_c_6"]
+
+
+def _shards(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.fixture(scope="module")
+def fourteen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return random_dataset(tmp_path_factory.mktemp("fourteen") / "ds", images=14, records=2)
+
+
+def _assert_holds(ds: PCRDataset, out: Path, scan: int) -> None:
+    """*out* holds exactly one export of *ds* at *scan*: every image once, its level's bytes."""
+    index = json.loads((out / "export.json").read_text())
+    assert index["scan"] == scan and index.get("complete") is not False
+    everything = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert everything == sorted([*index["files"], "export.json"])
+    seen: list[str] = []
+    for f in index["files"]:
+        with tarfile.open(out / f) as tar:
+            for m in tar.getmembers():
+                if m.name.endswith(".json"):
+                    meta = json.loads(tar.extractfile(m).read())  # type: ignore[union-attr]
+                    jpg = tar.extractfile(m.name[: -len("json")] + "jpg").read()  # type: ignore[union-attr]
+                    assert meta["scan"] == scan
+                    assert jpg == ds.jpeg_bytes(ds.names.index(meta["name"]), scan)
+                    seen.append(meta["name"])
+    assert sorted(seen) == sorted(ds.names)
+
+
+def test_overwrite_replaces_14_shards_by_one(fourteen: Path, tmp_path: Path) -> None:
+    ds = open_dataset(str(fourteen))
+    out = tmp_path / "wds"
+    first = export_dataset(ds, out, scan=2, shard_bytes=1, progress=False)
+    assert first.files == 14
+    _assert_holds(ds, out, 2)
+    again = export_dataset(ds, out, scan=4, overwrite=True, progress=False)
+    assert again.files == 1 and _shards(out) == ["export.json", "shard-000000.tar"]
+    _assert_holds(ds, out, 4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wds"]  # no private folder left
+
+
+def test_overwrite_a_folder_export_with_webdataset_leaves_no_jpegs(
+    fourteen: Path, tmp_path: Path
+) -> None:
+    ds = open_dataset(str(fourteen))
+    out = tmp_path / "o"
+    export_dataset(ds, out, scan=3, to="folder", progress=False)
+    assert len(list(out.rglob("*.jpg"))) == 14
+    export_dataset(ds, out, scan=3, shard_bytes=4000, overwrite=True, progress=False)
+    assert list(out.rglob("*.jpg")) == [] and all(p.is_file() for p in out.iterdir())
+    _assert_holds(ds, out, 3)
+    export_dataset(ds, out, scan=1, to="folder", overwrite=True, progress=False)
+    assert sorted(p.name for p in out.iterdir()) == ["a", "b", "export.json"]
+    assert len(list(out.rglob("*.jpg"))) == 14
+
+
+def test_an_interrupted_export_leaves_the_earlier_one_whole(
+    fourteen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pcr_explore.read.export as export
+
+    ds = open_dataset(str(fourteen))
+    out = tmp_path / "wds"
+    export_dataset(ds, out, scan=2, shard_bytes=1, progress=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    calls = []
+    write = export.atomic_write
+
+    def stopped(path: Path, data: bytes) -> None:
+        calls.append(path)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        write(path, data)
+
+    monkeypatch.setattr(export, "atomic_write", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export_dataset(ds, out, scan=5, shard_bytes=1, overwrite=True, progress=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wds"]
+
+
+def test_the_next_run_removes_what_a_killed_export_left(fourteen: Path, tmp_path: Path) -> None:
+    ds = open_dataset(str(fourteen))
+    out = tmp_path / "wds"
+    export_dataset(ds, out, scan=2, shard_bytes=1, progress=False)
+    # what a run killed outright leaves: its private folder beside the export, with a
+    # half-written shard in it, and the temporary files its atomic writer made in the
+    # folder itself (an earlier version wrote there directly)
+    private = tmp_path / ".wds.pcr-export-k2j4h5g6"
+    private.mkdir()
+    (private / "shard-000000.tar").write_bytes(b"x" * 100)
+    (private / ".shard-000001.tar.a1b2c3d4.tmp").write_bytes(b"half")
+    (out / ".shard-000003.tar.x8k2j4_5.tmp").write_bytes(b"half")
+    (out / ".export.json.qq0w9e8r.tmp").write_text('{"fi')
+    export_dataset(ds, out, scan=4, overwrite=True, progress=False)
+    assert _shards(out) == ["export.json", "shard-000000.tar"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wds"]
+    _assert_holds(ds, out, 4)
+
+
+def test_overwrite_refuses_a_folder_with_files_no_export_wrote(
+    fourteen: Path, tmp_path: Path
+) -> None:
+    ds = open_dataset(str(fourteen))
+    out = tmp_path / "wds"
+    export_dataset(ds, out, scan=2, to="folder", progress=False)
+    (out / "notes.txt").write_text("mine")
+    (out / "a" / "extra.jpg").write_bytes(b"mine too")
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    with pytest.raises(
+        DatasetError, match=r"wds: holds files no export wrote \(a/extra\.jpg, notes\.txt\)"
+    ):
+        export_dataset(ds, out, scan=3, overwrite=True, progress=False)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+    assert (out / "notes.txt").read_text() == "mine"
+    # an export.json that no export wrote is the user's file too
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "export.json").write_text('{"files": ["../../etc/passwd"], "to": "folder"}')
+    with pytest.raises(DatasetError, match=r"holds files no export wrote \(export\.json\)"):
+        export_dataset(ds, mine, scan=3, overwrite=True, progress=False)
+    assert sorted(p.name for p in mine.iterdir()) == ["export.json"]
+
+
+def test_cli_export_overwrite(fourteen: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-m", "pcr_explore", "export", str(fourteen), str(out), "--quiet"]
+    first = subprocess.run(
+        [*cmd, "--scan", "2", "--shard-size", "1"], capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    assert len(list(out.glob("shard-*.tar"))) == 14
+    busy = subprocess.run([*cmd, "--scan", "4"], capture_output=True, text=True)
+    assert busy.returncode == 1 and "already holds files" in busy.stderr
+    again = subprocess.run([*cmd, "--scan", "4", "--overwrite"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "shard-000000.tar'" in again.stderr
+    assert _shards(out) == ["export.json", "shard-000000.tar"]
+    _assert_holds(open_dataset(str(fourteen)), out, 4)
+    (out / "keep.txt").write_text("mine")
+    refused = subprocess.run([*cmd, "--scan", "1", "--overwrite"], capture_output=True, text=True)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [
+        f"pcr-explore: error: {out}: holds files no export wrote (keep.txt); overwrite replaces "
+        "only an earlier export (the files its export.json lists): move them or choose another "
+        "folder"
+    ]
+    assert (out / "keep.txt").read_text() == "mine"
+    assert _shards(out) == ["export.json", "keep.txt", "shard-000000.tar"]

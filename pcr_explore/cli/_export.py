@@ -25,7 +25,11 @@ def register(sub: Any) -> None:
         metavar="SIZE",
         help="bytes per WebDataset shard (default 256MiB)",
     )
-    p.add_argument("--overwrite", action="store_true", help="write into a folder with files")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an earlier export in the folder (refused if it holds other files)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_export)
 

@@ -12,8 +12,16 @@ text, absent for unlabelled images) and ``<key>.json`` (the source name,
 label, class and level). The key is the image's name without its extension,
 with dots made underscores (WebDataset splits a name at its first dot).
 Folder layout: ``<name>.jpg`` under the output folder, keeping the class
-sub-folders. Both write ``export.json``, and every file is written
-atomically.
+sub-folders. Names that would collide (``a.jpg`` and ``a.png``, or ``A.jpg``
+and ``a.jpg`` on a folder that ignores case) get ``_<i>`` (then ``_<i>_2``,
+...) added until unused, *i* being the image's index.
+
+Both write ``export.json``: the source, level, layout and the ``files``
+written. It is how ``overwrite`` knows what an earlier export wrote: an
+overwrite removes exactly those files (and the export's own leftover
+temporary files and folders, known by name) and refuses a folder holding
+anything else. An export is written into a private folder beside *out* and
+only then moved in, so an interrupted run leaves the earlier export whole.
 """
 
 from __future__ import annotations
@@ -22,10 +30,13 @@ import io
 import json
 import os
 import posixpath
+import re
+import shutil
 import tarfile
+import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from .._public import public
@@ -37,6 +48,12 @@ __all__ = ["ExportSummary", "export_dataset", "shard_pattern", "with_orientation
 
 Target = Literal["webdataset", "folder"]
 _INDEX = "export.json"
+# The temporary name atomic_write gives a file the export writes (".shard-000003.tar.x8k2j4h5.tmp"):
+# an interrupted run of this or an earlier version may leave one in the folder.
+_TEMP = re.compile(r"\.(export\.json|shard-\d{6}\.tar|.+\.jpg)\.[a-z0-9_]{8}\.tmp")
+_STAGE = (
+    ".pcr-export-"  # the private folder an export is written in: .<out name>.pcr-export-<random>
+)
 
 
 @public("pcr_explore")
@@ -76,27 +93,174 @@ def with_orientation(jpeg: bytes, orientation: int) -> bytes:
     return jpeg[:2] + b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload + jpeg[2:]
 
 
-def _images(ds: PCRDataset, scan: int) -> Iterator[tuple[str, bytes, int]]:
+def _images(ds: PCRDataset, scan: int) -> Iterator[tuple[int, str, bytes, int]]:
     names = ds.names
     for i, data, label in ds.iter_jpeg(scan):
-        yield names[i], with_orientation(data, ds.orientation(i)), label
+        yield i, names[i], with_orientation(data, ds.orientation(i)), label
 
 
-def _check_out(out: Path, overwrite: bool) -> None:
+def _listed(out: Path) -> set[str] | None:
+    """The files *out*'s ``export.json`` lists, or None if it holds no listing an export wrote."""
+    try:
+        index = json.loads((out / _INDEX).read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(index, dict) or index.get("to") not in ("webdataset", "folder"):
+        return None
+    files = index.get("files")
+    if not isinstance(files, list):
+        return None
+    safe = all(
+        isinstance(f, str)
+        and f
+        and "\\" not in f
+        and not PurePosixPath(f).is_absolute()
+        and not {"", ".", ".."} & set(f.split("/"))
+        for f in files
+    )
+    return set(files) if safe else None  # a listing naming a file outside the folder is not ours
+
+
+def _earlier_export(out: Path, overwrite: bool) -> tuple[set[str], list[Path]]:
+    """What an export into *out* replaces: the files its listing names, and every path to remove.
+
+    Raises DatasetError if *out* is a file, holds files without *overwrite*, or holds files that
+    no export wrote (an overwrite never removes those).
+    """
     if out.exists() and not out.is_dir():
         raise DatasetError(f"{out}: exists and is not a folder; choose another output folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
+    if not out.is_dir() or not any(out.iterdir()):
+        return set(), []
+    if not overwrite:
         raise DatasetError(
             f"{out}: already holds files; choose an empty folder or use overwrite=True "
-            "(--overwrite)"
+            "(--overwrite) to replace an earlier export there"
         )
+    listed = _listed(out)
+    stage = f".{out.resolve().name}{_STAGE}"
+    ours: list[Path] = []
+    foreign: list[str] = []
+    for root, dirs, names in os.walk(out):  # symbolic links are never followed
+        here = Path(root)
+        for d in list(dirs):
+            path = here / d
+            if path.is_symlink() or (here == out and d.startswith(stage)):
+                dirs.remove(d)
+                names.append(d)
+        for name in names:
+            path = here / name
+            rel = path.relative_to(out).as_posix()
+            if rel == _INDEX and listed is not None:
+                continue  # replaced by the new listing, never removed
+            if (
+                (listed is not None and rel in listed)
+                or (_TEMP.fullmatch(name) and not path.is_dir())
+                or (here == out and name.startswith(stage) and not path.is_symlink())
+            ):
+                ours.append(path)
+            else:
+                foreign.append(rel)
+    if foreign:
+        shown = ", ".join(sorted(foreign)[:3]) + (
+            f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        )
+        raise DatasetError(
+            f"{out}: holds files no export wrote ({shown}); overwrite replaces only an earlier "
+            f"export (the files its {_INDEX} lists): move them or choose another folder"
+        )
+    return listed or set(), ours
 
 
-def _unique(key: str, seen: set[str], i: int) -> str:
-    if key in seen:
-        key = f"{key}_{i}"
-    seen.add(key)
-    return key
+def _remove(paths: list[Path], out: Path) -> None:
+    """Remove *paths* (files, or leftover private folders), then the folders they leave empty."""
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+        for parent in path.parents:
+            if parent == out or out not in parent.parents:
+                break
+            try:
+                parent.rmdir()
+            except OSError:  # not empty: it holds the rest of the export
+                break
+
+
+def _stage(out: Path) -> Path:
+    """A new private folder to write the export in, beside *out*.
+
+    Beside, so that a run stopped before its end leaves nothing inside *out* that a glob or an
+    image-folder reader would pick up; inside *out* where that cannot be (the parent on another
+    disk, or not writable). Leftovers of an interrupted run beside *out* are removed first.
+    """
+    real = out.resolve()
+    prefix = f".{real.name}{_STAGE}"
+    try:
+        for path in real.parent.iterdir():
+            if path.name.startswith(prefix) and path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+        if real.parent.stat().st_dev == real.stat().st_dev:
+            return Path(tempfile.mkdtemp(prefix=prefix, dir=real.parent))
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=real))
+
+
+def _swap_in(
+    stage: Path,
+    out: Path,
+    files: list[str],
+    index: dict[str, Any],
+    old: set[str],
+    remove: list[Path],
+) -> None:
+    """Replace the earlier export in *out* by the one written in *stage*.
+
+    Writing the images (the slow part, where a run is likely stopped) happened in *stage*, so
+    the earlier export stays whole until here. This swap only renames and unlinks; the listing
+    first names the old and new files together, so even a run stopped in the middle of it
+    leaves a folder whose every file the next overwrite recognises and removes. The old files
+    go before the new come in: never a mix of two levels, at worst an incomplete export that
+    says so (``"complete": false``).
+    """
+    both = sorted(old | set(files))
+    atomic_write(out / _INDEX, json.dumps({**index, "complete": False, "files": both}) + "\n")
+    _remove(remove, out)
+    for f in files:
+        (out / f).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / f, out / f)
+    atomic_write(out / _INDEX, json.dumps(index, indent=1) + "\n")
+
+
+def _claim(stem: str, ext: str, i: int, taken: set[str]) -> str:
+    """``stem + ext``, with ``_<i>`` (then ``_<i>_2``, ...) added to *stem* until unused.
+
+    Names compare case-folded, as on macOS and Windows, where ``A.jpg`` is ``a.jpg``.
+    """
+    name, n = stem + ext, 1
+    while name.casefold() in taken:
+        name = f"{stem}_{i}{ext}" if n == 1 else f"{stem}_{i}_{n}{ext}"
+        n += 1
+    taken.add(name.casefold())
+    return name
+
+
+def _keys(names: list[str]) -> list[str]:
+    """The WebDataset key of each image: its name without extension, dots made underscores."""
+    taken: set[str] = set()
+    return [
+        _claim(posixpath.splitext(n)[0].replace(".", "_"), "", i, taken)
+        for i, n in enumerate(names)
+    ]
+
+
+def _folder_names(names: list[str]) -> list[str]:
+    """The path of each image in a folder export: its name with the extension ``.jpg``."""
+    stems = [posixpath.splitext(n)[0] for n in names]
+    # the class folders first, so that no file takes a folder's name
+    taken = {str(p).casefold() for s in stems for p in PurePosixPath(s).parents}
+    return [_claim(s, ".jpg", i, taken) for i, s in enumerate(stems)]
 
 
 def _member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -107,7 +271,7 @@ def _member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 def _to_webdataset(ds: PCRDataset, scan: int, out: Path, shard_bytes: int, bar: Any) -> list[str]:
     shards: list[str] = []
-    seen: set[str] = set()
+    keys = _keys(ds.names)
     buf, tar = io.BytesIO(), None
 
     def close() -> None:
@@ -122,12 +286,12 @@ def _to_webdataset(ds: PCRDataset, scan: int, out: Path, shard_bytes: int, bar: 
         buf.truncate()
         tar = None
 
-    for i, (name, data, label) in enumerate(_images(ds, scan)):
+    for i, name, data, label in _images(ds, scan):
         if tar is not None and buf.tell() + len(data) > shard_bytes:
             close()
         if tar is None:
             tar = tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT)
-        key = _unique(name.rsplit(".", 1)[0].replace(".", "_"), seen, i)
+        key = keys[i]
         cls = ds.classes[label] if 0 <= label < len(ds.classes) else None
         meta = {"name": name, "label": label, "class": cls, "scan": scan}
         _member(tar, f"{key}.jpg", data)
@@ -140,14 +304,13 @@ def _to_webdataset(ds: PCRDataset, scan: int, out: Path, shard_bytes: int, bar: 
 
 
 def _to_folder(ds: PCRDataset, scan: int, out: Path, bar: Any) -> list[str]:
+    names = _folder_names(ds.names)
     files: list[str] = []
-    seen: set[str] = set()
-    for i, (name, data, _) in enumerate(_images(ds, scan)):
-        rel = _unique(name.rsplit(".", 1)[0], seen, i) + ".jpg"
-        path = out / rel
+    for i, _, data, _ in _images(ds, scan):
+        path = out / names[i]
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data)
-        files.append(rel)
+        files.append(names[i])
         bar.update(1)
     return files
 
@@ -171,6 +334,8 @@ def export_dataset(
         The dataset to export (local or remote).
     out : path
         The output folder (created; must be empty unless *overwrite*).
+        The export is written into a private folder beside it (inside it
+        where that cannot be) and moved in once complete.
     scan : int
         The level to export.
     to : {"webdataset", "folder"}
@@ -178,7 +343,10 @@ def export_dataset(
     shard_bytes : int
         About how many bytes each WebDataset shard holds.
     overwrite : bool
-        Write into a folder that already holds files (same names are replaced).
+        Replace an earlier export in *out*: afterwards the folder holds
+        exactly the new export. The files removed are those the earlier
+        ``export.json`` lists (and an interrupted export's temporary files);
+        a folder holding any other file is refused, untouched.
     progress : bool
         Show a progress bar.
 
@@ -191,7 +359,8 @@ def export_dataset(
     ValueError
         If *scan*, *to* or *shard_bytes* is out of range (before anything is written).
     DatasetError
-        If *out* is a file, or holds files and *overwrite* is not set.
+        If *out* is a file, or holds files and *overwrite* is not set, or
+        holds files that no export wrote (the message names some).
 
     Examples
     --------
@@ -206,25 +375,30 @@ def export_dataset(
     ds = dataset if isinstance(dataset, PCRDataset) else open_dataset(os.fspath(dataset))
     k = ds._check_scan(scan)
     folder = Path(out)
-    _check_out(folder, overwrite)
+    old, remove = _earlier_export(folder, overwrite)
     folder.mkdir(parents=True, exist_ok=True)
     from .._pool import progress_bar as tqdm
 
-    with tqdm(total=len(ds), unit="img", desc=f"export scan {k}", disable=not progress) as bar:
-        if to == "webdataset":
-            files = _to_webdataset(ds, k, folder, int(shard_bytes), bar)
-        else:
-            files = _to_folder(ds, k, folder, bar)
-    nbytes = sum((folder / f).stat().st_size for f in files)
-    index = {
-        "source": ds.url,
-        "scan": k,
-        "to": to,
-        "images": len(ds),
-        "files": files,
-        "classes": list(ds.classes),
-    }
-    atomic_write(folder / _INDEX, json.dumps(index, indent=1) + "\n")
+    stage = _stage(folder)
+    try:
+        with tqdm(total=len(ds), unit="img", desc=f"export scan {k}", disable=not progress) as bar:
+            if to == "webdataset":
+                files = _to_webdataset(ds, k, stage, int(shard_bytes), bar)
+            else:
+                files = _to_folder(ds, k, stage, bar)
+        nbytes = sum((stage / f).stat().st_size for f in files)
+        index = {
+            "source": ds.url,
+            "scan": k,
+            "to": to,
+            "images": len(ds),
+            "complete": True,
+            "files": files,
+            "classes": list(ds.classes),
+        }
+        _swap_in(stage, folder, files, index, old, remove)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     return ExportSummary(str(folder), to, k, len(ds), len(files), nbytes)
 
 
