@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import tracemalloc
@@ -203,3 +204,22 @@ def test_a_crafted_header_is_refused(field: str, value: object, match: str) -> N
     data = b"".join(encode_record([dataclasses.replace(good, **{field: value})], S))
     with pytest.raises(PCRFormatError, match=match):
         parse_header(data, "crafted.pcr")
+
+
+def test_headers_compare_and_hash_by_their_fields(tmp_path: Path) -> None:
+    images = _images(np.random.default_rng(2))
+    a = write_record(tmp_path / "a.pcr", images, S)
+    with open(tmp_path / "a.pcr", "rb") as f:
+        same = read_header(f, a.path)
+    assert a is not same and a == same and not (a != same) and hash(a) == hash(same)
+    relabelled = [dataclasses.replace(images[0], label=images[0].label + 1), *images[1:]]
+    differs = [
+        write_record(tmp_path / "b.pcr", images, S),  # another path
+        write_record(tmp_path / "a.pcr", images[:4], S),  # an image fewer
+        write_record(tmp_path / "a.pcr", relabelled, S),  # one label (an array field) differs
+    ]
+    for h in differs:
+        assert h != a and not (h == a)
+    assert len({a, same, *differs}) == 1 + len(differs)
+    assert {a: "first"}[same] == "first"
+    assert a != a.path and a.__eq__(a.path) is NotImplemented

@@ -27,7 +27,7 @@ import re
 import struct
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import BinaryIO
 
@@ -96,9 +96,13 @@ class RecordImage:
 
 
 @public("pcr_explore.records")
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RecordHeader:
-    """The parsed header of a record file."""
+    """The parsed header of a record file.
+
+    Headers compare equal when every field is (arrays: the same dtype, shape and
+    values), and hash alike then, so they can be set members and dict keys.
+    """
 
     path: str
     version: int
@@ -118,6 +122,23 @@ class RecordHeader:
     header_crc: int
     scan_script: str | None  # jpegtran -scans text; None: the standard script (version 1)
     _piece_offsets: np.ndarray = field(repr=False, compare=False)  # (N, S) absolute
+
+    def _key(self) -> tuple[object, ...]:
+        """The compared fields, each array as its dtype, shape and bytes."""
+        return tuple(
+            (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+            for v in (getattr(self, f.name) for f in fields(self) if f.compare)
+        )
+
+    # The dataclass's own == compares the arrays' tuples with ==, which gives arrays (and
+    # ValueError), and its hash cannot hash an array: both compare the fields' bytes instead.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordHeader) or type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     @property
     def num_images(self) -> int:
