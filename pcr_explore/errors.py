@@ -24,6 +24,8 @@ __all__ = [
     "SkippedWarning",
     "RemoteReadError",
     "RangeIgnoredWarning",
+    "CacheTooSmallWarning",
+    "TooLargeError",
 ]
 
 
@@ -141,6 +143,15 @@ class RemoteReadError(PCRError, OSError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class TooLargeError(ValueError):
+    """A body longer than the caller's limit; its rest was not read.
+
+    Raised by the remote store's ``cat_file(..., limit=)``; the manifest reader
+    turns it into a :class:`DatasetError`, so users never meet it (hence not in
+    the package's public names).
+    """
 
 
 @public("pcr_explore")

@@ -48,7 +48,7 @@ from urllib3.exceptions import (
 )
 from urllib3.response import BaseHTTPResponse
 
-from ..errors import RemoteReadError
+from ..errors import RemoteReadError, TooLargeError
 
 __all__ = [
     "BACKOFF",
@@ -158,10 +158,6 @@ def _length(value: str | None, url: str) -> int | None:
     if not value.strip().isdigit():
         raise RemoteReadError(f"{url}: the server sent Content-Length {value!r:.40}, not a number")
     return int(value)
-
-
-class TooLargeError(ValueError):
-    """A body longer than the caller's limit; its rest was not read."""
 
 
 class _Retry(Exception):
