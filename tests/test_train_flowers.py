@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import http.server
 import io
+import json
+import os
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -15,7 +18,13 @@ import pytest
 
 from pcr_explore.errors import DatasetError
 from pcr_explore.read.reader import open_dataset
-from pcr_explore.train import extract, load_flowers, split_folder, write_stand_in_archive
+from pcr_explore.train import (
+    extract,
+    load_flowers,
+    prepare_split,
+    split_folder,
+    write_stand_in_archive,
+)
 from pcr_explore.train.archive import download, sha256_of
 from pcr_explore.train.flowers import FLOWERS_ENV, FLOWERS_SHA256, FLOWERS_URL
 
@@ -163,3 +172,27 @@ def test_without_a_network_a_stand_in_is_built_and_says_so(
     assert "could not be downloaded" in data.note and "make flowers" in data.note
     assert "not photographs" in str(data)
     assert load_flowers(cache_dir=tmp_path / "x", path=data.images).note == ""
+
+
+def test_the_split_stamp_is_written_atomically(
+    archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = extract(archive, tmp_path / "unpacked")
+    out = tmp_path / "split"
+    replace = os.replace
+
+    def full_disk(a: str, b: str) -> None:  # the stamp's rename fails, as on a full disk
+        if Path(b).name == "split.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(a, b)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError, match="split.json"):
+        prepare_split(src, out, val_fraction=0.34, workers=1, progress=False)
+    assert not [p for p in out.iterdir() if "split.json" in p.name]  # no stamp, no temporary
+    monkeypatch.setattr(os, "replace", replace)
+    # a torn stamp (an earlier version wrote it in place) means: split again, not a crash
+    (out / "split.json").write_text('{"version": ')
+    data = prepare_split(src, out, val_fraction=0.34, workers=1, progress=False)
+    assert (data.train_images, data.val_images) == (20, 10)
+    assert json.loads((out / "split.json").read_text())["val_fraction"] == 0.34

@@ -32,6 +32,7 @@ from ..encode.encoder import encode_dataset
 from ..errors import DatasetError
 from ..read.reader import open_dataset
 from ..records.manifest import MANIFEST
+from ..storage._atomic import atomic_write
 from .archive import download, extract, sha256_of, write_stand_in_archive
 
 __all__ = [
@@ -250,8 +251,7 @@ def prepare_split(
     stamp_file = dst / "split.json"
     train_pcr, val_pcr = dst / "train.pcr", dst / "val.pcr"
     done = (
-        stamp_file.exists()
-        and json.loads(stamp_file.read_text()) == stamp
+        _read_stamp(stamp_file) == stamp
         and (train_pcr / MANIFEST).exists()
         and (val_pcr / MANIFEST).exists()
     )
@@ -279,7 +279,7 @@ def prepare_split(
                 seed=seed,
                 overwrite=True,
             )
-        stamp_file.write_text(json.dumps(stamp, indent=1))
+        atomic_write(stamp_file, json.dumps(stamp, indent=1))
         images = train_dir.parent
     else:
         images = root if _is_split(root) and per_class is None else dst / "images"
@@ -289,6 +289,17 @@ def prepare_split(
             f"{root}: training and validation classes differ: {tr.classes} vs {va.classes}"
         )
     return SplitDatasets(train_pcr, val_pcr, tuple(tr.classes), len(tr), len(va), images)
+
+
+def _read_stamp(path: Path) -> object:
+    """What a split's ``split.json`` says; None when missing or unreadable (then it is redone).
+
+    An earlier version wrote it in place, so a run stopped then may have left it torn.
+    """
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
 
 
 @public("pcr_explore.train")

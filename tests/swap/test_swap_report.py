@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import importlib
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +126,27 @@ def test_report_save_writes_strict_json(tmp_path):
 def test_report_bad_input(kwargs, match):
     with pytest.raises(SwapError, match=match):
         report(**{"batch": 1, **kwargs})
+
+
+def test_save_keeps_the_old_file_until_the_new_one_is_whole(tmp_path, monkeypatch):
+    module = importlib.import_module("pcr_explore.swap.simulator.report")
+    rep = report("vgg16", profile="h100-pcie5", policies=["vdnn"], batch=1)
+    out = tmp_path / "r.json"
+    out.write_text("the previous report")
+    with monkeypatch.context() as m:  # the serialisation fails midway
+        m.setattr(module, "to_json", lambda obj: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            rep.save(out)
+    assert out.read_text() == "the previous report"
+    replace = os.replace
+
+    def full_disk(a, b):  # the rename onto r.json fails, as a full disk fails a write
+        if Path(b).name == "r.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(a, b)
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(SwapError, match=r"r\.json: cannot write: No space left on device"):
+        rep.save(out)
+    assert out.read_text() == "the previous report"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left

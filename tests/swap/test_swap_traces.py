@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +181,35 @@ def test_absurd_shapes_and_deep_nesting_are_named(tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(SwapError, match=r"deep\.json: not a trace file \(RecursionError\)"):
         Trace.load(deep)
+
+
+def _full_disk_for(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the rename onto *name* fail, as a full disk fails a write."""
+    replace = os.replace
+
+    def refuse(a: str, b: str) -> None:
+        if Path(b).name == name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        replace(a, b)
+
+    monkeypatch.setattr(os, "replace", refuse)
+
+
+def test_save_keeps_the_old_file_until_the_new_one_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pcr_explore.swap.traces._trace as trace_module
+
+    path = tmp_path / "t.json"
+    path.write_text("the previous trace")
+    t = vgg16_trace(batch=1, resolution=32)
+    with monkeypatch.context() as m:  # the serialisation fails midway
+        m.setattr(trace_module, "_dumps", lambda obj: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            t.save(path)
+    assert path.read_text() == "the previous trace"
+    _full_disk_for("t.json", monkeypatch)
+    with pytest.raises(OSError, match="t.json"):
+        t.save(path)
+    assert path.read_text() == "the previous trace"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # no temporary file left

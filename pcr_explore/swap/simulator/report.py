@@ -15,6 +15,7 @@ from typing import Any
 from ..._json import json_safe, to_json
 from ..._public import public
 from ...errors import SwapError
+from ...storage._atomic import atomic_write
 from ..model.profiles import DeviceProfile, get_profile
 from ..traces import Trace
 from ..traces.architectures import builtin_trace
@@ -99,18 +100,20 @@ class SwapReport:
         Parameters
         ----------
         path : str or path-like
-            File to write.
+            File to write (atomically: a reader, or a run stopped midway, sees
+            the old file or the whole new one).
 
         Raises
         ------
         SwapError
             If the file cannot be written.
         """
+        text = to_json(self.to_dict())
         try:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(to_json(self.to_dict()))
+            atomic_write(path, text)
         except OSError as exc:
-            raise SwapError(f"{path}: cannot write JSON ({exc.strerror})") from exc
+            # atomic_write's strerror already reads "cannot write: <why>"
+            raise SwapError(f"{path}: {exc.strerror}") from exc
 
     def to_text(self) -> str:
         """Format the policies' totals as a text table.

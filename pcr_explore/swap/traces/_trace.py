@@ -23,6 +23,7 @@ import numpy as np
 from ..._json import to_json as _dumps
 from ..._public import public
 from ...errors import SwapError
+from ...storage._atomic import atomic_write
 from .sparsity import SPARSE_KINDS, SparsitySource, SparsitySpec, sparsity_profile, spec_to_json
 from .tensor_record import TensorRecord
 
@@ -294,10 +295,15 @@ class Trace:
         Parameters
         ----------
         path : str or path-like
-            File to write.
+            File to write (atomically: a reader, or a run stopped midway, sees
+            the old file or the whole new one).
+
+        Raises
+        ------
+        OSError
+            If the file cannot be written (naming *path*).
         """
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(_dumps(self.to_json()))
+        atomic_write(path, _dumps(self.to_json()))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trace:
