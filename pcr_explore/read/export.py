@@ -17,11 +17,12 @@ and ``a.jpg`` on a folder that ignores case) get ``_<i>`` (then ``_<i>_2``,
 ...) added until unused, *i* being the image's index.
 
 Both write ``export.json``: the source, level, layout and the ``files``
-written. It is how ``overwrite`` knows what an earlier export wrote: an
-overwrite removes exactly those files (and the export's own leftover
-temporary files and folders, known by name) and refuses a folder holding
-anything else. An export is written into a private folder beside *out* and
-only then moved in, so an interrupted run leaves the earlier export whole.
+written (``complete`` is false only while an export is being moved in). It
+is how ``overwrite`` knows what an earlier export wrote: an overwrite
+removes exactly those files (and the export's own leftover temporary files
+and folders, known by name) and refuses a folder holding anything else. An
+export is written into a private folder beside *out* and only then moved
+in, so an interrupted run leaves the earlier export whole.
 """
 
 from __future__ import annotations
