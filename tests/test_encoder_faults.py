@@ -29,10 +29,12 @@ def test_a_second_encode_into_a_locked_folder_fails_at_once(
     out = tmp_path / "o"
     out.mkdir()
     with FolderLock(out):
-        t0 = time.monotonic()
+        # Refused, not queued behind the holder: the holder is this thread, so a queued
+        # encode would never return (the per-test timeout turns that into a failure).
         with pytest.raises(DatasetError, match=rf"another encode is writing .*pid {os.getpid()}"):
             encode_dataset(photo_folder, out, workers=1, progress=False)
-        assert time.monotonic() - t0 < 5  # refused, not queued behind the holder
+        # ... and refused before any work: nothing but the holder's lock file in the folder
+        assert [p.name for p in out.iterdir()] == [".pcr-lock"]
     # Released: the folder is usable and the lock file is gone afterwards.
     encode_dataset(photo_folder, out, workers=1, progress=False)
     assert not (out / ".pcr-lock").exists()
@@ -79,19 +81,18 @@ def test_workers_end_when_the_encode_is_killed(
     )
     (tmp_path / "enc.py").write_text(script)
     proc = subprocess.Popen([sys.executable, str(tmp_path / "enc.py")])
+    # The waits below end on a condition, however busy the machine; a worker that never
+    # ends (or an encode that never writes) is a hang, which the per-test timeout reports.
     try:
-        deadline = time.monotonic() + 60
         while not list((tmp_path / "o").glob("record-*.pcr")):
-            assert proc.poll() is None and time.monotonic() < deadline, "encode did not start"
+            assert proc.poll() is None, "the encode ended before writing a record"
             time.sleep(0.05)
         children = _descendants(proc.pid)
         assert len(children) >= 2  # the pool's workers (and its fork server)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        deadline = time.monotonic() + 15
-        while any(_running(c) for c in children) and time.monotonic() < deadline:
+        while any(_running(c) for c in children):
             time.sleep(0.1)
-        assert [c for c in children if _running(c)] == []
     finally:
         if proc.poll() is None:
             proc.kill()

