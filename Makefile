@@ -69,8 +69,9 @@ app: sample
 	$(BIN)/python -m pip install --quiet -e ".[app]"
 	$(BIN)/voila notebooks --port=$(PORT) --no-browser --Voila.ip=$(APP_IP)
 
+# --durations=20: the 20 slowest tests close the log (each test has a timeout, pyproject.toml)
 test: install-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
 
 test-fast: install-test
 	$(BIN)/python -m pytest -m "not browser" -x
