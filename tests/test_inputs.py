@@ -107,6 +107,28 @@ def test_parquet_and_a_hugging_face_dataset_give_the_folders_records(
     assert _records(tmp_path / "hf") == _records(reference)
 
 
+def test_a_hugging_face_image_column_of_file_paths_gives_the_folders_records(
+    photo_folder: Path, reference: Path, tmp_path: Path
+) -> None:
+    # datasets stores an Image() built from files as paths, without the bytes
+    datasets = pytest.importorskip("datasets")
+    rows = _samples(photo_folder)
+    names = sorted({c for _, c, _ in rows})
+    hf = (
+        datasets.Dataset.from_dict(
+            {
+                "img": [str(photo_folder / name) for name, _, _ in rows],
+                "y": [names.index(c) for _, c, _ in rows],
+            }
+        )
+        .cast_column("img", datasets.Image())
+        .cast_column("y", datasets.ClassLabel(names=names))
+    )
+    opts = EncodeOptions(image_column="img", label_column="y")
+    encode_dataset(hf, tmp_path / "hf", record_size=20_000, workers=1, progress=False, options=opts)
+    assert _records(tmp_path / "hf") == _records(reference)
+
+
 def test_bad_inputs_name_the_shard_and_the_member(photo_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "bad"
     out.mkdir()

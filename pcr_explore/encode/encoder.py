@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,7 +48,7 @@ from ._journal import PLAN, Journal
 from ._plan import EncodePlan, make_plan
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
 from ._spool import Spool, spool_file
-from .inputs import is_staged_input, stage
+from .inputs import is_staged_input, stage, staging_folder
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
@@ -263,7 +261,7 @@ def encode_dataset(
 def _encode_staged(
     src: Any, out: str | os.PathLike[str], o: EncodeOptions, rest: tuple[Any, ...]
 ) -> EncodeSummary:
-    """Unpack tar shards, Parquet or a datasets.Dataset beside *out*, encode, clean up.
+    """Unpack tar shards, Parquet or a datasets.Dataset into a private folder, encode, clean up.
 
     *rest* is :func:`_encode`'s arguments after the options, up to the input's name.
     """
@@ -273,16 +271,14 @@ def _encode_staged(
     else:
         described = src if isinstance(src, str) else ", ".join(map(str, src))
     out_s = os.fspath(out)
-    if "://" in out_s:
-        staging = Path(tempfile.mkdtemp(prefix="pcr-staging-"))
-    else:
-        p = Path(out_s).resolve()
-        staging = p.parent / f".{p.name}.staging"
-    try:
+    if "://" not in out_s and Path(out_s).is_dir():
+        # Fail before unpacking anything when another encode holds the output;
+        # _encode takes the lock for the run itself.
+        with FolderLock(Path(out_s).resolve()):
+            pass
+    with staging_folder(out_s) as staging:
         stage(src, staging, image=o.image_column, label=o.label_column)
         return _encode(staging.resolve(), out, o, *rest, described)  # type: ignore[call-arg]
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _encode(
