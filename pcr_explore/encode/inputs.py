@@ -530,7 +530,8 @@ def _parquet_samples(path: str, image: str, label: str | None) -> Iterator[_Samp
                     yield _Sample(name, data, lab, lab_where)
                     row += 1
     except (pa.ArrowException, OSError) as exc:
-        raise DatasetError(f"{path}: not a readable Parquet file (at row {row}): {exc}") from None
+        what = "not a readable Parquet file" if row == 0 else f"row {row} cannot be read"
+        raise DatasetError(f"{path}: {what}: {exc}") from None
 
 
 def _hf_samples(ds: Any, image: str, label: str | None) -> Iterator[_Sample]:
