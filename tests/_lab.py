@@ -1,6 +1,7 @@
 """JupyterLab in Chromium for the browser tests: a private server, page helpers, timings.
 
-Used by ``tests/test_browser.py``. The server runs on a free loopback port
+Used by ``tests/test_browser.py`` and ``bench/bench_browser_latency.py`` (the timings:
+the tests only count). The server runs on a free loopback port
 with a random token and private config, runtime and workspace directories,
 and serves a copy of ``notebooks/`` (JupyterLab autosaves run notebooks,
 which must not write outputs into the repository's stripped notebooks).
@@ -294,6 +295,41 @@ def drag(
     )
 
 
+# -- what a drag changes in the page, counted ---------------------------------------------
+
+_RECORD = """([root, text]) => {
+  const r = window.__pcrRec = {pictures: 0, texts: [], obs: []};
+  const watch = (el, options, fn) => {
+    const o = new MutationObserver(fn); o.observe(el, options); r.obs.push([o, fn]); };
+  watch(root, {subtree: true, attributes: true, attributeFilter: ['src']}, ms => {
+    r.pictures += ms.filter(m => m.target.tagName === 'IMG').length; });
+  if (text) watch(text, {subtree: true, childList: true, characterData: true}, () => {
+    const t = text.innerText; if (r.texts[r.texts.length - 1] !== t) r.texts.push(t); });
+}"""
+
+_RECORDED = """() => { const r = window.__pcrRec;
+  for (const [o, fn] of r.obs) { const left = o.takeRecords(); if (left.length) fn(left);
+    o.disconnect(); }
+  return {pictures: r.pictures, texts: r.texts}; }"""
+
+
+class page_changes:  # noqa: N801 - a namespace of two page helpers
+    """Count what changes in the page, whatever the time it takes.
+
+    ``start`` watches *root* (an element handle) for pictures given a new
+    ``src`` and, given the element handle *text*, keeps each text it shows in
+    turn; ``stop`` returns ``{"pictures": n, "texts": [...]}``.
+    """
+
+    @staticmethod
+    def start(page: Any, root: Any, text: Any = None) -> None:
+        page.evaluate(_RECORD, [root, text])
+
+    @staticmethod
+    def stop(page: Any) -> dict[str, Any]:
+        return dict(page.evaluate(_RECORDED))
+
+
 # -- the byte counter of the level a ScanExplorer shows -------------------------------
 
 # Each level has its own caption and picture in the page and one is visible: the counter
@@ -334,7 +370,7 @@ _PROBE_INSTALL = """out => {
   p.obs = new MutationObserver(mark("page"));
   p.obs.observe(out, {subtree: true, childList: true, attributes: true, characterData: true});
   out.addEventListener("load", mark("picture"), true);  // a new picture decoded
-  p.attach = () => { for (const v of Bokeh.index.roots) {
+  p.attach = () => { for (const v of (window.Bokeh ? Bokeh.index.roots : [])) {
     const d = v.model.document;
     if (d && !p.docs.has(d)) { p.docs.add(d); d.on_change(mark("plot")); } } };
   p.attach();

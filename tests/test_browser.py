@@ -8,25 +8,28 @@ open beside it) and take screenshots at 1440x900 and 1280x720 into
 
 * 01: the explorer fits one 1280x720 screen; in presentation mode no readout
   runs into the next label; keys and a click on the curve move the level,
-  play plays to the last level, a continuous drag stays within the long-task
-  budget; the saved picture follows the state; the page is reloaded (same
-  kernel, nothing run) and the plot's marker is at the level the slider
-  shows; run again, saved: one copy of BokehJS in the notebook, no picture in
+  play plays to the last level; during a continuous drag the counter shown
+  follows the slider in the page at every move and no picture is sent (the
+  page holds every level's); the saved picture follows the state; the page
+  is reloaded (same kernel, nothing run) and the plot's marker is at the
+  level the slider shows; run again, saved: one copy of BokehJS in the notebook, no picture in
   the live view's output, nbconvert's HTML shows one picture per explorer and
   no widget text; reopened without a kernel, the picture as saved stands in
   for the widget and "model not found" is hidden.
 * 02: switching the metric sets the target to that metric's default, the 5th
   percentile moves the star; a new target survives a reload (rule and star).
-* 03: one tooltip per bar, a drag within the budget, the timeline redrawn for
-  the final value, presentation mode; after a reload the sparsity line and
-  markers are where the slider is.
+* 03: one tooltip per bar; during a drag the timeline first says it waits for
+  the hand to stop, then is redrawn for the final value; presentation mode;
+  after a reload the sparsity line and markers are where the slider is.
 * 04: the reading figure and the strip of levels draw.
 * 05 (``PCR_QUICK``, a generated stand-in): training fills the curves, and a
   reload shows the same curves and bars, not empty plots.
 
-Every wait waits on a condition in the page. The drag figures (long tasks
-from a ``PerformanceObserver``, gaps between animation frames) are printed
-and written to ``test-artifacts/drag_timings.json``.
+Every wait waits on a condition in the page, and no assertion is about time:
+the checks count what the page shows and receives. The drag figures (long
+tasks from a ``PerformanceObserver``, gaps between animation frames) are only
+printed and written to ``test-artifacts/drag_timings.json``; the latency
+targets are measured by ``bench/bench_browser_latency.py``.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from _lab import (
     drag,
     jupyterlab,
     open_notebook,
+    page_changes,
     run_all,
     wait_caption,
     wait_for_plots,
@@ -62,11 +66,8 @@ pytestmark = pytest.mark.browser
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 BOKEHJS_LOAD = "application/vnd.bokehjs_load.v0+json"
 
-# Main-thread budget for a 40-move drag on a shared 2-core machine with
-# software rendering (no GPU): no task may block for long, and the page must
-# keep drawing frames. Measured figures are in the test output.
-LONGEST_TASK_MS = 250.0
-BLOCKING_MS = 1000.0
+# What a drag cost the page's main thread, for the log and test-artifacts/ only: on a
+# busy machine any figure can be slow, so bench/bench_browser_latency.py holds the targets.
 TIMINGS: dict[str, str] = {}
 
 
@@ -188,11 +189,9 @@ def _session(browser: Any, name: str) -> Iterator[Session]:
         s.close(failed)
 
 
-def _check_drag(name: str, timing: DragTiming) -> None:
+def _note_drag(name: str, timing: DragTiming) -> None:
     TIMINGS[name] = timing.summary()
     print(f"{name}: {timing.summary()}")
-    assert timing.longest_task <= LONGEST_TASK_MS, f"{name}: {timing.summary()}"
-    assert timing.blocking_ms <= BLOCKING_MS, f"{name}: {timing.summary()}"
 
 
 # Screen position of a data point of the Bokeh figure whose title starts with *title*.
@@ -316,24 +315,42 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         page.mouse.click(*xy)
         wait_caption(page, "scan 10 of 10")
 
-        # a continuous drag: the last value is shown, within the long-task budget
+        # a continuous drag, once every level's picture is in the page: at every move the
+        # counter shown is the slider's level (picked in the page, not waiting for the
+        # kernel), no picture arrives, and the last value is shown
+        levels = page.locator(".pcr-levels").first
+        page.wait_for_function(
+            "el => !el.querySelector('.pcr-stale')", arg=levels.element_handle(), timeout=60_000
+        )
         slider = _slider(page, "scan level")
         track = slider.locator(".noUi-target").first
         moves = [0.92 - 0.85 * i / 19 for i in range(20)] + [
             0.07 + 0.85 * i / 19 for i in range(20)
         ]
+        page_changes.start(page, levels.element_handle())
         timing = drag(
             page, handle, track, moves,
             f"sl => {{ const c = {SHOWN_CAPTION}(); return !!c && c.innerText.startsWith("
             "'scan ' + sl.querySelector('.widget-readout').textContent.trim() + ' of'); }",
             slider.element_handle(),
+            probe=f"sl => [sl.querySelector('.widget-readout').textContent.trim(),"
+            f" ({SHOWN_CAPTION})()?.innerText ?? '']",
         )  # fmt: skip
-        _check_drag("01 level slider", timing)
+        changed = page_changes.stop(page)
+        _note_drag("01 level slider", timing)
+        levels_seen = [level for level, _ in timing.probes]
+        print(f"01 levels after each move: {levels_seen}")
+        assert len(set(levels_seen)) >= 6, levels_seen  # the drag went through the levels
+        off = [(level, c) for level, c in timing.probes if not c.startswith(f"scan {level} of")]
+        assert off == [], off
+        assert changed["pictures"] == 0, changed
 
-        # play from level 1 to the last level
+        # play to the last level (from level 8: two steps of the player)
         handle.focus()
-        handle.press("Home")
-        wait_caption(page, "scan 1 of")
+        handle.press("End")
+        handle.press("ArrowLeft")
+        handle.press("ArrowLeft")
+        wait_caption(page, "scan 8 of")
         page.locator(".widget-play button").first.click()
         wait_caption(page, "scan 10 of", timeout=30_000)
         s.shot(out, "01_progressive_scans_level10")
@@ -571,18 +588,22 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
         track = slider.locator(".noUi-target").first
         moves = [0.42 + 0.4 * i / 39 for i in range(40)]
         caption = page.locator(".widget-html", has_text="of stall").first
+        page_changes.start(page, out.element_handle(), caption.element_handle())
         timing = drag(
             page, handle, track, moves,
             "([cap, sl]) => cap.innerText.includes('at sparsity ' + "
             "sl.querySelector('.widget-readout').textContent.trim() + ' for')",
             [caption.element_handle(), slider.element_handle()],
-            probe="([cap]) => cap.innerText",
         )  # fmt: skip
-        _check_drag("03 sparsity slider", timing)
+        texts = page_changes.stop(page)["texts"]
+        _note_drag("03 sparsity slider", timing)
         swatches = page.evaluate(_SWATCH_INK, "Swap time")
         assert len(swatches) == 2 and min(swatches) > 0, swatches
-        # while the hand moves, the timeline waits (and says so)
-        assert any("redrawn when the sparsity stops" in p for p in timing.probes), timing.probes
+        # the first change the hand makes: the timeline waits (and says so); it is redrawn
+        # once the hand stops, for the sparsity the slider shows
+        final = slider.locator(".widget-readout").inner_text().strip()
+        assert "redrawn when the sparsity stops" in texts[0], texts
+        assert f"at sparsity {final} for" in texts[-1], (final, texts)
         s.shot(out, "03_swap_simulation_dragged")
 
         # presentation mode: larger text, still nothing cut off
@@ -628,6 +649,7 @@ def test_04_reading(lab: Lab, browser: Any) -> None:
         assert not s.errors, s.errors
 
 
+@pytest.mark.timeout(900)  # its notebook may take the 8 minutes run_all allows below
 def test_05_training(lab: Lab, browser: Any) -> None:
     with _session(browser, "05_train_at_levels") as s:
         page = s.page
