@@ -76,7 +76,8 @@ test: install-test
 test-fast: install-test
 	$(BIN)/python -m pytest -m "not browser" -x
 
-bench: install
+# system-deps: Debian's chromium for bench_browser_latency.py
+bench: install system-deps
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	$(BIN)/python -m pip install --quiet --no-deps "mosaicml-streaming>=0.7"
 	$(BIN)/python -m pip install --quiet xxhash zstd python-snappy brotli catalogue
@@ -84,6 +85,7 @@ bench: install
 	$(BIN)/python bench/bench_quality.py
 	$(BIN)/python bench/bench_swap.py
 	$(BIN)/python bench/bench_widgets.py
+	$(BIN)/python bench/bench_browser_latency.py
 	$(BIN)/python bench/bench_audit.py
 	$(BIN)/python bench/bench_remote.py
 	$(BIN)/python bench/bench_link.py
