@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,22 @@ def test_train_with_a_schedule(data: SplitDatasets, capsys: pytest.CaptureFixtur
     assert out["schedule"] == "ramp:1-10:1-2"
     assert [lv["scan"] for lv in out["levels"]] == ["schedule"]
     assert [e["scan"] for e in out["levels"][0]["epochs"]] == [1, 10, 10]
+
+
+def test_a_ramp_over_a_hundred_million_epochs_gets_past_parsing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pcr_explore.cli import main
+
+    ramp = "ramp:1-10:1-100000000"
+    codes: list[int] = []
+    argv = ["train", str(tmp_path / "missing"), "--val", str(tmp_path / "v"), "--schedule", ramp]
+    # the thread only guards against a hang (the schedule once walked every epoch)
+    t = threading.Thread(target=lambda: codes.append(main(argv)), daemon=True)
+    t.start()
+    t.join(30)
+    assert codes == [1], "pcr-explore train --schedule is still parsing after 30 s"
+    # it stopped at the missing dataset (or a missing torch), after parsing the schedule
+    assert "missing" in capsys.readouterr().err or importlib.util.find_spec("torch") is None
+    args = _parser().parse_args(["train", "t", "--val", "v", "--schedule", ramp])
+    assert len(args.schedule.steps) == 10 and args.schedule.level(10**8) == 10
