@@ -163,6 +163,27 @@ class Session:
         )
         assert over == [False, [], []], f"{self.name}: cut off at {VIEWPORT}: {over}"
 
+    def cell_of(self, locator: Any) -> int:
+        """The index of the notebook cell holding *locator*."""
+        index = locator.evaluate(
+            "el => window.jupyterapp.shell.currentWidget.content.widgets"
+            ".findIndex(c => c.node.contains(el))"
+        )
+        assert index >= 0, index
+        return int(index)
+
+    def reveal(self, locator: Any, cell: int) -> None:
+        """Scroll to cell *cell*, then to *locator* in it.
+
+        The notebook keeps only the cells near the view in the page: after a
+        reload or a run, a cell further down is not there to be found until
+        the notebook is scrolled to it.
+        """
+        self.page.evaluate(
+            "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')", cell
+        )
+        locator.scroll_into_view_if_needed()
+
     def bokeh_errors(self) -> list[str]:
         return [
             m
@@ -284,6 +305,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         image.wait_for(state="visible", timeout=30_000)
         _all_canvases_drawn(page, 1)
         out = s.widget_output(".widget-image")
+        cell = s.cell_of(out)
         s.assert_fits(out)
         s.assert_one_screen(out)  # the file browser is open beside the notebook
         s.shots(out, s.name)
@@ -392,7 +414,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
 
         # reload the page (same kernel, no cell run): the plots show the state of now
         _reload_same_kernel(page)
-        out.scroll_into_view_if_needed()  # the notebook renders the cells in view
+        s.reveal(out, cell)
         _all_canvases_drawn(page, 1)
         docs = _documents(page, out)
         current = [x for x in docs["sources"] if x["rows"] == 1 and "scan" in x["cols"]]
@@ -408,7 +430,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
 
         # run again: one copy of BokehJS in the saved notebook, no second picture per explorer
         run_all(page)
-        out.scroll_into_view_if_needed()
+        s.reveal(out, cell)
         _all_canvases_drawn(page, 1)
         assert not s.bokeh_errors(), s.bokeh_errors()
         handle = _slider(page, "scan level").locator(".noUi-handle").first
@@ -503,6 +525,7 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
         run_all(page)
         _all_canvases_drawn(page, 1)
         out = s.widget_output(".widget-dropdown")
+        cell = s.cell_of(out)
         s.assert_fits(out)
         s.shot(out, s.name)
 
@@ -541,13 +564,18 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
         handle.first.focus()
         for _ in range(30):
             handle.first.press("ArrowRight")
+        # the star reaches the page in a message after the recommendation's: wait for both
         page.wait_for_function(
-            "el => el.innerText.includes('0.98')", arg=recommendation.element_handle()
+            f"""el => {{ const m = /recommended scan\\s+(\\d+)/.exec(el.innerText);
+              return !!m && el.innerText.includes('0.98') && ({_DOCUMENTS})(null).sources
+                .some(x => x.rows === 1 && x.cols.label && x.cols.label[0] === 'scan ' + m[1]);
+            }}""",
+            arg=recommendation.element_handle(),
         )
         page.wait_for_function(KERNEL_IDLE)
         star = [x for x in _documents(page)["sources"] if x["rows"] == 1 and "label" in x["cols"]]
         _reload_same_kernel(page)
-        s.widget_output(".widget-dropdown").scroll_into_view_if_needed()  # cells render in view
+        s.reveal(s.widget_output(".widget-dropdown"), cell)
         _all_canvases_drawn(page, 1)
         docs = _documents(page)
         assert ["width", 0.98] in [[d, round(v, 3)] for d, v in docs["spans"] if v], docs["spans"]
@@ -567,6 +595,7 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
         run_all(page)
         _all_canvases_drawn(page, 3)
         out = s.widget_output(".widget-checkbox")
+        cell = s.cell_of(out)
         s.assert_fits(out)
         s.shots(out, s.name)
 
@@ -620,7 +649,7 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
         # reload with the same kernel: the plots show the sparsity the slider shows
         shown = round(float(slider.locator(".widget-readout").inner_text().strip("% ")) / 100, 2)
         _reload_same_kernel(page)
-        out.scroll_into_view_if_needed()  # the notebook paints the cells in view
+        s.reveal(out, cell)
         _all_canvases_drawn(page, 2)
         docs = _documents(page, out)
         assert ["height", round(shown, 2)] in [[d, round(v, 2)] for d, v in docs["spans"]], docs
@@ -657,6 +686,7 @@ def test_05_training(lab: Lab, browser: Any) -> None:
         run_all(page, timeout_ms=480_000)  # PCR_QUICK: a generated stand-in, tiny runs
         _all_canvases_drawn(page, 4)
         out = s.widget_output(".widget-button")
+        cell = s.cell_of(out)
         s.assert_fits(out)
         s.shots(out, s.name)
         mine = _documents(page, out)["sources"]
@@ -665,7 +695,7 @@ def test_05_training(lab: Lab, browser: Any) -> None:
 
         # reload with the same kernel: every plot shows what was trained, not empty plots
         _reload_same_kernel(page)
-        out.scroll_into_view_if_needed()  # cells render in view
+        s.reveal(out, cell)
         _all_canvases_drawn(page, 4)
         mine = _documents(page, out)["sources"]
         again = sorted((x["name"], x["rows"]) for x in mine if x["name"])
