@@ -27,6 +27,18 @@ count (worker *i* then takes the role of the worker whose turn it was, plus
 them; with another, every sample not yet delivered comes once (in another
 order). A state written before image ranges (whole records) resumes too.
 
+A state is bound to what its counts mean: the dataset's content (a digest
+of its manifest's record list, so a relative and an absolute path, or a
+copy elsewhere, resume alike, and a dataset re-encoded at the same path is
+refused), the seed, the shuffle, the output size and mode, and the rank and
+world size. :meth:`~PCRIterableDataset.load_state_dict` refuses a state of
+another dataset or run, or a malformed one, with a
+:class:`~pcr_explore.errors.DatasetError` naming the field; it changes the
+epoch and the scan level (the level the epoch was saved at, with a warning
+when that is not the level this dataset would read) and the position in
+the epoch, nothing else. A state saved before version 3 carries no digest:
+it is resumed with a warning, its counts checked against this dataset.
+
 The scan level and the epoch live in a small shared-memory tensor, so
 ``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
 epochs (``persistent_workers=True``) without rebuilding them. With a
@@ -36,15 +48,18 @@ the schedule gives that epoch.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import os
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from .._public import public
-from ..errors import MissingExtraError
+from ..errors import DatasetError, MissingExtraError
 from ..jpeg import Size
 from . import pipeline
 from .reader import PCRDataset, open_dataset
@@ -66,7 +81,151 @@ _OPEN_OPTIONS = frozenset(
     | {"read_ahead"}
 )
 
-STATE_VERSION = 2  # 2: image-range shards ("whole_records"); 1: whole records only
+# 3: bound to the dataset's content ("digest") and the samples' size and mode;
+# 2: image-range shards ("whole_records"); 1: whole records only
+STATE_VERSION = 3
+_MAX_INT = (1 << 63) - 1  # what the shared epoch (an int64) holds
+# a resume state naming more DataLoader workers than this is not one a loader wrote
+_MAX_WORKERS = 4096
+_MISSING: Any = object()
+
+
+def _show(value: Any) -> str:
+    """A value in a message: its repr, cut short, and its type."""
+    return f"{value!r:.60} ({type(value).__name__})"
+
+
+def _jsonable(size: Size | None) -> Any:
+    """*size* as it reads back from JSON (a tuple becomes a list)."""
+    return list(size) if isinstance(size, tuple) else size
+
+
+def _content_digest(ds: PCRDataset) -> str:
+    """SHA-256 of what fixes a dataset's samples and their order, from its manifest.
+
+    The records in order (file names, image counts, bytes per level, header
+    checksums, which cover every image's pieces), the levels and the class
+    names: a dataset re-encoded at the same path has another digest, a copy
+    of it elsewhere (or the same folder by another path) the same.
+    """
+    entries = [
+        [r.file, r.images, r.header_bytes, list(r.bytes_per_scan), r.checksum] for r in ds.records
+    ]
+    text = json.dumps([ds.num_scans, list(ds.classes), entries], separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _int_arg(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"state_dict: {name} must be an integer, got {_show(value)}")
+    if value < minimum:
+        raise ValueError(f"state_dict: {name} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def _check_count_args(
+    batches: Any, batch_size: Any, num_workers: Any, made: int | None = None
+) -> tuple[int, int, int]:
+    """``state_dict``'s arguments, checked: ``(batches, batch_size, workers)``.
+
+    *made* is the batch size a dataset makes in its workers (None: none);
+    the DataLoader's batches are then those, so *batch_size* must be it.
+    ``num_workers=0`` counts as one worker.
+
+    Raises
+    ------
+    TypeError
+        If one is not an integer.
+    ValueError
+        If *batches* or *num_workers* is negative, *batch_size* below 1,
+        *num_workers* above 4096, or *batch_size* not *made*.
+    """
+    n = _int_arg("batches", batches, 0)
+    size = _int_arg("batch_size", batch_size, 1)
+    w = _int_arg("num_workers", num_workers, 0)
+    if w > _MAX_WORKERS:
+        raise ValueError(f"state_dict: num_workers must be at most {_MAX_WORKERS}, got {w}")
+    if made is not None and size != made:
+        raise ValueError(
+            f"state_dict: this dataset makes batches of {made} in its workers, and the "
+            f"DataLoader's batches are those: pass batch_size={made}, not {size}"
+        )
+    return n, size, max(1, w)
+
+
+class _StateFields:
+    """The fields of a resume state, read with one :class:`DatasetError` per problem.
+
+    Every message starts with *where* (``"resume state"``) and names the
+    field, what it must be and what it is.
+    """
+
+    def __init__(self, state: Any, where: str = "resume state") -> None:
+        if not isinstance(state, Mapping):
+            raise DatasetError(
+                f"{where} must be a dict, as state_dict() returns, got {_show(state)}"
+            )
+        self.state, self.where = state, where
+
+    def error(self, what: str) -> DatasetError:
+        """An error about this state."""
+        return DatasetError(f"{self.where}: {what}")
+
+    def get(self, key: str, default: Any = _MISSING) -> Any:
+        """Field *key* (*default* where it is missing; without one, missing is an error)."""
+        if key in self.state:
+            return self.state[key]
+        if default is _MISSING:
+            raise self.error(f"no {key!r} (state_dict() writes it)")
+        return default
+
+    def integer(self, key: str, lo: int = 0, hi: int = _MAX_INT, default: Any = _MISSING) -> int:
+        """Field *key*, an integer within *lo*..*hi* (a bool or a float is refused)."""
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(f"{key!r} must be an integer, got {_show(value)}")
+        if not lo <= value <= hi:
+            raise self.error(f"{key!r} must be within {lo}..{hi}, got {value}")
+        return int(value)
+
+    def flag(self, key: str, default: Any = _MISSING) -> bool:
+        """Field *key*, true or false."""
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(f"{key!r} must be true or false, got {_show(value)}")
+        return value
+
+    def same(self, key: str, mine: Any, what: str) -> None:
+        """Field *key* must be *mine* (and of its kind: ``True`` is not ``1``)."""
+        value = self.get(key)
+        if value != mine or isinstance(value, bool) != isinstance(mine, bool):
+            raise self.error(
+                f"the state is of another {what}: its {key} is {value!r:.60}, "
+                f"this {what}'s {mine!r}"
+            )
+
+    def counts(self, sizes: dict[str, int], epoch: int) -> dict[str, int]:
+        """``delivered``: this rank's shards (the keys of *sizes*), each within its samples."""
+        value = self.get("delivered")
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise self.error(
+                f"'delivered' must map shard numbers (as strings) to counts, got {_show(value)}"
+            )
+        unknown = sorted(set(value) - set(sizes))
+        if unknown:
+            raise self.error(
+                f"'delivered' names shards {unknown!r:.60} that this rank does not have "
+                f"(its shards: {sorted(sizes, key=int)})"
+            )
+        out: dict[str, int] = {}
+        for key, n in value.items():
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= sizes[key]:
+                raise self.error(
+                    f"'delivered' gives shard {key} {_show(n)} samples; it must be an integer "
+                    f"within 0..{sizes[key]}, the samples that shard has in epoch {epoch}"
+                )
+            out[key] = int(n)
+        return out
 
 
 def record_shard(
@@ -175,6 +334,8 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         self.whole_records = bool(whole_records)
         self.num_records, self.total = len(probe.records), len(probe)
         self.num_scans = probe.num_scans
+        # what a resume state is bound to, computed once here (workers get it pickled)
+        self.content_digest = _content_digest(probe)
         # [epoch, scan]: pickled to workers as a handle to the same memory.
         self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
         self._resume: dict[str, Any] | None = None
@@ -222,7 +383,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         epoch *epoch* (counted from 0 here, as ``DistributedSampler`` counts:
         ``set_epoch(0)`` is the schedule's epoch 1).
         """
-        if self._base is not None and int(self._base["epoch"]) != int(epoch):
+        if self._base is not None and self._base["epoch"] != int(epoch):
             self._base = None
         self._shared[0] = int(epoch)
         if self.schedule is not None:
@@ -288,6 +449,22 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         return out
 
     # -- resume -------------------------------------------------------------------
+    def _shard_sizes(self, epoch: int, rank: int, workers: int, whole: bool) -> dict[str, int]:
+        """Samples each shard of rank *rank* has in epoch *epoch*, by shard number (a string).
+
+        As ``len(self.sequence(...))``, without listing the samples.
+        """
+        nshards = self.world_size * workers
+        shards = [rank * workers + k for k in range(workers)]
+        if not whole:  # equal slices of the images (pipeline.image_shard)
+            t = self.total
+            return {str(s): (s + 1) * t // nshards - s * t // nshards for s in shards}
+        epoch_seed = self.seed + epoch if self.shuffle else None
+        rng = None if epoch_seed is None else np.random.default_rng(epoch_seed)
+        order = pipeline.record_order(self.num_records, rng)
+        images = self._record_images
+        return {str(s): sum(images[r] for r in order[s::nshards]) for s in shards}
+
     def state_dict(self, *, batches: int, batch_size: int, num_workers: int) -> dict[str, Any]:
         """Where the current epoch stands after the loop has taken *batches* batches.
 
@@ -301,37 +478,52 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             exactly again.
         batch_size, num_workers : int
             The ``DataLoader``'s (``num_workers=0`` counts as one worker).
+            With batches made in the workers (``torch_dataset(...,
+            batch_size=)``), *batch_size* is theirs.
 
         Returns
         -------
         dict
-            JSON-ready: the epoch, the level, the seed, the sharding, and the
-            samples each shard has delivered.
+            JSON-ready: the epoch, the level, the samples each shard has
+            delivered, and what they are counted in: the dataset's content
+            digest, the seed, the shuffle, the size and mode, the sharding.
 
         Raises
         ------
+        TypeError
+            If an argument is not an integer.
         ValueError
-            If *batches* is more than the epoch holds, or this pass resumed
+            If *batches* or *num_workers* is negative, *batch_size* is below
+            1, *batches* is more than the epoch holds, or this pass resumed
             the epoch with another worker count (what it delivered is then
             not a count per shard).
         """
-        w = max(1, int(num_workers))
-        shards = [self.rank * w + k for k in range(w)]
-        sizes = [len(self.sequence(self.epoch, s, self.world_size * w)) for s in shards]
-        done, turn = self._counts(sizes, w, batches, batch_size)
+        n, size, w = _check_count_args(batches, batch_size, num_workers, self.batch_size)
+        shards = self._shard_sizes(self.epoch, self.rank, w, self.whole_records)
+        done, turn = self._counts(list(shards.values()), w, n, size)
+        return self._state(dict(zip(shards, done)), turn, w, size)
+
+    def _state(
+        self, delivered: dict[str, int], turn: int, workers: int, batch_size: int
+    ) -> dict[str, Any]:
+        """A resume state of this dataset's current epoch: *delivered* per shard, *turn* next."""
         return {
             "version": STATE_VERSION,
-            "url": self.url,
+            "kind": "dataset",
+            "url": self.url,  # for people reading it; a state is bound to the digest
+            "digest": self.content_digest,
             "epoch": self.epoch,
             "scan": self.scan,
             "seed": self.seed,
             "shuffle": self.shuffle,
+            "size": _jsonable(self.size),
+            "mode": self.mode,
             "rank": self.rank,
             "world_size": self.world_size,
             "whole_records": self.whole_records,
-            "num_workers": w,
-            "batch_size": int(batch_size),
-            "delivered": {str(s): n for s, n in zip(shards, done)},
+            "num_workers": workers,
+            "batch_size": batch_size,
+            "delivered": delivered,
             "next": turn,
         }
 
@@ -346,19 +538,17 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         what the earlier passes delivered.
         """
         base = self._base
-        if base is None or int(base["epoch"]) != self.epoch:
+        if base is None or base["epoch"] != self.epoch:
             return batch_counts(sizes, batches, batch_size)
-        if int(base["num_workers"]) != w or bool(base.get("whole_records", True)) != (
-            self.whole_records
-        ):
+        if base["num_workers"] != w or base["whole_records"] != self.whole_records:
             raise ValueError(
                 f"{self.url}: this pass resumed epoch {self.epoch} with another sharding "
                 f"({base['num_workers']} workers before, {w} now), so where it stands cannot be "
                 "counted from batches; finish the epoch, or resume it with "
                 f"{base['num_workers']} workers"
             )
-        before = [int(base["delivered"].get(str(self.rank * w + k), 0)) for k in range(w)]
-        first = int(base.get("next", 0))
+        before = [base["delivered"].get(str(self.rank * w + k), 0) for k in range(w)]
+        first = base["next"]
         role = [(i + first) % w for i in range(w)]  # the shard worker i played
         left = [sizes[r] - before[r] for r in role]
         taken, turn = batch_counts(left, batches, batch_size)
@@ -367,13 +557,78 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             done[r] += taken[i]
         return done, role[turn]
 
-    def _check_state(self, state: dict[str, Any]) -> None:
-        for key in ("url", "seed", "shuffle", "rank", "world_size"):
-            if state.get(key) != getattr(self, key):
-                raise ValueError(
-                    f"the state is of another run: its {key} is {state.get(key)!r}, this "
-                    f"dataset's {getattr(self, key)!r}"
-                )
+    def _check_binding(self, f: _StateFields, bound: bool) -> None:
+        """What the samples and their order depend on, besides the sharding, must be this dataset's.
+
+        *bound*: the state has a content digest, size and mode (version 3 on);
+        without them only the seed and the shuffle can be compared.
+        """
+        digest = f.get("digest") if bound else None
+        if bound and digest != self.content_digest:
+            if not isinstance(digest, str):
+                raise f.error(f"'digest' must be a string, got {_show(digest)}")
+            raise f.error(
+                f"saved for another dataset (content digest {digest[:12]}... vs "
+                f"{self.content_digest[:12]}... of {self.url}): its records are not these "
+                "(re-encoded since, or another dataset)"
+            )
+        f.same("seed", self.seed, "run")
+        f.same("shuffle", self.shuffle, "run")
+        if bound:
+            f.same("size", _jsonable(self.size), "run")
+            f.same("mode", self.mode, "run")
+
+    def _check_state(self, state: Any) -> dict[str, Any]:
+        """*state*, checked against this dataset, with every field present.
+
+        The one place a resume state is read: :meth:`load_state_dict` and
+        :meth:`delivered` take what it returns (and so may a ``state_dict``
+        that counts for itself). The fields an older version did not write
+        are filled in as it meant them.
+
+        Raises
+        ------
+        DatasetError
+            Naming the first field that is missing, malformed, out of range,
+            or of another dataset or run.
+        """
+        f = _StateFields(state)
+        kind = f.get("kind", "dataset")
+        if kind == "mix":
+            raise f.error(
+                "this is a mix's state (MixedDataset.state_dict): load it into the mix that "
+                "saved it, not into one of its datasets"
+            )
+        if kind != "dataset":
+            raise f.error(f"'kind' must be 'dataset', got {_show(kind)}")
+        version = f.integer("version", 1, STATE_VERSION)
+        self._check_binding(f, bound=version >= 3)
+        f.same("rank", self.rank, "run")
+        f.same("world_size", self.world_size, "run")
+        epoch = f.integer("epoch")
+        scan = f.integer("scan", 1, self.num_scans)
+        workers = f.integer("num_workers", 1, _MAX_WORKERS)
+        old = version == 1  # whole records only, and no turn
+        whole = f.flag("whole_records", True if old else _MISSING)
+        turn = f.integer("next", 0, workers - 1, 0 if old else _MISSING)
+        batch_size = f.integer("batch_size", 1, default=1 if old else _MISSING)
+        sizes = self._shard_sizes(epoch, self.rank, workers, whole)
+        delivered = f.counts(sizes, epoch)
+        return {
+            "version": version,
+            "url": f.get("url", self.url),
+            "epoch": epoch,
+            "scan": scan,
+            "whole_records": whole,
+            "num_workers": workers,
+            "batch_size": batch_size,
+            "delivered": delivered,
+            "next": turn,
+        }
+
+    def _level_of(self, epoch: int) -> int:
+        """The level this dataset reads in epoch *epoch* (its schedule's, or its current one)."""
+        return self.scan if self.schedule is None else self.schedule.level(epoch + 1)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume the epoch *state* describes: its next pass skips what was delivered.
@@ -382,43 +637,79 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         process: after a kernel restart). The pass after that one is a
         normal epoch again.
 
+        A state changes the epoch, the scan level and the position in the
+        epoch, nothing else. The level is the one the epoch was saved at, so
+        that the resumed samples are the ones the run would have given; a
+        :class:`UserWarning` names both levels when this dataset would read
+        another. A state saved by an earlier version (no content digest) is
+        resumed with a warning that it cannot be checked to be of this
+        dataset (its counts are still checked against it).
+
         Raises
         ------
-        ValueError
-            If *state* is of another dataset, seed, shuffle or sharding.
+        DatasetError
+            If *state* is of another dataset (content digest), seed,
+            shuffle, size, mode or sharding, of a mix, or malformed: the
+            message names the field.
         """
-        self._check_state(state)
-        self._shared[0] = int(state["epoch"])
-        self.set_scan(int(state["scan"]))
-        self._resume = dict(state)
-        self._base = dict(state)
+        checked = self._check_state(state)
+        epoch, scan = checked["epoch"], checked["scan"]
+        if checked["version"] < STATE_VERSION:
+            warnings.warn(
+                f"{self.url}: this resume state (version {checked['version']}, saved for "
+                f"{str(checked['url']):.200}) has no content digest, so it cannot be checked "
+                "to be of this dataset; resumed as it says (its counts fit this dataset)",
+                UserWarning,
+                stacklevel=2,
+            )
+        level = self._level_of(epoch)
+        if scan != level:
+            warnings.warn(
+                f"{self.url}: the resume state was saved at scan level {scan}; epoch {epoch} "
+                f"resumes at level {scan}, not at level {level} this dataset would read",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._shared[0] = epoch
+        self.set_scan(scan)
+        self._resume = checked
+        self._base = checked
 
     def delivered(self, state: dict[str, Any]) -> set[int]:
-        """The dataset indices the run *state* describes has delivered this rank, in its epoch."""
-        whole = bool(state.get("whole_records", True))  # version 1: whole records
-        old = int(state["num_workers"]) * self.world_size
-        epoch = int(state["epoch"])
+        """The dataset indices the run *state* describes has delivered this rank, in its epoch.
+
+        Raises
+        ------
+        DatasetError
+            As :meth:`load_state_dict`.
+        """
+        return self._delivered(self._check_state(state))
+
+    def _delivered(self, state: dict[str, Any]) -> set[int]:
+        """:meth:`delivered` of a state :meth:`_check_state` returned."""
+        epoch, whole = state["epoch"], state["whole_records"]
+        nshards = state["num_workers"] * self.world_size
         done: set[int] = set()
         for s, count in state["delivered"].items():
-            done.update(self.sequence(epoch, int(s), old, whole)[: int(count)])
+            done.update(self.sequence(epoch, int(s), nshards, whole)[:count])
         return done
 
     def _resuming(self, epoch: int, nworkers: int) -> dict[str, Any] | None:
         """The state this pass resumes with the same sharding (None: none, or another)."""
         state = self._resume
-        if state is None or int(state["epoch"]) != epoch:
+        if state is None or state["epoch"] != epoch:
             return None
-        same = bool(state.get("whole_records", True)) == self.whole_records
-        return state if same and int(state["num_workers"]) == nworkers else None
+        same = state["whole_records"] == self.whole_records
+        return state if same and state["num_workers"] == nworkers else None
 
     def _skip(self, epoch: int, shard: int, nworkers: int) -> set[int] | int:
         """What this pass leaves out: a count (same sharding) or a set of indices (another)."""
-        state = self._resume
-        if state is None or int(state["epoch"]) != epoch:
+        state = self._resume  # checked by load_state_dict
+        if state is None or state["epoch"] != epoch:
             return 0
         if self._resuming(epoch, nworkers) is not None:
             return int(state["delivered"].get(str(shard), 0))
-        return self.delivered(state)
+        return self._delivered(state)
 
     # -- reading ------------------------------------------------------------------
     def _pairs(

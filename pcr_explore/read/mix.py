@@ -22,20 +22,40 @@ worker count, the resumed epoch gives exactly the samples the uninterrupted
 one would have given next, in the same order (the draws and every dataset's
 position are replayed from the manifests); with another, the rest of the
 epoch has the samples the epoch still owed (``len(mix)`` in all), none of
-them one already delivered (within each dataset's pass), drawn anew.
+them one already delivered (within each dataset's pass), drawn anew. A mix's
+state is bound as a dataset's is, to every dataset's content digest, seed,
+shuffle, size and mode, and to the mix's seed, shares, epoch length and
+sharding; a malformed state, or one of another mix, is refused with a
+:class:`~pcr_explore.errors.DatasetError` naming the field. It changes the
+epoch, each dataset's level (with a warning naming the levels that
+change) and the position in the epoch. A state saved by version 1 (no
+digests) is resumed with a warning.
 """
 
 from __future__ import annotations
 
 import collections
 import itertools
+import math
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._public import public
-from .loader import PCRIterableDataset, _worker_shard, batch_counts, torch, torch_dataset
+from .loader import (
+    _MAX_WORKERS,
+    _MISSING,
+    PCRIterableDataset,
+    _check_count_args,
+    _show,
+    _StateFields,
+    _worker_shard,
+    batch_counts,
+    torch,
+    torch_dataset,
+)
 
 try:
     from torch.utils.data import IterableDataset as _Base
@@ -44,6 +64,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     _Base = object  # type: ignore[assignment, misc]
 
 __all__ = ["MixedDataset", "mix"]
+
+# 2: bound to every dataset's content digest, size and mode; 1: to their URLs
+MIX_STATE_VERSION = 2
 
 
 def _split(n: int, parts: int, i: int) -> int:
@@ -73,6 +96,10 @@ def _draws(
                 return
             k = int(rng.choice(left, p=shares[left] / shares[left].sum()))
         yield k
+
+
+# what a mix's state keeps of each dataset's
+_PER_DATASET = ("url", "digest", "scan", "seed", "shuffle", "size", "mode", "whole_records")
 
 
 @public("pcr_explore.read")
@@ -138,13 +165,29 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
         The arguments are the adapter's
         (:meth:`~pcr_explore.read.loader.PCRIterableDataset.state_dict`). The
         result is JSON-ready: the epoch, the seed, the shares, every
-        dataset's level and sharding, and the samples each worker has
-        delivered; the datasets' positions follow from the draws.
+        dataset's content digest, level and settings, the sharding, and the
+        samples each worker has delivered; the datasets' positions follow
+        from the draws.
+
+        Raises
+        ------
+        TypeError
+            If an argument is not an integer.
+        ValueError
+            If *batches* or *num_workers* is negative, *batch_size* is below
+            1, or *batches* is more than the epoch holds.
         """
-        w = max(1, int(num_workers))
-        done, turn = batch_counts([self.quota(i, w) for i in range(w)], batches, batch_size)
+        n, size, w = _check_count_args(batches, batch_size, num_workers)
+        done, turn = batch_counts([self.quota(i, w) for i in range(w)], n, size)
+        delivered = {str(self.rank * w + i): k for i, k in enumerate(done)}
+        return self._state(delivered, turn, w, size)
+
+    def _state(
+        self, delivered: dict[str, int], turn: int, workers: int, batch_size: int
+    ) -> dict[str, Any]:
+        """A resume state of the current epoch: *delivered* per worker's shard, *turn* next."""
         return {
-            "version": 1,
+            "version": MIX_STATE_VERSION,
             "kind": "mix",
             "epoch": self.epoch,
             "seed": self.seed,
@@ -152,75 +195,155 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
             "samples": len(self),
             "rank": self.rank,
             "world_size": self.world_size,
-            "num_workers": w,
-            "batch_size": int(batch_size),
+            "num_workers": workers,
+            "batch_size": batch_size,
             "datasets": [
-                {
-                    "url": p.url,
-                    "scan": p.scan,
-                    "seed": p.seed,
-                    "shuffle": p.shuffle,
-                    "whole_records": p.whole_records,
-                }
+                {k: v for k, v in p._state({}, 0, 1, 1).items() if k in _PER_DATASET}
                 for p in self.parts
             ],
-            "delivered": {str(self.rank * w + i): n for i, n in enumerate(done)},
+            "delivered": delivered,
+            "next": turn,
+        }
+
+    def _check_state(self, state: Any) -> dict[str, Any]:
+        """*state*, checked against this mix, with every field present.
+
+        The one place a mix's resume state is read (see
+        :meth:`PCRIterableDataset._check_state
+        <pcr_explore.read.loader.PCRIterableDataset._check_state>`).
+
+        Raises
+        ------
+        DatasetError
+            Naming the first field that is missing, malformed, out of range,
+            or of another mix.
+        """
+        f = _StateFields(state)
+        kind = f.get("kind", None)
+        if kind != "mix":
+            if kind in (None, "dataset"):
+                raise f.error(
+                    "this is a dataset's state (PCRIterableDataset.state_dict), not a mix's: "
+                    "load it into the dataset that saved it"
+                )
+            raise f.error(f"'kind' must be 'mix', got {_show(kind)}")
+        version = f.integer("version", 1, MIX_STATE_VERSION)
+        f.same("seed", self.seed, "mix")
+        f.same("samples", len(self), "mix")
+        f.same("rank", self.rank, "mix")
+        f.same("world_size", self.world_size, "mix")
+        shares = f.get("shares")
+        if (
+            not isinstance(shares, list)
+            or len(shares) != len(self.parts)
+            or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                for x in shares
+            )
+        ):
+            raise f.error(
+                f"'shares' must list one number per dataset ({len(self.parts)}), "
+                f"got {_show(shares)}"
+            )
+        if not np.allclose(shares, self.shares):
+            raise f.error(
+                f"the state is of another mix: its shares are {shares}, this mix's "
+                f"{self.shares.tolist()}"
+            )
+        entries = f.get("datasets")
+        if not isinstance(entries, list) or len(entries) != len(self.parts):
+            raise f.error(
+                f"'datasets' must list the mix's {len(self.parts)} datasets, got {_show(entries)}"
+            )
+        datasets = []
+        for i, (p, d) in enumerate(zip(self.parts, entries)):
+            df = _StateFields(d, f"{f.where}, dataset {i}")
+            p._check_binding(df, bound=version >= 2)
+            datasets.append(
+                {
+                    "url": df.get("url", p.url),
+                    "scan": df.integer("scan", 1, p.num_scans),
+                    "whole_records": df.flag("whole_records"),
+                }
+            )
+        epoch = f.integer("epoch")
+        workers = f.integer("num_workers", 1, _MAX_WORKERS)
+        turn = f.integer("next", 0, workers - 1, 0 if version == 1 else _MISSING)
+        batch_size = f.integer("batch_size", 1)
+        quotas = {str(self.rank * workers + i): self.quota(i, workers) for i in range(workers)}
+        return {
+            "version": version,
+            "epoch": epoch,
+            "num_workers": workers,
+            "batch_size": batch_size,
+            "datasets": datasets,
+            "delivered": f.counts(quotas, epoch),
             "next": turn,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume the mixed epoch *state* describes (call it before the DataLoader starts).
 
+        A state changes the epoch, each dataset's level (the one the epoch
+        was saved at; a :class:`UserWarning` names the levels that change)
+        and the position in the epoch, nothing else. A version 1 state (no
+        content digests) is resumed with a warning.
+
         Raises
         ------
-        ValueError
-            If *state* is of another mix: other datasets, seeds, weights,
-            epoch length or sharding.
+        DatasetError
+            If *state* is of another mix: other datasets (content digests),
+            seeds, shuffles, sizes, modes, weights, epoch length or
+            sharding; of a single dataset; or malformed. The message names
+            the field.
         """
-        mine = {
-            "seed": self.seed,
-            "samples": len(self),
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "datasets": [p.url for p in self.parts],
-        }
-        theirs = dict(state, datasets=[d["url"] for d in state.get("datasets", [])])
-        for key, value in mine.items():
-            if theirs.get(key) != value:
-                raise ValueError(
-                    f"the state is of another mix: its {key} is {theirs.get(key)!r}, this "
-                    f"mix's {value!r}"
-                )
-        if not np.allclose(state["shares"], self.shares):
-            raise ValueError(f"the state is of another mix: its shares are {state['shares']}")
-        for p, d in zip(self.parts, state["datasets"]):
-            p._check_state(dict(d, rank=p.rank, world_size=p.world_size))
-        self.set_epoch(int(state["epoch"]))
-        for p, d in zip(self.parts, state["datasets"]):
-            p.set_scan(int(d["scan"]))
-        self._resume = dict(state)
+        checked = self._check_state(state)
+        if checked["version"] < MIX_STATE_VERSION:
+            urls = [d["url"] for d in checked["datasets"]]
+            warnings.warn(
+                f"this mix's resume state (version {checked['version']}, saved for "
+                f"{urls!r:.300}) has no content digests, so it cannot be checked to be of these "
+                "datasets; resumed as it says (its counts fit this mix)",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.set_epoch(checked["epoch"])
+        changed = [
+            f"dataset {i} ({p.url}) level {d['scan']}, not {p.scan}"
+            for i, (p, d) in enumerate(zip(self.parts, checked["datasets"]))
+            if d["scan"] != p.scan
+        ]
+        if changed:
+            warnings.warn(
+                f"the mix's resume state was saved at other levels: epoch {checked['epoch']} "
+                f"resumes {'; '.join(changed)}",
+                UserWarning,
+                stacklevel=2,
+            )
+        for p, d in zip(self.parts, checked["datasets"]):
+            p.set_scan(d["scan"])
+        self._resume = checked
 
     def _delivered(self, state: dict[str, Any]) -> list[set[int]]:
-        """Per dataset, the indices the run *state* describes has delivered this rank."""
-        epoch, w = int(state["epoch"]), int(state["num_workers"])
+        """Per dataset, the indices the run *state* (checked) has delivered this rank."""
+        epoch, w = state["epoch"], state["num_workers"]
         out: list[set[int]] = [set() for _ in self.parts]
         for i in range(w):
             shard, nshards = self.rank * w + i, self.world_size * w
-            done = int(state["delivered"].get(str(shard), 0))
+            done = state["delivered"].get(str(shard), 0)
             taken = self._consumed(epoch, shard, nshards, self.quota(i, w), done)
             for k, (p, d) in enumerate(zip(self.parts, state["datasets"])):
-                seq = p.sequence(epoch, shard, nshards, bool(d["whole_records"]))
+                seq = p.sequence(epoch, shard, nshards, d["whole_records"])
                 out[k].update(itertools.islice(itertools.cycle(seq), taken[k]) if seq else ())
         return out
 
     # -- reading ------------------------------------------------------------------
     def _same_sharding(self, state: dict[str, Any] | None, epoch: int, nworkers: int) -> bool:
         """Whether *state* is of this epoch, with this worker count and every dataset's sharding."""
-        if state is None or int(state["epoch"]) != epoch:
+        if state is None or state["epoch"] != epoch:
             return False
-        return int(state["num_workers"]) == nworkers and all(
-            bool(d["whole_records"]) == p.whole_records
-            for p, d in zip(self.parts, state["datasets"])
+        return state["num_workers"] == nworkers and all(
+            d["whole_records"] == p.whole_records for p, d in zip(self.parts, state["datasets"])
         )
 
     def _plan(
@@ -236,18 +359,16 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
         empty = {k for k, n in enumerate(sizes) if n == 0}
         quota = self.quota(wid, nworkers)
         rng = np.random.default_rng([self.seed, epoch, shard])
-        if state is None or int(state["epoch"]) != epoch:
+        if state is None or state["epoch"] != epoch:
             return shard, nshards, _draws(rng, self.shares, empty, quota), [0] * len(sizes)
         if same:  # replay the draws already made; each dataset resumes where it stood
-            done = int(state["delivered"].get(str(shard), 0))
+            done = state["delivered"].get(str(shard), 0)
             taken = self._consumed(epoch, shard, nshards, quota, done)
             left = _draws(rng, self.shares, empty, quota)
             collections.deque(itertools.islice(left, done), maxlen=0)
             return shard, nshards, left, [t % n if n else 0 for t, n in zip(taken, sizes)]
         # another sharding: the samples still owed, none already delivered
-        owed = _split(len(self), self.world_size, self.rank) - sum(
-            int(v) for v in state["delivered"].values()
-        )
+        owed = _split(len(self), self.world_size, self.rank) - sum(state["delivered"].values())
         rng = np.random.default_rng([self.seed, epoch, shard, nworkers])
         left = _draws(rng, self.shares, empty, _split(max(0, owed), nworkers, wid))
         return shard, nshards, left, list(self._delivered(state))
