@@ -103,7 +103,7 @@ def jupyterlab(tmp: Path, env_extra: dict[str, str]) -> Iterator[Lab]:
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 300  # a hang guard: a busy machine starts it slowly
         while True:
             try:
                 with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
