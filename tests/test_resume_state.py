@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from _pcr_data import digest, random_dataset
 
@@ -190,6 +191,14 @@ def test_shard_sizes_are_the_lengths_of_the_shards(sets: tuple[Path, Path]) -> N
             for w in (1, 3, 5):
                 want = {str(s): len(tds.sequence(2, s, w, whole)) for s in range(w)}
                 assert tds._shard_sizes(2, 0, w, whole) == want
+
+
+def test_a_state_of_numpy_settings_is_json_ready(sets: tuple[Path, Path]) -> None:
+    a, _ = sets
+    kw = dict(KW, size=(np.int64(16), np.int64(16)), seed=np.int64(3))
+    state = _dataset_state(str(a), **kw)
+    assert state["size"] == [16, 16] and state["seed"] == 3
+    torch_dataset(str(a), **kw).load_state_dict(state)
 
 
 # -- malformed states and arguments ----------------------------------------------------------

@@ -96,8 +96,10 @@ def _show(value: Any) -> str:
 
 
 def _jsonable(size: Size | None) -> Any:
-    """*size* as it reads back from JSON (a tuple becomes a list)."""
-    return list(size) if isinstance(size, tuple) else size
+    """*size* as it reads back from JSON: a list for a tuple, Python ints for numpy's."""
+    if size is None:
+        return None
+    return [int(v) for v in size] if isinstance(size, (tuple, list)) else int(size)
 
 
 def _content_digest(ds: PCRDataset) -> str:
@@ -514,7 +516,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             "digest": self.content_digest,
             "epoch": self.epoch,
             "scan": self.scan,
-            "seed": self.seed,
+            "seed": int(self.seed),
             "shuffle": self.shuffle,
             "size": _jsonable(self.size),
             "mode": self.mode,

@@ -190,7 +190,7 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
             "version": MIX_STATE_VERSION,
             "kind": "mix",
             "epoch": self.epoch,
-            "seed": self.seed,
+            "seed": int(self.seed),
             "shares": self.shares.tolist(),
             "samples": len(self),
             "rank": self.rank,
