@@ -97,6 +97,7 @@ def _local_only(route: Any) -> None:
         route.abort()
 
 
+@pytest.mark.timeout(900)  # Voila's first paint may wait 400 s on a busy machine
 @pytest.mark.parametrize(
     "viewport", [{"width": 1440, "height": 900}, {"width": 1280, "height": 720}], ids=str
 )

@@ -256,7 +256,7 @@ def test_the_step_tuner_reuses_the_steps_gradient_and_decides_the_same(
     assert all(torch.equal(v, plain_weights[k]) for k, v in weights.items())
     with pytest.raises(ValueError, match="no training step measured"):
         StepTuner(open_dataset(str(data.train)), model=small_cnn(5), trained=3).result()
-    with pytest.raises(ValueError, match=r"levels in 1\.\.10"):
+    with pytest.raises(ValueError, match=r"train\.pcr: trained: scan level 11 is outside 1\.\.10"):
         StepTuner(open_dataset(str(data.train)), model=small_cnn(5), trained=11)
 
 
@@ -314,7 +314,7 @@ def test_bad_input_is_refused(data: SplitDatasets, tmp_path: Path) -> None:
         _run(data, "all")
     with pytest.raises(ValueError, match="size >= 8"):
         _run(data, (1,), size=4)
-    with pytest.raises(ValueError, match=r"1..10, got \[11\]"):
+    with pytest.raises(ValueError, match=r"train\.pcr: scan levels \[11\] are outside 1\.\.10"):
         tune_by_gradient(data.train, model=small_cnn(5), scans=(11,))
 
 
@@ -498,13 +498,20 @@ def test_a_killed_loader_leaves_nothing_that_blocks_the_next(
     import subprocess
 
     script = tmp_path / "resume.py"
-    stuck = "    import time\n    for _ in loader:\n        time.sleep(60)\n    out = ["
+    stuck = (
+        "    import time\n    for _ in loader:\n"
+        "        print('batch', flush=True)\n        time.sleep(60)\n    out = ["
+    )
     script.write_text(_RESUME.replace("    out = [", stuck, 1))
-    p = subprocess.Popen([sys.executable, str(script), str(data.train), "", "2"])
-    time.sleep(8)  # workers started and reading
+    p = subprocess.Popen(
+        [sys.executable, str(script), str(data.train), "", "2"], stdout=subprocess.PIPE, text=True
+    )
+    assert p.stdout is not None
+    assert p.stdout.readline() == "batch\n"  # workers started and delivered a batch
     assert p.poll() is None  # still running: killed below, not ended by itself
     p.send_signal(signal.SIGKILL)
     assert p.wait(timeout=30) == -signal.SIGKILL
+    p.stdout.close()
     full = _run_script(tmp_path, str(data.train), "", "2")
     assert len(full) == len(open_dataset(str(data.train)))
 
