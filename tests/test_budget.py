@@ -158,7 +158,7 @@ def test_without_torch_the_gradient_is_skipped_with_a_note(
     ("kwargs", "error", "match"),
     [
         ({"bandwidth": "20MBs"}, ValueError, r"not a bandwidth: '20MBs'"),
-        ({"scans": (1, 12)}, ValueError, r"scans must be levels in 1\.\.10, got \[1, 12\]"),
+        ({"scans": (1, 12)}, ValueError, r"scan levels \[12\] are outside 1\.\.10"),
         ({"train_epochs": 1}, ValueError, "train_epochs needs a validation set"),
         ({"statistic": "p50"}, ValueError, "unknown statistic 'p50'"),
         ({"target": 2.0}, ValueError, "target"),

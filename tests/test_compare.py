@@ -192,8 +192,10 @@ def test_level_strip_shows_what_the_model_is_fed(source) -> None:
     first = decode(source.jpeg_bytes(0, 1), size=64)
     assert strip.mode == "RGB"
     assert strip.size == (2 * first.shape[1] + 4, first.shape[0] + 20)
-    with pytest.raises(ValueError, match="no level"):
+    with pytest.raises(ValueError, match=rf"scan levels \[0, {n + 1}\] are outside 1\.\.{n}"):
         level_strip(source, 0, scans=[0, n + 1])
+    with pytest.raises(ValueError, match="no level to show"):
+        level_strip(source, 0, scans=[])
 
 
 def test_level_cache_views_for_each_mode(source) -> None:

@@ -186,7 +186,7 @@ def test_a_curve_gives_the_band_and_its_images_quality(photos: Path) -> None:
 def test_bad_input_is_a_clear_error(photos: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"demo_photos.*no image 99; it holds images 0..7"):
         scan_demo(photos, images=[0, 99])
-    with pytest.raises(ValueError, match="no level 11; its levels are 1..10"):
+    with pytest.raises(ValueError, match=r"demo_photos.*scan levels \[11\] are outside 1\.\.10"):
         scan_demo(photos, images=1, levels=[2, 11])
     with pytest.raises(ValueError, match="level 3 is not among the levels embedded"):
         scan_demo(photos, images=1, levels=[1, 5], level=3)

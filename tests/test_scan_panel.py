@@ -263,7 +263,7 @@ def test_record_sheet_rows_are_prefix_reads(dataset: Path) -> None:
     row1 = np.asarray(sheet.crop((0, 20, 64, 84)), int)
     row10 = np.asarray(sheet.crop((0, 110, 64, 174)), int)
     assert np.abs(row1 - row10).mean() > 1
-    with pytest.raises(ValueError, match=r"scan groups \[11\] are outside 1..10"):
+    with pytest.raises(ValueError, match=r"scan levels \[11\] are outside 1\.\.10"):
         record_sheet(ds, scans=[11])
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._json import to_json
 from .._public import public
+from ..jpeg._scan_level import check_scan
 from ..quality import QualityCurve
 from ..storage._atomic import atomic_write
 from .decode import DecodeCost
@@ -144,8 +145,8 @@ class BudgetFindings:
         return len(self.levels)
 
     def level(self, scan: int) -> BudgetLevel:
-        """The row of level *scan*."""
-        return self.levels[scan - 1]
+        """The row of level *scan* (an int in 1..num_scans)."""
+        return self.levels[check_scan(scan, self.num_scans, where="the budget report") - 1]
 
     # -- the time model ------------------------------------------------------
     def decode_seconds(self, scan: int) -> float:

@@ -83,10 +83,7 @@ def _check_scans(scans: Sequence[int] | None, num_scans: int, where: str) -> tup
     """The gradient tuner's own check of a level list, naming the dataset."""
     from ..train.gradient import _check_scans as check
 
-    try:
-        return None if scans is None else check(scans, num_scans)
-    except ValueError as exc:
-        raise ValueError(f"{where}: {exc}") from None
+    return None if scans is None else check(scans, num_scans, where)
 
 
 def _check_val(src: LevelSource, val: Any, train_epochs: int) -> PCRDataset | None:

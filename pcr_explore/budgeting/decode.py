@@ -19,6 +19,7 @@ import numpy as np
 
 from .._public import public
 from ..jpeg import decode, decoder_name
+from ..jpeg._scan_level import check_scan
 from ..read.sources import LevelSource, open_source
 
 __all__ = ["DecodeCost", "measure_decode"]
@@ -55,8 +56,9 @@ class DecodeCost:
     decoder: str
 
     def at(self, scan: int) -> float:
-        """Seconds per image at level *scan*."""
-        return self.seconds_per_image[scan - 1]
+        """Seconds per image at level *scan* (an int in 1..num_scans)."""
+        n = len(self.seconds_per_image)
+        return self.seconds_per_image[check_scan(scan, n, where="the decode cost") - 1]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the fields."""

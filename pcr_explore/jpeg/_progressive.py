@@ -21,6 +21,7 @@ from .._public import public
 from ..errors import JPEGError
 from . import _decoders
 from ._frame import SOF_MARKERS
+from ._scan_level import check_scan
 from ._segments import DRI, SOS, segments
 
 EOI = b"\xff\xd9"
@@ -145,12 +146,9 @@ class ProgressiveJPEG:
         Raises
         ------
         ValueError
-            If *k* is outside ``1..num_scans``.
+            If *k* is not an int in ``1..num_scans``.
         """
-        if k is None:
-            k = self.num_scans
-        if not 1 <= k <= self.num_scans:
-            raise ValueError(f"scan level {k} is outside 1..{self.num_scans}")
+        k = self.num_scans if k is None else check_scan(k, self.num_scans)
         return self.data[: self.scan_ends[k - 1]] + EOI
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import ScanScriptError
 from ._progressive import STANDARD_SCRIPT_COLOR, ProgressiveJPEG, ScanHeader
+from ._scan_level import check_scan
 
 __all__ = ["ScanScript", "SCRIPTS", "STANDARD", "resolve_scan_script", "parse_scans"]
 
@@ -213,8 +214,14 @@ class ScanScript:
         --------
         >>> [STANDARD.gray_scans_at(k) for k in range(1, 11)]
         [1, 2, 2, 2, 3, 4, 5, 5, 5, 6]
+
+        Raises
+        ------
+        ValueError
+            If *level* is not a level of the script (an int in ``1..num_levels``).
         """
-        return sum(1 for g in self.gray_levels if g <= level)
+        k = check_scan(level, self.num_levels, where=f"the {self.name} scan script")
+        return sum(1 for g in self.gray_levels if g <= k)
 
     def text(self, *, gray: bool = False) -> str:
         """The script in jpegtran ``-scans`` syntax (the grayscale one if *gray*)."""

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._public import public
+from ..jpeg._scan_level import check_scan
 from .metrics._names import capped
 
 __all__ = ["STATISTICS_OF_CURVE", "PerImageQuality", "QualityCurve", "summarise"]
@@ -76,8 +77,13 @@ class PerImageQuality:
         list of dict
             Keys ``index``, ``name``, ``label``, ``bytes``, ``bytes_fraction``
             (of the image's full bytes) and ``value``, in sample order.
+
+        Raises
+        ------
+        ValueError
+            If *scan* is not an int in 1..S.
         """
-        k = scan - 1
+        k = check_scan(scan, self.values.shape[1], where="the per-image table") - 1
         return [
             {
                 "index": int(i),
@@ -106,9 +112,15 @@ class PerImageQuality:
         -------
         list of dict
             As :meth:`rows`; ties keep sample order.
+
+        Raises
+        ------
+        ValueError
+            If *scan* is not an int in 1..S.
         """
-        order = np.argsort(self.values[:, scan - 1], kind="stable")[:n]
-        rows = self.rows(scan)
+        k = check_scan(scan, self.values.shape[1], where="the per-image table")
+        order = np.argsort(self.values[:, k - 1], kind="stable")[:n]
+        rows = self.rows(k)
         return [rows[int(j)] for j in order]
 
 

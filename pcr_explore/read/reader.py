@@ -27,6 +27,7 @@ from .._public import public
 from ..errors import CacheTooSmallWarning, CorruptRecordError
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
+from ..jpeg._scan_level import check_scan
 from ..jpeg.scan_script import ScanScript
 from ..records.format import RecordHeader, parse_header
 from ..records.manifest import Manifest, RecordEntry, check_header
@@ -167,13 +168,8 @@ class PCRDataset:
         return [int(v) for v in self._cum.sum(axis=0)]
 
     def _check_scan(self, scan: int | None) -> int:
-        if scan is None:
-            return self.num_scans
-        if isinstance(scan, bool) or not isinstance(scan, (int, np.integer)):
-            raise TypeError(f"scan must be an int or None, got {scan!r}")
-        if not 1 <= scan <= self.num_scans:
-            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
-        return int(scan)
+        """*scan* checked (None: full quality), as every scan level is checked."""
+        return self.num_scans if scan is None else check_scan(scan, self.num_scans, where=self.url)
 
     @property
     def cache(self) -> PrefixCache | None:
@@ -416,6 +412,7 @@ class PCRDataset:
         Records are read one at a time, each in one request; with *shuffle*
         the record order and the order within each record are shuffled.
         """
+        self._check_scan(scan)  # at the call, not at the first image
         return ((e.index, e.data, e.label) for e in self._items(scan, shuffle, seed))
 
     def _items(
@@ -480,10 +477,20 @@ class PCRDataset:
         >>> for img, label in ds.iter(scan=3, size=224, workers=2):  # doctest: +SKIP
         ...     pass
         """
+        self._check_scan(scan)  # the arguments are checked at the call, not at the first image
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         errors = OnError.of(on_error)
-        items = self._items(scan, shuffle, seed, errors)
+        return self._decoded(self._items(scan, shuffle, seed, errors), size, mode, workers, errors)
+
+    @staticmethod
+    def _decoded(
+        items: Iterator[pipeline.Encoded],
+        size: Size | None,
+        mode: str | None,
+        workers: int,
+        errors: OnError,
+    ) -> Iterator[tuple[np.ndarray, int]]:
         yield from pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
         errors.report()
 

@@ -22,6 +22,7 @@ from ..encode.discover import find_sources
 from ..errors import PCRError, no_such_path
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
+from ..jpeg._scan_level import check_scan
 from ..jpeg.scan_script import STANDARD, ScanScript, resolve_scan_script
 from ..jpeg.transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
 from ..records.manifest import MANIFEST
@@ -36,6 +37,7 @@ __all__ = [
     "gray_scans_at",
     "scan_script_of",
     "orientation_of",
+    "source_name",
 ]
 
 
@@ -77,6 +79,15 @@ def orientation_of(src: object, i: int) -> int:
     """EXIF orientation (1-8) image *i* of *src* is stored with (1 for sources that have none)."""
     fn = getattr(src, "orientation", None)
     return int(fn(i)) if callable(fn) else 1
+
+
+def source_name(src: object) -> str:
+    """What messages call *src*: its path, root or URL (its repr for sources that have none)."""
+    for attr in ("path", "root", "url"):
+        value = getattr(src, attr, None)
+        if isinstance(value, (str, os.PathLike)):
+            return os.fspath(value)
+    return repr(src)
 
 
 def scan_script_of(src: object) -> ScanScript:
@@ -178,13 +189,16 @@ class FolderSource:
         self._cache[i] = res
         return res
 
+    def _check_scan(self, scan: int | None) -> int:
+        """*scan* checked (None: full quality), as every scan level is checked."""
+        return self.num_scans if scan is None else check_scan(scan, self.num_scans, where=self.url)
+
     def _scans_at(self, i: int, scan: int | None) -> int:
+        k = self._check_scan(scan)  # before the transcode
         pj = self.transcoded(i).jpeg
         if scan is None:
             return pj.num_scans
-        if not 1 <= scan <= self.num_scans:
-            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
-        return self.scan_script.gray_scans_at(scan) if pj.num_components == 1 else scan
+        return self.scan_script.gray_scans_at(k) if pj.num_components == 1 else k
 
     def orientation(self, i: int) -> int:
         """EXIF orientation (1-8) the image is stored with; the decoders turn it upright."""
@@ -228,9 +242,20 @@ class FolderSource:
         A source that cannot be transcoded, or a level that does not decode,
         does what *on_error* says.
         """
+        self._check_scan(scan)  # at the call, not at the first image
         errors = OnError.of(on_error)
         rng = np.random.default_rng(seed) if shuffle else None
         items = self._encoded(pipeline.record_order(len(self), rng), scan, errors)
+        return self._decoded(items, size, mode, workers, errors)
+
+    @staticmethod
+    def _decoded(
+        items: Iterator[pipeline.Encoded],
+        size: Size | None,
+        mode: str | None,
+        workers: int,
+        errors: OnError,
+    ) -> Iterator[tuple[np.ndarray, int]]:
         yield from pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
         errors.report()
 
@@ -259,9 +284,7 @@ class FolderSource:
 
         A folder has no record headers, so this is the images' bytes only.
         """
-        if scan is not None and not 1 <= scan <= self.num_scans:
-            raise ValueError(f"{self.url}: scan level {scan} is outside 1..{self.num_scans}")
-        return self.bytes_per_scan()[(scan or self.num_scans) - 1]
+        return self.bytes_per_scan()[self._check_scan(scan) - 1]
 
 
 @public("pcr_explore")

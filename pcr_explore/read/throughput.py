@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .._public import public
 from ..jpeg import Size
+from ..jpeg._scan_level import check_scans
 from .reader import PCRDataset
 
 __all__ = ["LevelReading", "ReadingReport", "read_pass", "measure_reading"]
@@ -229,10 +230,7 @@ def measure_reading(
     if passes < 1:
         raise ValueError(f"passes must be at least 1, got {passes}")
     full = dataset.num_scans
-    levels = [int(s) for s in scans if int(s) != full]
-    for s in levels:
-        if not 1 <= s <= full:
-            raise ValueError(f"{dataset.url}: scan level {s} is outside 1..{full}")
+    levels = [s for s in check_scans(scans, full, where=dataset.url) if s != full]
     order = [*levels, full]
     runs: dict[int, list[LevelReading]] = {s: [] for s in order}
     for _ in range(passes):

@@ -36,6 +36,7 @@ import numpy as np
 from .._public import public
 from ..errors import CorruptRecordError, PCRFormatError
 from ..jpeg import EOI
+from ..jpeg._scan_level import check_scan
 from ..storage._atomic import atomic_write
 
 __all__ = [
@@ -196,11 +197,8 @@ class RecordHeader:
                 )
 
     def _check_scan(self, scan: int | None) -> int:
-        if scan is None:
-            return self.num_scans
-        if not 1 <= int(scan) <= self.num_scans:
-            raise ValueError(f"{self.path}: scan level {scan} is outside 1..{self.num_scans}")
-        return int(scan)
+        """*scan* checked (None: every scan group), as every scan level is checked."""
+        return self.num_scans if scan is None else check_scan(scan, self.num_scans, where=self.path)
 
 
 # libjpeg's JPEG_MAX_DIMENSION: a larger side cannot be decoded

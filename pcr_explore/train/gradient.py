@@ -24,7 +24,8 @@ from .._public import public
 from ..errors import DatasetError
 from ..jpeg import EOI
 from ..jpeg._orient import decode_upright
-from ..read.sources import LevelSource, open_source, orientation_of
+from ..jpeg._scan_level import check_scan, check_scans
+from ..read.sources import LevelSource, open_source, orientation_of, source_name
 from ._torch import require_torch
 from .loop import stack_images, to_input
 
@@ -228,10 +229,13 @@ def default_levels(num_scans: int) -> tuple[int, ...]:
     return tuple(sorted({1, min(2, num_scans), (num_scans + 1) // 2, num_scans}))
 
 
-def _check_scans(scans: Sequence[int], num_scans: int) -> tuple[int, ...]:
-    out = tuple(sorted({int(k) for k in scans}))
-    if not out or any(not 1 <= k <= num_scans for k in out):
-        raise ValueError(f"scans must be levels in 1..{num_scans}, got {list(scans)}")
+def _check_scans(scans: Sequence[int], num_scans: int, where: str = "") -> tuple[int, ...]:
+    """The levels compared: each checked as every scan level is, sorted, once each."""
+    out = tuple(sorted(set(check_scans(scans, num_scans, where=where))))
+    if not out:
+        raise ValueError(
+            f"{where + ': ' if where else ''}scans is empty: give levels in 1..{num_scans}"
+        )
     return out
 
 
@@ -525,7 +529,7 @@ def tune_by_gradient(
     _check_batches(batches, min_batches, batch_size, confidence)
     src = source if isinstance(source, LevelSource) else open_source(source)
     full = src.num_scans
-    levels = _check_scans(default_levels(full) if scans is None else scans, full)
+    levels = _check_scans(default_levels(full) if scans is None else scans, full, source_name(src))
     labels, labelled = _labelled(src)
     t0 = time.perf_counter()
     stats = getattr(src, "stats", None)
@@ -632,8 +636,9 @@ class StepTuner:
         torch = require_torch("StepTuner")
         _check_batches(batches, min_batches, 1, confidence)
         full = source.num_scans
-        self.trained = _check_scans([trained], full)[0]
-        levels = _check_scans(default_levels(full) if scans is None else scans, full)
+        where = source_name(source)
+        self.trained = check_scan(trained, full, where=f"{where}: trained")
+        levels = _check_scans(default_levels(full) if scans is None else scans, full, where)
         self._setting = _Setting(levels, threshold, confidence, batches, 0, size)
         self._src, self._model, self._reuse = source, model, reuse
         self._labels, _ = _labelled(source)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from .._public import public
 from ..errors import DatasetError
+from ..jpeg._scan_level import check_scans
 from ..read.reader import PCRDataset, open_dataset
 from ..read.schedule import ScanSchedule
 from ._torch import require_torch
@@ -35,15 +36,13 @@ def _open(ds: PCRDataset | str | os.PathLike[str]) -> PCRDataset:
     return ds if isinstance(ds, PCRDataset) else open_dataset(str(ds))
 
 
-def _plan(scans: Scans, num_scans: int) -> list[int | str]:
+def _plan(scans: Scans, num_scans: int, where: str) -> list[int | str]:
     if isinstance(scans, str):
         if scans != "auto":
             raise ValueError(f"scans must be a sequence of levels or 'auto', got {scans!r}")
         return ["auto"]
     plan: list[int | str] = []
-    for k in scans:
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= num_scans:
-            raise ValueError(f"scan levels must be ints in 1..{num_scans}, got {k!r}")
+    for k in check_scans(scans, num_scans, where=where):
         if k not in plan:
             plan.append(k)
     if not plan:
@@ -193,7 +192,7 @@ def train_at_levels(
     if curriculum is not None and scans is None:
         plan: list[int | str] = ["schedule"]
     else:
-        plan = _plan(default_levels(full) if scans is None else scans, full)
+        plan = _plan(default_levels(full) if scans is None else scans, full, train_ds.url)
         plan += ["schedule"] if curriculum is not None else []
     reader = throttled(train_ds, bandwidth=bw) if bw is not None else train_ds
     val_level = read_level(val_ds, scan=None, size=size, workers=workers)

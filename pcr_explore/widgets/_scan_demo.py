@@ -11,13 +11,14 @@ import numpy as np
 
 from .._public import public
 from ..jpeg import decode
+from ..jpeg._scan_level import check_scan, check_scans
 from ..plots._scales import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import difference_map, level_note
 from ..quality.compare._views import difference_scale, display_jpeg, encode_jpeg, jpeg_size
 from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
-from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of
+from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of, source_name
 from ._demo import DemoPage, data_uri, readout_table, render_page
 from ._static import PALETTE
 
@@ -142,7 +143,7 @@ def scan_demo(
         "images": [e["page"] for e in entries],
         "diff_caption": _diff_caption(gain),
     }
-    name = title or f"Scan levels of {os.path.basename(_source_name(src).rstrip('/')) or src}"
+    name = title or f"Scan levels of {os.path.basename(source_name(src).rstrip('/')) or src}"
     roots = _models(
         [e["curve"] for e in entries], curve, metric, embedded, start, first, chosen, src, gain
     )
@@ -168,7 +169,7 @@ def _check_settings(
     diff_quality: int,
     curve: QualityCurve | None,
 ) -> None:
-    where = _source_name(src)
+    where = source_name(src)
     if len(src) == 0:
         raise ValueError(f"{where}: holds no images")
     if metric not in METRICS:
@@ -184,14 +185,6 @@ def _check_settings(
         raise ValueError(
             f"{where}: the curve has {curve.num_scans} levels, the source {src.num_scans}"
         )
-
-
-def _source_name(src: LevelSource) -> str:
-    for attr in ("path", "root", "url"):
-        value = getattr(src, attr, None)
-        if isinstance(value, (str, os.PathLike)):
-            return os.fspath(value)
-    return repr(src)
 
 
 def _choose_images(
@@ -212,7 +205,7 @@ def _choose_images(
         chosen.insert(0, int(image))
     bad = [i for i in chosen if not 0 <= i < n]
     if bad:
-        raise ValueError(f"{_source_name(src)}: no image {bad[0]}; it holds images 0..{n - 1}")
+        raise ValueError(f"{source_name(src)}: no image {bad[0]}; it holds images 0..{n - 1}")
     return chosen, chosen.index(int(image)) if image is not None else 0
 
 
@@ -220,21 +213,18 @@ def _choose_levels(src: LevelSource, levels: Sequence[int] | None) -> list[int]:
     s = int(src.num_scans)
     if levels is None:
         return list(range(1, s + 1))
-    chosen = sorted({int(k) for k in levels} | {s})
-    bad = [k for k in chosen if not 1 <= k <= s]
-    if bad:
-        raise ValueError(f"{_source_name(src)}: no level {bad[0]}; its levels are 1..{s}")
-    return chosen
+    return sorted({*check_scans(levels, s, where=source_name(src)), s})
 
 
 def _start_level(src: LevelSource, embedded: list[int], level: int | None) -> int:
     if level is None:
         return embedded[len(embedded) // 2 - (len(embedded) % 2 == 0)]
-    if int(level) not in embedded:
+    k = check_scan(level, int(src.num_scans), where=source_name(src))
+    if k not in embedded:
         raise ValueError(
-            f"{_source_name(src)}: level {level} is not among the levels embedded {embedded}"
+            f"{source_name(src)}: level {level} is not among the levels embedded {embedded}"
         )
-    return int(level)
+    return k
 
 
 def _qualities(

@@ -12,11 +12,12 @@ from PIL import Image, ImageDraw
 
 from .._public import public
 from ..jpeg._coverage import ScanCoverage
+from ..jpeg._scan_level import check_scan
 from ..jpeg.scan_script import ScanScript
 from ..plots._scan_grid import scan_grid_data, scan_grid_figure
 from ..quality.compare import ScanStep, scan_step
 from ..quality.compare._views import encode_jpeg
-from ..read.sources import LevelSource, open_source
+from ..read.sources import LevelSource, open_source, source_name
 from ._explorer import Debounced, Explorer, html_table
 from ._static import hstack, text_panel, to_jpeg, vstack
 
@@ -119,7 +120,9 @@ class ScanPanel(Explorer):
         self._links: tuple[Any, ...] = ()  # the links to a followed viewer's controls
         n = int(self.source.num_scans)
         self.level = w.IntSlider(
-            value=min(n, 2) if level is None else level,
+            value=min(n, 2)
+            if level is None
+            else check_scan(level, n, where=source_name(self.source)),
             min=1,
             max=n,
             description="scan level",

@@ -13,13 +13,14 @@ import numpy as np
 from PIL import Image
 
 from .._public import public
+from ..jpeg._scan_level import check_scan
 from ..plots._scales import axis_label, drawable, level_labels
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import LevelCache, level_note
 from ..quality.compare._views import difference_scale
 from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
-from ..read.sources import LevelSource, open_source, scan_script_of
+from ..read.sources import LevelSource, open_source, scan_script_of, source_name
 from ._explorer import Debounced, Explorer, html_table
 from ._figures import scan_curve_figure
 from ._level_pictures import LevelPictures, SlotContent
@@ -134,7 +135,11 @@ class ScanExplorer(Explorer):
         self.gain = gain
         self.cache = LevelCache(self.source, max_side=max_side, maxsize=cache_size)
         n = self.cache.num_scans
-        start = level if level is not None else max(1, n // 2)
+        start = (
+            max(1, n // 2)
+            if level is None
+            else check_scan(level, n, where=source_name(self.source))
+        )
 
         self._build_controls(start, image, gain)
         self._build_pictures(metric)

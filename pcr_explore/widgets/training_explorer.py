@@ -9,6 +9,7 @@ import ipywidgets as w
 import numpy as np
 
 from .._public import public
+from ..jpeg._scan_level import check_scans
 from ..quality.tune import TuneResult, tune
 from ..read.reader import PCRDataset, open_dataset
 from ..train import (
@@ -134,7 +135,9 @@ class TrainingExplorer(Explorer):
         self.threshold, self.tune_batches = threshold, tune_batches
         self.target, self.sample = target, sample
         n = self.train_set.num_scans
-        scans = default_levels(n) if scans is None else scans
+        scans = (
+            default_levels(n) if scans is None else check_scans(scans, n, where=self.train_set.url)
+        )
         self.level_boxes = {
             k: w.Checkbox(
                 value=k in scans, description=str(k), indent=False, layout=w.Layout(width="44px")

@@ -10,8 +10,9 @@ from PIL import Image, ImageDraw, ImageFont
 from ..._public import public
 from ...jpeg import Size
 from ...jpeg._orient import decode_upright
+from ...jpeg._scan_level import check_scan, check_scans
 from ...jpeg.scan_script import STANDARD, ScanScript
-from ...read.sources import LevelSource, orientation_of
+from ...read.sources import LevelSource, orientation_of, source_name
 
 __all__ = ["scan_content", "level_note", "level_strip"]
 
@@ -36,7 +37,7 @@ def scan_content(k: int, script: ScanScript = STANDARD) -> str:
     Raises
     ------
     ValueError
-        If *k* is outside 1..num_scans.
+        If *k* is not an int in 1..num_scans.
 
     Examples
     --------
@@ -50,9 +51,7 @@ def scan_content(k: int, script: ScanScript = STANDARD) -> str:
     >>> scan_content(5, SCRIPTS["spectral"])
     'brightness (Y): frequencies 6-63 (AC), whole'
     """
-    n = script.num_levels
-    if not 1 <= k <= n:
-        raise ValueError(f"scan {k} is outside 1..{n}")
+    k = check_scan(k, script.num_levels, where=f"the {script.name} scan script")
     h = script.color[k - 1]
     who = "all channels" if len(h.components) > 1 else _CHANNELS[h.components[0]]
     what = "8x8 block averages (DC)" if h.ss == 0 else f"frequencies {h.ss}-{h.se} (AC)"
@@ -90,7 +89,7 @@ def level_note(
     Raises
     ------
     ValueError
-        If *k* is outside 1..S.
+        If *k* is not an int in 1..S.
 
     Examples
     --------
@@ -103,8 +102,7 @@ def level_note(
     """
     b = np.asarray(level_bytes, np.int64)
     n = len(b)
-    if not 1 <= k <= n:
-        raise ValueError(f"level {k} is outside 1..{n}")
+    k = check_scan(k, n, where="level_note")
     added = int(b[k - 1] - (b[k - 2] if k > 1 else 0))
     if n != script.num_levels:
         raise ValueError(f"{n} levels of bytes for the {script.name} script's {script.num_levels}")
@@ -152,6 +150,12 @@ def level_strip(
     PIL.Image.Image
         RGB; a notebook shows it as a picture.
 
+    Raises
+    ------
+    ValueError
+        If *scans* is empty or a level is not an int in 1..num_scans (the
+        default's levels above the source's are left out).
+
     Examples
     --------
     >>> from pcr_explore import open_source
@@ -160,9 +164,12 @@ def level_strip(
     (454, 244)
     """
     n = int(source.num_scans)
-    levels = [k for k in (scans or (1, 2, 3, 5, n)) if 1 <= k <= n]
+    if scans is None:
+        levels = sorted({k for k in (1, 2, 3, 5, n) if k <= n})
+    else:
+        levels = list(check_scans(scans, n, where=source_name(source)))
     if not levels:
-        raise ValueError(f"no level of {list(scans or [])} is inside 1..{n}")
+        raise ValueError(f"{source_name(source)}: no level to show (scans=[])")
     nbytes = np.asarray(source.level_bytes(i), np.float64)
     o = orientation_of(source, i)
     pics = [

@@ -9,6 +9,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..._public import public
 from ...jpeg._orient import decode_upright
+from ...jpeg._scan_level import check_scans
 from ...read.reader import PCRDataset
 
 __all__ = ["record_sheet"]
@@ -50,7 +51,7 @@ def record_sheet(
     Raises
     ------
     ValueError
-        If a scan count is outside 1..num_scans.
+        If a scan count is not an int in 1..num_scans.
 
     Examples
     --------
@@ -60,10 +61,11 @@ def record_sheet(
     (606, 232)
     """
     n = int(dataset.num_scans)
-    levels = list(scans) if scans is not None else sorted({1, min(2, n), min(5, n), n})
-    bad = [k for k in levels if not 1 <= k <= n]
-    if bad:
-        raise ValueError(f"scan groups {bad} are outside 1..{n}")
+    levels = (
+        list(check_scans(scans, n, where=dataset.url))
+        if scans is not None
+        else sorted({1, min(2, n), min(5, n), n})
+    )
     header = dataset.header(record)
     count = min(images, header.num_images)
     rows = []

@@ -11,7 +11,8 @@ from ..._public import public
 from ...jpeg import Size, split_scans
 from ...jpeg._coverage import ScanCoverage, scan_coverage
 from ...jpeg._orient import decode_upright
-from ...read.sources import LevelSource, orientation_of, scan_script_of
+from ...jpeg._scan_level import check_scan
+from ...read.sources import LevelSource, orientation_of, scan_script_of, source_name
 from ._levels import level_note
 from ._views import difference_map
 
@@ -148,11 +149,9 @@ def image_coverage(source: LevelSource, *, image: int = 0, level: int) -> ScanCo
     Raises
     ------
     ValueError
-        If *level* is outside 1..num_scans.
+        If *level* is not an int in 1..num_scans.
     """
-    n = int(source.num_scans)
-    if not 1 <= level <= n:
-        raise ValueError(f"level {level} is outside 1..{n}")
+    level = check_scan(level, int(source.num_scans), where=source_name(source))
     pj = split_scans(source.jpeg_bytes(image), source=source.names[image])
     ends = np.asarray(pj.scan_ends, np.int64) + 2  # each level ends with an EOI marker
     lb = np.asarray(source.level_bytes(image), np.int64)
@@ -201,7 +200,7 @@ def scan_step(
     Raises
     ------
     ValueError
-        If *level* is outside 1..num_scans or *gain* is not positive.
+        If *level* is not an int in 1..num_scans or *gain* is not positive.
 
     Examples
     --------
