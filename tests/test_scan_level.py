@@ -8,6 +8,7 @@ integer is a level like any other.
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from collections.abc import Callable
@@ -90,6 +91,30 @@ def _widget(name: str) -> Entry:
     return call
 
 
+def _torch_dataset(ds: PCRDataset, _: Any, k: Any) -> object:
+    pytest.importorskip("torch")
+    from pcr_explore.read.loader import torch_dataset
+
+    return torch_dataset(ds.url, scan=k)
+
+
+def _mix(ds: PCRDataset, _: Any, k: Any) -> object:
+    pytest.importorskip("torch")
+    from pcr_explore.read.mix import mix
+
+    return mix([ds.url, ds.url], scans=[1, k])
+
+
+_EXPORTS = itertools.count()
+
+
+def _export(ds: PCRDataset, _: Any, k: Any) -> object:
+    from pcr_explore.read.export import export_dataset
+
+    out = Path(ds.url).with_name(f"export-{next(_EXPORTS)}")  # in pytest's temporary folder
+    return export_dataset(ds, out, scan=k, progress=False)
+
+
 def _per_image(_: PCRDataset, __: Any, k: Any) -> object:
     t = PerImageQuality(
         indices=np.array([0]),
@@ -133,6 +158,9 @@ ENTRIES: list[tuple[str, Entry, str | None]] = [
     ("FolderSource.bytes_at", lambda d, f, k: f.bytes_at(k), "ds-src"),
     ("FolderSource.iter", lambda d, f, k: f.iter(k), "ds-src"),
     ("measure_reading", lambda d, f, k: measure_reading(d, scans=[1, k]), "ds"),
+    ("torch_dataset(scan=)", _torch_dataset, "ds"),
+    ("mix(scans=)", _mix, "ds"),
+    ("export_dataset(scan=)", _export, "ds"),
     ("scan_content", lambda d, f, k: scan_content(k), "standard"),
     ("level_note", lambda d, f, k: level_note(d.level_bytes(0), k), "level_note"),
     ("level_strip", lambda d, f, k: level_strip(d, 0, scans=[1, k]), "ds"),
@@ -189,6 +217,9 @@ TAKES_NONE = {
     "FolderSource.image",
     "FolderSource.bytes_at",
     "FolderSource.iter",
+    "torch_dataset(scan=)",
+    "mix(scans=)",
+    "export_dataset(scan=)",  # documented as an int; None exports the full level
     "ScanExplorer(level=)",
     "ScanPanel(level=)",
 }
