@@ -241,3 +241,48 @@ def test_a_missing_path_reads_the_same_everywhere(tmp_path: Path) -> None:
         r = run(*verb)
         assert r.returncode == 1
         assert r.stderr == f"pcr-explore: error: {nope}: no such file or folder\n", verb
+
+
+def test_the_defaults_shown_in_help_are_the_librarys() -> None:
+    """cli/_defaults.py copies them so that --help loads no numpy: each copy must agree."""
+    from pcr_explore.auditing._options import MAX_QUALITY_PIXELS
+    from pcr_explore.cli import _defaults as shown
+    from pcr_explore.encode.encoder import DEFAULT_RECORD_SIZE
+    from pcr_explore.jpeg.scan_script import SCRIPTS
+    from pcr_explore.quality.metrics import DEFAULT_TARGETS, METRICS
+    from pcr_explore.quality.tune import STATISTICS
+    from pcr_explore.storage import remote
+    from pcr_explore.swap.model.profiles import profile_names
+    from pcr_explore.swap.traces.architectures import BUILTIN_MODELS
+
+    assert shown.METRICS == METRICS
+    assert shown.DEFAULT_TARGETS == DEFAULT_TARGETS
+    assert shown.STATISTICS == STATISTICS
+    assert shown.MAX_QUALITY_PIXELS == MAX_QUALITY_PIXELS
+    assert shown.SCRIPT_LEVELS == {name: s.num_levels for name, s in SCRIPTS.items()}
+    assert list(shown.SCRIPT_LEVELS) == list(SCRIPTS)  # the help lists them in this order
+    assert shown.DEFAULT_RECORD_SIZE == DEFAULT_RECORD_SIZE
+    assert shown.DEFAULT_TIMEOUT == remote.DEFAULT_TIMEOUT
+    assert shown.DEFAULT_RETRIES == remote.DEFAULT_RETRIES
+    assert shown.DEFAULT_DEADLINE == remote.DEFAULT_DEADLINE
+    assert shown.PROFILES == tuple(profile_names())
+    assert shown.BUILTIN_MODELS == tuple(sorted(BUILTIN_MODELS))
+    assert set(shown.__all__) == {n for n in vars(shown) if n.isupper()}
+
+
+def test_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    from pcr_explore.cli import main
+
+    for argv, expected in (
+        (["encode", "--help"], ["standard (10 levels)", "hybrid (7 levels)", "default 67108864"]),
+        (["audit", "--help"], ["mssim 0.95", "psnr 35", "blurry 0.12", "default 4,194,304"]),
+        (["read", "--help"], ["(default 10)", "(default 3)", "(default 120;"]),
+        (["swap-sim", "--help"], ["{resnet50,vgg16}", "v100-pcie3, a100-pcie4, h100-pcie5"]),
+        (["swap-train", "--help"], ["{small-cnn,vgg-small,resnet-small}"]),
+    ):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())  # unwrapped
+        missing = [e for e in expected if e not in text]
+        assert missing == [], argv

@@ -213,3 +213,67 @@ def test_only_public_names_are_marked_public() -> None:
                     if isinstance(d, ast.Call) and getattr(d.func, "id", "") == "public":
                         marked_private.append(f"{path.name}:{node.lineno} {node.name}")
     assert marked_private == []
+
+
+# What `pcr-explore --help`, `--version` and every sub-command's `--help` may
+# load from the package besides pcr_explore.cli.*: the facade, the version,
+# the errors, and the two light modules whose values the help text shows
+# (the audit's checks and thresholds, the swap-train networks). Anything more
+# is an import that belongs inside the function running the sub-command.
+CLI_HELP_LOADS = {
+    "pcr_explore",
+    "pcr_explore._public",
+    "pcr_explore._version",
+    "pcr_explore.errors",
+    "pcr_explore.auditing",
+    "pcr_explore.auditing._checks",
+    "pcr_explore.swap",
+    "pcr_explore.swap.capture",
+    "pcr_explore.swap.capture._torch_ops",
+    "pcr_explore.swap.capture.nets",
+}
+# ... and of what is not in the standard library, only the facade's loader.
+CLI_HELP_THIRD_PARTY = {"lazy_loader"}
+
+CLI_HELP = """
+import json, sys
+from pcr_explore.cli import main
+for argv in json.loads(sys.argv[1]):
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _cli_help_argvs() -> list[list[str]]:
+    """``--version``, ``--help``, and ``--help`` of every sub-command and sub-sub-command."""
+    import argparse
+
+    from pcr_explore.cli import build_parser
+
+    def commands(parser: argparse.ArgumentParser, prefix: list[str]) -> list[list[str]]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append([*prefix, name])
+                    found += commands(sub, [*prefix, name])
+        return found
+
+    return [["--version"], ["--help"]] + [[*c, "--help"] for c in commands(build_parser(), [])]
+
+
+def test_the_command_line_help_loads_no_numpy_and_no_subcommand() -> None:
+    argvs = _cli_help_argvs()
+    assert ["encode", "--help"] in argvs and ["cache", "info", "--help"] in argvs
+    assert len(argvs) == 19  # 15 sub-commands, 2 cache verbs, --help, --version
+    bare = _loaded_by("import json, sys; print(json.dumps(sorted(sys.modules)))")
+    loaded = _loaded_by(CLI_HELP, json.dumps(argvs)) - bare
+    own = {m for m in loaded if m.split(".")[0] == "pcr_explore"}
+    assert {m for m in own if not m.startswith("pcr_explore.cli")} == CLI_HELP_LOADS
+    others = {m.split(".")[0] for m in loaded if m.split(".")[0] != "pcr_explore"}
+    assert others - sys.stdlib_module_names == CLI_HELP_THIRD_PARTY
+    heavy = ("numpy", "scipy", "PIL", "torch", "bokeh", "dask", "skimage", "urllib3", *HEAVY)
+    assert sorted(m for m in loaded if m.split(".")[0] in heavy) == []

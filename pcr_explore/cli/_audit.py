@@ -6,12 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from .._json import to_json
-from ..auditing import CHECKS, DEFAULT_TARGETS, AuditOptions, audit
-from ..auditing._options import MAX_QUALITY_PIXELS
-from ..quality.metrics import METRICS
-from ..quality.tune import STATISTICS, tune
+from ..auditing._checks import CHECKS
 from ._args import positive_int as _positive
+from ._defaults import DEFAULT_TARGETS, MAX_QUALITY_PIXELS, METRICS, STATISTICS
 
 
 def _number(text: str) -> float:
@@ -103,6 +100,8 @@ def register(sub: Any) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from ..auditing import AuditOptions, audit
+
     report = audit(
         args.path,
         sample=args.sample,
@@ -161,6 +160,9 @@ def register_tune(sub: Any) -> None:
 
 
 def _tune(args: argparse.Namespace) -> int:
+    from .._json import to_json
+    from ..quality.tune import tune
+
     result = tune(
         args.path,
         target=args.target,

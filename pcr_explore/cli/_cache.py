@@ -6,10 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from .._json import to_json
-from ..records.summary import count
-from ..storage.cache import cache_usage, clear_cache
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("cache", help="a prefix cache folder: what it holds, or empty it")
@@ -27,6 +23,10 @@ def register(sub: Any) -> None:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from .._json import to_json
+    from ..records.summary import count
+    from ..storage.cache import cache_usage
+
     rows = cache_usage(args.dir)
     total = sum(r["bytes"] for r in rows)
     if args.json:
@@ -53,6 +53,9 @@ def _level_name(level: int | None) -> str:
 
 
 def _clear(args: argparse.Namespace) -> int:
+    from ..records.summary import count
+    from ..storage.cache import clear_cache
+
     files, nbytes = clear_cache(args.dir, args.url)
     what = f" of {args.url}" if args.url else ""
     print(

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._json import to_json
-from ..encode.distributed import connect, local_cluster
-from ..encode.encoder import DEFAULT_RECORD_SIZE, EncodeOptions, EncodeSummary, encode_dataset
-from ..encode.sample import build_sample
-from ..jpeg.scan_script import SCRIPTS
-from ..read.reader import PCRDataset, open_dataset
-from ..read.throughput import read_pass
-from ..read.verify import verify_dataset
-from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT
 from ._args import byte_size, positive_int
+from ._defaults import (
+    DEFAULT_DEADLINE,
+    DEFAULT_RECORD_SIZE,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    SCRIPT_LEVELS,
+)
+
+if TYPE_CHECKING:
+    from ..encode.encoder import EncodeSummary
+    from ..read.reader import PCRDataset
 
 
 def register(sub: Any) -> None:
@@ -39,7 +41,7 @@ def _register_encode(sub: Any) -> None:
         default="standard",
         metavar="NAME|FILE",
         help="scans every image is stored in, one level each: "
-        + "; ".join(f"{n} ({s.num_levels} levels)" for n, s in SCRIPTS.items())
+        + "; ".join(f"{n} ({levels} levels)" for n, levels in SCRIPT_LEVELS.items())
         + "; or a file in jpegtran -scans syntax (default: standard)",
     )
     p.add_argument(
@@ -160,6 +162,8 @@ def _remote_options(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace) -> PCRDataset:
+    from ..read.reader import open_dataset
+
     cache = getattr(args, "cache_dir", None)
     return open_dataset(
         args.path,
@@ -189,6 +193,8 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _run_encode(args: argparse.Namespace) -> EncodeSummary:
+    from ..encode.distributed import connect, local_cluster
+
     if args.scheduler:
         client = connect(args.scheduler)
         try:
@@ -211,6 +217,8 @@ def _run_encode(args: argparse.Namespace) -> EncodeSummary:
 
 
 def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:
+    from ..encode.encoder import EncodeOptions, encode_dataset
+
     return encode_dataset(
         args.src,
         args.out,
@@ -233,6 +241,8 @@ def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from .._json import to_json
+
     info = _open(args).summary()
     if args.json:
         print(to_json(info.to_dict()))
@@ -242,12 +252,18 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from .._json import to_json
+    from ..read.verify import verify_dataset
+
     report = verify_dataset(args.path)
     print(to_json(report.to_dict()) if args.json else report)
     return 0 if report.ok else 1
 
 
 def _read(args: argparse.Namespace) -> int:
+    from .._json import to_json
+    from ..read.throughput import read_pass
+
     ds = _open(args)
     r = read_pass(ds, args.scan, args.size, workers=args.workers, progress=not args.quiet)
     out = {
@@ -273,6 +289,8 @@ def _read(args: argparse.Namespace) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
+    from ..encode.sample import build_sample
+
     pcr = build_sample(args.out, progress=not args.quiet)
     print(f"sample dataset: {pcr}")
     ns = argparse.Namespace(

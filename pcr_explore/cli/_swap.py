@@ -12,11 +12,8 @@ import argparse
 import sys
 from typing import Any
 
-from .._json import to_json
-from ..swap.model.profiles import profile_names
-from ..swap.simulator.report import report
-from ..swap.traces.architectures import BUILTIN_MODELS
 from ._args import positive_int as _positive
+from ._defaults import BUILTIN_MODELS, PROFILES
 
 __all__ = ["add_swap_sim_parser", "add_swap_train_parser", "run_swap_sim", "run_swap_train"]
 
@@ -54,7 +51,7 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument(
         "--model",
-        choices=sorted(BUILTIN_MODELS),
+        choices=BUILTIN_MODELS,
         default="vgg16",
         help="built-in architecture (default vgg16)",
     )
@@ -70,7 +67,7 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--profile",
         default="v100-pcie3",
-        help=f"device profile: {', '.join(profile_names())} (default v100-pcie3)",
+        help=f"device profile: {', '.join(PROFILES)} (default v100-pcie3)",
     )
     sp = p.add_mutually_exclusive_group()
     sp.add_argument(
@@ -137,6 +134,8 @@ def run_swap_sim(args: argparse.Namespace) -> int:
     SwapError
         For bad input (the main CLI prints it as one line).
     """
+    from ..swap.simulator.report import report
+
     rep = report(
         args.model,
         profile=args.profile,
@@ -232,6 +231,7 @@ def run_swap_train(args: argparse.Namespace) -> int:
     SwapError, DatasetError, MissingExtraError
         For bad input or a missing PyTorch (the main CLI prints one line).
     """
+    from .._json import to_json
     from ..swap.training.codec_training import swap_train
 
     res = swap_train(

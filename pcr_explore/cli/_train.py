@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from .._json import to_json
 from ._args import bandwidth
 from ._args import positive_int as _positive
 
@@ -154,6 +153,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _tune_gradient(args: argparse.Namespace) -> int:
+    from .._json import to_json
     from ..read.reader import open_dataset
     from ..train import TrainOptions, small_cnn, train_at_levels, tune_by_gradient
 
