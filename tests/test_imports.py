@@ -215,15 +215,15 @@ def test_only_public_names_are_marked_public() -> None:
     assert marked_private == []
 
 
-# What `pcr-explore --help`, `--version` and every sub-command's `--help` may
-# load from the package besides pcr_explore.cli.*: the facade, the version,
-# the errors, and the two light modules whose values the help text shows
-# (the audit's checks and thresholds, the swap-train networks). Anything more
-# is an import that belongs inside the function running the sub-command.
+# What `pcr-explore --help` and every sub-command's `--help` may load from
+# the package besides pcr_explore.cli.*: the facade, the errors, and the two
+# light modules whose values the help text shows (the audit's checks and
+# thresholds, the swap-train networks). Anything more is an import that
+# belongs inside the function running the sub-command. `--version` adds the
+# version (importlib.metadata) and nothing else.
 CLI_HELP_LOADS = {
     "pcr_explore",
     "pcr_explore._public",
-    "pcr_explore._version",
     "pcr_explore.errors",
     "pcr_explore.auditing",
     "pcr_explore.auditing._checks",
@@ -234,6 +234,7 @@ CLI_HELP_LOADS = {
 }
 # ... and of what is not in the standard library, only the facade's loader.
 CLI_HELP_THIRD_PARTY = {"lazy_loader"}
+CLI_HEAVY = ("numpy", "scipy", "PIL", "torch", "bokeh", "dask", "skimage", "urllib3", *HEAVY)
 
 CLI_HELP = """
 import json, sys
@@ -248,7 +249,7 @@ print(json.dumps(sorted(sys.modules)))
 
 
 def _cli_help_argvs() -> list[list[str]]:
-    """``--version``, ``--help``, and ``--help`` of every sub-command and sub-sub-command."""
+    """``--help``, and ``--help`` of every sub-command and sub-sub-command."""
     import argparse
 
     from pcr_explore.cli import build_parser
@@ -262,18 +263,29 @@ def _cli_help_argvs() -> list[list[str]]:
                     found += commands(sub, [*prefix, name])
         return found
 
-    return [["--version"], ["--help"]] + [[*c, "--help"] for c in commands(build_parser(), [])]
+    return [["--help"]] + [[*c, "--help"] for c in commands(build_parser(), [])]
+
+
+def _cli_loads(argvs: list[list[str]]) -> tuple[set[str], set[str]]:
+    """The package's modules outside cli/, and the other top-level names, that *argvs* load."""
+    bare = _loaded_by("import json, sys; print(json.dumps(sorted(sys.modules)))")
+    loaded = _loaded_by(CLI_HELP, json.dumps(argvs)) - bare
+    assert sorted(m for m in loaded if m.split(".")[0] in CLI_HEAVY) == []
+    own = {m for m in loaded if m.split(".")[0] == "pcr_explore"}
+    others = {m.split(".")[0] for m in loaded if m.split(".")[0] != "pcr_explore"}
+    return {m for m in own if not m.startswith("pcr_explore.cli")}, others
 
 
 def test_the_command_line_help_loads_no_numpy_and_no_subcommand() -> None:
     argvs = _cli_help_argvs()
     assert ["encode", "--help"] in argvs and ["cache", "info", "--help"] in argvs
-    assert len(argvs) == 19  # 15 sub-commands, 2 cache verbs, --help, --version
-    bare = _loaded_by("import json, sys; print(json.dumps(sorted(sys.modules)))")
-    loaded = _loaded_by(CLI_HELP, json.dumps(argvs)) - bare
-    own = {m for m in loaded if m.split(".")[0] == "pcr_explore"}
-    assert {m for m in own if not m.startswith("pcr_explore.cli")} == CLI_HELP_LOADS
-    others = {m.split(".")[0] for m in loaded if m.split(".")[0] != "pcr_explore"}
+    assert len(argvs) == 18  # --help, 15 sub-commands, 2 cache verbs
+    own, others = _cli_loads(argvs)
+    assert own == CLI_HELP_LOADS
     assert others - sys.stdlib_module_names == CLI_HELP_THIRD_PARTY
-    heavy = ("numpy", "scipy", "PIL", "torch", "bokeh", "dask", "skimage", "urllib3", *HEAVY)
-    assert sorted(m for m in loaded if m.split(".")[0] in heavy) == []
+
+
+def test_the_command_line_version_loads_only_the_version_more() -> None:
+    own, others = _cli_loads([["--version"]])
+    assert own == CLI_HELP_LOADS | {"pcr_explore._version"}
+    assert others - sys.stdlib_module_names == CLI_HELP_THIRD_PARTY

@@ -12,8 +12,8 @@ import sys
 import traceback
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
-from .._version import __version__
 from ..errors import PCRError
 
 __all__ = ["main", "build_parser"]
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pcr-explore",
         description="Progressive Compressed Records and compressed tensor swapping, measured.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="show program's version number and exit")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from . import _audit, _budget, _cache, _dataset, _demo, _export
@@ -42,6 +42,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_swap_train_parser(sub)
     add_train_parsers(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``, reading the installed version only when asked.
+
+    The version comes from the package metadata: importlib.metadata loads
+    about 50 modules (email, zipfile, csv ...) that no other call needs.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from .._version import __version__
+
+        print(f"{parser.prog} {__version__}")
+        parser.exit()
 
 
 def _message(exc: BaseException) -> str:
