@@ -167,7 +167,7 @@ def main() -> None:
     args = ap.parse_args()
 
     backends, missing = [], {}
-    for name in ("simplejpeg", "turbojpeg"):
+    for name in _decoders._FACTORIES:
         try:
             backends.append(_decoders._FACTORIES[name]())
         except ImportError as exc:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import io
 import os
+import pickle
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -147,18 +150,37 @@ def test_env_var_forces_pillow(monkeypatch: pytest.MonkeyPatch, encode_jpeg) -> 
     assert decode(encode_jpeg(np.zeros((20, 30, 3), np.uint8)), size=10).shape == (7, 10, 3)
 
 
-def test_set_decoder_forces_pillow_and_tells_workers(encode_jpeg) -> None:
+@pytest.mark.parametrize("name", IDENTICAL)
+def test_set_decoder_holds_in_this_thread_and_writes_no_environment(name: str) -> None:
+    _backend(name)
+    assert decoder_name() == name  # the automatic choice
     set_decoder("pillow")
-    assert decoder_name() == "pillow"
-    assert _decoders.active_backend() is None
-    assert os.environ[_decoders.ENV_VAR] == "pillow"  # processes started later follow
+    assert decoder_name() == "pillow" and _decoders.active_backend() is None
+    assert _decoders.ENV_VAR not in os.environ  # no process-wide state is written
+    seen: list[str] = []
+    other = threading.Thread(target=lambda: seen.append(decoder_name()))
+    other.start()
+    other.join()
+    assert seen == [name]  # another thread keeps the process default
     set_decoder(None)
-    assert _decoders.ENV_VAR not in os.environ
+    assert decoder_name() == name
+
+
+def _default_name() -> str:
+    # the process default, as a fresh context (a new thread) sees it
+    return contextvars.Context().run(decoder_name)
 
 
 def test_unknown_or_missing_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="unknown JPEG decoder 'fastest'"):
         set_decoder("fastest")
+    # the PyTurboJPEG backend was removed (see the module's docstring)
+    with pytest.raises(
+        ValueError, match=r"'turbojpeg'; expected one of \('pillow', 'simplejpeg'\)"
+    ):
+        set_decoder("turbojpeg")
+    with pytest.raises(TypeError, match="named by a str"):
+        set_decoder(1)  # type: ignore[arg-type]
 
     monkeypatch.setitem(sys.modules, "simplejpeg", None)  # as if not installed
     with pytest.raises(MissingExtraError, match="needs simplejpeg"):
@@ -201,16 +223,20 @@ def test_self_check_catches_a_different_decoder(monkeypatch: pytest.MonkeyPatch)
     assert not _decoders._agrees_with_pillow(OffByOne())
 
 
-@pytest.mark.parametrize("name", ["simplejpeg", "turbojpeg"])
-def test_forced_backend_decodes_close_to_pillow(name: str, encode_jpeg, sk_photo) -> None:
+@pytest.mark.parametrize("name", IDENTICAL)
+def test_decoder_argument_decodes_this_call_only(
+    name: str, monkeypatch: pytest.MonkeyPatch, encode_jpeg
+) -> None:
     _backend(name)
-    set_decoder(name)
-    data = split_scans(_progressive(encode_jpeg, sk_photo, "astronaut", 2)).level(3)
-    got, want = decode(data, size=64), _decoders.pillow_decode(data, _target_for(64), None)
-    # PyTurboJPEG may load an older system libjpeg-turbo, whose smoothing of a
-    # partial progressive level differs slightly; never by more than a little
-    assert got.shape == want.shape
-    assert np.abs(got.astype(int) - want).mean() < 1.0
+    calls = _spy(monkeypatch)
+    data = encode_jpeg(np.full((40, 60, 3), 90, np.uint8))
+    a = decode(data, size=20, decoder="pillow")
+    b = decode(data, size=20, decoder=name)
+    assert [c for _, c in calls] == ["pillow", name]
+    np.testing.assert_array_equal(a, b)
+    assert decoder_name() == name  # the choice in force is untouched
+    with pytest.raises(ValueError, match="decoder=: unknown JPEG decoder 'fast'"):
+        decode(data, decoder="fast")
 
 
 @pytest.fixture(scope="module")
@@ -265,12 +291,87 @@ def test_decompression_bomb_is_pillows_error(
         decode(encode_jpeg(np.zeros((20, 30, 3), np.uint8)), source="big")
 
 
-def test_use_decoder_holds_for_its_block_only(encode_jpeg) -> None:
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(thread name, decoder) of every decode from now on: Pillow's path or a backend's."""
+    calls: list[tuple[str, str]] = []
+    pillow, backend = _decoders.pillow_decode, _decoders.backend_decode
+
+    def pillow_spy(*args: object) -> np.ndarray:
+        calls.append((threading.current_thread().name, "pillow"))
+        return pillow(*args)  # type: ignore[arg-type]
+
+    def backend_spy(b: _decoders._Backend, *args: object) -> np.ndarray | None:
+        calls.append((threading.current_thread().name, b.name))
+        return backend(b, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_decoders, "pillow_decode", pillow_spy)
+    monkeypatch.setattr(_decoders, "backend_decode", backend_spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", IDENTICAL)
+def test_two_threads_decode_at_once_with_their_own_decoder(
+    name: str, monkeypatch: pytest.MonkeyPatch, encode_jpeg
+) -> None:
+    _backend(name)
+    calls = _spy(monkeypatch)
+    data = encode_jpeg(np.full((40, 60, 3), 90, np.uint8))
+    both_in = threading.Barrier(2, timeout=60)
+    errors: list[BaseException] = []
+
+    def run(choice: str) -> None:
+        try:
+            with use_decoder(choice):
+                decode(data, size=20)
+                both_in.wait()  # the other thread is inside its block too
+                for _ in range(5):
+                    decode(data, size=20)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(c,), name=c) for c in ("pillow", name)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    # every decode ran through its own thread's choice, none through the other's
+    assert sorted(set(calls)) == sorted({("pillow", "pillow"), (name, name)})
+    assert len(calls) == 12
+    assert decoder_name() == name  # this thread's choice: the automatic one, untouched
+
+
+def test_use_decoder_holds_for_its_block_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    auto = decoder_name()  # nothing chosen, PCR_DECODER unset: the automatic choice
     set_decoder("pillow")
-    with use_decoder(None) as name:
-        assert _decoders.ENV_VAR not in os.environ and name == decoder_name()
-    assert os.environ[_decoders.ENV_VAR] == "pillow" and decoder_name() == "pillow"
+    with use_decoder("auto") as name:
+        assert name == decoder_name() == auto
+        with use_decoder("pillow"):
+            assert decoder_name() == "pillow"
+        assert decoder_name() == auto
+    assert decoder_name() == "pillow"
     set_decoder(None)
+    with pytest.raises(RuntimeError, match="boom"), use_decoder("pillow"):
+        raise RuntimeError("boom")
+    assert decoder_name() == auto  # left by an exception: restored too
     with pytest.raises(ValueError, match="unknown JPEG decoder"), use_decoder("fastest"):
         pass
-    assert _decoders.ENV_VAR not in os.environ  # a refused choice changes nothing
+    assert decoder_name() == auto  # a refused choice changes nothing
+    assert _decoders.ENV_VAR not in os.environ
+    # PCR_DECODER is the default where nothing is chosen; a choice overrides it
+    monkeypatch.setenv(_decoders.ENV_VAR, "pillow")
+    assert decoder_name() == "pillow"
+    with use_decoder("auto") as name:
+        assert name == auto
+
+
+def test_carried_work_decodes_with_the_callers_choice_elsewhere() -> None:
+    with use_decoder("pillow"):
+        work = _decoders.carried(decoder_name)
+    # a process gets it pickled; a pool's thread runs it in a context of its own
+    again = pickle.loads(pickle.dumps(work))
+    assert contextvars.Context().run(again) == "pillow"
+    assert contextvars.Context().run(work) == "pillow"
+    assert decoder_name() == _default_name()  # and it leaves the caller's choice alone
+    with pytest.raises(ValueError, match="unknown JPEG decoder"):
+        _decoders.carried(decoder_name, "fastest")

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._pool import main_is_importable, ordered_map, worker_pool
+from ..jpeg._decoders import carried
 from ..quality._jobs import Outcome
 from ..quality.runner import default_workers
 from ..read.sources import scan_script_of
@@ -112,8 +113,9 @@ def _run(jobs: Iterator[FileJob], total: int, workers: int | None) -> Iterator[F
         yield from map(inspect_file, jobs)
         return
     size = max(1, min(_CHUNK, total // (16 * w)))  # a small audit still spreads evenly
+    task = carried(inspect_files)  # workers decode with the JPEG decoder in force here
     with worker_pool(w, preload=("pcr_explore.auditing",)) as pool:
-        for infos in ordered_map(inspect_files, _chunks(jobs, size), pool, window=_WINDOW * w):
+        for infos in ordered_map(task, _chunks(jobs, size), pool, window=_WINDOW * w):
             yield from infos
 
 

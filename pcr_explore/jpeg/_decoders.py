@@ -2,10 +2,9 @@
 
 Pillow decodes JPEGs with libjpeg-turbo: the accurate integer IDCT ("islow"),
 fancy chroma upsampling, and in ``Image.draft`` a DCT-domain scale of 1/2, 1/4
-or 1/8. simplejpeg (which bundles libjpeg-turbo) and PyTurboJPEG (the system's
-libturbojpeg) run the same library with the same settings through the
-TurboJPEG API, with less work per call. A backend decodes an image only where
-it gives Pillow's result to the pixel:
+or 1/8. simplejpeg (which bundles libjpeg-turbo) runs the same library with the
+same settings through the TurboJPEG API, with less work per call. A backend
+decodes an image only where it gives Pillow's result to the pixel:
 
 * only JPEG data (SOI first) with one component or YCbCr, under Pillow's
   decompression-bomb limit; anything else goes to Pillow;
@@ -18,17 +17,35 @@ it gives Pillow's result to the pixel:
 The automatic choice is the fastest installed backend that gave Pillow's pixels
 in ``bench/bench_decoders.py``, checked once per process on a small generated
 image (a Pillow built on another libjpeg would differ); Pillow otherwise.
-``PCR_DECODER=pillow|simplejpeg|turbojpeg`` or :func:`set_decoder` forces one.
+
+The choice is a context variable, so two threads (or two tasks) may decode with
+different backends at once: :func:`use_decoder` for a ``with`` block,
+:func:`set_decoder` for the rest of the current thread (a script's main
+thread, a notebook's cells), ``decoder=`` where a function takes it. Where
+nothing is chosen, the ``PCR_DECODER`` environment variable
+(``pillow|simplejpeg|auto``) is the process default; the package only reads it.
+Work the package hands to its own threads and processes (``iter(workers=)``,
+the quality and audit workers, the gradient tuner) decodes with the choice in
+force where it was asked for: :func:`carried` takes it along. A new thread of
+your own starts with the process default, as with :mod:`decimal`'s context.
+
+A backend through PyTurboJPEG (the system's libturbojpeg) was removed: on
+Debian's libjpeg-turbo 2.1 it did not give Pillow's pixels for partial
+progressive levels, PyTurboJPEG 2 needs libjpeg-turbo 3, and it reported
+damaged data through Python warnings, whose filter is process-wide (not safe
+with threads decoding at once). simplejpeg runs the same library.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
-import warnings
+import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol
+from contextvars import ContextVar
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 from PIL import Image
@@ -39,11 +56,15 @@ from ._eighth import at_eighth as eighth_rewrite
 
 ENV_VAR = "PCR_DECODER"
 SKIP_SCANS_VAR = "PCR_SKIP_SCANS"
-NAMES = ("pillow", "simplejpeg", "turbojpeg")
+NAMES = ("pillow", "simplejpeg")
 # Fastest first (bench/bench_decoders.py); only backends that matched Pillow in
 # every measured case belong here.
 _PREFERENCE = ("simplejpeg",)
-_PACKAGES = {"simplejpeg": "simplejpeg", "turbojpeg": "PyTurboJPEG (and libturbojpeg)"}
+_PACKAGES = {"simplejpeg": "simplejpeg"}
+
+# The decoder chosen in this context ("pillow", "simplejpeg" or "auto"); None:
+# none chosen here, so PCR_DECODER's (the process default) holds.
+_CHOICE: ContextVar[str | None] = ContextVar("pcr_explore.jpeg.decoder", default=None)
 
 # (stored width, stored height) -> output (width, height), or None for stored size
 TargetFor = Callable[[int, int], "tuple[int, int] | None"]
@@ -104,58 +125,14 @@ class _SimpleJPEG:
             return None
 
 
-class _TurboJPEG:
-    name = "turbojpeg"
-
-    def __init__(self) -> None:
-        import turbojpeg
-
-        try:
-            self._tj = turbojpeg.TurboJPEG()
-        except (OSError, RuntimeError) as exc:  # the shared library is missing or too old
-            raise ImportError(str(exc)) from exc
-        self._rgb, self._gray = turbojpeg.TJPF_RGB, turbojpeg.TJPF_GRAY
-        self._flags = turbojpeg.TJFLAG_STOPONWARNING
-        self._spaces = {turbojpeg.TJCS_YCbCr: False, turbojpeg.TJCS_GRAY: True}
-
-    def header(self, data: bytes) -> tuple[int, int, bool] | None:
-        try:
-            # PyTurboJPEG reports libjpeg warnings as Python warnings; the filter
-            # is process-wide, so threads decoding at once may let one through
-            # (a reason this backend is only used when forced)
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                w, h, _, space = self._tj.decode_header(data)
-        except (OSError, UserWarning):
-            return None
-        gray = self._spaces.get(space)
-        return None if gray is None else (w, h, gray)
-
-    def decode(
-        self, data: bytes, width: int, height: int, scale: int, gray: bool
-    ) -> np.ndarray | None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("error")
-                return self._tj.decode(
-                    data,
-                    pixel_format=self._gray if gray else self._rgb,
-                    scaling_factor=(1, scale),
-                    flags=self._flags,
-                )
-        except (OSError, UserWarning):
-            return None
-
-
 _FACTORIES: dict[str, Callable[[], _Backend]] = {
     "simplejpeg": _SimpleJPEG,
-    "turbojpeg": _TurboJPEG,
 }
 
-# The backend for each value PCR_DECODER has taken in this process, "auto"
-# probed once (a pixel check against Pillow); not a setting: the setting is the
-# environment variable, which worker processes inherit.
+# The backend loaded for each name, "auto" probed once (a pixel check against
+# Pillow): a cache shared by every thread, not a setting (that is _CHOICE).
 _resolved: dict[str, _Backend | None] = {}
+_resolving = threading.Lock()
 
 
 def draft_scale(width: int, height: int, target: tuple[int, int] | None) -> int:
@@ -219,12 +196,14 @@ def backend_decode(
     return arr
 
 
-def decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
-    """Decode with the active backend, falling back to Pillow (whose errors pass through).
+def decode(
+    data: bytes, target_for: TargetFor, mode: str | None, backend: _Backend | None
+) -> np.ndarray:
+    """Decode with *backend* (from :func:`backend_named`), falling back to Pillow.
 
-    A progressive JPEG decoded at 1/8 scale leaves out the scans that cannot
-    change its pixels (:mod:`pcr_explore.jpeg._eighth`); ``PCR_SKIP_SCANS=0``
-    turns that off.
+    Pillow's errors pass through. A progressive JPEG decoded at 1/8 scale
+    leaves out the scans that cannot change its pixels
+    (:mod:`pcr_explore.jpeg._eighth`); ``PCR_SKIP_SCANS=0`` turns that off.
     """
     if os.environ.get(SKIP_SCANS_VAR, "1") != "0":
 
@@ -234,14 +213,15 @@ def decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
         lean = eighth_rewrite(data, at_eighth)
         if lean is not None:
             try:
-                return _decode(lean, target_for, mode)
+                return _decode(backend, lean, target_for, mode)
             except (OSError, SyntaxError, ValueError, EOFError):
                 pass  # the whole file decides
-    return _decode(data, target_for, mode)
+    return _decode(backend, data, target_for, mode)
 
 
-def _decode(data: bytes, target_for: TargetFor, mode: str | None) -> np.ndarray:
-    backend = active_backend()
+def _decode(
+    backend: _Backend | None, data: bytes, target_for: TargetFor, mode: str | None
+) -> np.ndarray:
     if backend is not None:
         arr = backend_decode(backend, data, target_for, mode)
         if arr is not None:
@@ -294,9 +274,14 @@ def _agrees_with_pillow(backend: _Backend) -> bool:
     return True
 
 
-def _key(name: str | None) -> str:
-    key = "auto" if name is None else str(name).strip().lower()
-    return key or "auto"
+def _key(name: str | None, origin: str) -> str:
+    """The choice *name* stands for: ``"pillow"``, a backend's name or ``"auto"``."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"{origin}: a JPEG decoder is named by a str, got {name!r}")
+    key = "auto" if name is None else name.strip().lower() or "auto"
+    if key != "auto" and key not in NAMES:
+        raise ValueError(f"{origin}: unknown JPEG decoder {name!r}; expected one of {NAMES}")
+    return key
 
 
 def _resolve(key: str, origin: str) -> _Backend | None:
@@ -314,47 +299,106 @@ def _resolve(key: str, origin: str) -> _Backend | None:
     return None
 
 
+_MISSING: Any = object()
+
+
+def _backend_for(key: str, origin: str, *, fresh: bool = False) -> _Backend | None:
+    """The backend for *key*, loaded (and for "auto" probed) once per process unless *fresh*."""
+    got = _MISSING if fresh else _resolved.get(key, _MISSING)  # the hot path: no lock
+    if got is not _MISSING:
+        return cast("_Backend | None", got)
+    with _resolving:
+        got = _MISSING if fresh else _resolved.get(key, _MISSING)
+        if got is _MISSING:
+            got = _resolved[key] = _resolve(key, origin)
+        return cast("_Backend | None", got)
+
+
+def _forget() -> None:
+    """Load and probe every backend again at its next use."""
+    with _resolving:
+        _resolved.clear()
+
+
+def _chosen() -> tuple[str, str]:
+    """(key, origin) of the decoder in force: this context's choice, else ``PCR_DECODER``'s."""
+    key = _CHOICE.get()
+    if key is not None:
+        return key, "use_decoder"
+    env = os.environ.get(ENV_VAR)
+    origin = f"{ENV_VAR}={env}"
+    return _key(env, origin), origin
+
+
 def active_backend() -> _Backend | None:
-    """The backend :func:`decode` uses (None: Pillow): ``PCR_DECODER``'s, or the automatic one."""
-    key = _key(os.environ.get(ENV_VAR))
-    if key not in _resolved:
-        _resolved[key] = _resolve(key, f"{ENV_VAR}={key}")
-    return _resolved[key]
+    """The backend in force here (None: Pillow)."""
+    return _backend_for(*_chosen())
+
+
+def backend_named(decoder: str | None) -> _Backend | None:
+    """The backend *decoder* names (None: the one in force here); None stands for Pillow."""
+    if decoder is None:
+        return active_backend()
+    return _backend_for(_key(decoder, "decoder="), "decoder=")
 
 
 @public("pcr_explore.jpeg")
 def decoder_name() -> str:
-    """Name of the JPEG decoder in use: ``"pillow"``, ``"simplejpeg"`` or ``"turbojpeg"``.
+    """Name of the JPEG decoder in use here: ``"pillow"`` or ``"simplejpeg"``.
+
+    The one chosen in this context (:func:`use_decoder`, :func:`set_decoder`),
+    else the ``PCR_DECODER`` environment variable's, else the automatic one.
+
+    Raises
+    ------
+    ValueError
+        If ``PCR_DECODER`` names no known decoder.
+    MissingExtraError
+        If the decoder it names is not installed.
 
     Examples
     --------
-    >>> decoder_name() in ("pillow", "simplejpeg", "turbojpeg")
+    >>> decoder_name() in ("pillow", "simplejpeg")
     True
     """
     backend = active_backend()
     return "pillow" if backend is None else backend.name
 
 
+def _choose(name: str | None, origin: str) -> str | None:
+    """The value :data:`_CHOICE` takes for *name*, its backend loaded (errors raised here)."""
+    if name is None:
+        _forget()  # the process default is loaded (and probed) again at its next use
+        return None
+    key = _key(name, origin)
+    _backend_for(key, origin, fresh=True)  # fails here, not at the first decode
+    return key
+
+
 @public("pcr_explore.jpeg")
 def set_decoder(name: str | None) -> None:
-    """Force a JPEG decoder for this process, or go back to the automatic choice.
+    """Choose the JPEG decoder for the rest of this thread (or task), or go back to the default.
 
-    The choice is the ``PCR_DECODER`` environment variable, so worker
-    processes started afterwards use the same decoder. :func:`use_decoder`
-    does the same for a ``with`` block only.
+    The choice is a context variable: it holds in the current thread (a
+    script's main thread, a notebook's cells) and in the threads and
+    processes the package starts from it (``iter(workers=)``, the quality
+    and audit workers); other threads keep theirs. :func:`use_decoder` does
+    the same for a ``with`` block only.
 
     Parameters
     ----------
-    name : {"pillow", "simplejpeg", "turbojpeg"} or None
-        None (or ``"auto"``): the fastest installed backend that gives
-        Pillow's pixels, else Pillow; the installed backends are probed again.
+    name : {"pillow", "simplejpeg", "auto"} or None
+        ``"auto"``: the fastest installed backend that gives Pillow's pixels,
+        else Pillow. None: no choice here, so the ``PCR_DECODER`` environment
+        variable's holds (the process default; unset: automatic). After None
+        or "auto" the installed backends are probed again.
 
     Raises
     ------
     ValueError
         If *name* is not a known decoder.
     MissingExtraError
-        If the named decoder's package (or shared library) is not installed.
+        If the named decoder's package is not installed.
 
     Examples
     --------
@@ -362,23 +406,21 @@ def set_decoder(name: str | None) -> None:
     'pillow'
     >>> set_decoder(None)
     """
-    key = _key(name)
-    if key == "auto":
-        os.environ.pop(ENV_VAR, None)
-        _resolved.clear()
-        return
-    _resolved[key] = _resolve(key, "set_decoder")  # fails here, not at the first decode
-    os.environ[ENV_VAR] = key
+    _CHOICE.set(_choose(name, "set_decoder"))
 
 
 @public("pcr_explore.jpeg")
 @contextlib.contextmanager
 def use_decoder(name: str | None) -> Iterator[str]:
-    """Decode with *name* inside a ``with`` block; the decoder before it is restored after.
+    """Decode with *name* inside a ``with`` block; the choice before it holds again after.
+
+    Only the current thread (or task) sees the choice, so threads may decode
+    with different backends at once; the package's own worker threads and
+    processes started inside the block take it along (see :func:`set_decoder`).
 
     Parameters
     ----------
-    name : {"pillow", "simplejpeg", "turbojpeg"} or None
+    name : {"pillow", "simplejpeg", "auto"} or None
         As for :func:`set_decoder`.
 
     Yields
@@ -386,18 +428,43 @@ def use_decoder(name: str | None) -> Iterator[str]:
     str
         The name of the decoder in use in the block.
 
+    Raises
+    ------
+    ValueError
+        If *name* is not a known decoder (nothing changes).
+    MissingExtraError
+        If the named decoder's package is not installed (nothing changes).
+
     Examples
     --------
     >>> with use_decoder("pillow") as name:
     ...     name
     'pillow'
     """
-    before = os.environ.get(ENV_VAR)
-    set_decoder(name)
+    token = _CHOICE.set(_choose(name, "use_decoder"))
     try:
         yield decoder_name()
     finally:
-        if before is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = before
+        _CHOICE.reset(token)
+
+
+_R = TypeVar("_R")
+
+
+def carried(fn: Callable[..., _R], decoder: str | None = None) -> Callable[..., _R]:
+    """*fn* run with *decoder* (default: the one in force here) in any thread or process.
+
+    A context variable does not cross into a pool's threads (they keep their
+    own context) nor into worker processes: work handed to them goes wrapped.
+    The wrapper pickles where *fn* does.
+    """
+    backend = backend_named(decoder)  # a bad name fails here, at the call
+    return functools.partial(_run_with, "pillow" if backend is None else backend.name, fn)
+
+
+def _run_with(name: str, fn: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
+    token = _CHOICE.set(_key(name, "decoder="))
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _CHOICE.reset(token)

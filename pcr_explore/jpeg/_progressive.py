@@ -303,7 +303,12 @@ def _positive_int(v: object) -> bool:
 
 @public("pcr_explore.jpeg")
 def decode(
-    data: bytes, *, size: Size | None = None, mode: str | None = None, source: str = "<bytes>"
+    data: bytes,
+    *,
+    size: Size | None = None,
+    mode: str | None = None,
+    source: str = "<bytes>",
+    decoder: str | None = None,
 ) -> np.ndarray:
     """Decode JPEG bytes to a uint8 array (H, W) or (H, W, 3).
 
@@ -314,8 +319,8 @@ def decode(
 
     The pixels are Pillow's. Where simplejpeg is installed, JPEG data is
     decoded through it, faster, with the same libjpeg-turbo settings and scale
-    (see :func:`decoder_name`); ``PCR_DECODER=pillow`` or
-    ``set_decoder("pillow")`` forces Pillow.
+    (see :func:`decoder_name`); ``decoder="pillow"``, ``with
+    use_decoder("pillow"):`` or ``PCR_DECODER=pillow`` forces Pillow.
 
     Parameters
     ----------
@@ -327,22 +332,30 @@ def decode(
         Force three channels or one; default: as stored (L or RGB).
     source : str
         Name used in error messages.
+    decoder : {"pillow", "simplejpeg", "auto"}, optional
+        The decoder for this call; default: the one in force here
+        (:func:`use_decoder`, :func:`set_decoder`, ``PCR_DECODER``).
 
     Raises
     ------
     JPEGError
         If the bytes do not decode.
+    ValueError
+        If *mode*, *size* or *decoder* is not one of the above.
+    MissingExtraError
+        If *decoder* names a decoder that is not installed.
     """
     if mode not in (None, "RGB", "L"):
         raise ValueError(f"mode must be 'RGB', 'L' or None, got {mode!r}")
     if size is not None:
         target_size(1, 1, size)  # argument errors are the caller's, not the file's
+    backend = _decoders.backend_named(decoder)
 
     def target_for(width: int, height: int) -> tuple[int, int] | None:
         return None if size is None else target_size(width, height, size)
 
     try:
-        return _decoders.decode(data, target_for, mode)
+        return _decoders.decode(data, target_for, mode, backend)
     except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         # Pillow raises ValueError for some damaged files (a truncated PNG IHDR)
         raise JPEGError(f"{source}: cannot decode image: {exc}") from exc

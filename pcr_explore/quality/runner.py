@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from .._pool import main_is_importable, ordered_map, worker_pool
+from ..jpeg._decoders import carried
 
 __all__ = ["default_workers", "run_jobs"]
 
@@ -101,7 +102,8 @@ def run_jobs(
                 bar.update(1)
             return out
         with worker_pool(w, preload=preload) as pool:
-            for result in ordered_map(task, jobs, pool, window=4 * w):
+            # workers decode with the JPEG decoder in force here (a context variable stays)
+            for result in ordered_map(carried(task), jobs, pool, window=4 * w):
                 out.append(result)
                 bar.update(1)
         return out

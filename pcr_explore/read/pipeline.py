@@ -40,6 +40,7 @@ from .._pool import ordered_map
 from .._public import public
 from ..errors import PCRError, SkippedWarning
 from ..jpeg import EOI, Size
+from ..jpeg._decoders import carried
 from ..jpeg._orient import decode_upright
 from ..records.format import RecordHeader
 from ..records.prefix import RecordPrefix
@@ -405,6 +406,7 @@ def decode(
     mode: str | None = None,
     workers: int = 1,
     on_error: OnError | None = None,
+    decoder: str | None = None,
 ) -> Iterator[tuple[np.ndarray, int]]:
     """Decode each image upright at *size*; ``(array, label)`` in the order given.
 
@@ -421,6 +423,15 @@ def decode(
         ``2 * workers`` decoded images wait at a time.
     on_error : OnError, optional
         What an image that fails to decode does (default: raise).
+    decoder : {"pillow", "simplejpeg", "auto"}, optional
+        The JPEG decoder of every image, in whichever thread decodes it;
+        default: the one in force where ``decode`` is called
+        (:func:`~pcr_explore.jpeg.use_decoder`), not where it is iterated.
+
+    Raises
+    ------
+    ValueError
+        If *workers* is below 1 or *decoder* is unknown (at the call).
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
@@ -434,9 +445,17 @@ def decode(
             return None
         return arr, item.label
 
+    # a pool's threads keep their own context: the choice goes with each call
+    return _decoded(items, carried(work, decoder), workers)
+
+
+def _decoded(
+    items: Iterable[Encoded],
+    work: Callable[[Encoded], tuple[np.ndarray, int] | None],
+    workers: int,
+) -> Iterator[tuple[np.ndarray, int]]:
     if workers == 1:
-        done: Iterator[tuple[np.ndarray, int] | None] = map(work, items)
-        yield from (d for d in done if d is not None)
+        yield from (d for d in map(work, items) if d is not None)
         return
     with ThreadPoolExecutor(max_workers=workers) as pool:
         yield from (d for d in ordered_map(work, items, pool, window=2 * workers) if d is not None)

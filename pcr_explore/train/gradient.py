@@ -23,6 +23,7 @@ import numpy as np
 from .._public import public
 from ..errors import DatasetError
 from ..jpeg import EOI
+from ..jpeg._decoders import carried
 from ..jpeg._orient import decode_upright
 from ..jpeg._scan_level import check_scan, check_scans
 from ..read.sources import LevelSource, open_source, orientation_of, source_name
@@ -304,7 +305,9 @@ class _Probe:
         # Upright, as the reader decodes them, so a level's pixels are training's.
         s = (self.size, self.size)
         turns = [orientation_of(src, int(i)) for i in idx]
-        return list(self._pool.map(lambda d, o: decode_upright(d, s, o, mode="RGB"), datas, turns))
+        # the pool's threads decode with the JPEG decoder in force in this one
+        work = carried(lambda d, o: decode_upright(d, s, o, mode="RGB"))
+        return list(self._pool.map(work, datas, turns))
 
     def _grad(self, arrays: list[np.ndarray], y: Any, rng: int | Any, flips: Any) -> Any:
         x = to_input(stack_images(arrays, [0] * len(arrays))[0])
