@@ -3,7 +3,8 @@
 :func:`open_store` picks the store for a URL (HTTP(S) through
 :class:`~pcr_explore.storage.remote.HTTPStore`, other remote URLs through fsspec
 wrapped in :class:`~pcr_explore.storage.remote.FsspecStore`, local paths through
-fsspec's local file system). :class:`RecordFetcher` reads byte ranges of
+fsspec's local file system), or takes the caller's own
+:class:`~pcr_explore.storage.Store`. :class:`RecordFetcher` reads byte ranges of
 records from it, counting every byte in :class:`ReadStats`; with a
 :class:`~pcr_explore.storage.cache.PrefixCache` it serves what the cache holds and
 fetches only the missing part of a prefix, and when a server ignores Range
@@ -19,6 +20,7 @@ import json
 import os
 import posixpath
 import struct
+import sys
 import threading
 import time
 import warnings
@@ -36,13 +38,14 @@ from ..errors import (
     no_such_path,
 )
 from ..records.manifest import MANIFEST, Manifest, RecordEntry
+from ..storage._store import Store, missing_verbs
 from ..storage.cache import PrefixCache
-from ..storage.remote import HTTPStore, RetryPolicy, TooLargeError, install_hint, with_retries
+from ..storage.remote import FsspecStore, HTTPStore, RetryPolicy, TooLargeError, install_hint
 
-try:
+if sys.platform == "win32":  # pragma: no cover - no fcntl: concurrent fills may fetch twice
+    fcntl = None
+else:
     import fcntl
-except ImportError:  # pragma: no cover - Windows: concurrent fills may fetch twice
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "FsspecStore",
@@ -74,93 +77,36 @@ class ReadStats:
         self.bytes_read = self.requests = self.metadata_bytes = self.cache_bytes = 0
 
 
-# fsspec stores report "not there" and "not allowed" as these; retrying cannot help.
-_FINAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
-
-
-def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, _FINAL):
-        return False
-    if isinstance(exc, OSError):
-        return True
-    mod = type(exc).__module__.split(".")[0]
-    return mod in ("aiohttp", "botocore", "aiobotocore", "urllib3", "requests")
-
-
-class FsspecStore:
-    """An fsspec file system whose reads are retried like an HTTP store's.
-
-    Every attribute not defined here is the wrapped file system's.
-    """
-
-    def __init__(self, fs: Any, policy: RetryPolicy | None = None) -> None:
-        self.fs = fs
-        self.policy = policy or RetryPolicy()
-        self.range_support: bool | None = True
-        self.retried = 0
-
-    def _call(self, fn: Any, path: str, start: int | None = None, end: int | None = None) -> Any:
-        return with_retries(
-            self.policy, fn, path, start, end, transient=_transient, on_retry=self._count
-        )
-
-    def _count(self) -> None:
-        self.retried += 1
-
-    def _bounded(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """``fs.<name>(...)``, cut off after the policy's deadline where fs is asynchronous.
-
-        A synchronous backend has only its own timeouts.
-        """
-        fs, deadline = self.fs, self.policy.deadline
-        if deadline is None or not getattr(fs, "async_impl", False) or fs.loop is None:
-            return getattr(fs, name)(*args, **kwargs)
-        from fsspec.asyn import sync
-        from fsspec.exceptions import FSTimeoutError
-
-        try:
-            return sync(fs.loop, getattr(fs, "_" + name), *args, timeout=deadline, **kwargs)
-        except FSTimeoutError as exc:
-            raise TimeoutError(
-                f"timed out: no whole answer within the deadline of {deadline:g} s"
-            ) from exc
-
-    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
-        """Bytes *start*..*end* of *path*, retried on transient failures."""
-        return bytes(
-            self._call(
-                lambda: self._bounded("cat_file", path, start=start, end=end), path, start, end
-            )
-        )
-
-    def info(self, path: str) -> dict[str, Any]:
-        """The wrapped file system's ``info``, retried on transient failures."""
-        return dict(self._call(lambda: self._bounded("info", path), path))
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "fs":  # not set yet (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.fs, name)
-
-
-def is_local(fs: Any) -> bool:
+def is_local(fs: object) -> bool:
     """Whether *fs* reads the local file system (where concurrent requests gain nothing)."""
     protocol = getattr(fs, "protocol", ())
     return "file" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
 
 
 def open_store(
-    url: str, storage_options: dict[str, Any] | None, policy: RetryPolicy
-) -> tuple[Any, str]:
+    url: str,
+    storage_options: dict[str, Any] | None,
+    policy: RetryPolicy,
+    *,
+    store: Store | None = None,
+) -> tuple[Store, str]:
     """The store that serves *url*, and the dataset folder's path in it.
+
+    With *store*, that store, used as it is (its own retries, if any: *policy*
+    is for the stores made here), and *url* is the folder's path in it.
 
     Raises
     ------
     MissingExtraError
         If the URL's scheme needs a package that is not installed.
     ValueError
-        If *storage_options* has keys an HTTP store does not take.
+        If *storage_options* has keys an HTTP store does not take, or comes
+        with *store*.
+    TypeError
+        If *store* lacks a method of :class:`~pcr_explore.storage.Store`.
     """
+    if store is not None:
+        return _own_store(url, storage_options, store), url.rstrip("/") or url
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     opts = dict(storage_options or {})
     if scheme in ("http", "https"):
@@ -191,13 +137,29 @@ def open_store(
     return FsspecStore(fs, policy), root
 
 
+def _own_store(url: str, storage_options: dict[str, Any] | None, store: object) -> Store:
+    """*store* if it has every method of a store (checked here: a caller may be untyped)."""
+    missing = missing_verbs(store)
+    if missing or not isinstance(store, Store):
+        raise TypeError(
+            f"{url}: store must have the methods of pcr_explore.storage.Store; "
+            f"{type(store).__name__} lacks {', '.join(missing)}"
+        )
+    if storage_options:
+        raise ValueError(
+            f"{url}: storage_options configure the store opened from a URL; "
+            "a store given as store= is used as it is"
+        )
+    return store
+
+
 class RecordFetcher:
     """Byte ranges of a dataset's records, from the store or the prefix cache.
 
     Parameters
     ----------
-    fs : file-system-like
-        Has ``cat_file(path, start, end)`` and ``info(path)``.
+    fs : Store
+        Where the records are (``cat_file`` and ``info`` are used).
     root : str
         The dataset folder's path in *fs*.
     records : sequence of RecordEntry
@@ -210,7 +172,7 @@ class RecordFetcher:
 
     def __init__(
         self,
-        fs: Any,
+        fs: Store,
         root: str,
         records: Sequence[RecordEntry],
         stats: ReadStats,
@@ -226,12 +188,12 @@ class RecordFetcher:
         self._count = threading.Lock()  # reads run in several threads (read-ahead)
         self._first = threading.Lock()  # one request at a time until Range support is known
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         del state["_count"], state["_first"]
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._count, self._first = threading.Lock(), threading.Lock()
 
@@ -418,7 +380,7 @@ def _lock_byte(fd: int, offset: int) -> None:
             time.sleep(0.01)
 
 
-def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError | FileNotFoundError:
+def _missing_manifest(fs: Store, root: str, url: str) -> DatasetError | FileNotFoundError:
     """The most useful message for a dataset path without a readable manifest."""
     try:
         if fs.isfile(root):
@@ -437,7 +399,7 @@ def _missing_manifest(fs: Any, root: str, url: str) -> DatasetError | FileNotFou
 MAX_MANIFEST_BYTES = 1 << 29
 
 
-def _bounded_read(fs: Any, mpath: str) -> bytes:
+def _bounded_read(fs: Store, mpath: str) -> bytes:
     """The manifest's bytes, refusing what is not a regular file or is larger than the bound."""
     if isinstance(fs, HTTPStore):
         try:
@@ -459,7 +421,7 @@ def _bounded_read(fs: Any, mpath: str) -> bytes:
     return raw
 
 
-def load_manifest(fs: Any, root: str, url: str) -> tuple[Manifest, bytes]:
+def load_manifest(fs: Store, root: str, url: str) -> tuple[Manifest, bytes]:
     """The dataset's manifest, checked field by field, and its bytes as fetched.
 
     Raises

@@ -43,7 +43,7 @@ _READABLE = (1, 2)  # version 1: no scan_script field, the standard script
 NUM_LEVELS = 10  # levels of the standard scan script (the default)
 
 
-def write_json_atomic(path: str | os.PathLike[str], obj: Any) -> None:
+def write_json_atomic(path: str | os.PathLike[str], obj: object) -> None:
     """Write JSON to *path* through a temporary file, fsync and a rename."""
     atomic_write(path, json.dumps(obj, indent=1) + "\n")
 
@@ -52,7 +52,7 @@ _HEX8 = re.compile(r"[0-9a-f]{8}")
 _RECORD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}")
 
 
-def check_record_name(name: Any) -> str:
+def check_record_name(name: object) -> str:
     """Return *name* if it is a safe record file name, else raise ``ValueError``.
 
     A record name is joined to the dataset's folder, path or URL, so it must
@@ -93,7 +93,7 @@ def check_record_name(name: Any) -> str:
 _MAX_INT = (1 << 63) - 1  # what a record offset (u64, read as int64) can hold
 
 
-def _int(value: Any, what: str, minimum: int = 0) -> int:
+def _int(value: object, what: str, minimum: int = 0) -> int:
     # JSON numbers only: 5.0, "5", true and 1e999 are all refused, and so is
     # a count no file offset can reach.
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -104,7 +104,7 @@ def _int(value: Any, what: str, minimum: int = 0) -> int:
 
 
 @public("pcr_explore.records")
-def check_manifest(m: Any, path: str) -> None:
+def check_manifest(m: object, path: str) -> None:
     """Validate a parsed manifest, field by field.
 
     Parameters
@@ -126,6 +126,11 @@ def check_manifest(m: Any, path: str) -> None:
     ...
     pcr_explore.DatasetError: m.json: not a PCR dataset manifest (format field missing)
     """
+    _checked(m, path)
+
+
+def _checked(m: object, path: str) -> dict[str, Any]:
+    """*m*, once :func:`check_manifest` has found nothing wrong with it."""
     if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:
         raise DatasetError(f"{path}: not a PCR dataset manifest (format field missing)")
     if m.get("format_version") not in _READABLE:
@@ -138,6 +143,7 @@ def check_manifest(m: Any, path: str) -> None:
     except (KeyError, TypeError, ValueError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
         raise DatasetError(f"{path}: malformed manifest: {what}") from exc
+    return m
 
 
 def _check_fields(m: dict[str, Any]) -> None:
@@ -284,7 +290,7 @@ class Manifest:
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, m: Any, path: str) -> Manifest:
+    def from_json(cls, m: object, path: str) -> Manifest:
         """Check a parsed manifest (see :func:`check_manifest`) and type it.
 
         Raises
@@ -299,19 +305,19 @@ class Manifest:
         ...
         pcr_explore.DatasetError: m.json: not a PCR dataset manifest (format field missing)
         """
-        check_manifest(m, path)
-        records = tuple(RecordEntry.from_json(r) for r in m["records"])
+        fields = _checked(m, path)
+        records = tuple(RecordEntry.from_json(r) for r in fields["records"])
         return cls(
-            version=int(m["format_version"]),
-            num_scans=int(m["num_scans"]),
-            scan_script=_script(m, path),
-            classes=tuple(m["classes"]),
+            version=int(fields["format_version"]),
+            num_scans=int(fields["num_scans"]),
+            scan_script=_script(fields, path),
+            classes=tuple(fields["classes"]),
             records=records,
             images=sum(r.images for r in records),
-            source_bytes=int(m.get("source_bytes", 0)),
-            skipped=tuple(m.get("skipped", [])),
-            conversions=tuple(_conversion(c) for c in m.get("conversions", [])),
-            raw=m,
+            source_bytes=int(fields.get("source_bytes", 0)),
+            skipped=tuple(fields.get("skipped", [])),
+            conversions=tuple(_conversion(c) for c in fields.get("conversions", [])),
+            raw=fields,
         )
 
     @property

@@ -13,11 +13,14 @@ import os
 import posixpath
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import MissingExtraError
 from ._atomic import atomic_write
 from .remote import install_hint
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 __all__ = ["FolderOutput", "ObjectOutput", "open_output"]
 
@@ -48,6 +51,13 @@ class FolderOutput:
         return sorted(p.name for p in self.folder.iterdir() if p.is_file())
 
 
+class _ObjectState(TypedDict):
+    """What a pickled :class:`ObjectOutput` carries: where, not the file system."""
+
+    url: str
+    storage_options: dict[str, Any]
+
+
 class ObjectOutput:
     """An output prefix on object storage (``s3://bucket/prefix``), through fsspec."""
 
@@ -56,21 +66,21 @@ class ObjectOutput:
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.url = url.rstrip("/")
         self.storage_options = dict(storage_options or {})
-        self._fs: Any = None
+        self._fs: AbstractFileSystem | None = None
         self._root = ""
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _ObjectState:
         return {"url": self.url, "storage_options": self.storage_options}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"], state["storage_options"])  # type: ignore[misc]
+    def __setstate__(self, state: _ObjectState) -> None:
+        ObjectOutput.__init__(self, state["url"], state["storage_options"])
 
     @property
-    def fs(self) -> Any:
+    def fs(self) -> AbstractFileSystem:
         """The fsspec file system (made on first use, in each process)."""
         return self._fs_root()[0]
 
-    def _fs_root(self) -> tuple[Any, str]:
+    def _fs_root(self) -> tuple[AbstractFileSystem, str]:
         if self._fs is None:
             import fsspec
 

@@ -54,20 +54,28 @@ import json
 import os
 import re
 import stat
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Protocol, TypedDict
 
 from ..errors import DatasetError
 from ._atomic import atomic_write
 
-try:
+if sys.platform == "win32":  # pragma: no cover - no fcntl: appends are not locked
+    fcntl = None
+else:
     import fcntl
-except ImportError:  # pragma: no cover - Windows: appends are not locked
-    fcntl = None  # type: ignore[assignment]
 
-__all__ = ["PrefixCache", "cache_folder", "cache_usage", "clear_cache"]
+__all__ = [
+    "DatasetUsage",
+    "LevelUsage",
+    "PrefixCache",
+    "cache_folder",
+    "cache_usage",
+    "clear_cache",
+]
 
 
 class _Entry(Protocol):
@@ -429,7 +437,25 @@ def _held_levels(folder: Path) -> dict[str, list[int]]:
     return levels if isinstance(levels, dict) else {}
 
 
-def cache_usage(cache_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+class LevelUsage(TypedDict):
+    """Prefixes a cache holds at one level: the level (None: unknown), records and bytes."""
+
+    level: int | None
+    records: int
+    bytes: int
+
+
+class DatasetUsage(TypedDict):
+    """What a cache holds of one dataset (see :func:`cache_usage`)."""
+
+    url: str
+    folder: str
+    prefixes: int
+    bytes: int
+    levels: list[LevelUsage]
+
+
+def cache_usage(cache_dir: str | os.PathLike[str]) -> list[DatasetUsage]:
     """What a cache folder holds: per dataset its URL, folder, prefixes, bytes and levels.
 
     Returns
@@ -450,7 +476,7 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     sizes: dict[Path, list[tuple[str, int]]] = {}
     for _, size, p in _entries(root):
         sizes.setdefault(p.parent, []).append((p.name, size))
-    rows = []
+    rows: list[DatasetUsage] = []
     for d, url in _datasets(root):
         held = sizes.get(d, [])
         rows.append(
@@ -465,7 +491,7 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return rows
 
 
-def _by_level(held: list[tuple[str, int]], bounds: dict[str, list[int]]) -> list[dict[str, Any]]:
+def _by_level(held: list[tuple[str, int]], bounds: dict[str, list[int]]) -> list[LevelUsage]:
     """Records and bytes held at each level, lowest first, the unknown level last."""
     counts: dict[int | None, list[int]] = {}
     for name, size in held:
@@ -507,7 +533,7 @@ def clear_cache(cache_dir: str | os.PathLike[str], url: str | None = None) -> tu
     return files, nbytes
 
 
-def _lock(f: Any) -> None:
+def _lock(f: IO[bytes]) -> None:
     """An exclusive lock on an open cache file, released when it is closed."""
     # flock on the entry itself, not filelock's sidecar file: the size check and
     # the append must be one step on the very file other processes append to.

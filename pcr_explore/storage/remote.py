@@ -10,7 +10,8 @@ each record once into its cache, or fails at once. A redirect to another
 origin drops every header the caller gave: credentials never follow it.
 
 :func:`with_retries` is the one retry loop (urllib3's own retries are off but
-for redirects); the reader wraps it around fsspec stores too (``s3://``). A
+for redirects); :class:`FsspecStore` wraps it around an fsspec file system's
+reads (``s3://``). A
 5xx, 408 or 429, a dropped connection or a timeout is retried
 :data:`DEFAULT_RETRIES` times, after :data:`BACKOFF` seconds (with jitter),
 doubled each time, or what the server's ``Retry-After`` asks; a body cut short
@@ -34,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -50,11 +51,15 @@ from urllib3.response import BaseHTTPResponse
 
 from ..errors import RemoteReadError, TooLargeError
 
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
 __all__ = [
     "BACKOFF",
     "DEFAULT_DEADLINE",
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT",
+    "FsspecStore",
     "HTTPStore",
     "MAX_RETRY_AFTER",
     "TooLargeError",
@@ -357,11 +362,11 @@ class HTTPStore:
         if hasattr(self, "_manager"):
             self.close()
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> _HTTPState:
         return {"policy": self.policy, "headers": self.headers}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["policy"], state["headers"])  # type: ignore[misc]
+    def __setstate__(self, state: _HTTPState) -> None:
+        HTTPStore.__init__(self, state["policy"], state["headers"])
 
     def _count_retry(self) -> None:
         with self._lock:
@@ -507,8 +512,8 @@ class HTTPStore:
             range_ignored=True,
         )
 
-    def info(self, path: str) -> dict[str, Any]:
-        """``{"type": "file", "size": bytes}`` from a HEAD request.
+    def info(self, path: str) -> dict[str, str | int | None]:
+        """``{"name": path, "type": "file", "size": bytes or None}`` from a HEAD request.
 
         Raises
         ------
@@ -519,7 +524,7 @@ class HTTPStore:
         """
         until = _until(self.policy)
 
-        def once() -> dict[str, Any]:
+        def once() -> dict[str, str | int | None]:
             resp = self._head(path, until)
             if resp.status >= 400:
                 _refuse(resp, path, "HEAD")
@@ -549,7 +554,7 @@ class HTTPStore:
                 pass
         return False
 
-    def ls(self, path: str, detail: bool = False) -> list[Any]:
+    def ls(self, path: str, detail: bool = False) -> list[str]:
         """HTTP has no listing.
 
         Raises
@@ -558,6 +563,113 @@ class HTTPStore:
             Always.
         """
         raise OSError(f"{path}: an HTTP server cannot list a folder")
+
+
+class _HTTPState(TypedDict):
+    """What a pickled :class:`HTTPStore` carries: its settings, not its connections."""
+
+    policy: RetryPolicy
+    headers: dict[str, str]
+
+
+# fsspec stores report "not there" and "not allowed" as these; retrying cannot help.
+_FINAL = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, _FINAL):
+        return False
+    if isinstance(exc, OSError):
+        return True
+    mod = type(exc).__module__.split(".")[0]
+    return mod in ("aiohttp", "botocore", "aiobotocore", "urllib3", "requests")
+
+
+class FsspecStore:
+    """An fsspec file system whose reads are retried like an HTTP store's.
+
+    :meth:`cat_file` and :meth:`info` are retried on transient failures and,
+    where the file system is asynchronous, cut off at the policy's deadline;
+    ``isfile``, ``exists`` and ``ls`` are the file system's own. Every other
+    attribute is the wrapped file system's.
+
+    Parameters
+    ----------
+    fs : fsspec.AbstractFileSystem
+        The file system to read.
+    policy : RetryPolicy, optional
+        Retries, backoff and deadline.
+
+    Attributes
+    ----------
+    range_support : bool
+        True: fsspec stores read ranges.
+    retried : int
+        Reads retried so far.
+    """
+
+    def __init__(self, fs: AbstractFileSystem, policy: RetryPolicy | None = None) -> None:
+        self.fs = fs
+        self.policy = policy or RetryPolicy()
+        self.range_support: bool | None = True
+        self.retried = 0
+
+    def _call(
+        self, fn: Callable[[], _T], path: str, start: int | None = None, end: int | None = None
+    ) -> _T:
+        return with_retries(
+            self.policy, fn, path, start, end, transient=_transient, on_retry=self._count
+        )
+
+    def _count(self) -> None:
+        self.retried += 1
+
+    def _bounded(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``fs.<name>(...)``, cut off after the policy's deadline where fs is asynchronous.
+
+        A synchronous backend has only its own timeouts.
+        """
+        fs, deadline = self.fs, self.policy.deadline
+        if deadline is None or not getattr(fs, "async_impl", False) or fs.loop is None:
+            return getattr(fs, name)(*args, **kwargs)
+        from fsspec.asyn import sync
+        from fsspec.exceptions import FSTimeoutError
+
+        try:
+            return sync(fs.loop, getattr(fs, "_" + name), *args, timeout=deadline, **kwargs)
+        except FSTimeoutError as exc:
+            raise TimeoutError(
+                f"timed out: no whole answer within the deadline of {deadline:g} s"
+            ) from exc
+
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None) -> bytes:
+        """Bytes *start*..*end* of *path*, retried on transient failures."""
+        return bytes(
+            self._call(
+                lambda: self._bounded("cat_file", path, start=start, end=end), path, start, end
+            )
+        )
+
+    def info(self, path: str) -> dict[str, Any]:
+        """The wrapped file system's ``info``, retried on transient failures."""
+        return dict(self._call(lambda: self._bounded("info", path), path))
+
+    def isfile(self, path: str) -> bool:
+        """Whether *path* is a file (the file system's answer)."""
+        return bool(self.fs.isfile(path))
+
+    def exists(self, path: str) -> bool:
+        """Whether anything is at *path* (the file system's answer)."""
+        return bool(self.fs.exists(path))
+
+    def ls(self, path: str, detail: bool = False) -> list[str]:
+        """The paths in the folder *path*: the file system's listing, names only (any *detail*)."""
+        return [str(p) for p in self.fs.ls(path, detail=False)]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "fs":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.fs, name)
 
 
 # The pools forked children inherited (see HTTPStore._retire).

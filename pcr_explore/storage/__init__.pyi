@@ -1,0 +1,3 @@
+from ._store import Store
+
+__all__ = ["Store"]
