@@ -96,6 +96,7 @@ bench: install system-deps
 	$(BIN)/python bench/bench_decoders.py
 	$(BIN)/python bench/bench_peers.py --scan-script standard lean spectral hybrid
 	$(BIN)/python bench/bench_import.py
+	$(BIN)/python bench/bench_cli_start.py
 	$(BIN)/python bench/bench_measure_once.py
 	$(BIN)/python bench/bench_walk.py
 	$(BIN)/python bench/bench_budget.py --threads 2
