@@ -73,6 +73,41 @@ def test_the_bare_import_loads_only_the_facade() -> None:
     ]
 
 
+def test_the_torch_adapter_imports_torch_only_when_used(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from _pcr_data import random_dataset
+
+    code = (
+        "import json, sys\n"
+        "import pcr_explore.read.loader, pcr_explore.read.mix\n"
+        "from pcr_explore.read import PCRIterableDataset, MixedDataset, mix, torch_dataset\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    loaded = _loaded_by(code)
+    assert "pcr_explore.read.mix" in loaded and "torch" not in loaded
+    # what it makes is a torch IterableDataset, here and where a DataLoader worker
+    # started by spawn or forkserver unpickles it
+    url = str(random_dataset(tmp_path / "ds", images=2, records=1))
+    make = (
+        "import pickle, sys\n"
+        "from torch.utils.data import IterableDataset\n"
+        "from pcr_explore.read import mix, torch_dataset\n"
+        "both = [torch_dataset(sys.argv[1], size=(8, 8)), mix([sys.argv[1]])]\n"
+        "assert all(isinstance(ds, IterableDataset) for ds in both)\n"
+        "pickle.dump(both, open(sys.argv[2], 'wb'))\n"
+    )
+    load = (
+        "import pickle, sys\n"
+        "both = pickle.load(open(sys.argv[1], 'rb'))\n"
+        "from torch.utils.data import IterableDataset\n"
+        "print(sum(isinstance(ds, IterableDataset) for ds in both))\n"
+    )
+    saved = str(tmp_path / "datasets.pickle")
+    subprocess.run([sys.executable, "-c", make, url, saved], check=True)
+    out = subprocess.run([sys.executable, "-c", load, saved], capture_output=True, text=True)
+    assert out.stdout.split() == ["2"], out.stderr
+
+
 def test_the_verbs_load_on_first_use() -> None:
     code = (
         "import json, sys, pcr_explore as pcr\n"

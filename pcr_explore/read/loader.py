@@ -16,9 +16,21 @@ retries, deadline, cache), keeping it between passes. Needs the ``[torch]`` extr
 module is not imported by ``pcr_explore`` itself, so the package stays light
 without PyTorch.
 
-Exact resume: :meth:`PCRIterableDataset.state_dict` says, from the number
-of batches the training loop has taken, which samples each worker's shard
-has delivered (a ``DataLoader`` takes batches from its workers in turn,
+Exact resume, the PyTorch way: with ``torchdata``'s ``StatefulDataLoader``
+(``pip install 'pcr-explore[torch]'`` brings it), the loader's own
+``state_dict()`` holds, for each worker, :meth:`PCRIterableDataset.state_dict`
+called without arguments in that worker: "worker *k* of *w* has delivered
+*n* samples of its shard in epoch *e* at level *s*". Saved in a checkpoint
+(``torch.save``) and given back to a new loader's ``load_state_dict``, each
+worker resumes its own shard where it stood, so the rest of the epoch comes
+exactly as the uninterrupted run would have given it. ``torchdata`` resumes
+a loader only with the worker count it was saved with; a state of another
+one is refused with a :class:`~pcr_explore.errors.DatasetError`.
+
+Without ``StatefulDataLoader`` (a plain ``DataLoader``, or to resume with
+another worker count), :meth:`PCRIterableDataset.state_dict` counts from the
+number of batches the training loop has taken which samples each worker's
+shard has delivered (a ``DataLoader`` takes batches from its workers in turn,
 skipping those that have run out, so the count fixes the rest, and whose
 turn is next), and :meth:`~PCRIterableDataset.load_state_dict` in a new
 process makes the next epoch's pass skip exactly those: with the same worker
@@ -26,18 +38,6 @@ count (worker *i* then takes the role of the worker whose turn it was, plus
 *i*) the samples come in the order the uninterrupted run would have given
 them; with another, every sample not yet delivered comes once (in another
 order). A state written before image ranges (whole records) resumes too.
-
-A state is bound to what its counts mean: the dataset's content (a digest
-of its manifest's record list, so a relative and an absolute path, or a
-copy elsewhere, resume alike, and a dataset re-encoded at the same path is
-refused), the seed, the shuffle, the output size and mode, and the rank and
-world size. :meth:`~PCRIterableDataset.load_state_dict` refuses a state of
-another dataset or run, or a malformed one, with a
-:class:`~pcr_explore.errors.DatasetError` naming the field; it changes the
-epoch and the scan level (the level the epoch was saved at, with a warning
-when that is not the level this dataset would read) and the position in
-the epoch, nothing else. A state saved before version 3 carries no digest:
-it is resumed with a warning, its counts checked against this dataset.
 
 The scan level and the epoch live in a small shared-memory tensor, so
 ``set_scan`` and ``set_epoch`` reach DataLoader workers that persist between
@@ -54,7 +54,8 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,13 +66,49 @@ from . import pipeline
 from .reader import PCRDataset, open_dataset
 from .schedule import ScanSchedule
 
-try:  # the dataset class must live at module level so DataLoader workers can pickle it
-    import torch
-    from torch.utils.data import IterableDataset as _Base
-    from torch.utils.data import get_worker_info
-except ImportError:  # pragma: no cover - depends on the environment
-    torch = None  # type: ignore[assignment]
-    _Base = object  # type: ignore[assignment, misc]
+# PyTorch is imported where it is needed (_torch), so that importing this module (or
+# pcr_explore.read.mix) stays light. The dataset classes cannot subclass torch's
+# IterableDataset without importing torch when the class is defined; instead they are
+# registered as virtual subclasses of it (it is an ABC) when the first one is made or
+# unpickled, which is what DataLoader's isinstance(dataset, IterableDataset) asks (torch's
+# IterableDataset has no behaviour of its own that a DataLoader uses). Type checkers see
+# the subclass. Pickles name the class by its module, which imports without torch, so
+# spawn and forkserver workers find it.
+if TYPE_CHECKING:
+    from torch.utils.data import IterableDataset
+
+    _Base = IterableDataset[Any]
+else:
+    _Base = object
+
+
+def _torch(dataset_class: type | None = None) -> Any:
+    """The ``torch`` module, imported on first use; registers *dataset_class* as an IterableDataset.
+
+    Raises
+    ------
+    MissingExtraError
+        If PyTorch is not installed.
+    """
+    try:
+        import torch
+        from torch.utils.data import IterableDataset
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise MissingExtraError(
+            "the PyTorch adapter needs PyTorch: pip install 'pcr-explore[torch]'"
+        ) from e
+    if dataset_class is not None:
+        IterableDataset.register(dataset_class)
+    return torch
+
+
+def _worker_info() -> tuple[int, int, bool]:
+    """``(worker, workers, in_worker)`` of this process: a DataLoader worker's, or ``(0, 1)``."""
+    info = _torch().utils.data.get_worker_info()
+    if info is None:
+        return 0, 1, False
+    return int(info.id), int(info.num_workers), True
+
 
 __all__ = ["record_shard", "batch_counts", "PCRIterableDataset", "torch_dataset"]
 
@@ -81,9 +118,10 @@ _OPEN_OPTIONS = frozenset(
     | {"read_ahead"}
 )
 
+# 4: a state may be one DataLoader worker's ("worker"), as StatefulDataLoader keeps them;
 # 3: bound to the dataset's content ("digest") and the samples' size and mode;
 # 2: image-range shards ("whole_records"); 1: whole records only
-STATE_VERSION = 3
+STATE_VERSION = 4
 _MAX_INT = (1 << 63) - 1  # what the shared epoch (an int64) holds
 # a resume state naming more DataLoader workers than this is not one a loader wrote
 _MAX_WORKERS = 4096
@@ -230,6 +268,43 @@ class _StateFields:
         return out
 
 
+def _worker_field(f: _StateFields, present: bool, workers: int) -> int | None:
+    """``worker``: the DataLoader worker whose state it is; None for the run's (or an old one's).
+
+    *present*: the state's version writes the field (4 on for a dataset's).
+    """
+    if not present or f.get("worker") is None:
+        return None
+    return f.integer("worker", 0, workers - 1)
+
+
+def _worker_counts(
+    f: _StateFields, worker: int | None, sizes: dict[str, int], epoch: int, first: int, turn: int
+) -> dict[str, int]:
+    """``delivered``: every shard's count (the run's state), or one worker's shard's.
+
+    *sizes* are the samples of the rank's shards, the first numbered
+    *first*; worker *worker* reads shard ``first + (worker + turn) % workers``.
+    """
+    if worker is None:
+        return f.counts(sizes, epoch)
+    if f.get("delivered") is None:
+        raise f.error(
+            f"worker {worker} read a pass that resumed a state of another worker count "
+            "(state_dict(batches=, ...)): where it stood is not a count, so it cannot be "
+            "resumed; resume that epoch from the state it started from, or from a checkpoint "
+            "saved in another epoch"
+        )
+    counts = f.counts(sizes, epoch)
+    shard = str(first + (worker + turn) % len(sizes))
+    if list(counts) != [shard]:
+        raise f.error(
+            f"'delivered' of worker {worker} must count its own shard alone ({shard}, with "
+            f"'next' {turn}), got shards {sorted(counts, key=int)}"
+        )
+    return counts
+
+
 def record_shard(
     num_records: int, shard: int, num_shards: int, epoch_seed: int | None
 ) -> list[int]:
@@ -280,28 +355,48 @@ def batch_counts(sizes: list[int], batches: int, batch_size: int) -> tuple[list[
 
 
 def _to_chw_tensor(arr: np.ndarray) -> Any:
-    t = torch.from_numpy(np.ascontiguousarray(arr))
+    t = _torch().from_numpy(np.ascontiguousarray(arr))
     return t.unsqueeze(0) if t.ndim == 2 else t.permute(2, 0, 1)
 
 
-def _worker_shard(
-    rank: int, world_size: int, resume: dict[str, Any] | None = None
-) -> tuple[int, int, int, int]:
-    """``(worker, workers, shard, shards)`` of the calling process (a DataLoader worker or not).
+def _worker_error(where: str, state: Mapping[str, Any], worker: int, workers: int) -> DatasetError:
+    """The error for one worker's *state* loaded in worker *worker* of *workers* (not its own)."""
+    k, n = state["worker"], state["num_workers"]
+    return DatasetError(
+        f"{where}: this is the state of DataLoader worker {k} of {n} (a StatefulDataLoader "
+        f"keeps one per worker); it resumes in worker {k} of a StatefulDataLoader with "
+        f"num_workers={n if n > 1 else '0 or 1'}, and this process is worker {worker} of "
+        f"{workers}. torchdata resumes a loader only with the worker count it was saved with; "
+        "to resume with another, count the batches (state_dict(batches=, batch_size=, "
+        "num_workers=)) and use a plain DataLoader"
+    )
+
+
+@dataclass
+class _Pass:
+    """One pass of one process over its shard: what it reads, and how far it has come.
 
     A DataLoader starts a pass with its worker 0; a pass that resumes an
-    epoch (*resume*, of the same sharding) gives worker *i* the role worker
-    ``(i + next) % workers`` had, so the turns go on where they stopped.
+    epoch of the same sharding gives worker *i* the role worker
+    ``(i + turn) % workers`` had, so the turns go on where they stopped.
+    *delivered* counts the samples of the shard delivered so far, those the
+    pass skipped included; None when the pass resumed another sharding (what
+    it skips is then a set of samples, not a count).
     """
-    info = get_worker_info()
-    wid, nworkers = (info.id, info.num_workers) if info is not None else (0, 1)
-    if resume is not None:
-        wid = (wid + int(resume.get("next", 0))) % nworkers
-    return wid, nworkers, rank * nworkers + wid, world_size * nworkers
+
+    epoch: int
+    scan: int
+    worker: int
+    workers: int
+    turn: int
+    shard: int
+    nshards: int
+    skip: set[int] | int
+    delivered: int | None
 
 
 @public("pcr_explore.read")
-class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
+class PCRIterableDataset(_Base):
     """``(image, label)`` pairs of a PCR dataset at one scan level, for PyTorch.
 
     Build it with :func:`torch_dataset`.
@@ -338,10 +433,12 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         self.num_scans = probe.num_scans
         # what a resume state is bound to, computed once here (workers get it pickled)
         self.content_digest = _content_digest(probe)
-        # [epoch, scan]: pickled to workers as a handle to the same memory.
-        self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
+        # [epoch, scan, read in workers]: pickled to workers as a handle to the same memory.
+        torch = _torch(PCRIterableDataset)
+        self._shared = torch.zeros(3, dtype=torch.int64).share_memory_()
         self._resume: dict[str, Any] | None = None
         self._base: dict[str, Any] | None = None  # the state this epoch resumed from
+        self._position: _Pass | None = None  # this process's latest pass
         self._record_images = [r.images for r in probe.records]
         self._starts = np.concatenate([[0], np.cumsum(self._record_images)]).astype(np.int64)
         self.schedule = schedule
@@ -354,7 +451,12 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_opened"] = None  # workers open their own handle (its connections are not shared)
+        state["_position"] = None  # a pass is this process's
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _torch(PCRIterableDataset)  # an IterableDataset in the process that unpickles it too
+        self.__dict__.update(state)
 
     def dataset(self) -> PCRDataset:
         """The dataset as this process opened it: once per process (and DataLoader worker).
@@ -467,18 +569,35 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         images = self._record_images
         return {str(s): sum(images[r] for r in order[s::nshards]) for s in shards}
 
-    def state_dict(self, *, batches: int, batch_size: int, num_workers: int) -> dict[str, Any]:
-        """Where the current epoch stands after the loop has taken *batches* batches.
+    def state_dict(
+        self,
+        *,
+        batches: int | None = None,
+        batch_size: int | None = None,
+        num_workers: int | None = None,
+    ) -> dict[str, Any]:
+        """Where the current epoch stands: this process's pass, or after *batches* batches.
+
+        Without arguments (as ``torchdata``'s ``StatefulDataLoader`` calls it
+        in each worker, or in this process with ``num_workers=0``): the
+        position of the pass this process is reading, "worker *k* of *w* has
+        delivered *n* samples of its shard". The loader keeps one per
+        worker in its own ``state_dict()``, and gives each back to its
+        worker's copy of the dataset through :meth:`load_state_dict`.
+
+        With the three counts (a plain ``DataLoader``, or to resume with
+        another worker count): where the whole epoch stands once the loop
+        has taken *batches* batches.
 
         Parameters
         ----------
-        batches : int
+        batches : int, optional
             Batches the training loop has received from the ``DataLoader``
             in this pass. In a pass that resumed the epoch
             (:meth:`load_state_dict`), they are added to what the state it
             resumed from had delivered, so a run stopped again is resumed
             exactly again.
-        batch_size, num_workers : int
+        batch_size, num_workers : int, optional
             The ``DataLoader``'s (``num_workers=0`` counts as one worker).
             With batches made in the workers (``torch_dataset(...,
             batch_size=)``), *batch_size* is theirs.
@@ -486,9 +605,10 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         Returns
         -------
         dict
-            JSON-ready: the epoch, the level, the samples each shard has
-            delivered, and what they are counted in: the dataset's content
-            digest, the seed, the shuffle, the size and mode, the sharding.
+            JSON-ready: the epoch, the level, the samples each shard (or
+            this worker's shard) has delivered, and what they are counted
+            in: the dataset's content digest, the seed, the shuffle, the
+            size and mode, the sharding.
 
         Raises
         ------
@@ -498,24 +618,56 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             If *batches* or *num_workers* is negative, *batch_size* is below
             1, *batches* is more than the epoch holds, or this pass resumed
             the epoch with another worker count (what it delivered is then
-            not a count per shard).
+            not a count per shard); without arguments, in a process whose
+            passes DataLoader workers read (the position is theirs).
         """
+        if batches is None and batch_size is None and num_workers is None:
+            return self._pass_state(self._current_pass())
         n, size, w = _check_count_args(batches, batch_size, num_workers, self.batch_size)
         shards = self._shard_sizes(self.epoch, self.rank, w, self.whole_records)
         done, turn = self._counts(list(shards.values()), w, n, size)
         return self._state(dict(zip(shards, done)), turn, w, size)
 
+    def _current_pass(self) -> _Pass:
+        """The latest pass of this process (before its first: the one the next would read)."""
+        _, _, in_worker = _worker_info()
+        if not in_worker and int(self._shared[2]):
+            raise ValueError(
+                f"{self.url}: DataLoader workers read this dataset's passes, so this process "
+                "does not know where the epoch stands: use torchdata's StatefulDataLoader and "
+                "its state_dict(), or count the batches the loop has taken: "
+                "state_dict(batches=, batch_size=, num_workers=)"
+            )
+        return self._position or self._plan()
+
+    def _pass_state(self, pos: _Pass) -> dict[str, Any]:
+        """The resume state of one worker's pass *pos* (version 4 on)."""
+        delivered = None if pos.delivered is None else {str(pos.shard): pos.delivered}
+        return self._state(
+            delivered, pos.turn, pos.workers, None, pos.epoch, pos.scan, worker=pos.worker
+        )
+
     def _state(
-        self, delivered: dict[str, int], turn: int, workers: int, batch_size: int
+        self,
+        delivered: dict[str, int] | None,
+        turn: int,
+        workers: int,
+        batch_size: int | None,
+        epoch: int | None = None,
+        scan: int | None = None,
+        worker: int | None = None,
     ) -> dict[str, Any]:
-        """A resume state of this dataset's current epoch: *delivered* per shard, *turn* next."""
+        """A resume state: *delivered* per shard, *turn* next; one *worker*'s, or the run's.
+
+        *epoch* and *scan* default to this dataset's current ones.
+        """
         return {
             "version": STATE_VERSION,
             "kind": "dataset",
             "url": self.url,  # for people reading it; a state is bound to the digest
             "digest": self.content_digest,
-            "epoch": self.epoch,
-            "scan": self.scan,
+            "epoch": self.epoch if epoch is None else epoch,
+            "scan": self.scan if scan is None else scan,
             "seed": int(self.seed),
             "shuffle": self.shuffle,
             "size": _jsonable(self.size),
@@ -524,6 +676,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             "world_size": self.world_size,
             "whole_records": self.whole_records,
             "num_workers": workers,
+            "worker": worker,
             "batch_size": batch_size,
             "delivered": delivered,
             "next": turn,
@@ -613,9 +766,12 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         old = version == 1  # whole records only, and no turn
         whole = f.flag("whole_records", True if old else _MISSING)
         turn = f.integer("next", 0, workers - 1, 0 if old else _MISSING)
-        batch_size = f.integer("batch_size", 1, default=1 if old else _MISSING)
+        worker = _worker_field(f, version >= 4, workers)
+        batch_size = None
+        if worker is None:
+            batch_size = f.integer("batch_size", 1, default=1 if old else _MISSING)
         sizes = self._shard_sizes(epoch, self.rank, workers, whole)
-        delivered = f.counts(sizes, epoch)
+        delivered = _worker_counts(f, worker, sizes, epoch, self.rank * workers, turn)
         return {
             "version": version,
             "url": f.get("url", self.url),
@@ -623,6 +779,7 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             "scan": scan,
             "whole_records": whole,
             "num_workers": workers,
+            "worker": worker,
             "batch_size": batch_size,
             "delivered": delivered,
             "next": turn,
@@ -635,9 +792,12 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume the epoch *state* describes: its next pass skips what was delivered.
 
-        Call it before the ``DataLoader`` starts its workers (in a new
-        process: after a kernel restart). The pass after that one is a
-        normal epoch again.
+        A state of the whole run (``state_dict(batches=, ...)``): call it
+        before the ``DataLoader`` starts its workers (in a new process:
+        after a kernel restart). One worker's state (``state_dict()``, as
+        ``StatefulDataLoader`` gathers them): ``StatefulDataLoader`` calls it
+        in that worker; its epoch and level are the next pass's, in this
+        process only. The pass after that one is a normal epoch again.
 
         A state changes the epoch, the scan level and the position in the
         epoch, nothing else. The level is the one the epoch was saved at, so
@@ -652,11 +812,22 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         DatasetError
             If *state* is of another dataset (content digest), seed,
             shuffle, size, mode or sharding, of a mix, or malformed: the
-            message names the field.
+            message names the field; if it is one worker's state loaded in
+            another worker, or with another worker count.
         """
         checked = self._check_state(state)
         epoch, scan = checked["epoch"], checked["scan"]
-        if checked["version"] < STATE_VERSION:
+        if checked["worker"] is not None:
+            worker, workers, _ = _worker_info()
+            if (checked["worker"], checked["num_workers"]) != (worker, workers):
+                raise _worker_error("resume state", checked, worker, workers)
+            if checked["whole_records"] != self.whole_records:
+                deals = "whole records" if self.whole_records else "image ranges"
+                raise DatasetError(
+                    f"resume state: saved with whole_records={checked['whole_records']}, "
+                    f"and this dataset deals {deals}"
+                )
+        if checked["version"] < 3:  # no digest
             warnings.warn(
                 f"{self.url}: this resume state (version {checked['version']}, saved for "
                 f"{str(checked['url']):.200}) has no content digest, so it cannot be checked "
@@ -672,10 +843,11 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
                 UserWarning,
                 stacklevel=2,
             )
-        self._shared[0] = epoch
-        self.set_scan(scan)
         self._resume = checked
-        self._base = checked
+        if checked["worker"] is None:  # the run's: this dataset's epoch and level from now on
+            self._shared[0] = epoch
+            self.set_scan(scan)
+            self._base = checked
 
     def delivered(self, state: dict[str, Any]) -> set[int]:
         """The dataset indices the run *state* describes has delivered this rank, in its epoch.
@@ -696,22 +868,34 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
             done.update(self.sequence(epoch, int(s), nshards, whole)[:count])
         return done
 
-    def _resuming(self, epoch: int, nworkers: int) -> dict[str, Any] | None:
-        """The state this pass resumes with the same sharding (None: none, or another)."""
-        state = self._resume
-        if state is None or state["epoch"] != epoch:
-            return None
-        same = state["whole_records"] == self.whole_records
-        return state if same and state["num_workers"] == nworkers else None
+    def _plan(self) -> _Pass:
+        """The pass this process reads next: its epoch, level, shard and what it skips.
 
-    def _skip(self, epoch: int, shard: int, nworkers: int) -> set[int] | int:
-        """What this pass leaves out: a count (same sharding) or a set of indices (another)."""
-        state = self._resume  # checked by load_state_dict
-        if state is None or state["epoch"] != epoch:
-            return 0
-        if self._resuming(epoch, nworkers) is not None:
-            return int(state["delivered"].get(str(shard), 0))
-        return self._delivered(state)
+        One worker's state loaded in this process sets the epoch and level
+        of that pass; else they are the shared ones, and a state of the run
+        is resumed when it is of that epoch.
+        """
+        worker, workers, _ = _worker_info()
+        state = self._resume
+        if state is not None and state["worker"] is not None:
+            epoch, scan = state["epoch"], state["scan"]
+        else:
+            epoch, scan = (int(v) for v in self._shared[:2].tolist())
+            if state is not None and state["epoch"] != epoch:
+                state = None
+        same = (
+            state is not None
+            and state["num_workers"] == workers
+            and state["whole_records"] == self.whole_records
+        )
+        turn = int(state["next"]) if same and state is not None else 0
+        shard = self.rank * workers + (worker + turn) % workers
+        skip: set[int] | int = 0
+        if state is not None:  # a count (same sharding) or a set of indices (another)
+            skip = int(state["delivered"].get(str(shard), 0)) if same else self._delivered(state)
+        delivered = skip if isinstance(skip, int) else None
+        nshards = self.world_size * workers
+        return _Pass(epoch, scan, worker, workers, turn, shard, nshards, skip, delivered)
 
     # -- reading ------------------------------------------------------------------
     def _pairs(
@@ -762,20 +946,31 @@ class PCRIterableDataset(_Base):  # type: ignore[misc, valid-type]
         return ((fn(arr), label) for arr, label in self._pairs(epoch, scan, shard, nshards, skip))
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        epoch, scan = (int(v) for v in self._shared.tolist())  # once: fixed for this pass
-        info = get_worker_info()
-        same = self._resuming(epoch, info.num_workers if info is not None else 1)
-        _, nworkers, shard, nshards = _worker_shard(self.rank, self.world_size, same)
-        skip = self._skip(epoch, shard, nworkers)
+        # the pass is fixed here, not at the first sample: a StatefulDataLoader asks for
+        # state_dict() between iter() and the first next()
+        pos = self._plan()
+        _, _, in_worker = _worker_info()
+        self._shared[2] = int(in_worker)
         self._resume = None  # one pass only (in this process)
+        self._position = pos
+        return self._read(pos)
+
+    def _read(self, pos: _Pass) -> Iterator[tuple[Any, Any]]:
+        """The samples (or batches) of pass *pos*, counted in it as they are yielded."""
         if self.batch_size is None:
-            yield from self._samples(epoch, scan, shard, nshards, skip)
+            for sample in self._samples(pos.epoch, pos.scan, pos.shard, pos.nshards, pos.skip):
+                if pos.delivered is not None:
+                    pos.delivered += 1
+                yield sample
             return
-        pairs = self._pairs(epoch, scan, shard, nshards, skip)
+        torch = _torch()
+        pairs = self._pairs(pos.epoch, pos.scan, pos.shard, pos.nshards, pos.skip)
         for images, labels in pipeline.batch(pairs, self.batch_size):
             # one (B, C, H, W) uint8 tensor per batch: one pickle across processes, not B
             t = torch.from_numpy(images)
             t = t.unsqueeze(1) if t.ndim == 3 else t.permute(0, 3, 1, 2)
+            if pos.delivered is not None:
+                pos.delivered += len(labels)
             yield t.contiguous(), torch.from_numpy(labels)
 
 
@@ -873,8 +1068,7 @@ def torch_dataset(
     ...     for images, labels in loader:
     ...         pass
     """
-    if torch is None:
-        raise MissingExtraError("torch_dataset needs PyTorch: pip install 'pcr-explore[torch]'")
+    _torch()
     url = source.url if isinstance(source, PCRDataset) else str(source)
     options = dict(source.options) if isinstance(source, PCRDataset) else {}
     unknown = set(open_options) - _OPEN_OPTIONS

@@ -17,19 +17,23 @@ worker draws from every dataset that has at least one image per worker.
 A worker whose slice of a dataset runs out starts that slice's next pass.
 
 **Resume.** :meth:`MixedDataset.state_dict` and
-:meth:`~MixedDataset.load_state_dict` work as the adapter's: with the same
-worker count, the resumed epoch gives exactly the samples the uninterrupted
-one would have given next, in the same order (the draws and every dataset's
-position are replayed from the manifests); with another, the rest of the
-epoch has the samples the epoch still owed (``len(mix)`` in all), none of
-them one already delivered (within each dataset's pass), drawn anew. A mix's
+:meth:`~MixedDataset.load_state_dict` work as the adapter's: under
+``torchdata``'s ``StatefulDataLoader`` (``state_dict()`` without arguments,
+one state per worker: "worker *k* of *w* has made *n* draws"), or from a
+count of batches with a plain ``DataLoader``. With the same worker count,
+the resumed epoch gives exactly the samples the uninterrupted one would have
+given next, in the same order (the draws and every dataset's position are
+replayed from the manifests); with another (counted batches only), the rest
+of the epoch has the samples the epoch still owed (``len(mix)`` in all),
+none of them one already delivered (within each dataset's pass), drawn
+anew. A mix's
 state is bound as a dataset's is, to every dataset's content digest, seed,
 shuffle, size and mode, and to the mix's seed, shares, epoch length and
 sharding; a malformed state, or one of another mix, is refused with a
 :class:`~pcr_explore.errors.DatasetError` naming the field. It changes the
 epoch, each dataset's level (with a warning naming the levels that
-change) and the position in the epoch. A state saved by version 1 (no
-digests) is resumed with a warning.
+change) and the position in the epoch (one worker's state: of its next pass
+only). A state saved by version 1 (no digests) is resumed with a warning.
 """
 
 from __future__ import annotations
@@ -39,34 +43,35 @@ import itertools
 import math
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .._public import public
+from ..errors import DatasetError
 from .loader import (
     _MAX_WORKERS,
     _MISSING,
     PCRIterableDataset,
+    _Base,
     _check_count_args,
     _show,
     _StateFields,
-    _worker_shard,
+    _torch,
+    _worker_counts,
+    _worker_error,
+    _worker_field,
+    _worker_info,
     batch_counts,
-    torch,
     torch_dataset,
 )
 
-try:
-    from torch.utils.data import IterableDataset as _Base
-    from torch.utils.data import get_worker_info
-except ImportError:  # pragma: no cover - depends on the environment
-    _Base = object  # type: ignore[assignment, misc]
-
 __all__ = ["MixedDataset", "mix"]
 
+# 3: a state may be one DataLoader worker's ("worker"), as StatefulDataLoader keeps them;
 # 2: bound to every dataset's content digest, size and mode; 1: to their URLs
-MIX_STATE_VERSION = 2
+MIX_STATE_VERSION = 3
 
 
 def _split(n: int, parts: int, i: int) -> int:
@@ -102,8 +107,29 @@ def _draws(
 _PER_DATASET = ("url", "digest", "scan", "seed", "shuffle", "size", "mode", "whole_records")
 
 
+@dataclass
+class _MixPass:
+    """One pass of one process over its shard of the mix (see the adapter's ``_Pass``).
+
+    *draws* are the datasets of the samples still to come; *skips* what each
+    dataset's first pass leaves out; *delivered* the draws made so far, the
+    skipped ones included (None when the pass resumed another sharding).
+    """
+
+    epoch: int
+    scans: list[int]
+    worker: int
+    workers: int
+    turn: int
+    shard: int
+    nshards: int
+    draws: Iterator[int]
+    skips: list[set[int] | int]
+    delivered: int | None
+
+
 @public("pcr_explore.read")
-class MixedDataset(_Base):  # type: ignore[misc, valid-type]
+class MixedDataset(_Base):
     """Samples drawn from several :class:`PCRIterableDataset` by weight (see :func:`mix`)."""
 
     def __init__(
@@ -124,9 +150,20 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
         self.shares = w / w.sum()
         self.seed = seed
         self.samples = samples
-        # the epoch, pickled to workers as a handle to the same memory (persistent workers)
-        self._shared = torch.zeros(1, dtype=torch.int64).share_memory_()
+        # [epoch, read in workers], pickled to workers as a handle to the same memory
+        torch = _torch(MixedDataset)
+        self._shared = torch.zeros(2, dtype=torch.int64).share_memory_()
         self._resume: dict[str, Any] | None = None
+        self._position: _MixPass | None = None  # this process's latest pass
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_position"] = None  # a pass is this process's
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _torch(MixedDataset)  # an IterableDataset in the process that unpickles it too
+        self.__dict__.update(state)
 
     def __len__(self) -> int:
         if self.samples is not None:
@@ -159,15 +196,23 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
             taken[k] += 1
         return taken
 
-    def state_dict(self, *, batches: int, batch_size: int, num_workers: int) -> dict[str, Any]:
-        """Where the mixed epoch stands after the loop has taken *batches* batches.
+    def state_dict(
+        self,
+        *,
+        batches: int | None = None,
+        batch_size: int | None = None,
+        num_workers: int | None = None,
+    ) -> dict[str, Any]:
+        """Where the mixed epoch stands: this process's pass, or after *batches* batches.
 
         The arguments are the adapter's
-        (:meth:`~pcr_explore.read.loader.PCRIterableDataset.state_dict`). The
-        result is JSON-ready: the epoch, the seed, the shares, every
-        dataset's content digest, level and settings, the sharding, and the
-        samples each worker has delivered; the datasets' positions follow
-        from the draws.
+        (:meth:`~pcr_explore.read.loader.PCRIterableDataset.state_dict`):
+        none, as ``StatefulDataLoader`` calls it in each worker (this
+        worker's draws so far), or the three counts of a plain
+        ``DataLoader``. The result is JSON-ready: the epoch, the seed, the
+        shares, every dataset's content digest, level and settings, the
+        sharding, and the samples each worker (or this one) has delivered;
+        the datasets' positions follow from the draws.
 
         Raises
         ------
@@ -175,32 +220,65 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
             If an argument is not an integer.
         ValueError
             If *batches* or *num_workers* is negative, *batch_size* is below
-            1, or *batches* is more than the epoch holds.
+            1, or *batches* is more than the epoch holds; without
+            arguments, in a process whose passes DataLoader workers read.
         """
+        if batches is None and batch_size is None and num_workers is None:
+            pos = self._current_pass()
+            delivered = None if pos.delivered is None else {str(pos.shard): pos.delivered}
+            return self._state(
+                delivered, pos.turn, pos.workers, None, pos.epoch, pos.scans, pos.worker
+            )
         n, size, w = _check_count_args(batches, batch_size, num_workers)
         done, turn = batch_counts([self.quota(i, w) for i in range(w)], n, size)
         delivered = {str(self.rank * w + i): k for i, k in enumerate(done)}
         return self._state(delivered, turn, w, size)
 
+    def _current_pass(self) -> _MixPass:
+        """The latest pass of this process (before its first: the one the next would read)."""
+        _, _, in_worker = _worker_info()
+        if not in_worker and int(self._shared[1]):
+            raise ValueError(
+                "DataLoader workers read this mix's passes, so this process does not know "
+                "where the epoch stands: use torchdata's StatefulDataLoader and its "
+                "state_dict(), or count the batches the loop has taken: "
+                "state_dict(batches=, batch_size=, num_workers=)"
+            )
+        return self._position or self._plan()
+
     def _state(
-        self, delivered: dict[str, int], turn: int, workers: int, batch_size: int
+        self,
+        delivered: dict[str, int] | None,
+        turn: int,
+        workers: int,
+        batch_size: int | None,
+        epoch: int | None = None,
+        scans: list[int] | None = None,
+        worker: int | None = None,
     ) -> dict[str, Any]:
-        """A resume state of the current epoch: *delivered* per worker's shard, *turn* next."""
+        """A resume state: *delivered* per worker's shard, *turn* next; one *worker*'s or the run's.
+
+        *epoch* and *scans* (each dataset's level) default to the current ones.
+        """
+        datasets = [
+            {k: v for k, v in p._state({}, 0, 1, 1).items() if k in _PER_DATASET}
+            for p in self.parts
+        ]
+        for d, scan in zip(datasets, scans or []):
+            d["scan"] = scan
         return {
             "version": MIX_STATE_VERSION,
             "kind": "mix",
-            "epoch": self.epoch,
+            "epoch": self.epoch if epoch is None else epoch,
             "seed": int(self.seed),
             "shares": self.shares.tolist(),
             "samples": len(self),
             "rank": self.rank,
             "world_size": self.world_size,
             "num_workers": workers,
+            "worker": worker,
             "batch_size": batch_size,
-            "datasets": [
-                {k: v for k, v in p._state({}, 0, 1, 1).items() if k in _PER_DATASET}
-                for p in self.parts
-            ],
+            "datasets": datasets,
             "delivered": delivered,
             "next": turn,
         }
@@ -269,20 +347,27 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
         epoch = f.integer("epoch")
         workers = f.integer("num_workers", 1, _MAX_WORKERS)
         turn = f.integer("next", 0, workers - 1, 0 if version == 1 else _MISSING)
-        batch_size = f.integer("batch_size", 1)
-        quotas = {str(self.rank * workers + i): self.quota(i, workers) for i in range(workers)}
+        worker = _worker_field(f, version >= 3, workers)
+        batch_size = f.integer("batch_size", 1) if worker is None else None
+        first = self.rank * workers
+        quotas = {str(first + i): self.quota(i, workers) for i in range(workers)}
         return {
             "version": version,
             "epoch": epoch,
             "num_workers": workers,
+            "worker": worker,
             "batch_size": batch_size,
             "datasets": datasets,
-            "delivered": f.counts(quotas, epoch),
+            "delivered": _worker_counts(f, worker, quotas, epoch, first, turn),
             "next": turn,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume the mixed epoch *state* describes (call it before the DataLoader starts).
+        """Resume the mixed epoch *state* describes.
+
+        A state of the whole run: call it before the DataLoader starts. One
+        worker's state: ``StatefulDataLoader`` calls it in that worker; its
+        epoch and levels are then the next pass's, in this process only.
 
         A state changes the epoch, each dataset's level (the one the epoch
         was saved at; a :class:`UserWarning` names the levels that change)
@@ -295,10 +380,23 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
             If *state* is of another mix: other datasets (content digests),
             seeds, shuffles, sizes, modes, weights, epoch length or
             sharding; of a single dataset; or malformed. The message names
-            the field.
+            the field. One worker's state loaded in another worker, or with
+            another worker count.
         """
         checked = self._check_state(state)
-        if checked["version"] < MIX_STATE_VERSION:
+        per_worker = checked["worker"] is not None
+        if per_worker:
+            worker, workers, _ = _worker_info()
+            if (checked["worker"], checked["num_workers"]) != (worker, workers):
+                raise _worker_error("mix resume state", checked, worker, workers)
+            if any(
+                d["whole_records"] != p.whole_records
+                for p, d in zip(self.parts, checked["datasets"])
+            ):
+                raise DatasetError(
+                    "mix resume state: its datasets were dealt with other whole_records settings"
+                )
+        if checked["version"] < 2:  # no digests
             urls = [d["url"] for d in checked["datasets"]]
             warnings.warn(
                 f"this mix's resume state (version {checked['version']}, saved for "
@@ -307,7 +405,8 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
                 UserWarning,
                 stacklevel=2,
             )
-        self.set_epoch(checked["epoch"])
+        if not per_worker:
+            self.set_epoch(checked["epoch"])
         changed = [
             f"dataset {i} ({p.url}) level {d['scan']}, not {p.scan}"
             for i, (p, d) in enumerate(zip(self.parts, checked["datasets"]))
@@ -320,8 +419,9 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
                 UserWarning,
                 stacklevel=2,
             )
-        for p, d in zip(self.parts, checked["datasets"]):
-            p.set_scan(d["scan"])
+        if not per_worker:  # the run's: the levels from now on
+            for p, d in zip(self.parts, checked["datasets"]):
+                p.set_scan(d["scan"])
         self._resume = checked
 
     def _delivered(self, state: dict[str, Any]) -> list[set[int]]:
@@ -346,49 +446,74 @@ class MixedDataset(_Base):  # type: ignore[misc, valid-type]
             d["whole_records"] == p.whole_records for p, d in zip(self.parts, state["datasets"])
         )
 
-    def _plan(
-        self, epoch: int, state: dict[str, Any] | None
-    ) -> tuple[int, int, Iterator[int], list[set[int] | int]]:
-        """The shard of this worker, its draws, and what the first pass of each dataset skips."""
-        info = get_worker_info()
-        same = self._same_sharding(state, epoch, info.num_workers if info is not None else 1)
-        wid, nworkers, shard, nshards = _worker_shard(
-            self.rank, self.world_size, state if same else None
-        )
+    def _plan(self) -> _MixPass:
+        """The pass this process reads next: its shard, its draws, what each dataset skips.
+
+        One worker's state loaded in this process sets the epoch and levels
+        of that pass; else they are the current ones, and a state of the run
+        is resumed when it is of that epoch.
+        """
+        worker, workers, _ = _worker_info()
+        state = self._resume
+        if state is not None and state["worker"] is not None:
+            epoch, scans = state["epoch"], [d["scan"] for d in state["datasets"]]
+        else:
+            epoch, scans = self.epoch, [p.scan for p in self.parts]
+        same = self._same_sharding(state, epoch, workers)
+        turn = int(state["next"]) if same and state is not None else 0
+        k = (worker + turn) % workers
+        shard, nshards = self.rank * workers + k, self.world_size * workers
         sizes = [len(p.sequence(epoch, shard, nshards)) for p in self.parts]
-        empty = {k for k, n in enumerate(sizes) if n == 0}
-        quota = self.quota(wid, nworkers)
+        empty = {i for i, n in enumerate(sizes) if n == 0}
+        quota = self.quota(k, workers)
         rng = np.random.default_rng([self.seed, epoch, shard])
+
+        def plan(draws: Iterator[int], skips: list[set[int] | int], done: int | None) -> _MixPass:
+            return _MixPass(epoch, scans, worker, workers, turn, shard, nshards, draws, skips, done)
+
         if state is None or state["epoch"] != epoch:
-            return shard, nshards, _draws(rng, self.shares, empty, quota), [0] * len(sizes)
+            return plan(_draws(rng, self.shares, empty, quota), [0] * len(sizes), 0)
         if same:  # replay the draws already made; each dataset resumes where it stood
             done = state["delivered"].get(str(shard), 0)
             taken = self._consumed(epoch, shard, nshards, quota, done)
             left = _draws(rng, self.shares, empty, quota)
             collections.deque(itertools.islice(left, done), maxlen=0)
-            return shard, nshards, left, [t % n if n else 0 for t, n in zip(taken, sizes)]
+            return plan(left, [t % n if n else 0 for t, n in zip(taken, sizes)], done)
         # another sharding: the samples still owed, none already delivered
         owed = _split(len(self), self.world_size, self.rank) - sum(state["delivered"].values())
-        rng = np.random.default_rng([self.seed, epoch, shard, nworkers])
-        left = _draws(rng, self.shares, empty, _split(max(0, owed), nworkers, wid))
-        return shard, nshards, left, list(self._delivered(state))
+        rng = np.random.default_rng([self.seed, epoch, shard, workers])
+        left = _draws(rng, self.shares, empty, _split(max(0, owed), workers, worker))
+        return plan(left, list(self._delivered(state)), None)
 
     def _stream(
-        self, k: int, epoch: int, shard: int, nshards: int, skip: set[int] | int
+        self, k: int, epoch: int, scan: int, shard: int, nshards: int, skip: set[int] | int
     ) -> Iterator[tuple[Any, int]]:
         """Dataset *k*'s samples for this shard, pass after pass; the first pass less *skip*."""
-        part, scan = self.parts[k], self.parts[k].scan
+        part = self.parts[k]
         while True:
             yield from part._samples(epoch, scan, shard, nshards, skip)
             skip = 0
 
     def __iter__(self) -> Iterator[tuple[Any, int, int]]:
-        epoch = self.epoch
-        state, self._resume = self._resume, None  # one pass only (in this process)
-        shard, nshards, chosen, skips = self._plan(epoch, state)
-        streams = [self._stream(k, epoch, shard, nshards, s) for k, s in enumerate(skips)]
-        for k in chosen:
+        # the pass is fixed here, not at the first sample: a StatefulDataLoader asks for
+        # state_dict() between iter() and the first next()
+        pos = self._plan()
+        _, _, in_worker = _worker_info()
+        self._shared[1] = int(in_worker)
+        self._resume = None  # one pass only (in this process)
+        self._position = pos
+        return self._read(pos)
+
+    def _read(self, pos: _MixPass) -> Iterator[tuple[Any, int, int]]:
+        """The samples of pass *pos*, counted in it as they are yielded."""
+        streams = [
+            self._stream(k, pos.epoch, pos.scans[k], pos.shard, pos.nshards, s)
+            for k, s in enumerate(pos.skips)
+        ]
+        for k in pos.draws:
             image, label = next(streams[k])
+            if pos.delivered is not None:
+                pos.delivered += 1
             yield image, label, k
 
 
