@@ -31,9 +31,11 @@ torch: $(BIN)/python
 	  $(BIN)/python -m pip install --quiet "torch==$$v"; \
 	else $(BIN)/python -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu; fi
 
+# The torch extra adds torchdata; its torch requirement is met by the CPU build the
+# torch target installed, which pip keeps.
 install-test: $(BIN)/python system-deps torch
-	@echo "installing pcr-explore with its test and dev extras into $(VENV) ..."
-	$(BIN)/python -m pip install --quiet -e ".[test,dev]"
+	@echo "installing pcr-explore with its test, dev and torch extras into $(VENV) ..."
+	$(BIN)/python -m pip install --quiet -e ".[test,dev,torch]"
 
 # jpegtran (lossless transcode) and chromium (browser test) from Debian.
 system-deps:
