@@ -162,7 +162,7 @@ def _train_webdataset(
 
 
 def _time_to(run: LevelRun, target: float, pipelined: bool) -> float | None:
-    return run.time_to_accuracy(target, pipelined)
+    return run.time_to_accuracy(target, pipelined=pipelined)
 
 
 def _ratio(base: float | None, other: float | None) -> float | None:

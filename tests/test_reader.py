@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import functools
 import http.server
+import inspect
 import json
 import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pcr_explore.encode.encoder import encode_dataset
-from pcr_explore.errors import CorruptRecordError, DatasetError
+from pcr_explore.errors import CorruptRecordError, DatasetError, SkippedWarning
 from pcr_explore.read.reader import open_dataset
 from pcr_explore.read.sources import open_source
 
@@ -99,6 +101,77 @@ def test_corrupt_group_fails_only_reads_that_reach_it(dataset_dir: Path, tmp_pat
         list(ds.iter(scan=6))
     with pytest.raises(CorruptRecordError, match="scan group 6"):
         ds.verify()
+
+
+def test_iter_jpeg_skips_a_corrupt_record_as_iter_does(dataset_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(dataset_dir, bad)
+    ds = open_dataset(str(bad))
+    h, rec = ds.header(0), bad / ds.records[0].file
+    buf = bytearray(rec.read_bytes())
+    buf[int(h.group_offsets[1]) + 3] ^= 0x40
+    rec.write_bytes(bytes(buf))
+    ds = open_dataset(str(bad))
+    with pytest.raises(CorruptRecordError, match="scan group 2"):
+        list(ds.iter_jpeg(3))
+    with pytest.warns(SkippedWarning, match="1 unreadable item"):
+        kept = [i for i, _, _ in ds.iter_jpeg(3, on_error="skip")]
+    assert kept == list(range(h.num_images, len(ds)))  # the bad record, and nothing else
+
+
+def test_settings_are_keywords_in_iter_iter_jpeg_and_image(dataset_dir: Path) -> None:
+    ds = open_dataset(str(dataset_dir))
+    # issue 35: a bool was taken for a size ("size must be a positive integer, got True")
+    with pytest.raises(TypeError, match=r"iter\(\) takes from 1 to 2 positional arguments"):
+        ds.iter(3, True)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional arguments"):
+        ds.iter_jpeg(3, True)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional arguments"):
+        ds.image(0, 3, 64)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional arguments"):
+        ds.read_record(0, 3, False)  # type: ignore[misc]
+    # the scan level stays the one positional subject of a pass
+    assert [lab for _, lab in ds.iter(2, size=16)] == [lab for _, _, lab in ds.iter_jpeg(2)]
+    # iter and iter_jpeg agree on the names they share, in the same order
+    a = list(inspect.signature(ds.iter).parameters)
+    b = list(inspect.signature(ds.iter_jpeg).parameters)
+    assert [n for n in a if n in b] == b == ["scan", "shuffle", "seed", "on_error"]
+
+
+def test_iter_threads_decode_with_the_decoder_chosen_at_the_call(
+    dataset_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pcr_explore.jpeg import _decoders, decoder_name, use_decoder
+
+    used: list[tuple[str, str]] = []
+    pillow, backend = _decoders.pillow_decode, _decoders.backend_decode
+
+    def pillow_spy(*args: Any) -> Any:
+        used.append((threading.current_thread().name, "pillow"))
+        return pillow(*args)
+
+    def backend_spy(b: Any, *args: Any) -> Any:
+        used.append((threading.current_thread().name, b.name))
+        return backend(b, *args)
+
+    monkeypatch.setattr(_decoders, "pillow_decode", pillow_spy)
+    monkeypatch.setattr(_decoders, "backend_decode", backend_spy)
+    ds = open_dataset(str(dataset_dir))
+    with use_decoder("pillow"):
+        pairs = ds.iter(4, size=24, workers=3)
+    assert len(list(pairs)) == len(ds)  # iterated after the block: the call's choice holds
+    assert {d for _, d in used} == {"pillow"}
+    assert "MainThread" not in {t for t, _ in used}  # the pool's threads decoded
+    default = decoder_name()
+    if default == "pillow":
+        pytest.skip("no faster decoder installed")
+    used.clear()
+    pairs = ds.iter(4, size=24, workers=3)  # asked for with the default in force
+    with use_decoder("pillow"):
+        assert len(list(pairs)) == len(ds)
+    assert {d for _, d in used} == {default}
 
 
 def test_truncated_record_is_named(dataset_dir: Path, tmp_path: Path) -> None:

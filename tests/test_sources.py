@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,3 +64,16 @@ def test_single_file_source(
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ValueError, match="not an image file"):
         open_source(tmp_path / "notes.txt")
+
+
+def test_folder_takes_settings_as_keywords_as_a_dataset_does(photo_folder: Path) -> None:
+    folder = open_source(photo_folder)
+    assert isinstance(folder, FolderSource)
+    with pytest.raises(TypeError, match=r"iter\(\) takes from 1 to 2 positional arguments"):
+        folder.iter(3, True)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional arguments"):
+        folder.image(0, 3, 64)  # type: ignore[misc]
+    assert folder.image(0, 3, size=20).shape[:2] == next(folder.iter(3, size=20))[0].shape[:2]
+    # one reading interface: the same names, kinds and defaults as PCRDataset.iter
+    assert inspect.signature(FolderSource.iter) == inspect.signature(PCRDataset.iter)
+    assert inspect.signature(FolderSource.image) == inspect.signature(PCRDataset.image)

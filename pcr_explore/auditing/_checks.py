@@ -45,7 +45,7 @@ class Check:
     threshold: float
     at_most: bool = False
 
-    def flags(self, score: float, threshold: float | None = None) -> bool:
+    def flags(self, score: float, *, threshold: float | None = None) -> bool:
         """Whether *score* is an issue at *threshold* (default: this check's own).
 
         Examples

@@ -190,10 +190,10 @@ def find_issues(
         row.update(entropy_bits=p.entropy_bits, phash=f"{p.phash:016x}")
         out.scores.append(row)
         low_info = CHECKS["low_information"].flags(
-            values["low_information"], thresholds["low_information"]
+            values["low_information"], threshold=thresholds["low_information"]
         )
         for kind in (*_PROPERTY_CHECKS, "odd_size"):
-            if not CHECKS[kind].flags(values[kind], thresholds[kind]):
+            if not CHECKS[kind].flags(values[kind], threshold=thresholds[kind]):
                 continue
             if kind == "blurry" and low_info:
                 continue  # a flat image has nothing to be sharp about: it is low information

@@ -115,7 +115,7 @@ def quality_of_curve(
 def _worst_images(src: LevelSource, result: TuneResult, n: int) -> list[dict[str, Any]]:
     """Return the *n* sampled images with the lowest metric at the recommended level."""
     rows = []
-    for row in result.curve.per_image.worst(result.scan, n):
+    for row in result.curve.per_image.worst(result.scan, n=n):
         entry = {
             "file": row["name"],
             "index": row["index"],

@@ -29,7 +29,7 @@ MAX_QUALITY_PIXELS = 1 << 22
 
 
 @public("pcr_explore")
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AuditOptions:
     """The audit's rarely changed settings (see :func:`~pcr_explore.audit`).
 

@@ -153,14 +153,14 @@ class BudgetFindings:
         """Seconds an epoch's decoding takes at *scan* on ``workers`` cores."""
         return self.images * self.level(scan).decode_seconds / self.workers
 
-    def read_seconds(self, scan: int, bandwidth: float | None = None) -> float | None:
+    def read_seconds(self, scan: int, *, bandwidth: float | None = None) -> float | None:
         """Seconds an epoch's reads take at *scan* and *bandwidth* (None: no bandwidth given)."""
         bw = self.bandwidth if bandwidth is None else bandwidth
         return None if bw is None else self.level(scan).bytes / bw
 
-    def epoch_seconds(self, scan: int, bandwidth: float | None = None) -> float:
+    def epoch_seconds(self, scan: int, *, bandwidth: float | None = None) -> float:
         """An epoch's input time at *scan*: reading and decoding pipelined, the slower sets it."""
-        read = self.read_seconds(scan, bandwidth)
+        read = self.read_seconds(scan, bandwidth=bandwidth)
         return max(self.decode_seconds(scan), read or 0.0)
 
     def crossover(self, scan: int) -> float:

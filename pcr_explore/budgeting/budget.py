@@ -43,7 +43,7 @@ __all__ = ["BudgetOptions", "budget"]
 
 
 @public("pcr_explore")
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BudgetOptions:
     """The rarely changed settings of :func:`budget`.
 

@@ -98,7 +98,7 @@ class PerImageQuality:
             )
         ]
 
-    def worst(self, scan: int, n: int = 8) -> list[dict[str, Any]]:
+    def worst(self, scan: int, *, n: int = 8) -> list[dict[str, Any]]:
         """Return the *n* images with the lowest value at level *scan*, worst first.
 
         Parameters

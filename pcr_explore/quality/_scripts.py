@@ -56,10 +56,10 @@ class ScriptCurve:
     decode_ms: np.ndarray
     source: FolderSource = field(repr=False, compare=False)
 
-    def image(self, name: str, level: int, size: int | None = None) -> np.ndarray:
+    def image(self, name: str, level: int, *, size: int | None = None) -> np.ndarray:
         """Sampled image *name* decoded at *level* of this script, upright."""
         i = self.source.names.index(name)
-        return self.source.image(i, level, size)
+        return self.source.image(i, level, size=size)
 
     def share(self, name: str, reference: ScriptCurve) -> np.ndarray:
         """Image *name*'s bytes at each level, as a share of its full level in *reference*."""

@@ -40,7 +40,7 @@ Statistic = Literal["mean", "p5"]
 
 
 @public("pcr_explore")
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TuneOptions:
     """How sure the tuner must be, and how far ``sample="auto"`` may grow.
 

@@ -19,7 +19,7 @@ import posixpath
 import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -41,6 +41,8 @@ from ._fetch import ReadStats, RecordFetcher, is_local, load_manifest, open_stor
 from .pipeline import ErrorChoice, OnError, RecordSpan
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
+
+_T = TypeVar("_T")
 
 #: Requests one span read sends at once (its scan groups' ranges that are not adjacent).
 REQUEST_THREADS = 8
@@ -254,7 +256,7 @@ class PCRDataset:
         return r, int(i - self._starts[r])
 
     # -- reading ---------------------------------------------------------
-    def read_record(self, r: int, scan: int | None = None, verify: bool = True) -> RecordPrefix:
+    def read_record(self, r: int, scan: int | None = None, *, verify: bool = True) -> RecordPrefix:
         """Read record *r*'s header and scan groups 1..*scan* in one request (or none, cached)."""
         k = self._check_scan(scan)
         if not 0 <= r < len(self.records):
@@ -387,7 +389,7 @@ class PCRDataset:
             j, [self._fetch.fetch(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
         )
 
-    def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
+    def image(self, i: int, scan: int | None = None, *, size: Size | None = None) -> np.ndarray:
         """Image *i* decoded at level *scan*, as a uint8 array (H, W[, 3]).
 
         Parameters
@@ -405,15 +407,23 @@ class PCRDataset:
         return decode_upright(self.jpeg_bytes(i, scan), size, o, source=f"{self._path(r)}[{j}]")
 
     def iter_jpeg(
-        self, scan: int | None = None, shuffle: bool = False, seed: int | None = None
+        self,
+        scan: int | None = None,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        on_error: ErrorChoice | OnError = "raise",
     ) -> Iterator[tuple[int, bytes, int]]:
         """Yield ``(index, jpeg_bytes, label)`` for every image at level *scan*.
 
         Records are read one at a time, each in one request; with *shuffle*
         the record order and the order within each record are shuffled.
+        *scan*, *shuffle*, *seed* and *on_error* are :meth:`iter`'s.
         """
         self._check_scan(scan)  # at the call, not at the first image
-        return ((e.index, e.data, e.label) for e in self._items(scan, shuffle, seed))
+        errors = OnError.of(on_error)
+        items = ((e.index, e.data, e.label) for e in self._items(scan, shuffle, seed, errors))
+        return self._reported(items, errors)
 
     def _items(
         self, scan: int | None, shuffle: bool, seed: int | None, on_error: OnError | None = None
@@ -441,10 +451,10 @@ class PCRDataset:
     def iter(
         self,
         scan: int | None = None,
+        *,
         size: Size | None = None,
         shuffle: bool = False,
         seed: int | None = None,
-        *,
         mode: str | None = None,
         workers: int = 1,
         on_error: ErrorChoice | OnError = "raise",
@@ -457,41 +467,44 @@ class PCRDataset:
             Scan level (None: full quality).
         size : int or (int, int), optional
             Output size, as for :meth:`image`.
-        shuffle, seed
-            As for :meth:`iter_jpeg`.
+        shuffle : bool
+            Shuffle the record order and the order within each record.
+        seed : int, optional
+            Seed of the shuffle.
         mode : {"RGB", "L"}, optional
             Force the channel count (default: as stored).
         workers : int
             Decoding threads. libjpeg runs without Python's lock, so threads
             decode in parallel; order is kept and at most ``2 * workers``
-            decoded images wait at a time.
+            decoded images wait at a time. They decode with the JPEG decoder
+            in force at this call (:func:`~pcr_explore.jpeg.use_decoder`).
         on_error : {"raise", "skip"}, callable or OnError
             What a corrupt record or an image that fails to decode does: stop
             the pass (default), be skipped and counted (one
             :class:`~pcr_explore.SkippedWarning` at the end), or call
             ``f(where, error)`` (see :class:`~pcr_explore.read.pipeline.OnError`).
 
+        Raises
+        ------
+        ValueError
+            At the call: a scan level out of range, *workers* below 1.
+
         Examples
         --------
         >>> ds = open_dataset("data/sample/pcr")  # doctest: +SKIP
-        >>> for img, label in ds.iter(scan=3, size=224, workers=2):  # doctest: +SKIP
+        >>> for img, label in ds.iter(3, size=224, workers=2):  # doctest: +SKIP
         ...     pass
         """
         self._check_scan(scan)  # the arguments are checked at the call, not at the first image
-        if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
         errors = OnError.of(on_error)
-        return self._decoded(self._items(scan, shuffle, seed, errors), size, mode, workers, errors)
+        items = self._items(scan, shuffle, seed, errors)
+        # built here, so that it decodes with the decoder in force at this call
+        decoded = pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+        return self._reported(decoded, errors)
 
     @staticmethod
-    def _decoded(
-        items: Iterator[pipeline.Encoded],
-        size: Size | None,
-        mode: str | None,
-        workers: int,
-        errors: OnError,
-    ) -> Iterator[tuple[np.ndarray, int]]:
-        yield from pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+    def _reported(items: Iterator[_T], errors: OnError) -> Iterator[_T]:
+        yield from items
         errors.report()
 
     def folder_files(self) -> list[str]:

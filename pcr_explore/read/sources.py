@@ -217,7 +217,7 @@ class FolderSource:
             return ends[[gray(k) - 1 for k in range(1, self.num_scans + 1)]]
         return ends
 
-    def image(self, i: int, scan: int | None = None, size: Size | None = None) -> np.ndarray:
+    def image(self, i: int, scan: int | None = None, *, size: Size | None = None) -> np.ndarray:
         """Image *i* decoded at level *scan*, as for :meth:`PCRDataset.image`."""
         o = self.transcoded(i).orientation
         return decode_upright(
@@ -227,10 +227,10 @@ class FolderSource:
     def iter(
         self,
         scan: int | None = None,
+        *,
         size: Size | None = None,
         shuffle: bool = False,
         seed: int | None = None,
-        *,
         mode: str | None = None,
         workers: int = 1,
         on_error: ErrorChoice | OnError = "raise",
@@ -246,17 +246,15 @@ class FolderSource:
         errors = OnError.of(on_error)
         rng = np.random.default_rng(seed) if shuffle else None
         items = self._encoded(pipeline.record_order(len(self), rng), scan, errors)
-        return self._decoded(items, size, mode, workers, errors)
+        # built here, so that it decodes with the decoder in force at this call
+        decoded = pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+        return self._reported(decoded, errors)
 
     @staticmethod
-    def _decoded(
-        items: Iterator[pipeline.Encoded],
-        size: Size | None,
-        mode: str | None,
-        workers: int,
-        errors: OnError,
+    def _reported(
+        pairs: Iterator[tuple[np.ndarray, int]], errors: OnError
     ) -> Iterator[tuple[np.ndarray, int]]:
-        yield from pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+        yield from pairs
         errors.report()
 
     def _encoded(

@@ -1,7 +1,7 @@
 """How fast a PCR dataset reads at each scan level, and what a lower level saves.
 
 :func:`measure_reading` iterates the whole dataset once per level, the way a
-training loop would (``dataset.iter(scan, size)``), and reports the bytes
+training loop would (``dataset.iter(scan, size=size)``), and reports the bytes
 read from storage, the decode rate, and the time an I/O-bound epoch would
 take at a given storage bandwidth.
 """
@@ -166,7 +166,7 @@ def read_pass(
     n = 0
     t0 = time.perf_counter()
     with tqdm(total=total, unit="img", desc=f"read scan {level}", disable=not progress) as bar:
-        for _ in dataset.iter(level, size, workers=workers):
+        for _ in dataset.iter(level, size=size, workers=workers):
             n += 1
             bar.update(1)
             if limit is not None and n >= limit:

@@ -64,7 +64,7 @@ def _check_labels(train: PCRDataset, val: PCRDataset) -> int:
 
 
 @public("pcr_explore.train")
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainOptions:
     """Training settings rarely changed from their defaults (see :func:`train_at_levels`).
 

@@ -131,7 +131,7 @@ def read_level(
     before = dataset.stats.bytes_read
     t0 = time.perf_counter()
     arrays, labels = [], []
-    for img, label in dataset.iter(k, (size, size), mode="RGB", workers=workers):
+    for img, label in dataset.iter(k, size=(size, size), mode="RGB", workers=workers):
         arrays.append(img)
         labels.append(label)
     images, targets = stack_images(arrays, labels)

@@ -99,7 +99,7 @@ class TrainingFigure(NamedTuple):
     figures: tuple[Any, ...]
     sources: dict[str, ColumnDataSource]
 
-    def stream(self, run: LevelRun, pipelined: bool = False) -> None:
+    def stream(self, run: LevelRun, *, pipelined: bool = False) -> None:
         """Append *run*'s last epoch to its line (the run's earlier epochs are drawn)."""
         src = self.sources[run.label]
         have = len(src.data["epoch"])
@@ -108,7 +108,7 @@ class TrainingFigure(NamedTuple):
             return
         src.stream({k: v[have:] for k, v in new.items()})
 
-    def show(self, result: TrainResult, pipelined: bool = False) -> None:
+    def show(self, result: TrainResult, *, pipelined: bool = False) -> None:
         """Draw every run of *result* (replacing what each line held)."""
         for run in result.levels:
             if run.label in self.sources:

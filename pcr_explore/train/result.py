@@ -126,7 +126,7 @@ class LevelRun:
         hits = np.flatnonzero(self.val_accuracy >= target)
         return int(hits[0]) if len(hits) else None
 
-    def time_to_accuracy(self, target: float, pipelined: bool = False) -> float | None:
+    def time_to_accuracy(self, target: float, *, pipelined: bool = False) -> float | None:
         """Training seconds until validation accuracy first reaches *target*.
 
         Parameters
@@ -235,16 +235,18 @@ class TrainResult:
         """The run at full quality, when there is one."""
         return next((r for r in self.levels if r.scan == self.num_scans), None)
 
-    def time_to_accuracy(self, target: float, pipelined: bool = False) -> dict[str, float | None]:
+    def time_to_accuracy(
+        self, target: float, *, pipelined: bool = False
+    ) -> dict[str, float | None]:
         """:meth:`LevelRun.time_to_accuracy` of every run, by label."""
-        return {r.label: r.time_to_accuracy(target, pipelined) for r in self.levels}
+        return {r.label: r.time_to_accuracy(target, pipelined=pipelined) for r in self.levels}
 
     def target_accuracy(self, of_full: float = 0.95) -> float | None:
         """*of_full* times the full-quality run's best accuracy (None without one)."""
         full = self.full
         return None if full is None else of_full * full.best_val_accuracy
 
-    def speedup(self, of_full: float = 0.95, pipelined: bool = False) -> dict[str, float | None]:
+    def speedup(self, of_full: float = 0.95, *, pipelined: bool = False) -> dict[str, float | None]:
         """Time to *of_full* x the full run's best accuracy, full run's time / each run's.
 
         Returns
@@ -255,7 +257,7 @@ class TrainResult:
         target = self.target_accuracy(of_full)
         if target is None:
             return {r.label: None for r in self.levels}
-        times = self.time_to_accuracy(target, pipelined)
+        times = self.time_to_accuracy(target, pipelined=pipelined)
         t_full = times[f"scan {self.num_scans}"]
         return {k: (t_full / t if t and t_full else None) for k, t in times.items()}
 

@@ -398,7 +398,9 @@ class ScanExplorer(Explorer):
         """Level *k*'s pictures and captions for the settings of now."""
         i, mode = self.index, str(self.mode.value)
         center = (float(self.zoom_x.value), float(self.zoom_y.value))
-        left, right = self.cache.views(i, k, mode, float(self.zoom.value), center, self.gain)
+        left, right = self.cache.views(
+            i, k, mode=mode, zoom=float(self.zoom.value), center=center, gain=self.gain
+        )
         return SlotContent(
             left, right, self._caption(i, k, mode), self._reference_caption(mode, right is not None)
         )

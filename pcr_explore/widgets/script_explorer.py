@@ -215,7 +215,7 @@ class ScriptExplorer(Explorer):
             f"<b>{html.escape(name)}</b> level {level} of {c.script.num_levels}: "
             f"{share:.1%} of the bytes, MS-SSIM {q:.4f}"
         )
-        return encode_jpeg(c.image(image, level, self.max_side)), text
+        return encode_jpeg(c.image(image, level, size=self.max_side)), text
 
     def snapshot(self) -> bytes:
         """Both curves, and the two images at the budget, as one JPEG."""

@@ -371,7 +371,7 @@ class TunerDashboard(Explorer):
             f"they differ most (left to right: full, scan {r.scan}, difference x4)"
         )
         self.gallery_cards = []
-        for row in r.curve.per_image.worst(r.scan, self._worst):
+        for row in r.curve.per_image.worst(r.scan, n=self._worst):
             full, level, diff, (cx, cy) = self._crops(row["index"], r.scan)
             caption = (
                 f"<b>{html.escape(str(row['name']))}</b>: {METRIC_LABELS[r.metric]} "
@@ -396,7 +396,7 @@ class TunerDashboard(Explorer):
 
     def worst_images(self) -> list[dict[str, Any]]:
         """Return the gallery's rows: index, name, label, bytes, bytes_fraction, value."""
-        return self.result.curve.per_image.worst(self.result.scan, self._worst)
+        return self.result.curve.per_image.worst(self.result.scan, n=self._worst)
 
     # -- static picture ----------------------------------------------------------------
 

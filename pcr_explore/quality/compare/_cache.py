@@ -78,7 +78,9 @@ class LevelCache:
     True
     """
 
-    def __init__(self, source: LevelSource, max_side: int | None = 768, maxsize: int = 256) -> None:
+    def __init__(
+        self, source: LevelSource, *, max_side: int | None = 768, maxsize: int = 256
+    ) -> None:
         self.source = source
         self.max_side = max_side
         self._jpeg: _LRU[bytes] = _LRU(maxsize)
@@ -117,6 +119,7 @@ class LevelCache:
         self,
         i: int,
         scan: int,
+        *,
         mode: str = "level",
         zoom: float = 1.0,
         center: tuple[float, float] = (0.5, 0.5),
