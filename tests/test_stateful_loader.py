@@ -343,3 +343,26 @@ def test_an_epoch_resumed_with_another_worker_count_says_it_cannot_be_resumed_ag
     with pytest.raises(DatasetError, match="resumed a state of another worker count"):
         _make(dict(kind="dataset", urls=sets)).load_state_dict(state)
     assert len(list(it)) == 24 - 8 - 1  # the pass itself goes on: every sample not delivered
+
+
+def test_a_counted_resume_read_by_a_stateful_loader_resumes_again(sets: list[str]) -> None:
+    cfg = dict(kind="dataset", urls=sets[:1], epoch=1, workers=2)
+    full = _epoch(cfg)["seen"]
+    counted = _make(cfg)
+    counted.set_epoch(1)
+    state = counted.state_dict(batches=3, batch_size=4, num_workers=2)
+    assert (state["delivered"], state["next"]) == ({"0": 8, "1": 4}, 1)
+    ds = _make(cfg)
+    ds.load_state_dict(state)  # worker 0 now plays shard 1, whose turn it is
+    loader = _loader(ds, cfg)
+    seen = _samples(next(iter(loader)))
+    saved = loader.state_dict()
+    assert seen == full[12:16]
+    again = _make(cfg)
+    again.set_epoch(1)
+    loader = _loader(again, cfg)
+    loader.load_state_dict(saved)
+    assert seen + [x for batch in loader for x in _samples(batch)] == full[12:]
+    # where a pass whose workers resumed their own states stands is not a count of batches
+    with pytest.raises(ValueError, match="resumed a StatefulDataLoader's states in its workers"):
+        again.state_dict(batches=1, batch_size=4, num_workers=2)

@@ -102,6 +102,14 @@ def _torch(dataset_class: type | None = None) -> Any:
     return torch
 
 
+def _reader(resume: Mapping[str, Any] | None) -> int:
+    """Who reads the pass that starts in this process, resuming *resume* (``_READ_...``)."""
+    if not _worker_info()[2]:
+        return _READ_HERE
+    resumed = resume is not None and resume["worker"] is not None
+    return _READ_RESUMED if resumed else _READ_IN_WORKERS
+
+
 def _worker_info() -> tuple[int, int, bool]:
     """``(worker, workers, in_worker)`` of this process: a DataLoader worker's, or ``(0, 1)``."""
     info = _torch().utils.data.get_worker_info()
@@ -126,6 +134,9 @@ _MAX_INT = (1 << 63) - 1  # what the shared epoch (an int64) holds
 # a resume state naming more DataLoader workers than this is not one a loader wrote
 _MAX_WORKERS = 4096
 _MISSING: Any = object()
+# who read the latest pass (a slot of the shared tensor): this process, DataLoader workers,
+# or workers that resumed their own states (StatefulDataLoader)
+_READ_HERE, _READ_IN_WORKERS, _READ_RESUMED = 0, 1, 2
 
 
 def _show(value: Any) -> str:
@@ -191,6 +202,15 @@ def _check_count_args(
             f"DataLoader's batches are those: pass batch_size={made}, not {size}"
         )
     return n, size, max(1, w)
+
+
+def _check_counted(flag: int, what: str) -> None:
+    """A count of batches says nothing of a pass whose workers resumed their own states."""
+    if flag == _READ_RESUMED:
+        raise ValueError(
+            f"{what}: this pass resumed a StatefulDataLoader's states in its workers, so a count "
+            "of batches does not say where it stands: take the loader's state_dict()"
+        )
 
 
 class _StateFields:
@@ -618,12 +638,14 @@ class PCRIterableDataset(_Base):
             If *batches* or *num_workers* is negative, *batch_size* is below
             1, *batches* is more than the epoch holds, or this pass resumed
             the epoch with another worker count (what it delivered is then
-            not a count per shard); without arguments, in a process whose
+            not a count per shard) or its workers resumed their own states
+            (StatefulDataLoader); without arguments, in a process whose
             passes DataLoader workers read (the position is theirs).
         """
         if batches is None and batch_size is None and num_workers is None:
             return self._pass_state(self._current_pass())
         n, size, w = _check_count_args(batches, batch_size, num_workers, self.batch_size)
+        _check_counted(int(self._shared[2]), self.url)
         shards = self._shard_sizes(self.epoch, self.rank, w, self.whole_records)
         done, turn = self._counts(list(shards.values()), w, n, size)
         return self._state(dict(zip(shards, done)), turn, w, size)
@@ -949,8 +971,7 @@ class PCRIterableDataset(_Base):
         # the pass is fixed here, not at the first sample: a StatefulDataLoader asks for
         # state_dict() between iter() and the first next()
         pos = self._plan()
-        _, _, in_worker = _worker_info()
-        self._shared[2] = int(in_worker)
+        self._shared[2] = _reader(self._resume)
         self._resume = None  # one pass only (in this process)
         self._position = pos
         return self._read(pos)
@@ -1067,6 +1088,13 @@ def torch_dataset(
     ...     ds.set_scan(1 if epoch < 2 else 5)
     ...     for images, labels in loader:
     ...         pass
+
+    Resume mid-epoch from a checkpoint, in a new process:
+
+    >>> from torchdata.stateful_dataloader import StatefulDataLoader  # doctest: +SKIP
+    >>> loader = StatefulDataLoader(ds, batch_size=8, num_workers=2)  # doctest: +SKIP
+    >>> torch.save({"loader": loader.state_dict()}, "ckpt.pt")  # doctest: +SKIP
+    >>> loader.load_state_dict(torch.load("ckpt.pt")["loader"])  # doctest: +SKIP
     """
     _torch()
     url = source.url if isinstance(source, PCRDataset) else str(source)

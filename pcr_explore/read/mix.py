@@ -56,6 +56,8 @@ from .loader import (
     PCRIterableDataset,
     _Base,
     _check_count_args,
+    _check_counted,
+    _reader,
     _show,
     _StateFields,
     _torch,
@@ -220,7 +222,8 @@ class MixedDataset(_Base):
             If an argument is not an integer.
         ValueError
             If *batches* or *num_workers* is negative, *batch_size* is below
-            1, or *batches* is more than the epoch holds; without
+            1, *batches* is more than the epoch holds, or this pass's
+            workers resumed their own states (StatefulDataLoader); without
             arguments, in a process whose passes DataLoader workers read.
         """
         if batches is None and batch_size is None and num_workers is None:
@@ -230,6 +233,7 @@ class MixedDataset(_Base):
                 delivered, pos.turn, pos.workers, None, pos.epoch, pos.scans, pos.worker
             )
         n, size, w = _check_count_args(batches, batch_size, num_workers)
+        _check_counted(int(self._shared[1]), "mix")
         done, turn = batch_counts([self.quota(i, w) for i in range(w)], n, size)
         delivered = {str(self.rank * w + i): k for i, k in enumerate(done)}
         return self._state(delivered, turn, w, size)
@@ -498,8 +502,7 @@ class MixedDataset(_Base):
         # the pass is fixed here, not at the first sample: a StatefulDataLoader asks for
         # state_dict() between iter() and the first next()
         pos = self._plan()
-        _, _, in_worker = _worker_info()
-        self._shared[1] = int(in_worker)
+        self._shared[1] = _reader(self._resume)
         self._resume = None  # one pass only (in this process)
         self._position = pos
         return self._read(pos)
