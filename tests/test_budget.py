@@ -95,7 +95,7 @@ def test_the_time_model_is_the_slower_of_reading_and_decoding(report: pcr.Budget
         assert report.read_seconds(k) == pytest.approx(read)
         assert report.epoch_seconds(k) == pytest.approx(max(read, decode))
         # at the crossover bandwidth reading takes exactly as long as decoding
-        assert report.read_seconds(k, report.crossover(k)) == pytest.approx(decode)
+        assert report.read_seconds(k, bandwidth=report.crossover(k)) == pytest.approx(decode)
 
 
 def test_repricing_measures_nothing(

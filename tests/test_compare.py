@@ -202,13 +202,13 @@ def test_level_cache_views_for_each_mode(source) -> None:
     cache = LevelCache(source, max_side=None)
     left, right = cache.views(0, 2)
     assert left is cache.display(0, 2) and right is None
-    left, right = cache.views(0, 2, "side")
+    left, right = cache.views(0, 2, mode="side")
     assert right is cache.display(0, None)
     level, full = cache.pixels(0, 2), cache.pixels(0, None)
-    left, right = cache.views(0, 2, "diff", gain=2.0)
+    left, right = cache.views(0, 2, mode="diff", gain=2.0)
     assert right == encode_jpeg(difference_map(level, full, gain=2.0))
-    left, right = cache.views(0, 2, "split", zoom=2.0, center=(0.4, 0.5))
+    left, right = cache.views(0, 2, mode="split", zoom=2.0, center=(0.4, 0.5))
     assert right is None
     assert left == encode_jpeg(zoom_crop(split_view(level, full, 0.4), (0.4, 0.5), 2.0))
     with pytest.raises(ValueError, match="mode"):
-        cache.views(0, 2, "wipe")
+        cache.views(0, 2, mode="wipe")

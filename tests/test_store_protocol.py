@@ -129,9 +129,6 @@ def test_a_store_without_every_verb_is_refused_by_name() -> None:
         open_store("ds", {"key": "k"}, RetryPolicy(), store=DictStore({}))
 
 
-@pytest.mark.xfail(
-    raises=TypeError, strict=True, reason="open_dataset(store=...) is reader.py's change"
-)
 def test_open_dataset_takes_a_store(local: Path) -> None:
     ds = open_dataset("mem/ds", store=_in_memory(local))
     np.testing.assert_array_equal(ds.image(0, 2), open_dataset(str(local)).image(0, 2))

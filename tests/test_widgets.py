@@ -456,7 +456,7 @@ def test_tuner_gallery_shows_the_worst_images_where_they_differ_most(
 ) -> None:
     tuner.target.value = 0.97
     r = tuner.result
-    rows = r.curve.per_image.worst(r.scan, 2)
+    rows = r.curve.per_image.worst(r.scan, n=2)
     assert [row["index"] for row in tuner.worst_images()] == [row["index"] for row in rows]
     assert rows[0]["value"] <= rows[1]["value"]
     for slot, row in enumerate(rows):

@@ -61,7 +61,7 @@ import numpy as np
 
 from .._public import public
 from ..errors import DatasetError, MissingExtraError
-from ..jpeg import Size
+from ..jpeg import Size, decoder_name
 from . import pipeline
 from .reader import PCRDataset, open_dataset
 from .schedule import ScanSchedule
@@ -122,8 +122,8 @@ __all__ = ["record_shard", "batch_counts", "PCRIterableDataset", "torch_dataset"
 
 # what torch_dataset passes on to open_dataset, in this process and in every worker
 _OPEN_OPTIONS = frozenset(
-    {"storage_options", "cache_dir", "cache_max_bytes", "timeout", "retries", "deadline"}
-    | {"read_ahead"}
+    {"store", "storage_options", "cache_dir", "cache_max_bytes", "timeout", "retries"}
+    | {"deadline", "read_ahead"}
 )
 
 # 4: a state may be one DataLoader worker's ("worker"), as StatefulDataLoader keeps them;
@@ -449,6 +449,9 @@ class PCRIterableDataset(_Base):
         self.shuffle, self.seed, self.transform = shuffle, seed, transform
         self.rank, self.world_size = rank, world_size
         self.whole_records = bool(whole_records)
+        # the decoder chosen where the dataset is made: a context variable does not
+        # reach worker processes started by spawn or forkserver
+        self.decoder = decoder_name()
         self.num_records, self.total = len(probe.records), len(probe)
         self.num_scans = probe.num_scans
         # what a resume state is bound to, computed once here (workers get it pickled)
@@ -958,7 +961,9 @@ class PCRIterableDataset(_Base):
             items = (e for e in items if e.index not in skip)
         elif skip:
             items = itertools.islice(items, skip, None)
-        return pipeline.decode(items, size=self.size, mode=self.mode, on_error=errors)
+        return pipeline.decode(
+            items, size=self.size, mode=self.mode, on_error=errors, decoder=self.decoder
+        )
 
     def _samples(
         self, epoch: int, scan: int, shard: int, nshards: int, skip: set[int] | int = 0

@@ -33,6 +33,7 @@ from ..records.format import RecordHeader, parse_header
 from ..records.manifest import Manifest, RecordEntry, check_header
 from ..records.prefix import RecordPrefix, parse_prefix
 from ..records.summary import DatasetSummary
+from ..storage._store import Store
 from ..storage._units import parse_bytes
 from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
@@ -57,7 +58,7 @@ class PCRDataset:
 
     def __init__(
         self,
-        fs: Any,
+        fs: Store,
         root: str,
         manifest: Manifest,
         url: str,
@@ -609,6 +610,7 @@ class PCRDataset:
 def open_dataset(
     path: str,
     *,
+    store: Store | None = None,
     storage_options: dict[str, Any] | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     cache_max_bytes: int | str | None = None,
@@ -624,7 +626,13 @@ def open_dataset(
     path : str
         Directory holding ``manifest.json`` and the record files: a local
         path, ``http(s)://...``, ``s3://bucket/prefix`` (``pcr-explore[s3]``)
-        or another fsspec URL.
+        or another fsspec URL; with *store*, the folder's path in that store.
+    store : pcr_explore.storage.Store, optional
+        Read through this store instead of one opened for *path*: any
+        object with the five methods of :class:`~pcr_explore.storage.Store`
+        (an fsspec file system, or a class of your own; docs/API.md, "Your
+        own store"). It is used as it is: *storage_options*, *timeout*,
+        *retries* and *deadline* are for the stores opened for a path.
     storage_options : dict, optional
         Passed to fsspec for remote URLs (for ``s3://``: ``key``, ``secret``,
         ``client_kwargs={"endpoint_url": ...}``); for ``http(s)://`` only
@@ -680,6 +688,10 @@ def open_dataset(
         If the folder holds no manifest, or a malformed one.
     RemoteReadError
         If the manifest cannot be fetched.
+    TypeError
+        If *store* lacks a method of a store.
+    ValueError
+        If *store* comes with *storage_options*.
 
     Examples
     --------
@@ -692,15 +704,15 @@ def open_dataset(
     max_bytes = None if cache_max_bytes is None else int(parse_bytes(cache_max_bytes))
     if max_bytes is not None and cache_dir is None:
         raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
-    fs, root = open_store(
-        url, storage_options, RetryPolicy(retries=retries, timeout=timeout, deadline=deadline)
-    )
+    policy = RetryPolicy(retries=retries, timeout=timeout, deadline=deadline)
+    fs, root = open_store(url, storage_options, policy, store=store)
     manifest, raw = load_manifest(fs, root, url)
     cache = None
     if cache_dir is not None:
         folder = os.path.expanduser(os.fspath(cache_dir))
         cache = PrefixCache(folder, url.rstrip("/"), raw, manifest.records, max_bytes)
     options = {
+        "store": store,
         "storage_options": storage_options,
         "cache_dir": cache_dir,
         "cache_max_bytes": cache_max_bytes,
