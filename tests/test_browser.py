@@ -567,7 +567,7 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
         # the star reaches the page in a message after the recommendation's: wait for both
         page.wait_for_function(
             f"""el => {{ const m = /recommended scan\\s+(\\d+)/.exec(el.innerText);
-              return !!m && el.innerText.includes('0.98') && ({_DOCUMENTS})(null).sources
+              return !!m && el.innerText.includes('≥ 0.98') && ({_DOCUMENTS})(null).sources
                 .some(x => x.rows === 1 && x.cols.label && x.cols.label[0] === 'scan ' + m[1]);
             }}""",
             arg=recommendation.element_handle(),
