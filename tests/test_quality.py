@@ -261,7 +261,7 @@ def test_from_values_and_worst() -> None:
     c = QualityCurve.from_values(vals, b, names=["x", "y", "z"])
     np.testing.assert_allclose(c.mean, vals.mean(axis=0))
     np.testing.assert_allclose(c.bytes_fraction, b.sum(0) / 300)
-    assert [r["name"] for r in c.per_image.worst(2, 2)] == ["z", "x"]
+    assert [r["name"] for r in c.per_image.worst(2, n=2)] == ["z", "x"]
     assert c.per_image.rows(1)[1] == {
         "index": 1,
         "name": "y",
