@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
-
-import numpy as np
 
 __all__ = ["displayable", "json_safe", "to_json"]
 
@@ -50,6 +49,7 @@ def json_safe(obj: Any) -> Any:
 
     Examples
     --------
+    >>> import numpy as np
     >>> json_safe({"a": np.float64("inf"), "b": np.arange(2)})
     {'a': None, 'b': [0, 1]}
     """
@@ -59,9 +59,10 @@ def json_safe(obj: Any) -> Any:
         return {displayable(str(k)): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
+    np = sys.modules.get("numpy")  # no numpy value can exist before numpy is imported
+    if np is not None and isinstance(obj, np.ndarray):
         return json_safe(obj.tolist())
-    if isinstance(obj, np.generic):
+    if np is not None and isinstance(obj, np.generic):
         return json_safe(obj.item())
     if isinstance(obj, float) and not math.isfinite(obj):
         return None

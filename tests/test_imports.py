@@ -324,3 +324,34 @@ def test_the_command_line_version_loads_only_the_version_more() -> None:
     own, others = _cli_loads([["--version"]])
     assert own == CLI_HELP_LOADS | {"pcr_explore._version"}
     assert others - sys.stdlib_module_names == CLI_HELP_THIRD_PARTY
+
+
+CACHE_INFO = """
+import json, sys
+from pcr_explore.cli import main
+for argv in (["cache", "info", sys.argv[1]], ["cache", "info", "--json", sys.argv[1]]):
+    main(argv)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_cache_info_loads_no_numpy(tmp_path: Path) -> None:
+    import numpy as np
+    from PIL import Image
+
+    import pcr_explore as pcr
+
+    src = tmp_path / "src" / "a"
+    src.mkdir(parents=True)
+    for i in range(2):
+        pixels = np.random.default_rng(i).integers(0, 255, (16, 24, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(src / f"{i}.jpg")
+    pcr.encode_dataset(tmp_path / "src", tmp_path / "out", progress=False, workers=1)
+    cache = tmp_path / "cache"
+    list(pcr.open_dataset(str(tmp_path / "out"), cache_dir=cache).iter(scan=2))
+    out = subprocess.run(
+        [sys.executable, "-c", CACHE_INFO, str(cache)], capture_output=True, text=True, check=True
+    )
+    assert "level 2: 1 record" in out.stdout  # the cache held something to describe
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert sorted(m for m in loaded if m.split(".")[0] in CLI_HEAVY) == []

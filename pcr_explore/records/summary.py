@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict, dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .._public import public
-from .manifest import Manifest
+
+if TYPE_CHECKING:  # a type only: the summary's helpers stay light (the CLI's `cache info`)
+    from .manifest import Manifest
 
 __all__ = ["DatasetSummary"]
 
@@ -73,14 +73,16 @@ class DatasetSummary:
     def from_manifest(cls, manifest: Manifest, path: str) -> DatasetSummary:
         """The summary of a dataset whose checked manifest is *manifest*."""
         script = manifest.scan_script
-        cum = np.array([r.bytes_per_scan for r in manifest.records], np.int64)
+        per_scan = [
+            sum(r.bytes_per_scan[k] for r in manifest.records) for k in range(manifest.num_scans)
+        ]
         return cls(
             path=path,
             images=manifest.images,
             records=len(manifest.records),
             scans=manifest.num_scans,
             classes=list(manifest.classes),
-            bytes_per_scan=[int(v) for v in cum.reshape(-1, manifest.num_scans).sum(axis=0)],
+            bytes_per_scan=per_scan,
             source_bytes=manifest.source_bytes,
             skipped=len(manifest.skipped),
             lossy=len(manifest.lossy_conversions),
