@@ -31,6 +31,16 @@ cache           a level-5 pass through a prefix cache holding a      image
                 quarter of the level-5 bytes (evicting all along)
 ==============  ===================================================  ===========
 
+``--million`` checks a dataset of 1,000,000 tiny images (32-64 px) whose
+records are written directly: 1,000 generated images are encoded once into
+one record, and that record file is copied 1,000 times under the names the
+encoder gives, with a manifest listing the 1,000 records (encoding a
+million images would take this 2-core machine most of an hour and measure
+the encoder again, which the main table already does). Its steps:
+``m-open`` (``open_dataset`` + ``summary()``), ``m-random`` (1,000 random
+``ds.image(i, scan=5)``) and ``m-verify`` (every byte of every record read
+and checked).
+
 The table gives each step's time per unit at every N and its ratio to the
 smallest N (the goal: within 1.3x at 100,000), and the peak memory with its
 ratio. Results accumulate in ``bench/results/scale.json`` (a step run again
@@ -87,6 +97,8 @@ UNITS = {
     "export": "image",
     "cache": "image",
 }
+MILLION = {"m-open": "image", "m-random": "read", "m-verify": "image"}
+MILLION_COPIES = 1000
 RANDOM_READS = 1000
 QUALITY_SAMPLE = 256
 
@@ -174,6 +186,47 @@ def generate(work: Path, n: int) -> Path:
     return root
 
 
+def build_million(work: Path) -> Path:
+    """A 1,000,000-image dataset: one encoded record of 1,000 tiny images, copied 1,000 times."""
+    import pcr_explore as pcr
+    from pcr_explore.encode._plan import record_file
+
+    root = work / "million"
+    if (root / "manifest.json").exists():
+        return root
+    src = work / "src-tiny"
+    if not (src / ".complete").exists():
+        shutil.rmtree(src, ignore_errors=True)
+        for c in range(CLASSES):
+            (src / f"c{c}").mkdir(parents=True)
+        for i in range(MILLION_COPIES):
+            im, q = _make(i)
+            im.thumbnail((64, 64))
+            im.save(src / f"c{i % CLASSES}" / f"img{i:07d}.jpg", "JPEG", quality=q)
+        (src / ".complete").write_text("1\n")
+    one = work / "pcr-tiny"
+    pcr.encode_dataset(src, one, workers=2, progress=False, overwrite=True, record_size=1 << 30)
+    m = json.loads((one / "manifest.json").read_text())
+    (entry,) = m["records"]
+    staging = work / ".million-staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    records = []
+    for i in range(MILLION_COPIES):
+        shutil.copyfile(one / entry["file"], staging / record_file(i))
+        records.append({**entry, "file": record_file(i)})
+    m.update(
+        records=records,
+        images=entry["images"] * MILLION_COPIES,
+        source_bytes=m["source_bytes"] * MILLION_COPIES,
+        skipped=[],
+    )
+    (staging / "manifest.json").write_text(json.dumps(m))
+    shutil.rmtree(root, ignore_errors=True)
+    staging.rename(root)
+    return root
+
+
 # -- one step, in its own process --------------------------------------------------------
 
 
@@ -184,13 +237,17 @@ def _one(step: str, n: int, work: Path, out: Path) -> None:
 
     warnings.simplefilter("ignore")  # the planted broken files warn on every pass
     src, ds_path = work / f"src-{n}", work / f"pcr-{n}"
+    if step.startswith("m-"):
+        ds_path = work / "million"
+        step = step[2:]
     info: dict[str, Any] = {}
     if step == "encode":
         s = pcr.encode_dataset(src, ds_path, workers=2, progress=False, overwrite=True)
         info = {"images": s.images, "skipped": s.skipped}
     elif step == "open":
-        summary = pcr.open_dataset(str(ds_path)).summary()
-        info = {"images": summary.images, "records": summary.records}
+        ds = pcr.open_dataset(str(ds_path))
+        summary = ds.summary()
+        info = {"images": summary.images, "records": summary.records, "len": len(ds)}
     elif step.startswith("read-"):
         ds = pcr.open_dataset(str(ds_path))
         scan = min(int(step[5:]), ds.num_scans)
@@ -209,7 +266,7 @@ def _one(step: str, n: int, work: Path, out: Path) -> None:
         info = {"reads": RANDOM_READS, "bytes_read": ds.stats.bytes_read}
     elif step == "verify":
         r = pcr.verify_dataset(str(ds_path))
-        info = {"ok": bool(r.ok)}
+        info = {"ok": bool(r.ok), "records": r.records}
     elif step in ("audit", "audit-bytes"):
         opts = pcr.AuditOptions(bytes_sample=256 if step == "audit-bytes" else None)
         r = pcr.audit(src, workers=2, progress=False, options=opts)
@@ -243,6 +300,8 @@ def _one(step: str, n: int, work: Path, out: Path) -> None:
 
 
 def _units(step: str, n: int) -> int:
+    if step.startswith("m-"):
+        return RANDOM_READS if step == "m-random" else n
     return {"random": RANDOM_READS, "quality": min(n, QUALITY_SAMPLE), "budget": 1}.get(step, n)
 
 
@@ -363,11 +422,21 @@ def plot(rows: list[dict[str, Any]]) -> Path:
     return html
 
 
+def _show(r: dict[str, Any], unit: str) -> None:
+    print(
+        f"N={r['n']:>9,} {r['step']:<12} {r['wall_s']:8.1f} s wall {r['cpu_s']:8.1f} s CPU "
+        f"{r['wall_ms_per_unit']:8.3f} ms/{unit:<7} peak {r['peak_mb']:6.0f} MB "
+        f"(load {r['load_at_start']:.1f}) {r['info']}",
+        flush=True,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--n", type=int, nargs="*", default=[1000, 10000])
     ap.add_argument("--steps", nargs="+", default=list(UNITS), choices=list(UNITS))
     ap.add_argument("--work", type=Path, default=HERE / "_data" / "scale")
+    ap.add_argument("--million", action="store_true", help="also the 1,000,000-image check")
     ap.add_argument("--report", action="store_true", help="only print the saved results")
     ap.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -386,17 +455,26 @@ def main() -> None:
                 order.insert(0, "encode")
             for step in order:
                 row_ = run_step(step, n, args.work)
-                print(
-                    f"N={n:>9,} {step:<12} {row_['wall_s']:8.1f} s wall {row_['cpu_s']:8.1f} s CPU "
-                    f"{row_['wall_ms_per_unit']:8.3f} ms/{UNITS[step]:<7} peak "
-                    f"{row_['peak_mb']:6.0f} MB (load {row_['load_at_start']:.1f}) {row_['info']}",
-                    flush=True,
-                )
+                _show(row_, UNITS[step])
                 saved["rows"] = [r for r in saved["rows"] if (r["step"], r["n"]) != (step, n)] + [
                     row_
                 ]
                 _save(saved)
+        if args.million:
+            build_million(args.work)
+            for step in MILLION:
+                row_ = run_step(step, 1_000_000, args.work)
+                _show(row_, MILLION[step])
+                saved["million"] = [r for r in saved.get("million", []) if r["step"] != step]
+                saved["million"].append(row_)
+                _save(saved)
     print("\n" + table(saved["rows"]))
+    for r in saved.get("million", []):
+        print(
+            f"N=1,000,000 {r['step']}: {r['wall_s']:.1f} s wall, "
+            f"{r['wall_ms_per_unit']:.4f} ms per {MILLION[r['step']]}, "
+            f"peak {r['peak_mb']:.0f} MB {r['info']}"
+        )
     print(f"\nplot: {plot(saved['rows'])}")
 
 
