@@ -475,7 +475,8 @@ def main() -> None:
             f"{r['wall_ms_per_unit']:.4f} ms per {MILLION[r['step']]}, "
             f"peak {r['peak_mb']:.0f} MB {r['info']}"
         )
-    print(f"\nplot: {plot(saved['rows'])}")
+    if saved["rows"]:
+        print(f"\nplot: {plot(saved['rows'])}")
 
 
 if __name__ == "__main__":
