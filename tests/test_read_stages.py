@@ -1,4 +1,4 @@
-"""Where a read's time goes: seconds per stage and level in ReadStats.
+"""Where a read's time goes: seconds per stage and level in ReadStats, summed over workers.
 
 Times are never held to an upper bound: a test counts images, batches,
 bytes and requests, and holds waiting to a lower bound a server's delay
@@ -18,6 +18,9 @@ from _pcr_data import random_dataset
 
 from pcr_explore.read import ReadStats, StageSeconds
 from pcr_explore.read.reader import open_dataset
+
+# more DataLoader workers than this machine's cores is allowed here
+pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
 
 DELAY = 0.05  # seconds the server waits before answering each record GET
 
@@ -95,6 +98,78 @@ def test_with_read_ahead_the_first_answer_is_still_waited_for(two_records: Path)
     assert len(gets) == 2
     # nothing was in flight when the pass began: the first record's whole delay is waited for
     assert ds.stats.stages[3].waiting >= DELAY
+
+
+def test_batches_made_by_the_adapter_are_timed_and_counted(two_records: Path) -> None:
+    pytest.importorskip("torch")
+    from pcr_explore.read.loader import torch_dataset
+
+    tds = torch_dataset(str(two_records), scan=2, size=(16, 16), batch_size=5)
+    assert [len(y) for _, y in tds] == [5, 5, 5, 5, 4]
+    s = tds.stats.stages[2]
+    assert (s.images, s.batches) == (24, 5) and s.batch > 0 and s.decode > 0 and s.waiting > 0
+    tds.reset_stats()
+    assert tds.stats.stages == {} and tds.stats.bytes_read == 0
+
+
+@pytest.mark.slow
+def test_dataloader_workers_stats_are_summed(two_records: Path) -> None:
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.loader import torch_dataset
+
+    manifest = (two_records / "manifest.json").stat().st_size
+    with FileServer(two_records, delay=DELAY, only=".pcr") as srv:
+        # whole records, one at a time: each worker's reads are one GET per record, in turn
+        tds = torch_dataset(
+            srv.url, scan=3, size=(16, 16), batch_size=4, read_ahead=0, whole_records=True
+        )
+        loader = DataLoader(
+            tds,
+            batch_size=None,
+            num_workers=2,
+            persistent_workers=True,
+            multiprocessing_context="forkserver",
+        )
+        batches = sum(math.ceil(r.images / 4) for r in open_dataset(str(two_records)).records)
+        srv.log.clear()
+        assert sum(len(y) for _, y in loader) == 24
+        gets = srv.gets()
+        stats = tds.stats
+        # every byte and request the two workers made, as the server saw them
+        assert stats.bytes_read == sum(g.sent for g in gets) > 0
+        assert stats.requests == len(gets)
+        assert stats.metadata_bytes == 3 * manifest  # this process and each worker, once
+        s = stats.stages[3]
+        assert (s.images, s.batches) == (24, batches)  # a worker's last batch may be short
+        assert len(gets) == 2 and s.waiting >= len(gets) * DELAY  # each answer waited for
+        assert s.decode > 0 and s.batch > 0
+        tds.reset_stats()
+        assert tds.stats.stages == {} and tds.stats.requests == 0
+        srv.log.clear()
+        assert sum(len(y) for _, y in loader) == 24  # the same two workers, counting from zero
+        again = tds.stats
+        assert again.requests == len(srv.gets()) and again.metadata_bytes == 0
+        assert (again.stages[3].images, again.stages[3].batches) == (24, batches)
+
+
+@pytest.mark.slow
+def test_a_mix_sums_each_datasets_stages_over_workers(two_records: Path) -> None:
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read.mix import mix
+
+    m = mix([str(two_records), str(two_records)], scans=[1, 4], size=(16, 16), seed=3)
+    got = list(DataLoader(m, batch_size=6, num_workers=2, multiprocessing_context="forkserver"))
+    sources = [int(k) for _, _, ks in got for k in ks]
+    a, b = m.stats
+    assert list(a.stages) == [1] and list(b.stages) == [4]
+    # a stream decodes ahead of nothing: every image drawn from a dataset was decoded once
+    assert a.stages[1].images == sources.count(0) and b.stages[4].images == sources.count(1)
+    m.reset_stats()
+    assert all(s.stages == {} for s in m.stats)
 
 
 def test_stats_add_subtract_pickle_and_print() -> None:
