@@ -3,8 +3,8 @@
 * :class:`FileServer`: static files over HTTP/1.1 (kept-alive connections),
   with switches for the faults real servers show: no Range support, a 503 on
   every Nth request, a connection dropped half-way through every Nth body,
-  requests that stall without an answer, a part other than the one asked
-  for, a redirect. Every request is logged with its headers, the TCP
+  requests that stall without an answer, answers that come late, a part
+  other than the one asked for, a redirect. Every request is logged with its headers, the TCP
   connection it came on and the bytes of body actually written.
 * :func:`s3_server`: moto's S3 API (its server mode, a real HTTP server on
   loopback) behind a WSGI layer that logs each request and the body bytes
@@ -60,6 +60,8 @@ class FileServer:
         (-1: all of them).
     trickle : float
         Send GET bodies one byte at a time, this many seconds apart (0: at once).
+    delay : float
+        Wait this many seconds before answering each GET (0: answer at once).
     stall_mid : bool
         Send half of each GET body, then nothing until the server stops.
     extra : int
@@ -89,6 +91,7 @@ class FileServer:
     drop_every: int = 0
     stall: int = 0
     trickle: float = 0.0
+    delay: float = 0.0
     stall_mid: bool = False
     extra: int = 0
     shift: int = 0
@@ -158,6 +161,8 @@ class FileServer:
             with self._lock:
                 self._count += 1
                 n = self._count
+        if n and self.delay:
+            self._stop.wait(self.delay)
         if n and self.stall and (self.stall < 0 or n <= self.stall):
             self._stop.wait(60)  # no answer; the client must give up first
             h.close_connection = True

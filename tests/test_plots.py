@@ -13,8 +13,10 @@ from pcr_explore.plots import bytes_figure, quality_figure, reading_figure, set_
 from pcr_explore.plots._bytes import bytes_data, reading_data
 from pcr_explore.plots._quality import curve_data, images_data, recommended_data, target_location
 from pcr_explore.plots._scales import axis_label, drawable, level_labels
+from pcr_explore.plots._stages import STAGE_COLORS, stage_data, stage_figure
 from pcr_explore.quality import QualityCurve
 from pcr_explore.quality.metrics import PSNR_CAP
+from pcr_explore.read import ReadStats
 from pcr_explore.read.throughput import LevelReading, ReadingReport
 
 BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
@@ -189,3 +191,27 @@ def test_reading_figure_plots_bytes_and_speed_per_level() -> None:
     assert right.y_range.end == pytest.approx(1600 * 1.12)
     page = file_html(row, INLINE, "reading")  # renders without a validation warning
     assert "Images per second" in page
+
+
+def test_stage_figure_draws_a_bar_per_stage_and_level() -> None:
+    stats = ReadStats()
+    stats.clock(5).waited(0.5)
+    stats.clock(5).decoded(0.25, 0.125, images=50)
+    stats.clock(5).batched(0.125)
+    stats.clock(1).decoded(0.1, 0.1, images=0)  # decoded nothing: no time per image
+    d = stage_data(stats)
+    assert d["x"] == [(f"level {k}", s) for k in (1, 5) for s in ("waiting", "decode", "batch")]
+    assert d["seconds"] == [0.0, 0.1, 0.0, 0.5, 0.25, 0.125]
+    assert d["ms_per_image"][3:] == [10.0, 5.0, 2.5] and all(map(np.isnan, d["ms_per_image"][:3]))
+    assert d["cpu"][4] == 0.125 and np.isnan(d["cpu"][3])
+    assert d["color"][3:] == list(STAGE_COLORS.values())
+    sf = stage_figure(stats)
+    assert list(sf.figure.x_range.factors) == d["x"]
+    page = file_html(sf.figure, INLINE, "stages")  # renders without a validation warning
+    assert "Seconds per read stage" in page
+    later = ReadStats()
+    later.clock(3).waited(1.0)
+    sf.update(later)
+    assert list(sf.figure.x_range.factors) == [("level 3", s) for s in STAGE_COLORS]
+    assert sf.source.data["seconds"] == [1.0, 0.0, 0.0]
+    assert stage_data(ReadStats())["x"] == []  # nothing read: no bars

@@ -8,6 +8,7 @@ does exactly that), which ``jupyter_bokeh`` syncs without ``push_notebook``.
 =====================  ===============================================
 :mod:`._quality`       quality against bytes over a sample of images
 :mod:`._bytes`         bytes per level; reading speed per level
+:mod:`._stages`        seconds per read stage (waiting, decode, batch) per level
 :mod:`._scales`        what is drawn: dB view, level labels, font sizes
 =====================  ===============================================
 """

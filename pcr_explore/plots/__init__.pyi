@@ -2,6 +2,7 @@ from ._bytes import BytesFigure, bytes_figure, reading_figure
 from ._quality import CurveFigure, quality_figure
 from ._scales import set_font_size, to_db
 from ._scan_grid import ScanGridFigure, scan_grid_figure
+from ._stages import StageFigure, stage_figure
 
 __all__ = [
     "quality_figure",
@@ -13,4 +14,6 @@ __all__ = [
     "to_db",
     "scan_grid_figure",
     "ScanGridFigure",
+    "stage_figure",
+    "StageFigure",
 ]

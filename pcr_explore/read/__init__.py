@@ -1,9 +1,11 @@
 """Reading a dataset: the read pipeline, prefix reads, sources, the PyTorch adapter, verification.
 
-:mod:`.reader` ``open_dataset`` and ``PCRDataset``; :mod:`.pipeline` the read stages (records,
-prefix fetch, split, decode, batch) and ``on_error``; :mod:`._fetch` prefix fetch through the
-cache; :mod:`.sources` one interface over datasets, folders and files; :mod:`.loader` the
-PyTorch adapter; :mod:`.throughput` timed read passes; :mod:`.verify` whole-dataset checks.
+:mod:`.reader` ``open_dataset`` and ``PCRDataset``; :mod:`.pipeline` the read stages
+(records, prefix fetch, split, decode, batch) and ``on_error``; :mod:`._fetch` prefix fetch
+through the cache; :mod:`._stats` what a read cost (bytes, seconds per stage and level) and
+:mod:`._tally` its sum over DataLoader workers; :mod:`.sources` one interface over datasets,
+folders and files; :mod:`.loader` the PyTorch adapter; :mod:`.throughput` timed read passes;
+:mod:`.verify` whole-dataset checks.
 """
 
 from .._public import facade

@@ -1,3 +1,4 @@
+from ._stats import StageSeconds
 from .export import ExportSummary, export_dataset
 from .loader import PCRIterableDataset, torch_dataset
 from .mix import MixedDataset, mix
@@ -17,6 +18,7 @@ __all__ = [
     "OnError",
     "PCRDataset",
     "ReadStats",
+    "StageSeconds",
     "open_dataset",
     "FolderSource",
     "LevelSource",

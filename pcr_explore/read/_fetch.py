@@ -25,10 +25,8 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from .._public import public
 from ..errors import (
     CorruptRecordError,
     DatasetError,
@@ -41,6 +39,7 @@ from ..records.manifest import MANIFEST, Manifest, RecordEntry
 from ..storage._store import Store, missing_verbs
 from ..storage.cache import PrefixCache
 from ..storage.remote import FsspecStore, HTTPStore, RetryPolicy, TooLargeError, install_hint
+from ._stats import ReadStats
 
 if sys.platform == "win32":  # pragma: no cover - no fcntl: concurrent fills may fetch twice
     fcntl = None
@@ -55,26 +54,6 @@ __all__ = [
     "load_manifest",
     "open_store",
 ]
-
-
-@public("pcr_explore.read")
-@dataclass
-class ReadStats:
-    """Bytes and requests a dataset has read.
-
-    ``bytes_read`` and ``requests`` count what came from storage (the
-    network, for a URL); ``cache_bytes`` counts what the local prefix cache
-    served instead.
-    """
-
-    bytes_read: int = 0
-    requests: int = 0
-    metadata_bytes: int = 0
-    cache_bytes: int = 0
-
-    def reset(self) -> None:
-        """Set every counter back to zero."""
-        self.bytes_read = self.requests = self.metadata_bytes = self.cache_bytes = 0
 
 
 def is_local(fs: object) -> bool:

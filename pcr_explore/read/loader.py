@@ -44,6 +44,12 @@ The scan level and the epoch live in a small shared-memory tensor, so
 epochs (``persistent_workers=True``) without rebuilding them. With a
 :class:`~pcr_explore.train.ScanSchedule`, ``set_epoch`` also sets the level
 the schedule gives that epoch.
+
+:attr:`PCRIterableDataset.stats` is what the dataset has read in this
+process and in every DataLoader worker, summed: bytes, requests, and per
+level the seconds spent waiting for bytes, decoding and batching
+(:class:`~pcr_explore.read.ReadStats`). The workers report theirs through
+shared memory (:mod:`pcr_explore.read._tally`).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ import hashlib
 import itertools
 import json
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -63,6 +70,8 @@ from .._public import public
 from ..errors import DatasetError, MissingExtraError
 from ..jpeg import Size, decoder_name
 from . import pipeline
+from ._stats import ReadStats
+from ._tally import Reporter, WorkerTally
 from .reader import PCRDataset, open_dataset
 from .schedule import ScanSchedule
 
@@ -466,6 +475,7 @@ class PCRIterableDataset(_Base):
         self._starts = np.concatenate([[0], np.cumsum(self._record_images)]).astype(np.int64)
         self.schedule = schedule
         self.batch_size = batch_size
+        self._tally = WorkerTally(probe.num_scans)  # what DataLoader workers have read
         if schedule is not None:
             schedule.check(probe.num_scans)
             scan = schedule.level(1)
@@ -491,6 +501,44 @@ class PCRIterableDataset(_Base):
         if self._opened is None or self._opened[0] != pid:
             self._opened = (pid, open_dataset(self.url, **self.options))
         return self._opened[1]
+
+    @property
+    def stats(self) -> ReadStats:
+        """What this dataset has read, here and in its DataLoader workers, summed.
+
+        Bytes and requests, and per level the seconds of each read stage
+        (:class:`~pcr_explore.read.ReadStats`): this process's handle's
+        (with ``num_workers=0``, or a :class:`PCRDataset` given to
+        :func:`torch_dataset`, whose reads it counts) plus every worker's,
+        which each worker reports through shared memory while it reads (at
+        most 50 ms behind) and when its pass ends. So with *W* workers the
+        stage seconds sum *W* workers' time. A copy: reset with
+        :meth:`reset_stats`.
+
+        Examples
+        --------
+        >>> loader = DataLoader(tds, batch_size=None, num_workers=2)  # doctest: +SKIP
+        >>> for images, labels in loader:  # doctest: +SKIP
+        ...     pass
+        >>> tds.stats.stages[3].decode  # doctest: +SKIP
+        """
+        opened = self._opened
+        own = opened[1].stats if opened is not None and opened[0] == os.getpid() else None
+        return self._tally.total(own)
+
+    def reset_stats(self) -> None:
+        """Zero :attr:`stats`: this process's counts and what the workers reported.
+
+        Call it between passes; workers that persist go on counting from zero.
+        """
+        opened = self._opened
+        own = opened[1].stats if opened is not None and opened[0] == os.getpid() else None
+        self._tally.reset(own)
+
+    def _reporter(self) -> Reporter | None:
+        """In a DataLoader worker, what reports this pass's counts to :attr:`stats`."""
+        worker, _, in_worker = _worker_info()
+        return Reporter(self._tally, self.dataset().stats, worker) if in_worker else None
 
     @property
     def epoch(self) -> int:
@@ -945,6 +993,7 @@ class PCRIterableDataset(_Base):
             where=lambda s: f"{self.url} record {s[0]} images {s[1]}..{s[2] - 1}",
             cost=lambda s: ds._span_bytes(s, scan),
             read_ahead=ds.read_ahead,
+            clock=ds.stats.clock(scan),
         )
         items: Iterator[pipeline.Encoded] = (
             e
@@ -962,7 +1011,12 @@ class PCRIterableDataset(_Base):
         elif skip:
             items = itertools.islice(items, skip, None)
         return pipeline.decode(
-            items, size=self.size, mode=self.mode, on_error=errors, decoder=self.decoder
+            items,
+            size=self.size,
+            mode=self.mode,
+            on_error=errors,
+            decoder=self.decoder,
+            clock=ds.stats.clock(scan),
         )
 
     def _samples(
@@ -982,6 +1036,18 @@ class PCRIterableDataset(_Base):
         return self._read(pos)
 
     def _read(self, pos: _Pass) -> Iterator[tuple[Any, Any]]:
+        """The samples (or batches) of pass *pos*; a worker reports its counts as it goes."""
+        reporter = self._reporter()
+        try:
+            for item in self._made(pos):
+                if reporter is not None:
+                    reporter.tick()
+                yield item
+        finally:
+            if reporter is not None:
+                reporter.flush()
+
+    def _made(self, pos: _Pass) -> Iterator[tuple[Any, Any]]:
         """The samples (or batches) of pass *pos*, counted in it as they are yielded."""
         if self.batch_size is None:
             for sample in self._samples(pos.epoch, pos.scan, pos.shard, pos.nshards, pos.skip):
@@ -990,14 +1056,17 @@ class PCRIterableDataset(_Base):
                 yield sample
             return
         torch = _torch()
+        clock = self.dataset().stats.clock(pos.scan)
         pairs = self._pairs(pos.epoch, pos.scan, pos.shard, pos.nshards, pos.skip)
-        for images, labels in pipeline.batch(pairs, self.batch_size):
+        for images, labels in pipeline.batch(pairs, self.batch_size, clock=clock):
             # one (B, C, H, W) uint8 tensor per batch: one pickle across processes, not B
+            start = time.perf_counter()
             t = torch.from_numpy(images)
-            t = t.unsqueeze(1) if t.ndim == 3 else t.permute(0, 3, 1, 2)
+            t = (t.unsqueeze(1) if t.ndim == 3 else t.permute(0, 3, 1, 2)).contiguous()
+            clock.batched(time.perf_counter() - start, batches=0)  # part of the batch counted
             if pos.delivered is not None:
                 pos.delivered += len(labels)
-            yield t.contiguous(), torch.from_numpy(labels)
+            yield t, torch.from_numpy(labels)
 
 
 @public("pcr_explore.read")

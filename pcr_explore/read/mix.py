@@ -34,6 +34,11 @@ sharding; a malformed state, or one of another mix, is refused with a
 epoch, each dataset's level (with a warning naming the levels that
 change) and the position in the epoch (one worker's state: of its next pass
 only). A state saved by version 1 (no digests) is resumed with a warning.
+
+**Where the time goes.** :attr:`MixedDataset.stats` holds, for each
+dataset, what it read in this process and in every DataLoader worker:
+bytes, requests, and the seconds of each read stage at its level
+(:class:`~pcr_explore.read.ReadStats`).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ import numpy as np
 
 from .._public import public
 from ..errors import DatasetError
+from ._stats import ReadStats
 from .loader import (
     _MAX_WORKERS,
     _MISSING,
@@ -182,6 +188,22 @@ class MixedDataset(_Base):
         self._shared[0] = int(epoch)
         for p in self.parts:
             p.set_epoch(epoch)
+
+    @property
+    def stats(self) -> tuple[ReadStats, ...]:
+        """What each dataset has read, here and in the DataLoader workers (in ``parts`` order).
+
+        Each is its dataset's :attr:`PCRIterableDataset.stats
+        <pcr_explore.read.loader.PCRIterableDataset.stats>`: bytes,
+        requests, and the seconds of each read stage at its level, summed
+        over the workers. Copies: reset with :meth:`reset_stats`.
+        """
+        return tuple(p.stats for p in self.parts)
+
+    def reset_stats(self) -> None:
+        """Zero every dataset's :attr:`stats` (call it between passes)."""
+        for p in self.parts:
+            p.reset_stats()
 
     def quota(self, worker: int, workers: int) -> int:
         """Samples worker *worker* of *workers* of this rank gives per epoch."""
@@ -513,11 +535,20 @@ class MixedDataset(_Base):
             self._stream(k, pos.epoch, pos.scans[k], pos.shard, pos.nshards, s)
             for k, s in enumerate(pos.skips)
         ]
-        for k in pos.draws:
-            image, label = next(streams[k])
-            if pos.delivered is not None:
-                pos.delivered += 1
-            yield image, label, k
+        reporters = [p._reporter() for p in self.parts]  # in a DataLoader worker
+        try:
+            for k in pos.draws:
+                image, label = next(streams[k])
+                if pos.delivered is not None:
+                    pos.delivered += 1
+                reporter = reporters[k]
+                if reporter is not None:
+                    reporter.tick()
+                yield image, label, k
+        finally:
+            for reporter in reporters:
+                if reporter is not None:
+                    reporter.flush()
 
 
 @public("pcr_explore.read")

@@ -21,12 +21,18 @@ over iterators that can be tested alone:
 
 What a failing record or image does is the caller's choice, ``on_error``
 (see :class:`OnError`): raise (the default), skip and count, or call a
-function.
+function. Given a ``clock`` (a level's
+:class:`~pcr_explore.read._stats.StageClock`, from ``ReadStats.clock``),
+:func:`fetch`, :func:`decode` and :func:`batch` add the seconds they spend
+waiting for bytes, decoding and batching to it (see
+:class:`~pcr_explore.read.ReadStats`).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -44,6 +50,7 @@ from ..jpeg._decoders import carried
 from ..jpeg._orient import decode_upright
 from ..records.format import RecordHeader
 from ..records.prefix import RecordPrefix
+from ._stats import StageClock
 
 __all__ = [
     "DEFAULT_READ_AHEAD",
@@ -252,6 +259,7 @@ def fetch(
     release: Callable[[], None] | None = None,
     cost: Callable[[_T], int] | None = None,
     read_ahead: int = 0,
+    clock: StageClock | None = None,
 ) -> Iterator[tuple[_T, _P]]:
     """Read each record's prefix (or each span) with *read*, in the order given.
 
@@ -268,11 +276,15 @@ def fetch(
     error is handled at its record's place. Without them, one read at a
     time; *release* is called once the consumer is done with a record, so
     that at most one record is held.
+
+    With a *clock*, the seconds the consumer waits for a read that has not
+    ended (without read-ahead: each whole read) are added to its
+    ``waiting``.
     """
     if read_ahead <= 0 or cost is None:
-        yield from _fetch_one_by_one(read, records, on_error=on_error, where=where, release=release)
+        yield from _fetch_one_by_one(read, records, on_error, where, release, clock)
         return
-    yield from _ReadAhead(read, records, cost, read_ahead).run(on_error, where)
+    yield from _ReadAhead(read, records, cost, read_ahead).run(on_error, where, clock)
 
 
 class _ReadAhead:
@@ -316,7 +328,9 @@ class _ReadAhead:
                 self.next = next(self.todo, _END)
                 done.add_done_callback(self.top_up)
 
-    def run(self, on_error: OnError, where: Callable[[Any], str]) -> Iterator[tuple[Any, Any]]:
+    def run(
+        self, on_error: OnError, where: Callable[[Any], str], clock: StageClock | None
+    ) -> Iterator[tuple[Any, Any]]:
         with ThreadPoolExecutor(READ_AHEAD_THREADS, thread_name_prefix="pcr-read-ahead") as pool:
             self.pool = pool
             try:
@@ -326,11 +340,7 @@ class _ReadAhead:
                         if not self.pending:
                             return
                         r, need, done = self.pending[0]
-                    try:
-                        prefix = done.result()
-                        failed = None
-                    except PCRError as exc:
-                        prefix, failed = None, exc
+                    prefix, failed = _waited(done.result, clock)
                     with self.lock:
                         self.pending.popleft()
                         self.queued -= need
@@ -350,19 +360,30 @@ class _ReadAhead:
 _END = object()
 
 
+def _waited(get: Callable[[], _P], clock: StageClock | None) -> tuple[Any, PCRError | None]:
+    """``(get(), None)``, or ``(None, error)`` for a PCRError; the seconds it took go to *clock*."""
+    start = time.perf_counter() if clock is not None else 0.0
+    try:
+        return get(), None
+    except PCRError as exc:
+        return None, exc
+    finally:
+        if clock is not None:
+            clock.waited(time.perf_counter() - start)
+
+
 def _fetch_one_by_one(
     read: Callable[[_T], _P],
     records: Iterable[_T],
-    *,
     on_error: OnError,
     where: Callable[[_T], str],
     release: Callable[[], None] | None,
+    clock: StageClock | None,
 ) -> Iterator[tuple[_T, _P]]:
     for r in records:
-        try:
-            prefix = read(r)
-        except PCRError as exc:
-            on_error.handle(where(r), exc)
+        prefix, failed = _waited(functools.partial(read, r), clock)
+        if failed is not None:
+            on_error.handle(where(r), failed)
             continue
         yield r, prefix
         if release is not None:
@@ -407,6 +428,7 @@ def decode(
     workers: int = 1,
     on_error: OnError | None = None,
     decoder: str | None = None,
+    clock: StageClock | None = None,
 ) -> Iterator[tuple[np.ndarray, int]]:
     """Decode each image upright at *size*; ``(array, label)`` in the order given.
 
@@ -427,6 +449,10 @@ def decode(
         The JPEG decoder of every image, in whichever thread decodes it;
         default: the one in force where ``decode`` is called
         (:func:`~pcr_explore.jpeg.use_decoder`), not where it is iterated.
+    clock : StageClock, optional
+        Where each decode call's wall and CPU seconds (``decode``,
+        ``decode_cpu``) and each image made are added, from the thread
+        that decodes it.
 
     Raises
     ------
@@ -438,11 +464,17 @@ def decode(
     errors = on_error or OnError()
 
     def work(item: Encoded) -> tuple[np.ndarray, int] | None:
+        timed = clock is not None
+        start, cpu = (time.perf_counter(), time.thread_time()) if timed else (0.0, 0.0)
         try:
             arr = decode_upright(item.data, size, item.orientation, mode=mode, source=item.where)
         except PCRError as exc:
+            if clock is not None:
+                clock.decoded(time.perf_counter() - start, time.thread_time() - cpu, images=0)
             errors.handle(item.where, exc)
             return None
+        if clock is not None:
+            clock.decoded(time.perf_counter() - start, time.thread_time() - cpu)
         return arr, item.label
 
     # a pool's threads keep their own context: the choice goes with each call
@@ -462,11 +494,17 @@ def _decoded(
 
 
 def batch(
-    pairs: Iterable[tuple[np.ndarray, int]], size: int, *, drop_last: bool = False
+    pairs: Iterable[tuple[np.ndarray, int]],
+    size: int,
+    *,
+    drop_last: bool = False,
+    clock: StageClock | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Stack ``(array, label)`` pairs into ``(images, labels)`` batches of *size*.
 
     Every array in a batch must have the same shape (decode at a fixed size).
+    With a *clock*, the seconds each stack takes are added to its ``batch``
+    (and each batch to ``batches``).
 
     Examples
     --------
@@ -487,7 +525,18 @@ def batch(
         images.append(arr)
         labels.append(label)
         if len(images) == size:
-            yield np.stack(images), np.array(labels, np.int64)
+            yield _stacked(images, labels, clock)
             images, labels = [], []
     if images and not drop_last:
-        yield np.stack(images), np.array(labels, np.int64)
+        yield _stacked(images, labels, clock)
+
+
+def _stacked(
+    images: list[np.ndarray], labels: list[int], clock: StageClock | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One batch: the images stacked, the labels as int64; the seconds it took go to *clock*."""
+    start = time.perf_counter()
+    out = np.stack(images), np.array(labels, np.int64)
+    if clock is not None:
+        clock.batched(time.perf_counter() - start)
+    return out

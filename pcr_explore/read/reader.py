@@ -4,7 +4,8 @@
 fsspec understands (``s3://`` with ``pcr-explore[s3]``). Reading level *k* of
 a record is a single range read of its header and scan groups ``1..k``;
 nothing past group *k* is fetched. Every byte read is counted in
-:attr:`PCRDataset.stats`.
+:attr:`PCRDataset.stats`, with the seconds a pass spent waiting for bytes
+and decoding at each level.
 
 With ``cache_dir``, the prefixes read are kept on local disk
 (:mod:`pcr_explore.storage.cache`): raising the level later fetches only the missing
@@ -39,6 +40,7 @@ from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
 from ._fetch import ReadStats, RecordFetcher, is_local, load_manifest, open_store
+from ._stats import StageClock
 from .pipeline import ErrorChoice, OnError, RecordSpan
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
@@ -419,7 +421,8 @@ class PCRDataset:
 
         Records are read one at a time, each in one request; with *shuffle*
         the record order and the order within each record are shuffled.
-        *scan*, *shuffle*, *seed* and *on_error* are :meth:`iter`'s.
+        *scan*, *shuffle*, *seed* and *on_error* are :meth:`iter`'s. The
+        seconds the pass waits for bytes are added to ``stats.stages[level]``.
         """
         self._check_scan(scan)  # at the call, not at the first image
         errors = OnError.of(on_error)
@@ -441,6 +444,7 @@ class PCRDataset:
             where=lambda r: f"{self.url} record {r}",
             cost=lambda r: int(self._cum[r, k - 1]),
             read_ahead=self.read_ahead,
+            clock=self.stats.clock(k),
         ):
             yield from pipeline.split(
                 prefix, first_index=int(self._starts[r]), where=self._image_name, rng=rng
@@ -461,6 +465,9 @@ class PCRDataset:
         on_error: ErrorChoice | OnError = "raise",
     ) -> Iterator[tuple[np.ndarray, int]]:
         """Yield ``(image, label)`` for every image at level *scan*, in order.
+
+        The seconds the pass waits for bytes and decodes are added to
+        ``stats.stages[level]`` (:class:`ReadStats`).
 
         Parameters
         ----------
@@ -496,11 +503,18 @@ class PCRDataset:
         >>> for img, label in ds.iter(3, size=224, workers=2):  # doctest: +SKIP
         ...     pass
         """
-        self._check_scan(scan)  # the arguments are checked at the call, not at the first image
+        k = self._check_scan(scan)  # the arguments are checked at the call, not at the first image
         errors = OnError.of(on_error)
         items = self._items(scan, shuffle, seed, errors)
         # built here, so that it decodes with the decoder in force at this call
-        decoded = pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
+        decoded = pipeline.decode(
+            items,
+            size=size,
+            mode=mode,
+            workers=workers,
+            on_error=errors,
+            clock=self.stats.clock(k),
+        )
         return self._reported(decoded, errors)
 
     @staticmethod
@@ -524,7 +538,8 @@ class PCRDataset:
         """Read every record's prefix at level *scan* (into the cache, if there is one).
 
         Nothing is decoded. Returns what this call read: bytes from the
-        store, requests, and bytes the cache served.
+        store, requests, bytes the cache served, and the seconds it waited
+        for them (``stages[level].waiting``).
 
         Examples
         --------
@@ -534,16 +549,12 @@ class PCRDataset:
         >>> ds.prefetch(3).bytes_read == ds.bytes_at(3) - ds.bytes_at(1)  # doctest: +SKIP
         True
         """
-        before = ReadStats(**vars(self.stats))
+        before = self.stats + ReadStats()  # a copy
         k = self._check_scan(scan)
         self.check_cache_fits(k)
-        for _ in self._prefixes(range(len(self.records)), k):
+        for _ in self._prefixes(range(len(self.records)), k, clock=self.stats.clock(k)):
             pass
-        return ReadStats(
-            bytes_read=self.stats.bytes_read - before.bytes_read,
-            requests=self.stats.requests - before.requests,
-            cache_bytes=self.stats.cache_bytes - before.cache_bytes,
-        )
+        return self.stats - before
 
     def verify(self) -> int:
         """Read every record in full and check every group and piece checksum; returns images."""
@@ -554,7 +565,11 @@ class PCRDataset:
         return total
 
     def _prefixes(
-        self, records: Iterable[int], k: int, on_error: OnError | None = None
+        self,
+        records: Iterable[int],
+        k: int,
+        on_error: OnError | None = None,
+        clock: StageClock | None = None,
     ) -> Iterator[tuple[int, RecordPrefix]]:
         """``(record, prefix)`` at level *k* in order, the next ones read ahead."""
         return pipeline.fetch(
@@ -564,6 +579,7 @@ class PCRDataset:
             where=lambda r: f"{self.url} record {r}",
             cost=lambda r: int(self._cum[r, k - 1]),
             read_ahead=self.read_ahead,
+            clock=clock,
         )
 
     def check_cache_fits(self, scan: int | None) -> int | None:
