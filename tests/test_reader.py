@@ -538,3 +538,48 @@ def test_a_bounded_cache_says_once_which_level_fits(dataset_dir: Path, tmp_path:
     )
     assert cached.check_cache_fits(6) == want and cached.check_cache_fits(4) is None
     assert open_dataset(str(dataset_dir)).check_cache_fits(10) is None  # no cache, no bound
+
+
+def test_headers_kept_are_bounded_and_a_dropped_one_is_read_again(dataset_dir: Path) -> None:
+    from pcr_explore.read._headers import HeaderCache
+
+    ds = open_dataset(str(dataset_dir))
+    assert len(ds.records) >= 3
+    whole = [(img.tobytes(), label) for img, label in ds.iter(3)]
+    largest = max(r.header_bytes for r in ds.records)
+    ds._headers = HeaderCache(max_bytes=2 * largest)
+    labels = ds.labels
+    assert 1 <= len(ds._headers) <= 2  # every header was read; at most two are kept
+    assert [(img.tobytes(), label) for img, label in ds.iter(3)] == whole
+    assert len(ds._headers) <= 2
+    ds.header(0)
+    ds.stats.reset()
+    assert ds.image(0, 3).tobytes() == whole[0][0]
+    held = (ds.stats.requests, ds.stats.bytes_read)
+    ds.header(1), ds.header(2)  # record 0's header is dropped ...
+    ds.stats.reset()
+    assert ds.image(0, 3).tobytes() == whole[0][0]  # ... and read again, one request more
+    header = ds.records[0].header_bytes
+    assert (ds.stats.requests, ds.stats.bytes_read) == (held[0] + 1, held[1] + header)
+    assert np.array_equal(ds.labels, labels) and labels.tolist() == [w[1] for w in whole]
+
+
+def test_the_header_cache_drops_the_least_recently_used() -> None:
+    import pickle
+
+    from pcr_explore.read._headers import HeaderCache
+    from pcr_explore.records.format import RecordHeader
+
+    heads = [RecordHeader.__new__(RecordHeader) for _ in range(4)]
+    cache = HeaderCache(max_bytes=300)
+    for r in range(3):
+        cache.put(r, heads[r], 100)
+    assert cache.get(0) is heads[0]  # 0 is now the most recently used
+    cache.put(3, heads[3], 100)
+    assert cache.get(1) is None and [cache.get(r) is heads[r] for r in (0, 2, 3)] == [True] * 3
+    cache.put(0, heads[0], 250)  # larger now: the rest go
+    assert len(cache) == 1 and cache.get(0) is heads[0]
+    copy = pickle.loads(pickle.dumps(cache))
+    assert copy.max_bytes == 300 and len(copy) == 1
+    with pytest.raises(ValueError, match="max_bytes"):
+        HeaderCache(max_bytes=-1)

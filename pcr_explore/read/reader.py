@@ -40,6 +40,7 @@ from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
 from ._fetch import ReadStats, RecordFetcher, is_local, load_manifest, open_store
+from ._headers import HeaderCache
 from ._stats import StageClock
 from .pipeline import ErrorChoice, OnError, RecordSpan
 
@@ -88,7 +89,8 @@ class PCRDataset:
         self._cum = np.array([r.bytes_per_scan for r in self.records], dtype=np.int64).reshape(
             len(self.records), self.num_scans
         )
-        self._headers: dict[int, RecordHeader] = {}
+        self._headers = HeaderCache()
+        self._labels: np.ndarray | None = None
         self._prefix: tuple[int, RecordPrefix] | None = None
         self.stats = ReadStats()
         self._fetch = RecordFetcher(fs, root, self.records, self.stats, cache)
@@ -210,7 +212,7 @@ class PCRDataset:
                 self._fetch.forget(r)
                 buf, have = self._fetch.prefix(r, end)
                 header, prefix = self._parse(r, buf, scan, True)
-            self._headers[r] = header
+            self._headers.put(r, header, self.records[r].header_bytes)
             self._fetch.commit(r, buf, have)
         return header, prefix
 
@@ -237,9 +239,10 @@ class PCRDataset:
     @property
     def labels(self) -> np.ndarray:
         """Integer label of every image (-1: none), in dataset order."""
-        if not self.records:
-            return np.zeros(0, np.int32)
-        return np.concatenate([self.header(r).labels for r in range(len(self.records))])
+        if self._labels is None:  # kept: 4 bytes an image, where the headers are not all kept
+            parts = [self.header(r).labels for r in range(len(self.records))]
+            self._labels = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+        return self._labels.copy()
 
     def orientation(self, i: int) -> int:
         """EXIF orientation (1-8) image *i* is stored with; ``image``/``iter`` turn it upright."""
