@@ -100,6 +100,10 @@ _IGNORED = [
 _SHARED = ("photos", "photo.jpg", "photos.pcr", "train.pcr", "val.pcr", "sketches.pcr")
 
 
+# the modules that start worker processes for per-image work when it pays
+_POOLED = ("pcr_explore.quality.runner", "pcr_explore.auditing._pass")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Let the documented examples meet the warnings in ``_IGNORED``."""
     for item in items:
@@ -120,4 +124,9 @@ def _doctest_folder(request: pytest.FixtureRequest) -> Iterator[None]:
         os.symlink(files / name, work / name)
     monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
     monkeypatch.chdir(work)
+    # Per-image work runs in this process, as for a script read from stdin: a pool of
+    # worker processes takes seconds to start on a busy machine, and the results are the
+    # same (tests/test_pool.py, test_quality.py and test_audit.py run the pools).
+    for module in _POOLED:
+        monkeypatch.setattr(f"{module}.main_is_importable", lambda: False)
     yield
