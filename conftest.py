@@ -4,9 +4,9 @@ Every example in ``pcr_explore/`` runs in a fresh working folder of its own
 that holds the files the examples name, built once per test session from
 scikit-image's photos (the bundled sample's photos, made smaller):
 
-- ``photos/``: twelve photos in three class folders (``scenes``, ``science``,
+- ``photos/``: fourteen photos in three class folders (``scenes``, ``science``,
   ``textures``), colour and grayscale, the shorter side 176 px (enough for
-  5-scale MS-SSIM);
+  5-scale MS-SSIM); two are a stereo pair, near duplicates for the audit;
 - ``photo.jpg``: one of them (``photos/scenes/chelsea.jpg``);
 - ``photos.pcr``: ``photos/`` encoded, in four records;
 - ``train.pcr``, ``val.pcr``: ``photos/`` split 3:1 within each class, encoded;
@@ -28,7 +28,7 @@ from PIL import Image, ImageFilter
 
 # class -> photos of the bundled sample (pcr_explore.encode.sample.SAMPLE_CLASSES)
 _PHOTOS = {
-    "scenes": ["chelsea", "coffee", "astronaut", "camera"],
+    "scenes": ["chelsea", "coffee", "astronaut", "camera", "motorcycle_left", "motorcycle_right"],
     "science": ["moon", "cell", "immunohistochemistry", "hubble_deep_field"],
     "textures": ["brick", "grass", "gravel", "coins"],
 }

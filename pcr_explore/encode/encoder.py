@@ -236,7 +236,7 @@ def encode_dataset(
     Examples
     --------
     >>> print(encode_dataset("photos/", "encoded.pcr", workers=2))
-    12 images in 1 record (... bytes, ... x source), 0 skipped
+    14 images in 1 record (... bytes, ... x source), 0 skipped
 
     On a Dask cluster, into object storage (both needed: not run here):
 

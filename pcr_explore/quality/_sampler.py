@@ -273,9 +273,9 @@ def quality_curve(
 
     Examples
     --------
-    >>> curve = quality_curve("photos/", sample=32)  # photos/ has 12: all of them
+    >>> curve = quality_curve("photos/", sample=32)  # photos/ has 14: all of them
     >>> print(curve.sample_size, round(curve.bytes_fraction[4], 2), round(curve.mean[4], 2))
-    12 0.41 0.98
+    14 0.42 0.98
     """
     if sample is not None and int(sample) < 1:
         raise ValueError(f"sample must be a positive number of images, got {sample}")

@@ -366,7 +366,7 @@ def export_dataset(
     Examples
     --------
     >>> export_dataset("photos.pcr", "level3-wds", scan=3)
-    ExportSummary(out='level3-wds', to='webdataset', scan=3, images=12, files=1, bytes=...)
+    ExportSummary(out='level3-wds', to='webdataset', scan=3, images=14, files=1, bytes=...)
 
     Each image is a ``.jpg``, its label a ``.cls`` and its name a ``.json``;
     ``webdataset.WebDataset("level3-wds/shard-{000000..000000}.tar")`` reads them:
@@ -374,7 +374,7 @@ def export_dataset(
     >>> import tarfile
     >>> with tarfile.open("level3-wds/shard-000000.tar") as shard:
     ...     shard.getnames()[:3]
-    ['textures/coins.jpg', 'textures/coins.cls', 'textures/coins.json']
+    ['scenes/coffee.jpg', 'scenes/coffee.cls', 'scenes/coffee.json']
     """
     if to not in ("webdataset", "folder"):
         raise ValueError(f"to must be 'webdataset' or 'folder', got {to!r}")

@@ -1107,8 +1107,8 @@ def torch_dataset(
     ...         break
     >>> loader = StatefulDataLoader(ds, batch_size=4, num_workers=2)  # the new process
     >>> loader.load_state_dict(torch.load("ckpt.pt")["loader"])
-    >>> sum(len(labels) for images, labels in loader)  # the 12 images less the 8 read
-    4
+    >>> sum(len(labels) for images, labels in loader)  # the 14 images less the 8 read
+    6
     """
     _torch()
     url = source.url if isinstance(source, PCRDataset) else str(source)

@@ -697,7 +697,7 @@ def open_dataset(
     --------
     >>> ds = open_dataset("photos.pcr")
     >>> ds
-    <PCRDataset 'photos.pcr': 12 images, 4 records, 10 scans, 3 classes>
+    <PCRDataset 'photos.pcr': 14 images, 5 records, 10 scans, 3 classes>
     >>> round(ds.bytes_at(1) / ds.bytes_at(None), 2)
     0.08
 

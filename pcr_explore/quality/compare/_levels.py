@@ -161,7 +161,7 @@ def level_strip(
     >>> from pcr_explore import open_source
     >>> strip = level_strip(open_source("photos.pcr"), 0, scans=[1, 10])
     >>> strip.size
-    (452, 196)
+    (454, 169)
     """
     n = int(source.num_scans)
     if scans is None:

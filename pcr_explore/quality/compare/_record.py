@@ -58,7 +58,7 @@ def record_sheet(
     >>> from pcr_explore import open_dataset
     >>> sheet = record_sheet(open_dataset("photos.pcr"), scans=[1, 10])
     >>> sheet.size
-    (504, 244)
+    (360, 244)
     """
     n = int(dataset.num_scans)
     levels = (
