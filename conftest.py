@@ -18,9 +18,11 @@ write anything beside them; it must not change them.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.doctest import DoctestItem
@@ -129,4 +131,24 @@ def _doctest_folder(request: pytest.FixtureRequest) -> Iterator[None]:
     # same (tests/test_pool.py, test_quality.py and test_audit.py run the pools).
     for module in _POOLED:
         monkeypatch.setattr(f"{module}.main_is_importable", lambda: False)
-    yield
+    torch = _torch()
+    if torch is None:
+        yield
+        return
+    # PyTorch on one thread: the examples' tensors are tiny, and on a busy machine two
+    # threads wait on each other (tune_by_gradient on photos.pcr: 9 s on two, 1 s on one)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _torch() -> Any:
+    """PyTorch, or None where it is not installed."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return torch
