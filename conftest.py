@@ -8,8 +8,8 @@ scikit-image's photos (the bundled sample's photos, made smaller):
   ``textures``), colour and grayscale, the shorter side 176 px (enough for
   5-scale MS-SSIM); two are a stereo pair, near duplicates for the audit;
 - ``photo.jpg``: one of them (``photos/scenes/chelsea.jpg``);
-- ``photos.pcr``: ``photos/`` encoded, in four records;
-- ``train.pcr``, ``val.pcr``: ``photos/`` split 3:1 within each class, encoded;
+- ``photos.pcr``: ``photos/`` encoded, in five records;
+- ``train.pcr``, ``val.pcr``: ``photos/`` split (a quarter of each class held out), encoded;
 - ``sketches.pcr``: the outlines of four of the photos (another dataset, to mix).
 
 The shared files are links into the session's folder, so an example may
@@ -36,6 +36,16 @@ _PHOTOS = {
 }
 _SHORT_SIDE = 176  # 5-scale MS-SSIM needs 161 px; smaller warns (an error under pytest)
 _RECORD = 40_000  # bytes of sources per record: several records, so shuffles and workers share them
+_SHARED = ("photos", "photo.jpg", "photos.pcr", "train.pcr", "val.pcr", "sketches.pcr")
+# the modules that start worker processes for per-image work when it pays
+_POOLED = ("pcr_explore.quality.runner", "pcr_explore.auditing._pass")
+# Warnings of third parties that the examples meet (filterwarnings = error elsewhere)
+_IGNORED = [
+    # DataLoader(num_workers=2) on a machine with fewer cores
+    "ignore:This DataLoader will create:UserWarning",
+    # torchdata 0.11's StatefulDataLoader calls a function that newer torch deprecates
+    "ignore:'set_vital' is deprecated:UserWarning",
+]
 
 
 def _write_photos(folder: Path) -> None:
@@ -46,7 +56,8 @@ def _write_photos(folder: Path) -> None:
         for name in names:
             im = Image.fromarray(SAMPLE_CLASSES[cls][name]())
             scale = _SHORT_SIDE / min(im.size)
-            im = im.resize((round(im.width * scale), round(im.height * scale)), Image.LANCZOS)
+            size = (round(im.width * scale), round(im.height * scale))
+            im = im.resize(size, Image.Resampling.LANCZOS)
             im.save(folder / cls / f"{name}.jpg", quality=90)
 
 
@@ -90,22 +101,6 @@ def doctest_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_doctest_files(tmp_path_factory.mktemp("doctest-files"))
 
 
-# Warnings of third parties that the examples meet (filterwarnings = error elsewhere)
-_IGNORED = [
-    # DataLoader(num_workers=2) on a machine with fewer cores
-    "ignore:This DataLoader will create:UserWarning",
-    # torchdata 0.11's StatefulDataLoader calls a function that newer torch deprecates
-    "ignore:'set_vital' is deprecated:UserWarning",
-]
-
-
-_SHARED = ("photos", "photo.jpg", "photos.pcr", "train.pcr", "val.pcr", "sketches.pcr")
-
-
-# the modules that start worker processes for per-image work when it pays
-_POOLED = ("pcr_explore.quality.runner", "pcr_explore.auditing._pass")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Let the documented examples meet the warnings in ``_IGNORED``."""
     for item in items:
@@ -136,7 +131,8 @@ def _doctest_folder(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     # PyTorch on one thread: the examples' tensors are tiny, and on a busy machine two
-    # threads wait on each other (tune_by_gradient on photos.pcr: 9 s on two, 1 s on one)
+    # threads wait on each other (tune_by_gradient on photos.pcr, measured on this 2-core
+    # machine under a load of 8: 9 s on two threads, 1 s on one)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
