@@ -96,13 +96,18 @@ class AuditReport(AuditFindings):
 
     Examples
     --------
-    >>> report = audit("photos/", sample=64)  # doctest: +SKIP
-    >>> print(report.summary())  # doctest: +SKIP
-    >>> report.flagged("blurry"), report.issue_counts  # doctest: +SKIP
-    >>> df = report.to_frame()  # pandas: re-threshold without re-running  # doctest: +SKIP
-    >>> df[df.blurry < 0.2]  # doctest: +SKIP
-    >>> report.to_json("audit.json")  # doctest: +SKIP
-    >>> report.to_html("audit.html")  # doctest: +SKIP
+    >>> from pcr_explore import audit
+    >>> report = audit("photos/", sample=64)
+    >>> print(report.summary())
+    photos/: folder, 14 images (14 readable), 3 classes, 1 problem (near duplicates 1), ...
+    >>> report.flagged("near_duplicate"), report.issue_counts
+    (['scenes/motorcycle_right.jpg'], {'near_duplicate': 1})
+    >>> df = report.to_frame()  # pandas: re-threshold without re-running
+    >>> df[df.blurry < 0.25].file.tolist()
+    ['science/cell.jpg']
+    >>> json_text = report.to_json("audit.json")
+    >>> report.to_html("audit.html")
+    PosixPath('audit.html')
     """
 
     def __repr__(self) -> str:

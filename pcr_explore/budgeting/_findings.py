@@ -172,8 +172,10 @@ class BudgetFindings:
 
         Examples
         --------
-        >>> r = budget("data/sample/pcr")  # doctest: +SKIP
-        >>> r.reprice("100MB/s").sentence  # doctest: +SKIP
+        >>> from pcr_explore import budget
+        >>> r = budget("photos.pcr", bandwidth="20MB/s")
+        >>> print(r.reprice("100MB/s").sentence)  # nothing is measured again
+        level 5 reads 43% of the bytes; ...; at 100 MB/s ...
         """
         from ..train.throttle import parse_bandwidth
 

@@ -325,8 +325,8 @@ def transcode(
 
     Examples
     --------
-    >>> r = transcode("photo.jpg")  # doctest: +SKIP
-    >>> r.jpeg.num_scans, r.lossless  # doctest: +SKIP
+    >>> r = transcode("photo.jpg")
+    >>> r.jpeg.num_scans, r.lossless
     (10, True)
     """
     check_backend_and_quality(backend, quality)

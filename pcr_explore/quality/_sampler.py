@@ -67,10 +67,10 @@ class Sampler:
 
     Examples
     --------
-    >>> s = Sampler("photos/", seed=0)  # doctest: +SKIP
-    >>> s.grow(16); s.grow(32)  # the first 16 are not measured again  # doctest: +SKIP
-    >>> s.curve().sample_size  # doctest: +SKIP
-    32
+    >>> s = Sampler("photos/", seed=0)
+    >>> s.grow(4); s.grow(8)  # the first 4 are not measured again
+    >>> s.curve().sample_size
+    8
     """
 
     def __init__(
@@ -273,9 +273,9 @@ def quality_curve(
 
     Examples
     --------
-    >>> curve = quality_curve("photos/", sample=32)  # doctest: +SKIP
-    >>> curve.bytes_fraction[4], curve.mean[4]  # doctest: +SKIP
-    (0.47, 0.986)
+    >>> curve = quality_curve("photos/", sample=32)  # photos/ has 14: all of them
+    >>> print(curve.sample_size, round(curve.bytes_fraction[4], 2), round(curve.mean[4], 2))
+    14 0.42 0.98
     """
     if sample is not None and int(sample) < 1:
         raise ValueError(f"sample must be a positive number of images, got {sample}")

@@ -220,8 +220,12 @@ def compare_scripts(
 
     Examples
     --------
-    >>> cmp = compare_scripts("photos/", scripts=["standard", "spectral"])  # doctest: +SKIP
-    >>> print(cmp)  # doctest: +SKIP
+    >>> cmp = compare_scripts("photos/", scripts=["standard", "spectral"])
+    >>> print(cmp)
+    14 images of photos/, mssim; decode times measured on this machine
+    script     levels   bytes  worst gap  full ms speed-up
+    standard       10   1.000    +0.0000 ...
+    spectral        5   1.025    -0.0213 ...
     """
     if not scripts:
         raise ValueError("give at least one scan script")

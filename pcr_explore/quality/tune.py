@@ -318,12 +318,13 @@ def tune(
 
     Examples
     --------
-    >>> r = tune("data/sample/pcr", target=0.95, sample="auto")  # doctest: +SKIP
-    >>> r.scan, r.decided  # doctest: +SKIP
+    >>> r = tune("photos.pcr", target=0.95, sample="auto")
+    >>> r.scan, r.decided
     (5, True)
-    >>> curve = quality_curve("data/sample/pcr", sample=32)  # doctest: +SKIP
-    >>> tune(curve, target=0.97).scan  # no image is decoded again  # doctest: +SKIP
-    6
+    >>> from pcr_explore import quality_curve
+    >>> curve = quality_curve("photos.pcr", sample=32)
+    >>> tune(curve, target=0.97).scan  # no image is decoded again
+    5
     """
     o = options or TuneOptions()
     if isinstance(source, QualityCurve):

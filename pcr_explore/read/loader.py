@@ -1149,26 +1149,35 @@ def torch_dataset(
 
     Examples
     --------
-    >>> from torch.utils.data import DataLoader  # doctest: +SKIP
-    >>> loader = DataLoader(torch_dataset("data/sample/pcr", scan=3, size=(224, 224)),
-    ...                     batch_size=8, num_workers=2)  # doctest: +SKIP
+    >>> from torch.utils.data import DataLoader
+    >>> loader = DataLoader(torch_dataset("photos.pcr", scan=3, size=(224, 224)),
+    ...                     batch_size=8, num_workers=2)
+    >>> images, labels = next(iter(loader))
+    >>> images.dtype, images.shape[1:]
+    (torch.uint8, torch.Size([3, 224, 224]))
 
     Switch the level between epochs without restarting the workers:
 
-    >>> ds = torch_dataset("data/sample/pcr", scan=1, size=(64, 64))  # doctest: +SKIP
-    >>> loader = DataLoader(ds, batch_size=8, num_workers=2,
-    ...                     persistent_workers=True)  # doctest: +SKIP
-    >>> for epoch in range(4):  # doctest: +SKIP
+    >>> ds = torch_dataset("photos.pcr", scan=1, size=(64, 64))
+    >>> loader = DataLoader(ds, batch_size=8, num_workers=2, persistent_workers=True)
+    >>> for epoch in range(4):
     ...     ds.set_scan(1 if epoch < 2 else 5)
     ...     for images, labels in loader:
     ...         pass
 
     Resume mid-epoch from a checkpoint, in a new process:
 
-    >>> from torchdata.stateful_dataloader import StatefulDataLoader  # doctest: +SKIP
-    >>> loader = StatefulDataLoader(ds, batch_size=8, num_workers=2)  # doctest: +SKIP
-    >>> torch.save({"loader": loader.state_dict()}, "ckpt.pt")  # doctest: +SKIP
-    >>> loader.load_state_dict(torch.load("ckpt.pt")["loader"])  # doctest: +SKIP
+    >>> import torch
+    >>> from torchdata.stateful_dataloader import StatefulDataLoader
+    >>> loader = StatefulDataLoader(ds, batch_size=4, num_workers=2)
+    >>> for step, (images, labels) in enumerate(loader):
+    ...     if step == 1:
+    ...         torch.save({"loader": loader.state_dict()}, "ckpt.pt")
+    ...         break
+    >>> loader = StatefulDataLoader(ds, batch_size=4, num_workers=2)  # the new process
+    >>> loader.load_state_dict(torch.load("ckpt.pt")["loader"])
+    >>> sum(len(labels) for images, labels in loader)  # the 14 images less the 8 read
+    6
     """
     _torch()
     url = source.url if isinstance(source, PCRDataset) else str(source)

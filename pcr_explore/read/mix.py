@@ -595,9 +595,12 @@ def mix(
 
     Examples
     --------
+    >>> from torch.utils.data import DataLoader
     >>> m = mix(["photos.pcr", "sketches.pcr"], weights=[3, 1], scans=[3, 10],
-    ...         size=(64, 64), shuffle=True)  # doctest: +SKIP
-    >>> loader = DataLoader(m, batch_size=32, num_workers=2)  # doctest: +SKIP
+    ...         size=(64, 64), shuffle=True)
+    >>> loader = DataLoader(m, batch_size=32, num_workers=2)
+    >>> for images, labels, sources in loader:
+    ...     pass  # sources: 0 for a photo, 1 for a sketch
     """
     if not sources:
         raise ValueError("mix needs at least one dataset")

@@ -146,9 +146,9 @@ class PCRDataset:
 
         Examples
         --------
-        >>> ds = open_dataset("data/sample/pcr")  # doctest: +SKIP
-        >>> five = ds.bytes_at(5)  # doctest: +SKIP
-        >>> ds.level_that_fits(five), ds.level_that_fits(five - 1)  # doctest: +SKIP
+        >>> ds = open_dataset("photos.pcr")
+        >>> five = ds.bytes_at(5)
+        >>> ds.level_that_fits(five), ds.level_that_fits(five - 1)
         (5, 4)
         """
         limit = int(parse_bytes(nbytes))
@@ -165,7 +165,7 @@ class PCRDataset:
 
         Examples
         --------
-        >>> open_dataset("data/sample/pcr").summary().scans  # doctest: +SKIP
+        >>> open_dataset("photos.pcr").summary().scans
         10
         """
         return DatasetSummary.from_manifest(self.manifest, self.url)
@@ -502,8 +502,8 @@ class PCRDataset:
 
         Examples
         --------
-        >>> ds = open_dataset("data/sample/pcr")  # doctest: +SKIP
-        >>> for img, label in ds.iter(3, size=224, workers=2):  # doctest: +SKIP
+        >>> ds = open_dataset("photos.pcr")
+        >>> for img, label in ds.iter(3, size=224, workers=2):
         ...     pass
         """
         k = self._check_scan(scan)  # the arguments are checked at the call, not at the first image
@@ -546,10 +546,10 @@ class PCRDataset:
 
         Examples
         --------
-        >>> ds = open_dataset("https://host/ds", cache_dir="cache")  # doctest: +SKIP
-        >>> ds.prefetch(1).bytes_read == ds.bytes_at(1)  # doctest: +SKIP
+        >>> ds = open_dataset("photos.pcr", cache_dir="cache")  # or "https://host/photos.pcr"
+        >>> ds.prefetch(1).bytes_read == ds.bytes_at(1)
         True
-        >>> ds.prefetch(3).bytes_read == ds.bytes_at(3) - ds.bytes_at(1)  # doctest: +SKIP
+        >>> ds.prefetch(3).bytes_read == ds.bytes_at(3) - ds.bytes_at(1)
         True
         """
         before = self.stats + ReadStats()  # a copy
@@ -714,10 +714,15 @@ def open_dataset(
 
     Examples
     --------
-    >>> ds = open_dataset("data/sample-pcr")  # doctest: +SKIP
-    >>> ds.bytes_at(1) / ds.bytes_at(None)  # doctest: +SKIP
-    0.09
-    >>> ds = open_dataset("https://host/ds", cache_dir="~/.cache/pcr")  # doctest: +SKIP
+    >>> ds = open_dataset("photos.pcr")
+    >>> ds
+    <PCRDataset 'photos.pcr': 14 images, 5 records, 10 scans, 3 classes>
+    >>> round(ds.bytes_at(1) / ds.bytes_at(None), 2)
+    0.08
+
+    A remote dataset, its prefixes kept on disk (needs the server: not run here):
+
+    >>> ds = open_dataset("https://host/photos.pcr", cache_dir="~/.cache/pcr")  # doctest: +SKIP
     """
     url = str(path)
     max_bytes = None if cache_max_bytes is None else int(parse_bytes(cache_max_bytes))

@@ -221,8 +221,8 @@ def measure_reading(
     Examples
     --------
     >>> from pcr_explore import open_dataset
-    >>> report = measure_reading(open_dataset("data/sample/pcr"), scans=[1, 5])  # doctest: +SKIP
-    >>> report.fraction(report.levels[0]) < 0.2  # doctest: +SKIP
+    >>> report = measure_reading(open_dataset("photos.pcr"), scans=[1, 5])
+    >>> report.fraction(report.levels[0]) < 0.2
     True
     """
     if not bandwidth > 0:

@@ -100,8 +100,8 @@ def verify_dataset(dataset: PCRDataset | str) -> VerifyReport:
 
     Examples
     --------
-    >>> report = verify_dataset("data/sample/pcr")  # doctest: +SKIP
-    >>> report.ok  # doctest: +SKIP
+    >>> report = verify_dataset("photos.pcr")
+    >>> report.ok
     True
     """
     ds = open_dataset(dataset) if isinstance(dataset, str) else dataset

@@ -93,6 +93,9 @@ def download(
 
     Examples
     --------
+    TensorFlow's flower photos (229 MB from the network: not run here):
+
+    >>> from pcr_explore.train.flowers import FLOWERS_SHA256, FLOWERS_URL
     >>> download(FLOWERS_URL, "data/flower_photos.tgz", sha256=FLOWERS_SHA256)  # doctest: +SKIP
     """
     from .._pool import progress_bar as tqdm
@@ -159,8 +162,11 @@ def extract(archive: str | os.PathLike[str], out: str | os.PathLike[str]) -> Pat
 
     Examples
     --------
-    >>> extract("data/flower_photos.tgz", "data/flower_photos")  # doctest: +SKIP
-    PosixPath('data/flower_photos/flower_photos')
+    >>> import tarfile
+    >>> with tarfile.open("photos.tgz", "w:gz", dereference=True) as tar:
+    ...     tar.add("photos")
+    >>> extract("photos.tgz", "unpacked")
+    PosixPath('unpacked/photos')
     """
     dst = Path(out)
     if not dst.exists():

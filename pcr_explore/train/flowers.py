@@ -143,7 +143,8 @@ def split_folder(
 
     Examples
     --------
-    >>> train, val = split_folder("photos/", "photos-split", val_fraction=0.2)  # doctest: +SKIP
+    >>> split_folder("photos/", "photos-split", val_fraction=0.2)
+    (PosixPath('photos-split/train'), PosixPath('photos-split/val'))
     """
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
@@ -237,8 +238,12 @@ def prepare_split(
 
     Examples
     --------
-    >>> data = prepare_split("my_photos/", "data/my_photos")  # doctest: +SKIP
-    >>> data.train, data.val  # doctest: +SKIP
+    >>> data = prepare_split("photos/", "photos-split")
+    >>> print(data)
+    11 training and 3 validation images in 3 classes (scenes, science, textures):
+    photos-split/train.pcr, photos-split/val.pcr
+    >>> data.train, data.val
+    (PosixPath('photos-split/train.pcr'), PosixPath('photos-split/val.pcr'))
     """
     root, dst = Path(src), Path(out)
     stamp = {
@@ -355,6 +360,8 @@ def load_flowers(
 
     Examples
     --------
+    The first call downloads 229 MB (not run here):
+
     >>> from pcr_explore.train import load_flowers
     >>> flowers = load_flowers(cache_dir="data")  # doctest: +SKIP
     >>> print(flowers)  # doctest: +SKIP

@@ -524,9 +524,11 @@ def tune_by_gradient(
     Examples
     --------
     >>> from pcr_explore.train import small_cnn
-    >>> r = tune_by_gradient("flowers/train.pcr", model=small_cnn(5), size=64)  # doctest: +SKIP
-    >>> r.scan, r.similarity, r.batches, r.decided  # doctest: +SKIP
-    (2, {1: 0.71, 2: 0.86, 5: 0.97, 10: 1.0}, 4, True)
+    >>> r = tune_by_gradient("train.pcr", model=small_cnn(3), size=64, batch_size=4)
+    >>> r.batches, sorted(r.similarity)  # batches of 4 of its 10 images; levels compared
+    (3, [1, 2, 5, 10])
+    >>> r.similarity[r.scan] >= 0.8  # r.scan: the lowest level that reaches the threshold
+    True
     """
     torch = require_torch("tune_by_gradient")
     _check_batches(batches, min_batches, batch_size, confidence)
@@ -613,10 +615,19 @@ class StepTuner:
 
     Examples
     --------
-    >>> with StepTuner(train, model=net, trained=10, size=64) as tuner:  # doctest: +SKIP
-    ...     train_epoch(net, opt, x, y, batch_size=32, generator=g, on_step=tuner)
-    >>> tuner.result().scan, tuner.result().passes_reused  # doctest: +SKIP
-    (2, 3)
+    >>> import torch
+    >>> from pcr_explore import open_dataset
+    >>> from pcr_explore.train import read_level, small_cnn, train_epoch
+    >>> train = open_dataset("train.pcr")
+    >>> full = read_level(train, scan=10, size=64)
+    >>> net = small_cnn(3)
+    >>> opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    >>> g = torch.Generator().manual_seed(0)
+    >>> with StepTuner(train, model=net, trained=10, size=64) as tuner:
+    ...     loss = train_epoch(net, opt, full.images, full.labels, batch_size=4, generator=g,
+    ...                        on_step=tuner)
+    >>> tuner.result().batches, tuner.result().passes_reused  # 3 steps, each one's own gradient
+    (3, 3)
     """
 
     def __init__(

@@ -126,8 +126,11 @@ def sharpness_task(
 
     Examples
     --------
-    >>> data = sharpness_task("kodak24", "data/sharpness", patch=64)  # doctest: +SKIP
-    >>> budget(data.train, val=data.val, size=64, train_epochs=4)  # doctest: +SKIP
+    >>> data = sharpness_task("photos/scenes", "sharpness", patch=64, per_photo=4, val_photos=2)
+    >>> print(data)
+    16 training and 8 validation images in 2 classes (sharp, soft): sharpness/train.pcr, ...
+    >>> from pcr_explore import budget
+    >>> report = budget(data.train, val=data.val, size=64, train_epochs=1)
     """
     if patch < 8 or per_photo < 2 or sigma <= 0 or val_photos < 1 or not 1 <= quality <= 100:
         raise ValueError(

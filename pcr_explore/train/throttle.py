@@ -140,9 +140,9 @@ def throttled(
 
     Examples
     --------
-    >>> slow = throttled("data/sample/pcr", bandwidth="20MB/s")  # doctest: +SKIP
-    >>> sum(1 for _ in slow.iter(scan=1, size=64))  # doctest: +SKIP
-    16
+    >>> slow = throttled("photos.pcr", bandwidth="20MB/s")
+    >>> sum(1 for _ in slow.iter(scan=1, size=64))
+    14
     """
     ds = dataset if isinstance(dataset, PCRDataset) else open_dataset(str(dataset))
     # The reader reads through ``_fs`` only; wrapping it keeps every read counted.

@@ -112,8 +112,8 @@ def scan_demo(
 
     Examples
     --------
-    >>> page = scan_demo("data/sample/pcr", images=4)  # doctest: +SKIP
-    >>> page.save_html("scans.html")  # doctest: +SKIP
+    >>> page = scan_demo("photos.pcr", images=4)
+    >>> page.save_html("scans.html")
     PosixPath('scans.html')
     """
     src = open_source(source)

@@ -91,8 +91,8 @@ class ScanPanel(Explorer):
     Examples
     --------
     >>> from pcr_explore.widgets import ScanPanel
-    >>> panel = ScanPanel("photos/cat.jpg", scan_script="spectral")  # doctest: +SKIP
-    >>> panel.level.value = 3  # doctest: +SKIP
+    >>> panel = ScanPanel("photos/scenes/chelsea.jpg", scan_script="spectral")  # a cat
+    >>> panel.level.value = 3
     """
 
     def __init__(

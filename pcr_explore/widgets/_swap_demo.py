@@ -90,8 +90,8 @@ def swap_demo(
 
     Examples
     --------
-    >>> page = swap_demo("resnet50", sparsities=[0.3, 0.6, 0.9])  # doctest: +SKIP
-    >>> page.save_html("swap.html")  # doctest: +SKIP
+    >>> page = swap_demo("resnet50", sparsities=[0.3, 0.6, 0.9])
+    >>> page.save_html("swap.html")
     PosixPath('swap.html')
     """
     tr = _trace(trace, batch)

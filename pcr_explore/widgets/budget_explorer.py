@@ -60,8 +60,10 @@ class BudgetExplorer(Explorer):
     Examples
     --------
     >>> from pcr_explore.widgets import BudgetExplorer
-    >>> ex = BudgetExplorer("data/sample/pcr", bandwidth="20MB/s")  # doctest: +SKIP
-    >>> ex.bandwidth.value = 500  # MB/s: nothing is measured again  # doctest: +SKIP
+    >>> ex = BudgetExplorer("photos.pcr", bandwidth="20MB/s")
+    >>> ex.bandwidth.value = 500  # MB/s: nothing is measured again
+    >>> ex.shown.bandwidth
+    500000000.0
     """
 
     def __init__(

@@ -105,9 +105,10 @@ class ScanExplorer(Explorer):
     Examples
     --------
     >>> from pcr_explore.widgets import ScanExplorer
-    >>> ex = ScanExplorer("data/sample/pcr")  # doctest: +SKIP
-    >>> ex.level.value = 3  # doctest: +SKIP
-    >>> ex  # doctest: +SKIP
+    >>> ex = ScanExplorer("photos.pcr")
+    >>> ex.level.value = 3
+    >>> ex  # a notebook shows the explorer
+    <pcr_explore.widgets.ScanExplorer object at 0x...>
     """
 
     def __init__(

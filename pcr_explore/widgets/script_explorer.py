@@ -63,7 +63,8 @@ class ScriptExplorer(Explorer):
 
     Examples
     --------
-    >>> ScriptExplorer("data/sample/images")  # doctest: +SKIP
+    >>> ScriptExplorer("photos/")  # a notebook shows the explorer
+    <pcr_explore.widgets.ScriptExplorer object at 0x...>
     """
 
     def __init__(

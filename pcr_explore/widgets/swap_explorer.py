@@ -98,8 +98,8 @@ class SwapExplorer(Explorer):
     Examples
     --------
     >>> from pcr_explore.widgets import SwapExplorer
-    >>> ex = SwapExplorer("resnet50")  # doctest: +SKIP
-    >>> ex.sparsity.value = 0.8  # doctest: +SKIP
+    >>> ex = SwapExplorer("resnet50")
+    >>> ex.sparsity.value = 0.8
     """
 
     def __init__(

@@ -106,8 +106,9 @@ class TrainingExplorer(Explorer):
     Examples
     --------
     >>> from pcr_explore.widgets.training_explorer import TrainingExplorer
-    >>> ex = TrainingExplorer("flowers/train.pcr", "flowers/val.pcr")  # doctest: +SKIP
-    >>> ex  # then press Train  # doctest: +SKIP
+    >>> ex = TrainingExplorer("train.pcr", "val.pcr")
+    >>> ex  # a notebook shows the explorer: then press Train
+    <pcr_explore.widgets.TrainingExplorer object at 0x...>
     """
 
     def __init__(

@@ -141,9 +141,10 @@ class TunerDashboard(Explorer):
     Examples
     --------
     >>> from pcr_explore.widgets import TunerDashboard
-    >>> dash = TunerDashboard("data/sample/pcr", sample=16)  # doctest: +SKIP
-    >>> dash.target.value = 0.99  # doctest: +SKIP
-    >>> dash.result.scan  # doctest: +SKIP
+    >>> dash = TunerDashboard("photos.pcr", sample=16)
+    >>> dash.target.value = 0.99
+    >>> dash.result.scan
+    6
     """
 
     def __init__(

@@ -73,8 +73,9 @@ class LevelCache:
 
     Examples
     --------
-    >>> cache = LevelCache(open_source("data/sample/pcr"))  # doctest: +SKIP
-    >>> cache.jpeg(0, 3) == cache.source.jpeg_bytes(0, 3)  # doctest: +SKIP
+    >>> from pcr_explore import open_source
+    >>> cache = LevelCache(open_source("photos.pcr"))
+    >>> cache.jpeg(0, 3) == cache.source.jpeg_bytes(0, 3)
     True
     """
 

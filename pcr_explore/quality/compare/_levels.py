@@ -159,9 +159,9 @@ def level_strip(
     Examples
     --------
     >>> from pcr_explore import open_source
-    >>> strip = level_strip(open_source("data/sample/pcr"), 0, scans=[1, 10])  # doctest: +SKIP
-    >>> strip.size  # doctest: +SKIP
-    (454, 244)
+    >>> strip = level_strip(open_source("photos.pcr"), 0, scans=[1, 10])
+    >>> strip.size
+    (454, 169)
     """
     n = int(source.num_scans)
     if scans is None:

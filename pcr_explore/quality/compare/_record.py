@@ -56,9 +56,9 @@ def record_sheet(
     Examples
     --------
     >>> from pcr_explore import open_dataset
-    >>> sheet = record_sheet(open_dataset("data/sample/pcr"), scans=[1, 10])  # doctest: +SKIP
-    >>> sheet.size  # doctest: +SKIP
-    (606, 232)
+    >>> sheet = record_sheet(open_dataset("photos.pcr"), scans=[1, 10])
+    >>> sheet.size
+    (360, 244)
     """
     n = int(dataset.num_scans)
     levels = (

@@ -205,9 +205,9 @@ def scan_step(
     Examples
     --------
     >>> from pcr_explore import open_source
-    >>> step = scan_step(open_source("data/sample/pcr"), level=2)  # doctest: +SKIP
-    >>> step.label, step.added_bytes  # doctest: +SKIP
-    ('Y AC 1-5, bits >=2 (Al=2)', 1834)
+    >>> step = scan_step(open_source("photos.pcr"), level=2)
+    >>> step.label, step.added_bytes
+    ('Y AC 1-5, bits >=2 (Al=2)', ...)
     """
     cov = image_coverage(source, image=image, level=level)
     o = orientation_of(source, image)

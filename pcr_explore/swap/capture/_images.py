@@ -202,8 +202,13 @@ class ImageBatches:
 
     Examples
     --------
-    >>> batches = ImageBatches(images, 32)  # doctest: +SKIP
-    >>> cap = capture_training(net, loader=batches, steps=300, every=50)  # doctest: +SKIP
+    >>> from pcr_explore.swap import build_net, capture_training
+    >>> images = load_labelled_images("photos/", size=48)
+    >>> batches = ImageBatches(images, 4)
+    >>> len(batches)  # 11 training images: two whole batches a pass
+    2
+    >>> net = build_net("resnet-small", num_classes=3)
+    >>> cap = capture_training(net, loader=batches, steps=4, every=3)
     """
 
     def __init__(self, images: LabelledImages, batch_size: int = 32, seed: int = 0) -> None:
@@ -239,8 +244,11 @@ def evaluate(model: Any, images: LabelledImages) -> tuple[float, float]:
 
     Examples
     --------
-    >>> evaluate(model, images)  # doctest: +SKIP
-    (0.64, 0.95)
+    >>> from pcr_explore.swap import build_net
+    >>> images = load_labelled_images("photos/", size=48)
+    >>> accuracy, loss = evaluate(build_net("small-cnn", num_classes=3), images)
+    >>> 0.0 <= accuracy <= 1.0 and loss > 0.0
+    True
     """
     torch = require_torch("evaluate")
     model.eval()

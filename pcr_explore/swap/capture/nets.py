@@ -54,8 +54,9 @@ def vgg_small(num_classes: int, *, width: int = 16) -> Any:
 
     Examples
     --------
-    >>> net = vgg_small(5)  # doctest: +SKIP
-    >>> net(torch.zeros(2, 3, 48, 48)).shape  # doctest: +SKIP
+    >>> import torch
+    >>> net = vgg_small(5)
+    >>> net(torch.zeros(2, 3, 48, 48)).shape
     torch.Size([2, 5])
     """
     torch = require_torch("vgg_small")
@@ -143,8 +144,9 @@ def resnet_small(num_classes: int, *, width: int = 16) -> Any:
 
     Examples
     --------
-    >>> net = resnet_small(5)  # doctest: +SKIP
-    >>> net(torch.zeros(2, 3, 48, 48)).shape  # doctest: +SKIP
+    >>> import torch
+    >>> net = resnet_small(5)
+    >>> net(torch.zeros(2, 3, 48, 48)).shape
     torch.Size([2, 5])
     """
     torch = require_torch("resnet_small")

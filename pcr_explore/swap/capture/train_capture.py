@@ -269,10 +269,19 @@ def capture_training(
 
     Examples
     --------
-    >>> cap = capture_training(net, loader=batches, steps=100, every=25)  # doctest: +SKIP
-    >>> cap.trace.iterations, cap.steps  # doctest: +SKIP
-    (5, (1, 26, 51, 76, 100))
-    >>> print(cap.sparsity_table().to_text())  # doctest: +SKIP
+    >>> import torch
+    >>> from pcr_explore.swap import build_net
+    >>> x, y = torch.rand(8, 3, 48, 48), torch.randint(0, 3, (8,))
+    >>> batches = [(x[:4], y[:4]), (x[4:], y[4:])]  # any iterable of (inputs, targets)
+    >>> cap = capture_training(build_net("resnet-small", num_classes=3), loader=batches,
+    ...                        steps=7, every=3)
+    >>> cap.trace.iterations, cap.steps
+    (3, (1, 4, 7))
+    >>> print(cap.sparsity_table().to_text())
+    tensor                     op          shape          step 1   step 4   step 7
+    input                      input       4x3x48x48        0.00     0.00     0.00
+    stem_conv:conv             conv        4x16x24x24       0.00     0.00     0.00
+    stem_relu:relu             relu        4x16x24x24       ...
     """
     torch = require_torch("capture_training")
     if not isinstance(steps, int) or steps < 1:
