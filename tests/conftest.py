@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -11,16 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _photos import jpeg_bytes, photo
 from hypothesis import settings
-from PIL import Image
-from skimage import data
 
 from pcr_explore.jpeg.transcode import find_jpegtran
-
-needs_jpegtran = pytest.mark.skipif(
-    find_jpegtran() is None, reason="jpegtran not installed (Debian: libjpeg-turbo-progs)"
-)
-
 
 # Property tests: a short search by default; HYPOTHESIS_PROFILE=long for a
 # deeper one (about 50x the examples) before a release or after a format change.
@@ -33,25 +26,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip tests marked ``jpegtran`` where the command is missing."""
     if item.get_closest_marker("jpegtran") and find_jpegtran() is None:
         pytest.skip("jpegtran not installed (Debian: libjpeg-turbo-progs)")
-
-
-def jpeg_bytes(arr: np.ndarray | Image.Image, **save_kw: object) -> bytes:
-    """Encode an array or image as a baseline JPEG (quality 90 by default)."""
-    im = arr if isinstance(arr, Image.Image) else Image.fromarray(arr)
-    save_kw.setdefault("quality", 90)
-    buf = io.BytesIO()
-    im.save(buf, "JPEG", **save_kw)
-    return buf.getvalue()
-
-
-def photo(name: str, size: int | None = None) -> np.ndarray:
-    """A scikit-image photo, optionally shrunk so its longer side is *size*."""
-    arr = getattr(data, name)()
-    if size is not None:
-        im = Image.fromarray(arr)
-        im.thumbnail((size, size))
-        arr = np.asarray(im)
-    return arr
 
 
 @pytest.fixture(scope="session")

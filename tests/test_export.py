@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _pcr_data import random_dataset
-from conftest import photo
+from _photos import photo
 from PIL import Image, ImageOps
 
 from pcr_explore import PCRDataset, encode_dataset, export_dataset, open_dataset

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import jpeg_bytes, photo
+from _photos import jpeg_bytes, photo
 from PIL import Image
 
 from pcr_explore import encode_dataset, open_source

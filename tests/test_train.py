@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import needs_jpegtran
+from _photos import needs_jpegtran
 from PIL import Image
 
 from pcr_explore.errors import DatasetError, MissingExtraError
