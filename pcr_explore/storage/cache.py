@@ -49,9 +49,11 @@ opening), and when a write finds a file whose size is not the one its row
 says (a crash between the two, a file removed or changed by hand, a writer
 of an older version): a *mismatch*, after which that dataset's folder is
 listed once. A row changes before its file grows and after it shrinks, under
-the file's lock, so a crash leaves a row that counts too many bytes (the
-cache then holds less than its limit until the row is corrected), never too
-few. Eviction checks each prefix it trims or deletes on the disk first.
+the file's lock, so a process killed in between leaves a row that counts too
+many bytes (the cache then holds less than its limit until the row is
+corrected), never too few; only a power cut can lose the last rows (their
+commits are not flushed), and a write to such a prefix finds it. Eviction
+checks each prefix it trims or deletes on the disk first.
 
 Several processes may share a cache: eviction runs under a lock on
 ``.pcr-cache.lock``; a prefix is appended to, trimmed, cut back to a
