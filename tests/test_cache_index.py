@@ -349,6 +349,32 @@ def test_an_index_removed_while_another_process_uses_it_is_refused_by_name(
     _check_agrees(again, tmp_path)
 
 
+def _spoil(cache: PrefixCache, root: Path) -> None:
+    """Overwrite the index's database file while *cache* has it open."""
+    assert cache._index is not None
+    db = cache._index._conn()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file
+    with open(root / INDEX, "r+b") as f:
+        f.write(b"garbage!" * 1000)
+    db.execute("PRAGMA shrink_memory")  # no page held in memory: the next use reads the file
+
+
+def test_an_index_damaged_while_open_is_rebuilt_if_alone_else_refused(tmp_path: Path) -> None:
+    recs, _ = _filled(tmp_path / "alone")
+    cache = _open(tmp_path / "alone", recs, 10**6)
+    _spoil(cache, tmp_path / "alone")
+    _fill(cache, recs, 0)  # finds it damaged, holds the cache alone: rebuilds, writes on
+    assert cache._index is not None and cache._index.rebuilt == 1
+    _check_agrees(cache, tmp_path / "alone")
+    recs, _ = _filled(tmp_path / "shared")
+    cache = _open(tmp_path / "shared", recs, 10**6)
+    other = _open(tmp_path / "shared", recs, 10**6)
+    _spoil(cache, tmp_path / "shared")
+    with pytest.raises(DatasetError, match=r"\.pcr-cache\.sqlite: the cache index is damaged"):
+        _fill(cache, recs, 0)
+    other.close()
+
+
 def test_prefixes_removed_by_hand_are_uncounted_as_eviction_meets_them(tmp_path: Path) -> None:
     recs, _ = _filled(tmp_path)
     folder = tmp_path / cache_folder_name()

@@ -166,28 +166,19 @@ class CacheIndex:
                 self._hold(db, fd)
                 return
             os.close(fd)  # half built by a process that died: try to be the one to finish
-        raise DatasetError(
-            f"{self.path}: the cache index is incomplete while other processes use the "
-            "cache; stop them and open the cache again (it is rebuilt from the folders)"
-        )
+        raise DatasetError(_in_use(self.path, "is incomplete"))
 
     def _open(self, alone: bool) -> sqlite3.Connection | None:
         """A connection to a whole index (rebuilt first when *alone*); None: half built."""
         if not alone and not self.path.exists():
-            raise DatasetError(
-                f"{self.path}: the cache index was removed while other processes use the "
-                "cache; stop them and open the cache again (it is rebuilt from the folders)"
-            )
+            raise DatasetError(_in_use(self.path, "was removed"))
         if alone and not self.path.exists():
             self._remove_files()  # a write-ahead log left without its database
         try:
             db = self._checked()
         except IndexDamaged as exc:
             if not alone:
-                raise DatasetError(
-                    f"{self.path}: the cache index is damaged ({exc}) while other processes "
-                    "use the cache; stop them and open the cache again (it is rebuilt)"
-                ) from None
+                raise DatasetError(_in_use(self.path, f"is damaged ({exc})")) from None
             self._remove_files()
             db = self._checked()
         if _meta(db, "complete") == "1":
@@ -264,10 +255,7 @@ class CacheIndex:
         fd = os.open(self.root / f"{INDEX}.lock", os.O_RDWR | os.O_CREAT, 0o666)
         try:
             if not _flock(fd, exclusive=True):
-                raise DatasetError(
-                    f"{self.path}: the cache index is damaged while other processes use the "
-                    "cache; stop them and open the cache again (it is rebuilt from the folders)"
-                )
+                raise DatasetError(_in_use(self.path, "is damaged"))
             self._remove_files()
             db = self._checked()
             self._rebuild(db)
@@ -397,6 +385,14 @@ def _step(db: sqlite3.Connection, step: Callable[[sqlite3.Connection], T], write
         return step(db)
 
 
+def _in_use(path: Path, what: str) -> str:
+    return (
+        f"{path}: the cache index {what} while the cache is in use (by another process, "
+        "or another dataset this process opened with that cache_dir); end those and open "
+        "it again: it is then rebuilt from the folders"
+    )
+
+
 def _release(db: sqlite3.Connection, fd: int) -> None:
     db.close()
     os.close(fd)  # and with it the shared lock
@@ -444,8 +440,8 @@ def _flock(fd: int, *, exclusive: bool) -> bool:
 
     Shared waits while another process holds it exclusively (rebuilding).
     """
-    if fcntl is None:  # pragma: no cover
-        return False
+    if fcntl is None:  # pragma: no cover - no flock: each process takes itself to be alone
+        return True
     if not exclusive:
         fcntl.flock(fd, fcntl.LOCK_SH)
         return True
