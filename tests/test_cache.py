@@ -539,3 +539,29 @@ def test_cache_usage_and_cache_info_tell_the_level_of_each_prefix(
     assert f"    level unknown: {n} records" in capsys.readouterr().out
     open_dataset(str(seven), cache_dir=cache)
     assert cache_usage(cache)[0]["levels"] == want
+
+
+def test_cache_plan_tells_which_level_a_size_holds(
+    seven: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pcr_explore.cli import main
+
+    ds = open_dataset(str(seven))
+    size = ds.bytes_at(4) + 1
+    assert main(["cache", "plan", str(seven), "--size", str(size)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(
+        f"{seven}: a cache of {size:,} bytes: level 4 of every record fits "
+        f"({ds.bytes_at(4):,} bytes)"
+    )
+    assert f"  level 4: {ds.bytes_at(4):,} bytes, fits\n" in text
+    assert f"  level 5: {ds.bytes_at(5):,} bytes, does not fit\n" in text
+    assert main(["cache", "plan", str(seven), "--size", str(size), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["level"] == 4 == ds.level_that_fits(size)
+    assert [row["fits"] for row in got["levels"]] == [k <= 4 for k in range(1, ds.num_scans + 1)]
+    assert main(["cache", "plan", str(seven), "--size", "1"]) == 0
+    assert "not even level 1 fits" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["cache", "plan", str(seven), "--size", "lots"])
+    assert "not a size: 'lots'" in capsys.readouterr().err

@@ -314,7 +314,7 @@ def _cli_loads(argvs: list[list[str]]) -> tuple[set[str], set[str]]:
 def test_the_command_line_help_loads_no_numpy_and_no_subcommand() -> None:
     argvs = _cli_help_argvs()
     assert ["encode", "--help"] in argvs and ["cache", "info", "--help"] in argvs
-    assert len(argvs) == 18  # --help, 15 sub-commands, 2 cache verbs
+    assert len(argvs) == 19  # --help, 15 sub-commands, 3 cache verbs
     own, others = _cli_loads(argvs)
     assert own == CLI_HELP_LOADS
     assert others - sys.stdlib_module_names == CLI_HELP_THIRD_PARTY

@@ -1,0 +1,463 @@
+"""The prefix cache's shared index: no listing per write, LRU order, processes, recovery.
+
+Records here are synthetic (a manifest entry is four fields) and written
+straight through :class:`PrefixCache`, so that thousands of prefixes cost
+no encoding. Every check counts events or compares bytes: listings of a
+folder, rows of the index against the files on disk, traced memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import tracemalloc
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pcr_explore.errors import DatasetError
+from pcr_explore.storage._cache_index import INDEX
+from pcr_explore.storage.cache import PrefixCache, cache_usage, clear_cache
+
+URL = "https://example.org/ds"
+SCANS = 3
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A manifest's record entry, as much of it as the cache reads."""
+
+    file: str
+    checksum: str
+    header_bytes: int
+    bytes_per_scan: tuple[int, ...]
+
+
+def _records(n: int, seed: int = 0) -> list[Rec]:
+    """*n* records of 3 scan groups, 40 to 119 bytes whole."""
+    rng = random.Random(seed)
+    out = []
+    for r in range(n):
+        header = 16 + rng.randrange(8)
+        cum = [header + 8 + rng.randrange(16)]
+        for _ in range(SCANS - 1):
+            cum.append(cum[-1] + 8 + rng.randrange(40))
+        out.append(Rec(f"record-{r:06d}.pcr", f"{r:08x}", header, tuple(cum)))
+    return out
+
+
+def _content(r: int, size: int) -> bytes:
+    """Record *r*'s bytes: distinct per record, so a byte at a wrong place shows."""
+    seed = hashlib.sha256(str(r).encode()).digest()
+    return (seed * (size // len(seed) + 1))[:size]
+
+
+def _fill(cache: PrefixCache, recs: list[Rec], r: int, level: int = SCANS) -> None:
+    """Cache record *r* up to *level* (0: the header) as a reader would: the missing part."""
+    end = (recs[r].header_bytes, *recs[r].bytes_per_scan)[level]
+    have = cache.length(r)
+    if have < end:
+        cache.extend(r, have, _content(r, end)[have:])
+
+
+def _open(root: Path, recs: list[Rec], limit: int | None = None, url: str = URL) -> PrefixCache:
+    return PrefixCache(root, url, b"manifest " + url.encode(), recs, max_bytes=limit)
+
+
+def _on_disk(root: Path) -> dict[tuple[str, str], int]:
+    """Every cached prefix file's size, by (dataset folder, name)."""
+    out = {}
+    for p in root.glob("*/record-*"):
+        try:
+            out[p.parent.name, p.name] = p.lstat().st_size
+        except FileNotFoundError:  # evicted by another process meanwhile
+            pass
+    return out
+
+
+def _rows(cache: PrefixCache) -> dict[tuple[str, str], int]:
+    assert cache._index is not None
+    return {k: size for k, (size, _, _) in cache._index.entries().items()}
+
+
+def _check_agrees(cache: PrefixCache, root: Path) -> None:
+    """The index holds exactly the files on disk, with their sizes, and their total."""
+    disk = _on_disk(root)
+    assert _rows(cache) == disk
+    assert cache._index is not None and cache._index.total() == sum(disk.values())
+
+
+@pytest.fixture
+def listings(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Each folder listing this process makes (os.scandir and os.listdir), by path."""
+    seen: list[str] = []
+    scandir, listdir = os.scandir, os.listdir
+
+    def counted_scandir(path: Any = ".") -> Any:
+        seen.append(str(path))
+        return scandir(path)
+
+    def counted_listdir(path: Any = ".") -> list[str]:
+        seen.append(str(path))
+        return listdir(path)
+
+    monkeypatch.setattr(os, "scandir", counted_scandir)
+    monkeypatch.setattr(os, "listdir", counted_listdir)
+    yield seen
+
+
+# -- cost flat in the number of prefixes ---------------------------------------------
+
+
+def _evicting_writes(root: Path, n: int, writes: int) -> PrefixCache:
+    """A cache of *n* whole records at its limit, reopened: the next writes each evict."""
+    recs = _records(n + writes)
+    fill = _open(root, recs)
+    for r in range(n):
+        _fill(fill, recs, r)
+    fill.close()
+    limit = sum(recs[r].bytes_per_scan[-1] for r in range(n))
+    return _open(root, recs, limit)
+
+
+@pytest.mark.parametrize("n", [50, 1000])
+def test_a_write_lists_no_folder_however_many_prefixes(
+    tmp_path: Path, listings: list[str], n: int
+) -> None:
+    writes = 40
+    cache = _evicting_writes(tmp_path, n, writes)
+    recs = _records(n + writes)
+    del listings[:]  # opening may list (the cache folder, once); writing never
+    for r in range(n, n + writes):
+        _fill(cache, recs, r)
+        cache.read(r - 1, recs[r - 1].bytes_per_scan[-1])
+    assert listings == []
+    assert cache.evicted >= writes // 2  # the writes made room
+    _check_agrees(cache, tmp_path)
+
+
+def test_memory_of_a_write_does_not_grow_with_the_prefixes(tmp_path: Path) -> None:
+    peaks = {}
+    for n in (200, 4000):
+        cache = _evicting_writes(tmp_path / str(n), n, 30)
+        recs = _records(n + 30)
+        _fill(cache, recs, n)  # the connection and its statements are made
+        tracemalloc.start()
+        for r in range(n + 1, n + 30):
+            _fill(cache, recs, r)
+        peaks[n] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert cache.evicted >= 15
+        cache.close()
+    # 20 times the prefixes: the same peak within a margin (a listing would be 20x)
+    assert peaks[4000] < 2 * peaks[200] + 20_000, peaks
+
+
+# -- what is evicted, and when -------------------------------------------------------
+
+
+def test_eviction_follows_the_last_use_the_index_keeps(tmp_path: Path) -> None:
+    recs = _records(40, seed=3)
+    full = [r.bytes_per_scan[-1] for r in recs]
+    limit = 600
+    cache = _open(tmp_path, recs, limit)
+    model: OrderedDict[int, int] = OrderedDict()  # record -> bytes, least recently used first
+    rng = random.Random(7)
+    for _ in range(400):
+        r = rng.choice(list(model)) if model and rng.random() < 0.4 else rng.randrange(len(recs))
+        if r in model:  # held: a read, which marks it used
+            assert cache.read(r, full[r]) == _content(r, full[r])
+            model.move_to_end(r)
+            continue
+        _fill(cache, recs, r)
+        model[r] = full[r]
+        model.move_to_end(r)
+        for old in list(model):  # the least recently used go first; the one written stays
+            if sum(model.values()) <= limit:
+                break
+            if old != r:
+                del model[old]
+        assert {int(n.split("-")[1][:6]) for _, n in _on_disk(tmp_path)} == set(model)
+    _check_agrees(cache, tmp_path)
+    assert sum(_on_disk(tmp_path).values()) <= limit
+
+
+def test_a_lower_level_trims_the_oldest_prefixes_above_it_first(tmp_path: Path) -> None:
+    recs = _records(30, seed=5)
+    three = sum(r.bytes_per_scan[-1] for r in recs[:10])
+    one = [r.bytes_per_scan[0] for r in recs]
+    cache = _open(tmp_path, recs, three)
+    for r in range(10):
+        _fill(cache, recs, r, level=3)
+    # level 1 of other records, as many as fit when records 0-9 are cut to level 1
+    more = max(m for m in range(10, 31) if sum(one[:m]) <= three)
+    assert more > 12
+    for r in range(10, more):  # records 0.. are cut to level 1, the oldest first
+        _fill(cache, recs, r, level=1)
+    assert cache.evicted == 0 and cache.trimmed >= 1
+    held = {r: cache.length(r) for r in range(30)}
+    cut = [r for r in range(10) if held[r] == one[r]]
+    assert cut == list(range(len(cut)))  # the oldest were cut
+    assert all(held[r] == recs[r].bytes_per_scan[-1] for r in range(len(cut), 10))
+    assert sum(held.values()) <= three
+    _check_agrees(cache, tmp_path)
+
+
+# -- several processes ---------------------------------------------------------------
+
+
+def _writer(root: str, n: int, limit: int, seed: int, slack: int) -> tuple[int, int]:
+    """Random reads and writes; (writes, the largest total seen right after one of them)."""
+    recs = _records(n)
+    cache = _open(Path(root), recs, limit)
+    rng = random.Random(seed)
+    worst = writes = 0
+    for _ in range(300):
+        r = rng.randrange(n)
+        level = rng.choice((1, 2, 3))
+        end = (recs[r].header_bytes, *recs[r].bytes_per_scan)[level]
+        try:
+            have = cache.length(r)
+            if have >= end:
+                assert cache.read(r, end) == _content(r, end)
+                continue
+        except FileNotFoundError:  # evicted by another process meanwhile
+            continue
+        cache.extend(r, have, _content(r, end)[have:])
+        writes += 1
+        worst = max(worst, sum(_on_disk(Path(root)).values()))  # the test's own look
+    assert worst <= limit + slack
+    cache.close()
+    return writes, worst
+
+
+def test_processes_sharing_an_index_hold_the_limit_and_agree(tmp_path: Path) -> None:
+    import multiprocessing as mp
+
+    n, procs = 60, 3
+    recs = _records(n)
+    largest = max(r.bytes_per_scan[-1] for r in recs)
+    limit = 1500
+    # each process writing at that moment may hold one prefix beyond the limit
+    args = [(str(tmp_path), n, limit, seed, procs * largest) for seed in range(procs)]
+    with mp.get_context("spawn").Pool(procs) as pool:
+        results = pool.starmap(_writer, args)
+    assert all(writes > 20 for writes, _ in results)
+    disk = _on_disk(tmp_path)
+    assert sum(disk.values()) <= limit + largest
+    for (_, name), size in disk.items():  # every byte where it belongs, every prefix whole
+        r = int(name.split("-")[1][:6])
+        assert size in (recs[r].header_bytes, *recs[r].bytes_per_scan)
+        assert (tmp_path / cache_folder_name() / name).read_bytes() == _content(r, size)
+    cache = _open(tmp_path, recs, limit)
+    assert cache.reconciled == 0  # the index needed no listing: it agrees already
+    _check_agrees(cache, tmp_path)
+
+
+def cache_folder_name() -> str:
+    from pcr_explore.storage.cache import cache_folder
+
+    return cache_folder("/", URL).name
+
+
+def _forked_write(cache: PrefixCache, recs: list[Rec], first: int) -> None:
+    for r in range(first, first + 10):
+        _fill(cache, recs, r)
+    os._exit(0)
+
+
+def test_a_forked_child_connects_anew_and_the_parent_goes_on(tmp_path: Path) -> None:
+    import multiprocessing as mp
+
+    recs = _records(40)
+    cache = _open(tmp_path, recs, 10**6)
+    for r in range(10):
+        _fill(cache, recs, r)
+    child = mp.get_context("fork").Process(target=_forked_write, args=(cache, recs, 10))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    for r in range(20, 30):  # the parent's connection still works after the child closed
+        _fill(cache, recs, r)
+    assert len(_on_disk(tmp_path)) == 30
+    _check_agrees(cache, tmp_path)
+
+
+# -- a missing, damaged or stale index -------------------------------------------------
+
+
+def _filled(root: Path, n: int = 30) -> tuple[list[Rec], dict[tuple[str, str], int]]:
+    recs = _records(n)
+    cache = _open(root, recs, 10**9)  # bounded: reads mark their prefix used
+    for r in range(n):
+        _fill(cache, recs, r, level=1 + r % 3)
+    for r in range(0, n, 2):  # even records used last
+        cache.read(r, cache.length(r))
+    rows = _rows(cache)
+    cache.close()
+    return recs, rows
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbage", "truncated", "other layout"])
+def test_an_index_missing_or_damaged_is_rebuilt_from_the_folders(
+    tmp_path: Path, damage: str
+) -> None:
+    import sqlite3
+
+    recs, before = _filled(tmp_path)
+    index = tmp_path / INDEX
+    if damage == "deleted":
+        for p in tmp_path.glob(f"{INDEX}*"):
+            p.unlink()
+    elif damage == "garbage":
+        index.write_bytes(b"not a database at all " * 200)
+    elif damage == "truncated":
+        with open(index, "r+b") as f:
+            f.truncate(100)
+    else:
+        with sqlite3.connect(index) as db:
+            db.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+        db.close()
+    cache = _open(tmp_path, recs, 10**6)
+    assert cache._index is not None and cache._index.rebuilt == 1
+    assert _rows(cache) == before
+    _check_agrees(cache, tmp_path)
+    # the last use comes back from the files' times: the odd records are the oldest
+    limit = cache._index.total() - 1
+    cache.close()
+    cache = _open(tmp_path, recs, limit)
+    _fill(cache, recs, 0)  # grows record 0, then makes room
+    gone = [r for r in range(len(recs)) if cache.length(r) == 0]
+    assert gone and all(r % 2 == 1 for r in gone)
+
+
+def test_an_index_removed_while_another_process_uses_it_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    recs, _ = _filled(tmp_path)
+    user = _open(tmp_path, recs, 10**6)  # holds the index (as another process would)
+    (tmp_path / INDEX).unlink()
+    with pytest.raises(DatasetError, match=r"\.pcr-cache\.sqlite: the cache index was removed"):
+        _open(tmp_path, recs, 10**6)
+    user.close()
+    again = _open(tmp_path, recs, 10**6)  # alone now: rebuilt
+    _check_agrees(again, tmp_path)
+
+
+def _spoil(cache: PrefixCache, root: Path) -> None:
+    """Overwrite the index's database file while *cache* has it open."""
+    assert cache._index is not None
+    db = cache._index._conn()
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file
+    with open(root / INDEX, "r+b") as f:
+        f.write(b"garbage!" * 1000)
+    db.execute("PRAGMA shrink_memory")  # no page held in memory: the next use reads the file
+
+
+def test_an_index_damaged_while_open_is_rebuilt_if_alone_else_refused(tmp_path: Path) -> None:
+    recs, _ = _filled(tmp_path / "alone")
+    cache = _open(tmp_path / "alone", recs, 10**6)
+    _spoil(cache, tmp_path / "alone")
+    _fill(cache, recs, 0)  # finds it damaged, holds the cache alone: rebuilds, writes on
+    assert cache._index is not None and cache._index.rebuilt == 1
+    _check_agrees(cache, tmp_path / "alone")
+    recs, _ = _filled(tmp_path / "shared")
+    cache = _open(tmp_path / "shared", recs, 10**6)
+    other = _open(tmp_path / "shared", recs, 10**6)
+    _spoil(cache, tmp_path / "shared")
+    with pytest.raises(DatasetError, match=r"\.pcr-cache\.sqlite: the cache index is damaged"):
+        _fill(cache, recs, 0)
+    other.close()
+
+
+def test_prefixes_removed_by_hand_are_uncounted_as_eviction_meets_them(tmp_path: Path) -> None:
+    recs, _ = _filled(tmp_path)
+    folder = tmp_path / cache_folder_name()
+    for r in range(1, 30, 2):  # the oldest half, by hand
+        (folder / f"{recs[r].file}.{recs[r].checksum}").unlink()
+    left = sum(_on_disk(tmp_path).values())
+    grows = recs[0].bytes_per_scan[-1] - recs[0].bytes_per_scan[0]
+    cache = _open(tmp_path, recs, left + grows)  # the index still counts the removed ones
+    assert cache.reconciled == 0
+    _fill(cache, recs, 0)  # level 1 to 3, over the stale total: rows of missing files go
+    assert cache.evicted == 0  # no prefix on disk had to go for them
+    assert all(cache.length(r) for r in range(0, 30, 2))
+    _check_agrees(cache, tmp_path)
+
+
+def test_a_row_that_lags_its_file_is_found_and_the_folder_listed_once(
+    tmp_path: Path, listings: list[str]
+) -> None:
+    recs, _ = _filled(tmp_path)
+    folder = tmp_path / cache_folder_name()
+    cache = _open(tmp_path, recs, 10**6)
+    # an older version (no index) wrote record 1 whole and a new record 30's header
+    more = _records(31)
+    for r, end in ((1, more[1].bytes_per_scan[-1]), (30, more[30].header_bytes)):
+        (folder / f"{more[r].file}.{more[r].checksum}").write_bytes(_content(r, end))
+    # and a crash left record 3's row ahead of its file (the row is set before the bytes)
+    assert cache._index is not None
+    cache._index.grow(folder.name, f"{recs[3].file}.{recs[3].checksum}", 10**5, 3, 0)
+    del listings[:]
+    _fill(cache, recs, 6)  # agrees with its row: nothing listed
+    assert cache.reconciled == 0 and listings == []
+    _fill(cache, recs, 3)  # its row said 100,000 bytes, the file fewer: one listing
+    assert cache.reconciled == 1 and listings == [str(folder)]
+    assert _rows(cache) == _on_disk(tmp_path)  # record 1 and 30's files counted too
+    _check_agrees(cache, tmp_path)
+
+
+def test_a_dataset_folder_the_index_does_not_know_is_listed_on_opening(tmp_path: Path) -> None:
+    import sqlite3
+
+    recs, _ = _filled(tmp_path)
+    other = _records(5, seed=9)
+    cache = _open(tmp_path, other, url="https://example.org/other")
+    for r in range(5):
+        _fill(cache, other, r)
+    cache.close()
+    with sqlite3.connect(tmp_path / INDEX) as db:  # as an older version left it
+        db.execute("DELETE FROM entries WHERE folder != ?", (cache_folder_name(),))
+        db.execute("DELETE FROM folders WHERE folder != ?", (cache_folder_name(),))
+    db.close()
+    mine = _open(tmp_path, recs, 10**6)
+    assert mine.reconciled == 0  # its own folder was known
+    _check_agrees(mine, tmp_path)  # the other one's prefixes are counted again
+
+
+# -- clearing while in use -----------------------------------------------------------
+
+
+def test_a_handle_open_across_clear_cache_keeps_nothing_and_reads_on(tmp_path: Path) -> None:
+    recs = _records(10)
+    reader = _open(tmp_path, recs, 10**6)
+    for r in range(10):
+        _fill(reader, recs, r, level=1)
+    other = _open(tmp_path, _records(3, seed=4), 10**6, url="https://example.org/other")
+    _fill(other, _records(3, seed=4), 0)
+    files, _ = clear_cache(tmp_path, URL)
+    assert files == 10
+    for r in range(10):  # what a reader does next: nothing cached, nothing kept, no error
+        assert reader.length(r) == 0
+        _fill(reader, recs, r, level=2)
+        assert reader.length(r) == 0
+    assert [u["url"] for u in cache_usage(tmp_path)] == ["https://example.org/other"]
+    _check_agrees(other, tmp_path)
+    fresh = _open(tmp_path, recs, 10**6)  # opened again: cached again
+    _fill(fresh, recs, 0)
+    assert fresh.length(0) == recs[0].bytes_per_scan[-1]
+    _check_agrees(fresh, tmp_path)
+
+
+def test_cache_usage_agrees_with_the_index(tmp_path: Path) -> None:
+    recs, _ = _filled(tmp_path)
+    cache = _open(tmp_path, recs, 10**6)
+    [row] = cache_usage(tmp_path)
+    assert cache._index is not None and row["bytes"] == cache._index.total()
+    assert row["prefixes"] == len(_rows(cache))
+    assert sum(level["records"] for level in row["levels"]) == len(recs)
