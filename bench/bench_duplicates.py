@@ -128,7 +128,11 @@ def main() -> None:
         print(json.dumps(one_size(a.one, a.max_bits, a.exhaustive_max, a.repeat)))
         return
     rows = []
-    print(f"near duplicates, max_bits {a.max_bits}, median of {a.repeat}; load {os.getloadavg()}")
+    import pcr_explore
+
+    print(f"package: {Path(pcr_explore.__file__).parent}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"near duplicates, max_bits {a.max_bits}, median of {a.repeat}; load average {load}")
     print(
         f"{'hashes':>10} {'bands':>5} {'index s (cpu)':>15} {'sets only s (cpu)':>18} "
         f"{'every pair s (cpu)':>19} {'ratio':>7} {'same':>5} {'peak MB':>8}"
