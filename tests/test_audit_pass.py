@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
@@ -143,3 +147,51 @@ def test_sampler_takes_outcomes_only_in_its_order(photo_folder: Path) -> None:
         s.add([Outcome(0, error="x")])
     s.add([Outcome(2, error="x")])
     assert s.failed == [(s.source.names[2], "x")] and not s.exhausted
+
+
+# A fresh interpreter (the forkserver and its preload are set once per process)
+# starts the pool as the audit and the sampler do and asks one worker which
+# modules it holds before it runs anything of theirs: the probe's own module
+# imports nothing, and the main module imports nothing outside its guard.
+PROBE_MAIN = """
+if __name__ == "__main__":
+    import json, sys
+    from importlib import import_module
+
+    from pcr_explore._pool import worker_pool
+
+    import probe
+
+    preload = getattr(import_module(sys.argv[1]), "WORKER_MODULES")
+    with worker_pool(2, preload=preload) as pool:
+        print(json.dumps(pool.submit(probe.loaded).result()))
+"""
+PROBE = "import sys\n\n\ndef loaded():\n    return sorted(sys.modules)\n"
+
+
+@pytest.mark.parametrize(
+    ("pool_of", "needed"),
+    [
+        (
+            "pcr_explore.auditing._pass",
+            {"pcr_explore.auditing._pass", "pcr_explore.auditing._inspect", "scipy.fftpack"},
+        ),
+        ("pcr_explore.quality._sampler", {"pcr_explore.quality._jobs"}),
+    ],
+)
+def test_workers_fork_with_their_modules_imported(
+    pool_of: str, needed: set[str], tmp_path: Path
+) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    (tmp_path / "main.py").write_text(PROBE_MAIN)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    r = subprocess.run(
+        [sys.executable, str(tmp_path / "main.py"), pool_of],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    loaded = set(json.loads(r.stdout))
+    assert needed | {"numpy", "PIL.Image", "pcr_explore.quality._levels"} <= loaded

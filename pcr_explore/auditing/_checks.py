@@ -71,7 +71,8 @@ CHECKS: dict[str, Check] = {
     for c in (
         Check(
             "near_duplicate",
-            "perceptual-hash (pHash, 64 bits) distance in bits to the nearest other image",
+            "perceptual-hash (pHash, 64 bits) distance in bits to the nearest other image, "
+            "searched up to 8 bits or the threshold if higher (inf: none that close)",
             4,
             at_most=True,
         ),

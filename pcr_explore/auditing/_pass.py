@@ -27,7 +27,13 @@ from ._inspect import FileInfo, FileJob, SampleSpec, inspect_file
 from ._options import Options
 from ._target import Target
 
-__all__ = ["Pass", "inspect_all"]
+__all__ = ["WORKER_MODULES", "Pass", "inspect_all"]
+
+#: What the workers run (this module's inspect_files and all it imports),
+#: imported once by the server they fork from, so that no worker imports it
+#: again. A package's facade would not do: it imports its modules lazily, at
+#: first use. imagehash's phash imports scipy.fftpack at its first call.
+WORKER_MODULES = (__name__, "scipy.fftpack")
 
 # Tasks in flight per worker: results are taken in order, so a slow task
 # holds back at most this many finished ones before its worker is idle.
@@ -114,7 +120,7 @@ def _run(jobs: Iterator[FileJob], total: int, workers: int | None) -> Iterator[F
         return
     size = max(1, min(_CHUNK, total // (16 * w)))  # a small audit still spreads evenly
     task = carried(inspect_files)  # workers decode with the JPEG decoder in force here
-    with worker_pool(w, preload=("pcr_explore.auditing",)) as pool:
+    with worker_pool(w, preload=WORKER_MODULES) as pool:
         for infos in ordered_map(task, _chunks(jobs, size), pool, window=_WINDOW * w):
             yield from infos
 

@@ -17,7 +17,11 @@ from ._jobs import Outcome, make_job, measure
 from .metrics import METRICS, MetricFn, metric_name
 from .runner import run_jobs
 
-__all__ = ["Sampler", "quality_curve"]
+__all__ = ["WORKER_MODULES", "Sampler", "quality_curve"]
+
+#: What the workers run (``_jobs.measure``), imported once by the server they
+#: fork from; the package's facade would import nothing until first use.
+WORKER_MODULES = ("pcr_explore.quality._jobs",)
 
 
 @public("pcr_explore.quality")
@@ -138,7 +142,7 @@ class Sampler:
                 workers=1 if custom is not None else self.workers,
                 progress=self.progress,
                 desc="quality",
-                preload=("pcr_explore.quality",),
+                preload=WORKER_MODULES,
             )
             for o in outcomes:
                 if o.error:
