@@ -91,6 +91,7 @@ bench: install system-deps
 	$(BIN)/python bench/bench_widgets.py
 	$(BIN)/python bench/bench_browser_latency.py
 	$(BIN)/python bench/bench_audit.py
+	$(BIN)/python bench/bench_audit_cluster.py
 	$(BIN)/python bench/bench_remote.py
 	$(BIN)/python bench/bench_link.py
 	$(BIN)/python bench/bench_train.py --threads 1

@@ -1,18 +1,26 @@
-"""Worker processes shared by the encoder, quality curves and audits.
+"""Worker processes shared by the encoder, quality curves and audits, or a Dask cluster.
 
 Workers start with the ``forkserver`` method (``spawn`` off POSIX): forking a
 process that has threads (a Jupyter kernel has several) can deadlock. Both
 methods import the caller's main module in each worker, so a script needs
 the ``if __name__ == "__main__":`` guard; when a worker dies, the error says
 so instead of a bare ``BrokenProcessPool``.
+
+:func:`parallel_map` is the one place the audit and the quality sample hand
+work out: to this process, to such a pool, or to the workers of a Dask
+cluster (``client=``, as :func:`~pcr_explore.encode_dataset` takes it), with
+results in input order either way, so the same inputs give the same results
+wherever they ran.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -22,9 +30,17 @@ from multiprocessing import get_context
 from multiprocessing.context import BaseContext
 from typing import Any, TypeVar
 
-from .errors import WorkerError
+from .errors import MissingExtraError, WorkerError
 
-__all__ = ["ordered_map", "main_is_importable", "progress_bar", "worker_pool"]
+__all__ = [
+    "check_client",
+    "cluster_threads",
+    "main_is_importable",
+    "ordered_map",
+    "parallel_map",
+    "progress_bar",
+    "worker_pool",
+]
 
 
 def main_is_importable() -> bool:
@@ -154,6 +170,122 @@ def ordered_map(
 
 
 _END = object()
+
+
+# -- one function over many items, wherever it runs ------------------------------------
+
+
+def check_client(client: Any) -> None:
+    """Raise unless *client* is None or a Dask client (checked before any work starts).
+
+    Raises
+    ------
+    TypeError
+        If *client* is something else, such as a scheduler's address.
+    """
+    if client is None or (hasattr(client, "submit") and hasattr(client, "nthreads")):
+        return
+    hint = " (connect first: dask.distributed.Client(address))" if isinstance(client, str) else ""
+    raise TypeError(f"client must be a dask.distributed.Client, got {client!r}{hint}")
+
+
+def cluster_threads(client: Any) -> int:
+    """Worker threads of *client*'s cluster now (at least 1: tasks wait for workers to join)."""
+    return max(1, sum(client.nthreads().values()))
+
+
+class _NamedTasks(Executor):
+    """A Dask client's executor whose tasks carry readable names on the dashboard."""
+
+    def __init__(self, client: Any, name: str) -> None:
+        self._inner = client.get_executor(pure=False)
+        self._name = f"{name}-{uuid.uuid4().hex[:8]}"
+        self._count = itertools.count()
+
+    def submit(self, fn: Callable[..., _R], /, *args: Any, **kwargs: Any) -> Future[_R]:
+        key = f"{self._name}-{next(self._count):06d}"
+        return self._inner.submit(fn, *args, key=key, **kwargs)  # type: ignore[no-any-return]
+
+
+def _on_dask(fn: Callable[[_T], _R], items: Iterable[_T], client: Any, name: str) -> Iterator[_R]:
+    """:func:`ordered_map` on *client*'s cluster: a few tasks queued per worker thread."""
+    try:
+        from distributed import KilledWorker
+    except ImportError as exc:  # a client without its package: only a stand-in could get here
+        raise MissingExtraError(
+            f"work on a Dask cluster needs dask.distributed ({exc.name} is missing): "
+            "pip install 'pcr-explore[dask]'"
+        ) from exc
+    window = 4 * cluster_threads(client)
+    try:
+        yield from ordered_map(fn, items, _NamedTasks(client, name), window)
+    except KilledWorker as exc:
+        raise WorkerError(
+            f"{name}: every Dask worker that ran one of its tasks died (killed or out of memory, "
+            f"more often than distributed.scheduler.allowed-failures allows): {exc}"
+        ) from exc
+
+
+def parallel_map(
+    fn: Callable[[_T], _R],
+    items: Iterable[_T],
+    *,
+    workers: int,
+    client: Any = None,
+    preload: Sequence[str] = (),
+    name: str = "pcr-task",
+) -> Iterator[_R]:
+    """Yield ``fn(item)`` for every item, in input order: here, in worker processes, or on Dask.
+
+    With *client*, each item is one task on its Dask cluster (at most four
+    per worker thread submitted ahead); otherwise *workers* processes share
+    the items (:func:`worker_pool`), or this process runs them when
+    *workers* is 1 or worker processes could not import the main module.
+    Items should be worth a task: a few images each, not one byte.
+
+    Parameters
+    ----------
+    fn : callable
+        Function of one item; picklable (a module-level function or a
+        :func:`functools.partial` of one) for processes and Dask. It runs
+        where the item is sent, so it must read its inputs from paths or
+        URLs every worker can read, and write nothing.
+    items : iterable
+        The inputs, consumed lazily.
+    workers : int
+        Worker processes for a local run (ignored with *client*).
+    client : dask.distributed.Client, optional
+        Run on this Dask cluster.
+    preload : sequence of str
+        Modules a local pool's worker server imports once, before forking.
+    name : str
+        The tasks' name on the Dask dashboard, and in errors.
+
+    Yields
+    ------
+    object
+        ``fn(item)``, in the order of *items*; an exception raised by ``fn``
+        is raised here, at that item's place.
+
+    Raises
+    ------
+    WorkerError
+        If a local worker process dies, or the Dask workers running a task
+        keep dying.
+
+    Examples
+    --------
+    >>> list(parallel_map(abs, [-3, 1, -2], workers=1))
+    [3, 1, 2]
+    """
+    if client is not None:
+        yield from _on_dask(fn, items, client, name)
+        return
+    if workers <= 1 or not main_is_importable():
+        yield from map(fn, items)
+        return
+    with worker_pool(workers, preload=preload) as pool:
+        yield from ordered_map(fn, items, pool, window=4 * workers)
 
 
 # -- the progress bar of a run of jobs --------------------------------------------------

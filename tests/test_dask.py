@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,24 +28,11 @@ def _tree(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    distributed = pytest.importorskip("distributed", reason="needs pcr-explore[dask]")
-    before = set(multiprocessing.active_children())
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    c = distributed.Client(cluster)
-    try:
+    pytest.importorskip("distributed", reason="needs pcr-explore[dask]")
+    from _cluster import local_cluster
+
+    with local_cluster() as c:
         yield c
-    finally:
-        # Bounded: once in many runs a worker that was killed and restarted by
-        # a test never answered the close, and the teardown waited forever.
-        try:
-            c.close(timeout=30)
-            cluster.close(timeout=30)
-        except Exception:  # noqa: BLE001 - any failure to close: end the processes below
-            pass
-        for proc in set(multiprocessing.active_children()) - before:  # the cluster's own
-            proc.kill()
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._pool import check_client
 from .._public import public
 from ..jpeg._tjtransform import available as tj_available
 from ..quality._curve import QualityCurve
@@ -102,7 +103,9 @@ def _notes(
     return notes
 
 
-def _sample(t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any) -> SampleQuality:
+def _sample(
+    t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any, client: Any
+) -> SampleQuality:
     """Finish the quality sample the pass began: replacements, the curve, the recommendation."""
     bar.total = min(p.want, len(p.order))
     bar.refresh()
@@ -123,6 +126,7 @@ def _sample(t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any) -
         progress=bar,
         max_pixels=o.max_pixels,
         measured=p.measured,
+        client=client,
     )
 
 
@@ -176,7 +180,7 @@ class _Measured(NamedTuple):
 
 
 def _inspect_and_measure(
-    t: Target, o: Options, curve: QualityCurve | None, progress: bool
+    t: Target, o: Options, curve: QualityCurve | None, progress: bool, client: Any
 ) -> _Measured:
     """Inspect every file, run the checks, and measure (or take from *curve*) the quality."""
     from .._pool import progress_bar as tqdm
@@ -192,14 +196,16 @@ def _inspect_and_measure(
         ) as sample_bar,
     ):
         # With a curve, nothing is measured in the pass: it only inspects.
-        p = inspect_all(t, o if curve is None else replace(o, sample=0), files_bar, sample_bar)
+        p = inspect_all(
+            t, o if curve is None else replace(o, sample=0), files_bar, sample_bar, client=client
+        )
         t_files = time.perf_counter()
         found = find_issues(p.infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
         ok = [i for i in p.infos if not i.broken]
         level_bytes, measured = _level_bytes(ok, t.source.num_scans)
         t_checks = time.perf_counter()
         if curve is None:
-            sampled = _sample(t, p, level_bytes, o, sample_bar)
+            sampled = _sample(t, p, level_bytes, o, sample_bar, client)
         else:
             sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes, o=o)
     return _Measured(
@@ -249,6 +255,7 @@ def audit(
     luminance: bool = False,
     curve: QualityCurve | None = None,
     options: AuditOptions | None = None,
+    client: Any = None,
 ) -> AuditReport:
     """Audit a folder of images, one image file, or a PCR dataset.
 
@@ -283,7 +290,7 @@ def audit(
     seed : int
         Seed of the quality sample.
     workers : int, optional
-        Worker processes (default: all cores).
+        Worker processes (default: all cores). Ignored with *client*.
     progress : bool
         Show progress: one bar over the files (fast), one over the quality
         sample (slow: every level of each image).
@@ -297,6 +304,13 @@ def audit(
     options : AuditOptions, optional
         The rarely changed settings: images shown per issue, transcoding,
         thresholds, the memory bound and the bytes sample.
+    client : dask.distributed.Client, optional
+        Run the pass over the files (a few dozen images per task) and the
+        quality sample (one image per task) on this Dask cluster
+        (``pcr-explore[dask]``); the checks, the duplicates and the report
+        are made here. The findings and numbers are identical to a local
+        audit's. Every worker must be able to read *source* at the same
+        path or URL; workers write nothing.
 
     Returns
     -------
@@ -306,6 +320,8 @@ def audit(
     ------
     ValueError
         If an option is out of range (checked before any work).
+    TypeError
+        If *client* is not a Dask client.
     FileNotFoundError
         If *path* does not exist.
     DatasetError
@@ -330,6 +346,7 @@ def audit(
         curve=curve,
         options=options or AuditOptions(),
     )
+    check_client(client)
     t0 = time.perf_counter()
     t = open_target(source, o.backend, o.quality)
     n = len(t.names)
@@ -338,7 +355,7 @@ def audit(
             f"{os.fspath(source)}: the curve was measured on {curve.population} images, "
             f"this source holds {n}"
         )
-    m = _inspect_and_measure(t, o, curve, progress)
+    m = _inspect_and_measure(t, o, curve, progress, client)
     infos, found, ok, level_bytes, measured, sampled = (
         m.infos,
         m.found,

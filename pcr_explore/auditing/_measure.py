@@ -43,6 +43,7 @@ def measure_sample(
     progress: Any,
     max_pixels: int | None = None,
     measured: list[Outcome] | None = None,
+    client: Any = None,
 ) -> SampleQuality:
     """Measure *want* images taken in *order* and recommend a level.
 
@@ -70,6 +71,8 @@ def measure_sample(
     measured : list of Outcome, optional
         Outcomes already measured for the first images of *order*, in that
         order; only the rest of the sample is measured here.
+    client : dask.distributed.Client, optional
+        Measure the rest on this Dask cluster.
 
     Returns
     -------
@@ -85,6 +88,7 @@ def measure_sample(
         progress=progress,
         order=order,
         max_pixels=max_pixels,
+        client=client,
     )
     sampler.add(measured or [])
     sampler.grow(want)

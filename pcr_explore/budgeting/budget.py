@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._pool import check_client
 from .._public import public
 from ..errors import DatasetError, MissingExtraError
 from ..quality import QualityCurve, quality_curve
@@ -192,6 +193,7 @@ def budget(
     training: Any = None,
     decode: DecodeCost | None = None,
     options: BudgetOptions | None = None,
+    client: Any = None,
 ) -> BudgetReport:
     """How many bytes training needs: one report over every scan level.
 
@@ -242,6 +244,12 @@ def budget(
     options : BudgetOptions, optional
         Intervals, the gradient tuner's budget, the accuracy criterion and
         the decode timing.
+    client : dask.distributed.Client, optional
+        Measure the quality curve on this Dask cluster (``pcr-explore[dask]``),
+        as :func:`~pcr_explore.quality_curve` does: the same numbers as a
+        local run, and every worker must be able to read *train* at the same
+        path or URL. The proxy training, the gradients and the decode cost
+        (this machine's, by definition) are measured here.
 
     Returns
     -------
@@ -252,6 +260,8 @@ def budget(
     ValueError
         If a level, the bandwidth, the disk size, the target or an option is
         out of range, checked before anything is measured.
+    TypeError
+        If *client* is not a Dask client.
     DatasetError
         If *val*'s classes are not *train*'s.
 
@@ -277,9 +287,12 @@ def budget(
             f"{size}"
         )
     v = _check_val(src, val, train_epochs)
+    check_client(client)
     notes: list[str] = []
     if curve is None:
-        curve = quality_curve(src, sample=sample, seed=seed, workers=workers, progress=progress)
+        curve = quality_curve(
+            src, sample=sample, seed=seed, workers=workers, progress=progress, client=client
+        )
     labelled = bool((np.asarray(src.labels) >= 0).any())
     if training is None and train_epochs and _torch_or_note(notes, "the proxy training"):
         kw = dict(size=size, seed=seed, workers=workers, progress=progress)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..auditing._checks import CHECKS
 from ._args import positive_int as _positive
+from ._dask import dask_client, dask_options
 from ._defaults import DEFAULT_TARGETS, MAX_QUALITY_PIXELS, METRICS, STATISTICS
 
 
@@ -96,28 +97,31 @@ def register(sub: Any) -> None:
         "(default: every image transcoded, exact bytes)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
+    dask_options(p, "audit")
     p.set_defaults(func=_audit)
 
 
 def _audit(args: argparse.Namespace) -> int:
     from ..auditing import AuditOptions, audit
 
-    report = audit(
-        args.path,
-        sample=args.sample,
-        target=args.target,
-        metric=args.metric,
-        statistic=args.statistic,
-        workers=args.workers,
-        progress=not args.quiet,
-        seed=args.seed,
-        luminance=args.luminance,
-        options=AuditOptions(
-            thresholds=dict(args.threshold),
-            max_pixels=args.max_pixels,
-            bytes_sample=args.bytes_sample,
-        ),
-    )
+    with dask_client(args) as client:
+        report = audit(
+            args.path,
+            sample=args.sample,
+            target=args.target,
+            metric=args.metric,
+            statistic=args.statistic,
+            workers=args.workers,
+            progress=not args.quiet,
+            seed=args.seed,
+            luminance=args.luminance,
+            options=AuditOptions(
+                thresholds=dict(args.threshold),
+                max_pixels=args.max_pixels,
+                bytes_sample=args.bytes_sample,
+            ),
+            client=client,
+        )
     to_stdout = args.json == "-"
     if not args.quiet and not to_stdout:
         print(report.summary())
@@ -156,6 +160,7 @@ def register_tune(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    dask_options(p, "measure")
     p.set_defaults(func=_tune)
 
 
@@ -163,17 +168,19 @@ def _tune(args: argparse.Namespace) -> int:
     from .._json import to_json
     from ..quality.tune import tune
 
-    result = tune(
-        args.path,
-        target=args.target,
-        metric=args.metric,
-        statistic=args.statistic,
-        sample=args.sample,
-        seed=args.seed,
-        workers=args.workers,
-        progress=not (args.quiet or args.json),
-        luminance=args.luminance,
-    )
+    with dask_client(args) as client:
+        result = tune(
+            args.path,
+            target=args.target,
+            metric=args.metric,
+            statistic=args.statistic,
+            sample=args.sample,
+            seed=args.seed,
+            workers=args.workers,
+            progress=not (args.quiet or args.json),
+            luminance=args.luminance,
+            client=client,
+        )
     if args.json:
         sys.stdout.write(to_json(result.to_dict()) + "\n")
     else:

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ._args import bandwidth, byte_size, positive_int
+from ._dask import dask_client, dask_options
 
 
 def _scans(text: str) -> tuple[int, ...]:
@@ -52,27 +53,30 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--html", metavar="OUT", help="also write a page that opens offline")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    dask_options(p, "measure the quality curve")
     p.set_defaults(func=_budget)
 
 
 def _budget(args: argparse.Namespace) -> int:
     from ..budgeting import budget
 
-    report = budget(
-        args.train,
-        val=args.val,
-        bandwidth=args.bandwidth,
-        disk=args.disk,
-        target=args.target,
-        statistic=args.statistic,
-        sample=args.sample,
-        scans=args.scans,
-        size=args.size,
-        train_epochs=args.train_epochs,
-        workers=args.workers,
-        seed=args.seed,
-        progress=not (args.quiet or args.json),
-    )
+    with dask_client(args) as client:
+        report = budget(
+            args.train,
+            val=args.val,
+            bandwidth=args.bandwidth,
+            disk=args.disk,
+            target=args.target,
+            statistic=args.statistic,
+            sample=args.sample,
+            scans=args.scans,
+            size=args.size,
+            train_epochs=args.train_epochs,
+            workers=args.workers,
+            seed=args.seed,
+            progress=not (args.quiet or args.json),
+            client=client,
+        )
     if args.html:
         print(f"HTML report: {report.save_html(args.html)}", file=sys.stderr)
     if args.json:

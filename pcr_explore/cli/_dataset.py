@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ._args import byte_size, positive_int
+from ._dask import dask_client, dask_options
 from ._defaults import (
     DEFAULT_DEADLINE,
     DEFAULT_RECORD_SIZE,
@@ -65,18 +66,7 @@ def _register_encode(sub: Any) -> None:
     p.add_argument("--strict", action="store_true", help="stop at the first unreadable file")
     p.add_argument("--overwrite", action="store_true", help="replace what OUT holds")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    dask = p.add_mutually_exclusive_group()
-    dask.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="encode on this Dask cluster (tcp://HOST:PORT); needs pcr-explore[dask]",
-    )
-    dask.add_argument(
-        "--dask-workers",
-        type=int,
-        metavar="N",
-        help="start a local Dask cluster of N worker processes to encode on",
-    )
+    dask_options(p, "encode")
     p.set_defaults(func=_encode)
 
 
@@ -193,27 +183,8 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _run_encode(args: argparse.Namespace) -> EncodeSummary:
-    from ..encode.distributed import connect, local_cluster
-
-    if args.scheduler:
-        client = connect(args.scheduler)
-        try:
-            return _encode_with(args, client)
-        finally:
-            client.close(timeout=30)
-    if args.dask_workers is not None:
-        cluster, client = local_cluster(workers=args.dask_workers)
-        try:
-            return _encode_with(args, client)
-        finally:
-            # bounded: the records and manifest are written by now, and a worker
-            # that does not answer the close must not keep the command running
-            try:
-                client.close(timeout=30)
-                cluster.close(timeout=30)
-            except Exception as exc:  # noqa: BLE001 - reported, the encode itself is done
-                print(f"pcr-explore: the local Dask cluster did not close: {exc}", file=sys.stderr)
-    return _encode_with(args, None)
+    with dask_client(args) as client:
+        return _encode_with(args, client)
 
 
 def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._pool import check_client
 from .._public import public
 from ..read.sources import LevelSource, open_source
 from ._curve import PerImageQuality, QualityCurve, summarise
@@ -54,6 +55,8 @@ class Sampler:
     max_pixels : int, optional
         Measure images larger than this at a reduced size, so that memory
         stays bounded (see :func:`~pcr_explore.quality.level_quality`).
+    client : dask.distributed.Client, optional
+        Measure on this Dask cluster, as :func:`quality_curve` does.
 
     Attributes
     ----------
@@ -88,7 +91,9 @@ class Sampler:
         progress: bool | Any = False,
         order: Sequence[int] | None = None,
         max_pixels: int | None = None,
+        client: Any = None,
     ) -> None:
+        check_client(client)
         self.source = open_source(source)
         self.seed = seed
         self.metric = metric
@@ -97,6 +102,7 @@ class Sampler:
         self.workers = workers
         self.progress = progress
         self.max_pixels = max_pixels
+        self.client = client
         self.order = (
             np.asarray(order, np.int64)
             if order is not None
@@ -143,6 +149,7 @@ class Sampler:
                 progress=self.progress,
                 desc="quality",
                 preload=WORKER_MODULES,
+                client=None if custom is not None else self.client,
             )
             for o in outcomes:
                 if o.error:
@@ -232,6 +239,7 @@ def quality_curve(
     workers: int | None = None,
     progress: bool = True,
     luminance: bool = False,
+    client: Any = None,
 ) -> QualityCurve:
     """Measure bytes and quality per scan level over a random sample of a source.
 
@@ -253,12 +261,18 @@ def quality_curve(
         it compares the image with itself.
     workers : int, optional
         Worker processes (default: all cores; small samples run in-process).
-        Custom callables always run in-process.
+        Custom callables always run in-process. Ignored with *client*.
     progress : bool
         Show a progress bar (default; tqdm's notebook bar in Jupyter), one
         step per image measured.
     luminance : bool
         Measure on the Y channel only (default RGB).
+    client : dask.distributed.Client, optional
+        Measure on this Dask cluster (``pcr-explore[dask]``), one task per
+        sampled image; the curve is identical to a local run's. Every worker
+        must be able to read *source* at the same path or URL (a folder on a
+        shared disk, a dataset on object storage). A custom metric still
+        runs in this process.
 
     Returns
     -------
@@ -268,6 +282,8 @@ def quality_curve(
     ------
     ValueError
         If *metric* is unknown or *sample* is not positive.
+    TypeError
+        If *client* is not a Dask client.
 
     References
     ----------
@@ -284,7 +300,13 @@ def quality_curve(
     if sample is not None and int(sample) < 1:
         raise ValueError(f"sample must be a positive number of images, got {sample}")
     sampler = Sampler(
-        source, seed=seed, metric=metric, luminance=luminance, workers=workers, progress=progress
+        source,
+        seed=seed,
+        metric=metric,
+        luminance=luminance,
+        workers=workers,
+        progress=progress,
+        client=client,
     )
     sampler.grow(sampler.population if sample is None else int(sample))
     return sampler.curve()

@@ -2,10 +2,11 @@
 
 The quality sample (:class:`~pcr_explore.quality.Sampler`) and the dataset
 audit (:func:`~pcr_explore.auditing.audit`) both run one picklable function per
-image through :func:`run_jobs`. It decides between this process and a pool
-(:func:`pcr_explore._pool.worker_pool`), streams the jobs through the pool a
-bounded window at a time (:func:`pcr_explore._pool.ordered_map`), returns the
-results in job order and advances a progress bar.
+image through :func:`run_jobs`. It decides between this process, a pool
+(:func:`pcr_explore._pool.worker_pool`) and a Dask cluster (``client=``),
+streams the jobs through a bounded window at a time
+(:func:`pcr_explore._pool.parallel_map`), returns the results in job order
+and advances a progress bar.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from .._pool import main_is_importable, ordered_map, worker_pool
+from .._pool import parallel_map
 from ..jpeg._decoders import carried
 
 __all__ = ["default_workers", "run_jobs"]
@@ -47,6 +48,7 @@ def run_jobs(
     progress: bool | Any = False,
     desc: str = "",
     preload: Sequence[str] = (),
+    client: Any = None,
 ) -> list[_R]:
     """Return ``[task(job) for job in jobs]``, computed in worker processes when it pays.
 
@@ -69,6 +71,9 @@ def run_jobs(
         Label of a new progress bar.
     preload : sequence of str
         Modules the worker server imports once, before forking workers.
+    client : dask.distributed.Client, optional
+        Run one task per job on this Dask cluster instead (*workers* is
+        then ignored); the jobs must name files the workers can read.
 
     Returns
     -------
@@ -78,7 +83,7 @@ def run_jobs(
     Raises
     ------
     WorkerError
-        If a worker process dies.
+        If a worker process dies (on Dask: keeps dying).
 
     Examples
     --------
@@ -96,16 +101,12 @@ def run_jobs(
     )
     out: list[_R] = []
     try:
-        if w == 1 or not main_is_importable():
-            for job in jobs:
-                out.append(task(job))
-                bar.update(1)
-            return out
-        with worker_pool(w, preload=preload) as pool:
-            # workers decode with the JPEG decoder in force here (a context variable stays)
-            for result in ordered_map(carried(task), jobs, pool, window=4 * w):
-                out.append(result)
-                bar.update(1)
+        # workers decode with the JPEG decoder in force here (a context variable stays)
+        for result in parallel_map(
+            carried(task), jobs, workers=w, client=client, preload=preload, name="pcr-quality"
+        ):
+            out.append(result)
+            bar.update(1)
         return out
     finally:
         if own_bar:

@@ -267,6 +267,7 @@ def tune(
     progress: bool = True,
     luminance: bool = False,
     options: TuneOptions | None = None,
+    client: Any = None,
 ) -> TuneResult:
     """Recommend the level for *target*: from a curve already measured, or by measuring a sample.
 
@@ -298,6 +299,9 @@ def tune(
         As for :func:`~pcr_explore.quality_curve`.
     options : TuneOptions, optional
         The bootstrap and the ``"auto"`` schedule.
+    client : dask.distributed.Client, optional
+        Measure on this Dask cluster, as :func:`~pcr_explore.quality_curve`
+        does (ignored for a curve).
 
     Returns
     -------
@@ -338,7 +342,13 @@ def tune(
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
     sampler = Sampler(
-        source, seed=seed, metric=metric, luminance=luminance, workers=workers, progress=progress
+        source,
+        seed=seed,
+        metric=metric,
+        luminance=luminance,
+        workers=workers,
+        progress=progress,
+        client=client,
     )
     pop = sampler.population
 
