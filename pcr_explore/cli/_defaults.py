@@ -14,6 +14,7 @@ __all__ = [
     "DEFAULT_DEADLINE",
     "DEFAULT_RECORD_SIZE",
     "DEFAULT_RETRIES",
+    "DEFAULT_STATISTIC",
     "DEFAULT_TARGETS",
     "DEFAULT_TIMEOUT",
     "MAX_QUALITY_PIXELS",
@@ -26,8 +27,9 @@ __all__ = [
 # pcr_explore.quality.metrics: METRICS and DEFAULT_TARGETS
 METRICS: tuple[str, ...] = ("mssim", "ssim", "psnr")
 DEFAULT_TARGETS: dict[str, float] = {"mssim": 0.95, "ssim": 0.95, "psnr": 35.0}
-# pcr_explore.quality.tune.STATISTICS
+# pcr_explore.quality.tune.STATISTICS and DEFAULT_STATISTIC
 STATISTICS: tuple[str, ...] = ("mean", "p5")
+DEFAULT_STATISTIC = "p5"
 # pcr_explore.auditing._options.MAX_QUALITY_PIXELS
 MAX_QUALITY_PIXELS = 1 << 22
 

@@ -12,6 +12,7 @@ from bokeh.plotting import figure
 
 from .._public import public
 from ..quality import QualityCurve
+from ..quality.tune import DEFAULT_STATISTIC
 from ._scales import axis_label, drawable, level_labels
 
 __all__ = [
@@ -105,7 +106,7 @@ def images_data(
 def recommended_data(
     curve: QualityCurve | None,
     scan: int | None,
-    statistic: str = "mean",
+    statistic: str = DEFAULT_STATISTIC,
     scale: str = "value",
 ) -> dict[str, Any]:
     """Return the columns of the recommended-level marker, on the *statistic*'s curve.
@@ -115,7 +116,7 @@ def recommended_data(
     curve : QualityCurve or None
     scan : int or None
         The recommended level.
-    statistic : {"mean", "p5"}
+    statistic : {"p5", "mean"}
         The statistic the recommendation was made on: the star sits on its line.
     scale : {"value", "db"}
         How the values are drawn.
@@ -181,7 +182,7 @@ class CurveFigure(NamedTuple):
         *,
         target: float | None = None,
         recommended: int | None = None,
-        statistic: str = "mean",
+        statistic: str = DEFAULT_STATISTIC,
         scale: str = "value",
         max_images: int = 64,
     ) -> None:
@@ -195,7 +196,7 @@ class CurveFigure(NamedTuple):
             The target rule (hidden when None).
         recommended : int, optional
             The recommended level's marker.
-        statistic : {"mean", "p5"}
+        statistic : {"p5", "mean"}
             The statistic the recommendation follows.
         scale : {"value", "db"}
             How the values are drawn.
@@ -270,7 +271,7 @@ def quality_figure(
     *,
     target: float | None = None,
     recommended: int | None = None,
-    statistic: str = "mean",
+    statistic: str = DEFAULT_STATISTIC,
     scale: str = "value",
     title: str | None = None,
     width: int = 640,
@@ -294,7 +295,7 @@ def quality_figure(
         The quality target.
     recommended : int, optional
         The recommended scan level.
-    statistic : {"mean", "p5"}
+    statistic : {"p5", "mean"}
         The statistic behind the recommendation.
     scale : {"value", "db"}
         ``"db"`` draws SSIM and MS-SSIM as decibels of their loss
