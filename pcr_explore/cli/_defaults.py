@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "BUILTIN_MODELS",
+    "DEFAULT_DATASET_SAMPLE",
     "DEFAULT_DEADLINE",
     "DEFAULT_RECORD_SIZE",
     "DEFAULT_RETRIES",
@@ -41,6 +42,9 @@ DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_RETRIES = 3
 DEFAULT_DEADLINE = 120.0
+
+# pcr_explore.widgets._scan_demo.DEFAULT_DATASET_SAMPLE (the demo page's dataset band)
+DEFAULT_DATASET_SAMPLE = 16
 
 # pcr_explore.swap.model.profiles.profile_names()
 PROFILES: tuple[str, ...] = ("v100-pcie3", "a100-pcie4", "h100-pcie5")

@@ -554,8 +554,8 @@ class ScanExplorer(Explorer):
         """Write this explorer as one HTML page that runs with no kernel; return its path.
 
         The images (default: the first 8, and the one shown) at every level
-        in *levels*, with this explorer's metric, gain, dataset curve and the
-        level shown; see :func:`~pcr_explore.widgets.scan_demo`.
+        in *levels*, with this explorer's metric, gain, dataset curve (none
+        when it shows none) and the level shown; see :func:`~pcr_explore.widgets.scan_demo`.
         """
         from ._scan_demo import scan_demo
 
@@ -564,6 +564,7 @@ class ScanExplorer(Explorer):
             self.source, images=images, image=self.index, levels=levels,
             level=k if levels is None or k in levels else None, max_side=max_side,
             metric=self.metric, gain=self.gain, curve=self._dataset_curve,
+            dataset_sample=0,  # no curve shown here, none on the page
             qualities=dict([self._shown]) if self._shown is not None else None,
         )  # fmt: skip
         return page.save_html(path)
