@@ -121,6 +121,13 @@ def test_scan_picker_and_buttons_change_image_and_curve(scan: ScanExplorer) -> N
     np.testing.assert_allclose(img["x"], nbytes / nbytes[-1])
     np.testing.assert_allclose(img["y"], image_quality(src, image=i).mssim)
     assert list(img["scan"]) == list(range(1, src.num_scans + 1))
+    # every level labelled with its own number, crowded ones moved apart (the plot is at
+    # least 260 px wide over the axis's span), and the legend above the plot, off the data
+    assert list(img["label"]) == [str(k) for k in range(1, src.num_scans + 1)]
+    lo, hi = scan.figure.x_range.start, scan.figure.x_range.end
+    centres = (np.asarray(img["x"]) - lo) * 260 / (hi - lo) + np.asarray(img["dx"])
+    assert np.diff(centres).min() >= 14 - 1e-9
+    assert scan.figure.legend[0] in scan.figure.above
     assert dict(scan.readout_rows())["image"] == src.names[i]
     assert scan.last_error is None
 

@@ -13,7 +13,7 @@ import numpy as np
 from .._public import public
 from ..jpeg import decode
 from ..jpeg._scan_level import check_scan, check_scans
-from ..plots._scales import axis_label, drawable, level_labels
+from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import difference_map, level_note
 from ..quality.compare._views import difference_scale, display_jpeg, encode_jpeg, jpeg_size
@@ -21,6 +21,7 @@ from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of, source_name
 from ._demo import DemoPage, data_uri, readout_table, render_page
+from ._figures import CURVE_X_RANGE
 from ._static import PALETTE
 
 __all__ = ["scan_demo", "dataset_title", "DEFAULT_IMAGES", "DEFAULT_DATASET_SAMPLE"]
@@ -345,7 +346,6 @@ def _image_entry(
     }
     pos = np.asarray(embedded) - 1
     x = nbytes[pos] / nbytes[-1]
-    all_levels = len(embedded) == src.num_scans
     values = q.metric(metric)[pos]
     curve = {
         "x": x,
@@ -353,7 +353,8 @@ def _image_entry(
         "y_db": drawable(values, metric, "db"),
         "scan": np.asarray(embedded),
         "bytes": nbytes[pos],
-        "label": level_labels(x) if all_levels else [str(k) for k in embedded],
+        "label": [str(k) for k in embedded],
+        "dx": level_label_offsets(x, x_range=CURVE_X_RANGE),
     }
     return {"page": page, "curve": curve}
 
@@ -463,7 +464,7 @@ def _curve_figure(
     # repaints after some changes (a drag, another root's layout) without the
     # swatches of its legend.
     fig.legend[0].visible = False
-    sources["image"].data = {k: c0[k] for k in ("x", "scan", "bytes", "label")} | {
+    sources["image"].data = {k: c0[k] for k in ("x", "scan", "bytes", "label", "dx")} | {
         "y": c0["y_value"]
     }
     sources["current"].data = {
@@ -670,7 +671,8 @@ window.pcrScan = (function () {
 
   function curve(m) {
     const c = m.curves[S.image].data;
-    m.image.data = {x: c.x, y: c["y_" + S.scale], scan: c.scan, bytes: c.bytes, label: c.label};
+    m.image.data = {x: c.x, y: c["y_" + S.scale], scan: c.scan, bytes: c.bytes, label: c.label,
+                    dx: c.dx};
     marker(m);
   }
 
