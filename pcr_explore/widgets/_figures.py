@@ -104,7 +104,7 @@ def scan_curve_figure(
     legend.label_width = 124  # columns line up; no label runs into the next swatch (projector too)
     legend.spacing = 2
     legend.margin = 0
-    legend.padding = 2
+    legend.padding = 2  # type: ignore[assignment]  # bokeh's stubs: an int is a padding
     legend.glyph_height = legend.label_height = 16
     legend.border_line_alpha = 0
     fig.add_layout(legend, "above")
