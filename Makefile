@@ -59,8 +59,16 @@ flowers: install
 	@echo "downloading and encoding TensorFlow's flower photos into data/ ..."
 	$(BIN)/python -c "from pcr_explore.train import load_flowers; print(load_flowers(cache_dir='data'))"
 
+# JupyterLab asks in a pop-up whether to fetch Jupyter's news, and the pop-up covers the
+# notebook's widgets on a 1280x720 screen: answered "no" for this environment's JupyterLab
+# only, in a file of its own in overrides.d (the user's own overrides.json is untouched).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/pcr-explore.json
+$(LAB_SETTINGS):
+	@mkdir -p $(@D)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' > $@
+
 # --allow-root only where we run as root (containers, CI machines)
-lab: sample
+lab: sample $(LAB_SETTINGS)
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) --no-browser \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 

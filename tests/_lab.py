@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,8 +69,14 @@ class Lab:
 
 
 @contextmanager
-def jupyterlab(tmp: Path, env_extra: dict[str, str]) -> Iterator[Lab]:
-    """Start JupyterLab on the notebooks (a copy under *tmp*); stop it on exit."""
+def jupyterlab(
+    tmp: Path, env_extra: dict[str, str], *, args: Sequence[str] = (), news_answered: bool = True
+) -> Iterator[Lab]:
+    """Start JupyterLab on the notebooks (a copy under *tmp*); stop it on exit.
+
+    *args* go to ``jupyter lab``; with *news_answered* False the user settings
+    do not answer the news question (the server's own settings may).
+    """
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(
         os.environ,
@@ -83,13 +89,14 @@ def jupyterlab(tmp: Path, env_extra: dict[str, str]) -> Iterator[Lab]:
     # Answer "fetch Jupyter news?" in advance: no pop-up over the screenshots.
     settings = tmp / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    if news_answered:
+        (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     served = tmp / "root"
     shutil.copytree(ROOT / "notebooks", served / "notebooks")
     log_path = tmp / "lab.log"
     log = log_path.open("w")
     # Nothing reaches outside the loopback: no extension manager, no update check.
-    args = [
+    argv = [
         sys.executable, "-m", "jupyter", "lab", "--no-browser",
         f"--port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", "--ServerApp.ip=127.0.0.1",
@@ -98,9 +105,10 @@ def jupyterlab(tmp: Path, env_extra: dict[str, str]) -> Iterator[Lab]:
         "--LabApp.extension_manager=readonly",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]  # fmt: skip
+    argv = [*argv, *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
-        args.append("--allow-root")
-    proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served)
+        argv.append("--allow-root")
+    proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300  # a hang guard: a busy machine starts it slowly

@@ -1,4 +1,4 @@
-"""The demo pages in a real browser, opened from ``file://`` with no kernel and no network.
+"""The pages for sharing in a real browser, opened from ``file://`` with no kernel, no network.
 
 Debian's ``chromium`` through Playwright (see ``tests/_lab.py``). Every
 request the page makes is routed through the test: ``file:`` and ``data:``
@@ -6,8 +6,11 @@ go on, anything else is aborted and recorded, and none may be. With the
 mouse and the keyboard, as a student would: dragging the level slider
 changes the picture and the byte counter and moves the curve's marker, the
 arrow keys step, play runs to the last level, the view buttons and the
-image picker switch; on the swap page, dragging the sparsity redraws the
-bars and the readouts. Screenshots at 1440x900 and 1280x720 go to
+image picker switch, and the slider tells a screen reader the level shown;
+the page is titled by the dataset and draws its band. On the swap page,
+dragging the sparsity redraws the bars and the readouts. The budget page
+shows its chart (bytes, quality and epoch time per level) with the page's
+own file the only request. Screenshots at 1440x900 and 1280x720 go to
 ``test-artifacts/``.
 """
 
@@ -21,7 +24,9 @@ import numpy as np
 import pytest
 from _lab import ARTIFACTS, TWO_FRAMES
 from PIL import Image
+from playwright.sync_api import expect
 
+import pcr_explore as pcr
 from pcr_explore import open_source
 from pcr_explore.widgets import scan_demo, swap_demo
 
@@ -53,6 +58,14 @@ def scan_page(photos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def swap_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     page = swap_demo("resnet50", codecs=["zvc", "csr"], sparsities=[0.1, 0.5, 0.9], sparsity=0.5)
     return page.save_html(tmp_path_factory.mktemp("pages") / "swap.html")
+
+
+@pytest.fixture(scope="module")
+def budget_page(
+    photos: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[pcr.BudgetReport, Path]:
+    report = pcr.budget(photos, sample=3, size=32, workers=1, progress=False, bandwidth="20MB/s")
+    return report, report.save_html(tmp_path_factory.mktemp("pages") / "budget.html")
 
 
 class Offline:
@@ -130,6 +143,9 @@ def test_scan_demo_from_a_file(
     try:
         assert s.value("pcr-level") == "5"
         assert f"scan 5 of 10 · {nbytes[4]:,} of {nbytes[-1]:,} bytes" in s.text("#pcr-caption")
+        _announces(s, 5)
+        assert s.page.title() == f"Scan levels of {photos.name}"
+        assert len(s.data("pcr-dataset")["x"]) == 10  # the dataset's band, as in notebook 01
         s.shot("demo_scan")
         s.fits()
         before = s.page.get_attribute("#pcr-level-img", "src")
@@ -142,12 +158,15 @@ def test_scan_demo_from_a_file(
         assert s.data("pcr-current")["x"] == pytest.approx([nbytes[0] / nbytes[-1]])
         assert f"{nbytes[0]:,} of {nbytes[-1]:,}" in s.text("#pcr-readout")
 
+        _announces(s, 1)
         s.page.keyboard.press("ArrowRight")  # the arrow keys step
         assert s.value("pcr-level") == "2"
         assert s.data("pcr-current")["scan"] == [2]
+        _announces(s, 2)
 
         _views_switch(s)
         _play_runs_to_the_last_level(s)
+        _announces(s, 10)
 
         s.page.locator("#pcr-slot-picker select").select_option(label="coffee.jpg")
         s.page.evaluate(TWO_FRAMES)
@@ -157,6 +176,17 @@ def test_scan_demo_from_a_file(
         s.shot("demo_scan_played")
     finally:
         s.close()
+
+
+def _announces(s: Offline, level: int) -> None:
+    """The slider's handle tells a screen reader the level shown, not its position from 0."""
+    handle = s.page.locator("#pcr-slot-level .noUi-handle").first
+    expect(handle).to_have_attribute("aria-valuenow", str(level))
+    expect(handle).to_have_attribute("aria-valuetext", f"scan {level} of 10")
+    assert (handle.get_attribute("aria-valuemin"), handle.get_attribute("aria-valuemax")) == (
+        "1",
+        "10",
+    )
 
 
 def _views_switch(s: Offline) -> None:
@@ -215,3 +245,54 @@ def test_swap_demo_from_a_file(browser: Any, swap_page: Path, viewport: dict[str
         s.shot("demo_swap_90")
     finally:
         s.close()
+
+
+# Each panel of the budget page: its SVG's size, the gap from it down to its legend, the legend.
+_PANELS = """() => [...document.querySelectorAll('.budget-charts figure')].map(f => {
+  const svg = f.querySelector(':scope > svg').getBoundingClientRect();
+  const legend = f.querySelector('figcaption');
+  return [svg.width, svg.height, legend.getBoundingClientRect().top - svg.bottom,
+          legend.innerText]; })"""
+
+
+@pytest.mark.parametrize("viewport", SIZES, ids=lambda v: f"{v['width']}x{v['height']}")
+def test_budget_page_shows_its_chart_offline(
+    browser: Any, budget_page: tuple[pcr.BudgetReport, Path], viewport: dict[str, int]
+) -> None:
+    report, path = budget_page
+    page = browser.new_page(viewport=viewport)
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        panels = page.evaluate(_PANELS)
+        assert len(panels) == 3
+        # drawn at a readable size, each legend under its panel, never on the data
+        assert all(w > 250 and h > 120 and gap >= 0 for w, h, gap, _ in panels), panels
+        assert page.locator(".chart-title").all_inner_texts() == [
+            "Bytes read (share of the full level)",
+            "MS-SSIM against the full image",
+            "Epoch input time at 20 MB/s, in s",
+        ]
+        bars = page.locator(".budget-charts figure").first.locator("rect > title")
+        assert bars.all_text_contents() == [
+            f"level {x.scan}: {x.bytes:,} bytes, {x.bytes_fraction:.1%} of the full level"
+            for x in report.levels
+        ]
+        marked = page.locator(".budget-charts svg text[font-weight='700']").all_text_contents()
+        assert marked == [str(report.recommended)] * 3  # the recommended level, in each panel
+        assert "target 0.95 (5th percentile)" in panels[1][3]
+        assert "reading at 20 MB/s" in panels[2][3]
+        assert "decoding on 1 core (measured)" in panels[2][3]
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(
+            path=str(ARTIFACTS / f"budget_page_{viewport['width']}x{viewport['height']}.png")
+        )
+    finally:
+        page.close()
+    assert requests == [path.as_uri()]  # the page itself, and nothing else
+    assert errors == []

@@ -136,7 +136,15 @@ def test_json_html_and_text(report: pcr.BudgetReport, tmp_path: Path) -> None:
     assert record["levels"][1]["gradient"] is None  # not measured at level 2: null
     page = report.save_html(tmp_path / "b.html").read_text()
     assert "<script" not in page and "http" not in page.replace("http-equiv", "")
-    assert f"Level {report.recommended} of 10" in page
+    assert "<link" not in page and "url(" not in page  # nothing to fetch, styles included
+    assert page.count(f"Level {report.recommended} of 10") == 1
+    # the chart: bytes, quality and the epoch time at the bandwidth, one bar per level
+    assert page.count("<figure>") == 3 and page.count("<svg viewBox='0 0 340 200'") == 3
+    assert "Epoch input time at 20 MB/s" in page and "MS-SSIM against the full image" in page
+    assert page.count("</title></rect>") == 10  # the bars, each with its tooltip
+    assert "<svg viewBox='0 0 340 200'" in report._repr_html_()  # the notebook view too
+    bare = report.reprice(None).save_html(tmp_path / "c.html").read_text()
+    assert "Epoch decoding time, in s" in bare and "reading at" not in bare
     text = str(report)
     assert "<- recommended" in text and "choices: p5 quality >= 0.95 -> " in text
     assert len(repr(report)) < 200
@@ -223,7 +231,15 @@ def test_the_explorer_reprices_a_dragged_bandwidth_without_measuring(
         )
         assert f"Level {report.recommended} of 10" in ex.readout.value
         assert ex.shown.sentence in ex.readout.value
+        # the verdict is stated once: the table under it does not repeat it
+        shown = ex.readout.value + ex.table.value
+        assert shown.count(f"Level {report.recommended} of") == 1
+        assert shown.count(ex.shown.sentence) == 1 and shown.count("choices: ") == 1
+        assert "<table class='budget'>" in ex.table.value
     assert "decoding, not reading, sets the pace" in ex.readout.value
+    # the legend sits above the plot, not on the curves; a click hides a line
+    ((_, fig),) = ex._plots
+    assert fig.legend[0] in fig.above and fig.legend[0].click_policy == "hide"
     assert ex.last_error is None
     picture = Image.open(io.BytesIO(ex.snapshot()))
     assert picture.format == "JPEG" and picture.width > 300

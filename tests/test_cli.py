@@ -250,14 +250,16 @@ def test_the_defaults_shown_in_help_are_the_librarys() -> None:
     from pcr_explore.encode.encoder import DEFAULT_RECORD_SIZE
     from pcr_explore.jpeg.scan_script import SCRIPTS
     from pcr_explore.quality.metrics import DEFAULT_TARGETS, METRICS
-    from pcr_explore.quality.tune import STATISTICS
+    from pcr_explore.quality.tune import DEFAULT_STATISTIC, STATISTICS
     from pcr_explore.storage import remote
     from pcr_explore.swap.model.profiles import profile_names
     from pcr_explore.swap.traces.architectures import BUILTIN_MODELS
+    from pcr_explore.widgets._scan_demo import DEFAULT_DATASET_SAMPLE
 
     assert shown.METRICS == METRICS
     assert shown.DEFAULT_TARGETS == DEFAULT_TARGETS
     assert shown.STATISTICS == STATISTICS
+    assert shown.DEFAULT_STATISTIC == DEFAULT_STATISTIC
     assert shown.MAX_QUALITY_PIXELS == MAX_QUALITY_PIXELS
     assert shown.SCRIPT_LEVELS == {name: s.num_levels for name, s in SCRIPTS.items()}
     assert list(shown.SCRIPT_LEVELS) == list(SCRIPTS)  # the help lists them in this order
@@ -267,6 +269,7 @@ def test_the_defaults_shown_in_help_are_the_librarys() -> None:
     assert shown.DEFAULT_DEADLINE == remote.DEFAULT_DEADLINE
     assert shown.PROFILES == tuple(profile_names())
     assert shown.BUILTIN_MODELS == tuple(sorted(BUILTIN_MODELS))
+    assert shown.DEFAULT_DATASET_SAMPLE == DEFAULT_DATASET_SAMPLE
     assert set(shown.__all__) == {n for n in vars(shown) if n.isupper()}
 
 

@@ -183,6 +183,41 @@ def test_a_curve_gives_the_band_and_its_images_quality(photos: Path) -> None:
     assert "dataset mean" in doc and "mean_db" in doc
 
 
+def test_the_page_draws_the_dataset_band_as_the_notebook_does(eight: DemoPage) -> None:
+    # by default a sample of the dataset is measured, as ScanExplorer does, and drawn
+    # (the page's own legend: its entries for the dataset show only when there is a band)
+    assert "</svg>dataset mean</span>" in eight.html
+    assert "</svg>dataset p5-p95</span>" in eight.html
+
+
+def test_the_title_names_the_dataset(photos: Path, tmp_path: Path) -> None:
+    from pcr_explore import encode_dataset
+
+    two = tmp_path / "two"
+    two.mkdir()
+    for name in ("astronaut.jpg", "coffee.jpg"):
+        (two / name).write_bytes((photos / name).read_bytes())
+    dataset = tmp_path / "flowers" / "pcr"  # as pcr-explore sample lays a dataset out
+    encode_dataset(two, dataset, workers=1, progress=False)
+    few = {"images": 1, "levels": [1, 10], "dataset_sample": 0}
+    assert scan_demo(dataset, **few).title == "Scan levels of flowers"  # not "of pcr"
+    assert scan_demo(two, **few).title == "Scan levels of two"
+    page = scan_demo(dataset, title="Week 3: progressive JPEG", **few)
+    assert "<title>Week 3: progressive JPEG</title>" in page.html
+    out = tmp_path / "t.html"
+    r = run_cli(
+        "demo", str(dataset), str(out), "--images", "1", "--levels", "1", "--dataset-sample", "0"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "<title>Scan levels of flowers</title>" in out.read_text()
+    r = run_cli(
+        "demo", str(dataset), str(out), "--images", "1", "--levels", "1",
+        "--dataset-sample", "0", "--title", "Mine",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "<title>Mine</title>" in out.read_text()
+
+
 def test_bad_input_is_a_clear_error(photos: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"demo_photos.*no image 99; it holds images 0..7"):
         scan_demo(photos, images=[0, 99])
@@ -254,6 +289,7 @@ def test_cli_errors_are_one_line(photos: Path, tmp_path: Path) -> None:
 def test_scan_explorer_saves_what_it_shows(photos: Path, tmp_path: Path) -> None:
     ex = ScanExplorer(photos, image=3, level=7, dataset_sample=0, workers=1)
     path = ex.save_html(tmp_path / "ex.html", images=2)
+    assert "</svg>dataset p5-p95</span>" not in path.read_text()  # no band shown, none here
     data = page_data(path.read_text())
     assert [e["name"] for e in data["images"]] == ["coffee.jpg", "astronaut.jpg", "camera.jpg"]
     assert data["start"] == {"image": 0, "pos": 6}

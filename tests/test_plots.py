@@ -12,7 +12,7 @@ from bokeh.resources import INLINE
 from pcr_explore.plots import bytes_figure, quality_figure, reading_figure, set_font_size, to_db
 from pcr_explore.plots._bytes import bytes_data, reading_data
 from pcr_explore.plots._quality import curve_data, images_data, recommended_data, target_location
-from pcr_explore.plots._scales import axis_label, drawable, level_labels
+from pcr_explore.plots._scales import axis_label, drawable, level_label_offsets
 from pcr_explore.plots._stages import STAGE_COLORS, stage_data, stage_figure
 from pcr_explore.quality import QualityCurve
 from pcr_explore.quality.metrics import PSNR_CAP
@@ -35,13 +35,18 @@ def test_curve_figure_columns(curve: QualityCurve) -> None:
     cf = quality_figure(curve, target=0.95, recommended=6)
     fig, src, imgs, rec, span = cf
     d = src.data
-    assert set(d) == {"scan", "label", "bytes_fraction", "mean", "p5", "p50", "p95"}
+    assert set(d) == {"scan", "label", "label_dx", "bytes_fraction", "mean", "p5", "p50", "p95"}
     np.testing.assert_array_equal(d["scan"], np.arange(1, 11))
     np.testing.assert_allclose(d["mean"], curve.mean)
     np.testing.assert_allclose(d["p5"], curve.p5)
     np.testing.assert_allclose(d["p95"], curve.p95)
-    # levels less than 7% of the bytes from the first of their run share its label
-    assert d["label"] == ["1", "2-4", "", "", "5", "6-8", "", "", "9", "10"]
+    # every level keeps its own label; crowded ones are moved apart (2-4 and 6-8 here)
+    assert d["label"] == [str(k) for k in range(1, 11)]
+    x = d["bytes_fraction"]
+    pad = 0.03 * (x.max() - x.min())
+    centres = (x - x.min() + pad) * 260 / (x.max() - x.min() + 2 * pad) + d["label_dx"]
+    assert np.diff(centres).min() >= 14 - 1e-9
+    assert 0 < abs(d["label_dx"]).max() <= 2 * 14  # labels stay near their points
     assert len(imgs.data["xs"]) == 20 and imgs.data["xs"][0][-1] == 1.0
     assert rec.data["scan"] == [6]
     assert rec.data["bytes_fraction"] == [pytest.approx(curve.bytes_fraction[5])]
@@ -126,8 +131,8 @@ def test_standalone_render_without_warnings(curve: QualityCurve) -> None:
 
 
 def test_star_sits_on_the_statistic_it_was_chosen_by(curve: QualityCurve) -> None:
-    mean = recommended_data(curve, 6)
-    p5 = recommended_data(curve, 6, "p5")
+    mean = recommended_data(curve, 6, "mean")
+    p5 = recommended_data(curve, 6)  # the tuner's default statistic
     assert mean["value"] == [pytest.approx(curve.mean[5])]
     assert p5["value"] == [pytest.approx(curve.p5[5])]
     assert p5["value"][0] < mean["value"][0]
@@ -155,10 +160,22 @@ def test_db_scale_spreads_the_top_levels(curve: QualityCurve) -> None:
         drawable([0.5], "mssim", "log")
 
 
-def test_level_labels_merge_crowded_levels() -> None:
-    assert level_labels([0.1, 0.5, 1.0]) == ["1", "2", "3"]
-    assert level_labels([0.1, 0.11, 0.12, 0.5], min_gap=0.05) == ["1-3", "", "", "4"]
-    assert level_labels([]) == []
+def test_crowded_level_labels_are_moved_apart_not_merged() -> None:
+    def centres(x: list[float], width: float, dx: np.ndarray) -> np.ndarray:
+        return np.asarray(x) * width + dx
+
+    apart = [0.1, 0.5, 1.0]
+    assert level_label_offsets(apart, x_range=(0, 1.1)).tolist() == [0.0, 0.0, 0.0]
+    crowded = [0.1, 0.11, 0.12, 0.12, 0.5, 0.9]  # two levels add no bytes at all
+    dx = level_label_offsets(crowded, x_range=(0, 1), width=200, gap=14)
+    assert np.diff(centres(crowded, 200, dx)).min() >= 14 - 1e-9
+    assert abs(dx).max() <= 2 * 14  # as little as it takes
+    # a wider plot spreads the points and their labels further: they still do not touch
+    assert np.diff(centres(crowded, 400, dx)).min() >= 14 - 1e-9
+    # at the axis's end the labels move inwards, not out of the plot
+    end = level_label_offsets([1.0, 1.0, 1.0], x_range=(0, 1), width=200, gap=14)
+    assert centres([1.0] * 3, 200, end).max() <= 200 - 7
+    assert level_label_offsets([], x_range=(0, 1)).tolist() == []
 
 
 def test_font_sizes_for_a_projector(curve: QualityCurve) -> None:

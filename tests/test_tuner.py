@@ -32,7 +32,7 @@ def _noisy(n: int, sd: float, seed: int = 0, means: np.ndarray = MEANS) -> np.nd
 
 
 def test_picks_smallest_level_meeting_the_target() -> None:
-    r = recommend(_curve(_noisy(300, 0.01), population=10000), target=0.95)
+    r = recommend(_curve(_noisy(300, 0.01), population=10000), target=0.95, statistic="mean")
     assert r.scan == 6  # 0.94 at scan 5 misses, 0.96 at scan 6 meets
     assert r.met and r.decided
     assert r.ci[0] <= r.value <= r.ci[1] and r.ci[0] >= 0.95
@@ -42,16 +42,18 @@ def test_picks_smallest_level_meeting_the_target() -> None:
     assert r.bandwidth_saving == pytest.approx(0.40)
     assert r.sample_size == 300 and r.population == 10_000
     for target, scan in [(0.5, 1), (0.79, 2), (0.88, 4), (0.975, 8), (0.995, 10)]:
-        assert recommend(r.curve, target=target).scan == scan
+        assert recommend(r.curve, target=target, statistic="mean").scan == scan
 
 
 def test_small_noisy_sample_cannot_separate_close_levels() -> None:
     means = MEANS.copy()
     means[4], means[5] = 0.947, 0.953
-    r = recommend(_curve(_noisy(6, 0.03, seed=2, means=means), population=1000), target=0.95)
+    small = _curve(_noisy(6, 0.03, seed=2, means=means), population=1000)
+    r = recommend(small, target=0.95, statistic="mean")
     assert not r.decided
     assert "not clear" in r.explanation
-    big = recommend(_curve(_noisy(4000, 0.03, seed=2, means=means), population=100000), target=0.95)
+    many = _curve(_noisy(4000, 0.03, seed=2, means=means), population=100000)
+    big = recommend(many, target=0.95, statistic="mean")
     assert big.decided and big.scan == 6
     # more images, narrower interval
     assert big.ci[1] - big.ci[0] < (r.ci[1] - r.ci[0]) / 5
@@ -73,10 +75,29 @@ def test_p5_statistic_guards_the_tail() -> None:
     assert recommend(c, target=0.915, statistic="p5").scan == 8
 
 
+def test_the_tuner_the_audit_and_the_budget_threshold_the_same_statistic() -> None:
+    """One recommendation story: every verb that picks a level by quality defaults to p5."""
+    import inspect
+
+    from pcr_explore import audit, budget
+    from pcr_explore.plots import quality_figure
+    from pcr_explore.quality.tune import DEFAULT_STATISTIC, level_intervals
+    from pcr_explore.widgets import TunerDashboard
+
+    verbs = (tune, recommend, level_intervals, audit, budget, TunerDashboard, quality_figure)
+    defaults = {f.__name__: inspect.signature(f).parameters["statistic"].default for f in verbs}
+    assert defaults == {name: "p5" for name in defaults} and DEFAULT_STATISTIC == "p5"
+    # p5 guards the tail: one image in ten much worse keeps the level from passing
+    v = np.tile(MEANS, (100, 1))
+    v[:10, :-1] -= 0.06
+    assert recommend(_curve(v, population=1000), target=0.95).scan == 10
+
+
 def test_bootstrap_interval_covers_the_true_mean_mostly() -> None:
     hits = 0
     for seed in range(40):
-        r = recommend(_curve(_noisy(40, 0.02, seed=seed), population=10**6), target=0.95, seed=seed)
+        c = _curve(_noisy(40, 0.02, seed=seed), population=10**6)
+        r = recommend(c, target=0.95, statistic="mean", seed=seed)
         hits += r.ci[0] <= MEANS[r.scan - 1] <= r.ci[1]
     assert hits >= 33  # nominal 95%: 38 of 40; allow for the bootstrap's small-sample bias
 
@@ -90,7 +111,12 @@ def test_target_not_reached() -> None:
 
 
 def test_bytes_fraction_override() -> None:
-    r = recommend(_curve(_noisy(50, 0.01)), target=0.95, bytes_fraction=np.linspace(0.1, 1.0, 10))
+    r = recommend(
+        _curve(_noisy(50, 0.01)),
+        target=0.95,
+        statistic="mean",
+        bytes_fraction=np.linspace(0.1, 1.0, 10),
+    )
     assert r.bytes_fraction == pytest.approx(0.6)
 
 
@@ -108,7 +134,7 @@ def test_bad_arguments() -> None:
 
 
 def test_result_renders() -> None:
-    r = recommend(_curve(_noisy(30, 0.01)), target=0.95)
+    r = recommend(_curve(_noisy(30, 0.01)), target=0.95, statistic="mean")
     d = json.loads(json.dumps(r.to_dict()))
     assert d["scan"] == r.scan == 6 and d["ci"] == list(r.ci)
     assert d["value"] == r.value and d["ci_below"] == list(r.ci_below or ())
@@ -166,7 +192,7 @@ def _neg_mae(full: list[np.ndarray], level: list[np.ndarray]) -> float:
 
 
 def test_tune_with_a_custom_metric(memory_source: MemorySource) -> None:
-    r = tune(memory_source, target=0.9, metric=_neg_mae, sample=None)
+    r = tune(memory_source, target=0.9, metric=_neg_mae, statistic="mean", sample=None)
     assert r.metric == "_neg_mae" and r.sample_size == 24 and r.decided
     stats = r.curve.mean
     assert stats[r.scan - 1] >= 0.9 and (r.scan == 1 or stats[r.scan - 2] < 0.9)
@@ -178,11 +204,12 @@ def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) ->
         memory_source,
         target=0.3,
         metric=_neg_mae,
+        statistic="mean",
         sample="auto",
         options=TuneOptions(start=4, budget=16),
     )
     assert easy.decided and easy.sample_size == 4  # clear at once: no more images
-    full = tune(memory_source, target=0.9, metric=_neg_mae, sample=None).curve
+    full = tune(memory_source, target=0.9, metric=_neg_mae, statistic="mean", sample=None).curve
     # a target just above the mean at one level: the hardest call to make
     k = int(np.flatnonzero(full.mean < 0.999)[-1])
     hard_target = float(full.mean[k]) + 1e-4
@@ -190,6 +217,7 @@ def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) ->
         memory_source,
         target=hard_target,
         metric=_neg_mae,
+        statistic="mean",
         sample="auto",
         options=TuneOptions(start=4, budget=16),
     )
@@ -199,6 +227,7 @@ def test_auto_sample_grows_until_clear_or_budget(memory_source: MemorySource) ->
         memory_source,
         target=hard_target,
         metric=_neg_mae,
+        statistic="mean",
         sample="auto",
         options=TuneOptions(start=4, budget=16, max_seconds=0.0),
     )
@@ -211,8 +240,8 @@ def test_tune_builtin_metric_on_photos(
     for n in ("astronaut", "coffee", "chelsea"):
         (tmp_path / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n, 192)))
     r = tune(tmp_path, target=0.95, sample=None, workers=1)
-    c = r.curve
-    assert c.mean[r.scan - 1] >= 0.95 and (r.scan == 1 or c.mean[r.scan - 2] < 0.95)
+    c = r.curve  # the 5th percentile, by default
+    assert c.p5[r.scan - 1] >= 0.95 and (r.scan == 1 or c.p5[r.scan - 2] < 0.95)
     assert r.decided and r.population == 3
     with pytest.raises(ValueError, match="statistic"):
         tune(tmp_path, statistic="max")  # type: ignore[arg-type]

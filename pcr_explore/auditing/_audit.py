@@ -15,7 +15,7 @@ from .._public import public
 from ..jpeg._tjtransform import available as tj_available
 from ..quality._curve import QualityCurve
 from ..quality.metrics import MSSSIM_WEIGHTS
-from ..quality.tune import Statistic
+from ..quality.tune import DEFAULT_STATISTIC, Statistic
 from ._checks import CHECKS
 from ._flags import ImageFindings, find_issues
 from ._inspect import FileInfo
@@ -248,7 +248,7 @@ def audit(
     sample: int | None = 64,
     target: float | None = None,
     metric: str | None = None,
-    statistic: Statistic = "mean",
+    statistic: Statistic = DEFAULT_STATISTIC,
     seed: int = 0,
     workers: int | None = None,
     progress: bool = True,
@@ -285,8 +285,9 @@ def audit(
         (:data:`DEFAULT_TARGETS`: 0.95 for MS-SSIM and SSIM, 35 dB for PSNR).
     metric : {"mssim", "ssim", "psnr"}, optional
         The metric the target refers to; default ``"mssim"`` (a curve's own).
-    statistic : {"mean", "p5"}
-        Mean over images or their 5th percentile.
+    statistic : {"p5", "mean"}
+        The 5th percentile over images (nearly every image good enough; the
+        default) or their mean.
     seed : int
         Seed of the quality sample.
     workers : int, optional

@@ -6,14 +6,15 @@ from typing import TYPE_CHECKING
 
 from .._version import __version__
 from ..auditing._html_base import CSS, esc
+from ._chart import CHART_CSS, render_chart
 from ._text import choices_line, columns, disk_line
 
 if TYPE_CHECKING:
     from ._findings import BudgetFindings as BudgetReport
 
-__all__ = ["render_fragment", "render_page"]
+__all__ = ["render_details", "render_fragment", "render_page", "render_verdict"]
 
-_CSS = "table.budget td { white-space: nowrap; }"
+_CSS = "table.budget td { white-space: nowrap; }" + CHART_CSS
 
 
 def _table(r: BudgetReport) -> str:
@@ -27,10 +28,9 @@ def _table(r: BudgetReport) -> str:
     return f"<table class='budget'><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def render_fragment(r: BudgetReport) -> str:
-    """The recommendation, the choices, the table and the notes."""
+def render_verdict(r: BudgetReport) -> str:
+    """The recommendation in one sentence, with each criterion's level under it."""
     decided = all(r.decided.values())
-    notes = "".join(f"<li>{esc(n)}</li>" for n in r.notes)
     disk = disk_line(r)
     return (
         f"<div class='card {'clear' if decided else 'unclear'}'>"
@@ -38,9 +38,19 @@ def render_fragment(r: BudgetReport) -> str:
         f"<div class='meta'>{esc(choices_line(r))}</div>"
         + (f"<div class='meta'>{esc(disk)}</div>" if disk is not None else "")
         + "</div>"
-        + _table(r)
-        + (f"<ul class='meta'>{notes}</ul>" if notes else "")
     )
+
+
+def render_details(r: BudgetReport) -> str:
+    """The table and the notes: what a view that states the verdict itself shows under it."""
+    notes = "".join(f"<li>{esc(n)}</li>" for n in r.notes)
+    return _table(r) + (f"<ul class='meta'>{notes}</ul>" if notes else "")
+
+
+def render_fragment(r: BudgetReport) -> str:
+    """The recommendation, the chart, the table and the notes."""
+    parts = (render_verdict(r), render_chart(r), render_details(r))
+    return f"<div><style>{_CSS}</style>{''.join(parts)}</div>"
 
 
 def render_page(r: BudgetReport) -> str:
@@ -50,5 +60,5 @@ def render_page(r: BudgetReport) -> str:
         f"<title>Byte budget: {esc(r.source)}</title><style>{CSS}{_CSS}</style></head><body>"
         f"<h1>How many bytes does training need?</h1>"
         f"<p class='meta'>{esc(r.source)}: {r.images:,} images; pcr-explore {esc(__version__)}"
-        "</p>" + render_fragment(r) + "</body></html>\n"
+        "</p>" + render_verdict(r) + render_chart(r) + render_details(r) + "</body></html>\n"
     )

@@ -215,7 +215,8 @@ def budget(
         The quality target (default the metric's: 0.95 MS-SSIM).
     statistic : {"p5", "mean"}
         What the quality criterion thresholds: the 5th percentile over images
-        (nearly every image good enough) or the mean.
+        (nearly every image good enough; the default, as for
+        :func:`~pcr_explore.tune` and :func:`~pcr_explore.audit`) or the mean.
     sample : int or None
         Images in the quality sample (None: all).
     scans : sequence of int, optional

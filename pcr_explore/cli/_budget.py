@@ -8,6 +8,7 @@ from typing import Any
 
 from ._args import bandwidth, byte_size, positive_int
 from ._dask import dask_client, dask_options
+from ._defaults import DEFAULT_STATISTIC, STATISTICS
 
 
 def _scans(text: str) -> tuple[int, ...]:
@@ -38,7 +39,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--target", type=float, default=None, help="quality target (MS-SSIM 0.95)")
     p.add_argument(
-        "--statistic", choices=("p5", "mean"), default="p5", help="what must reach the target"
+        "--statistic",
+        choices=STATISTICS,
+        default=DEFAULT_STATISTIC,
+        help="what must reach the target: p5 (the default) or mean",
     )
     p.add_argument("--sample", type=positive_int, default=64, help="images in the quality sample")
     p.add_argument(

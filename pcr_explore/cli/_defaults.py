@@ -11,9 +11,11 @@ from __future__ import annotations
 
 __all__ = [
     "BUILTIN_MODELS",
+    "DEFAULT_DATASET_SAMPLE",
     "DEFAULT_DEADLINE",
     "DEFAULT_RECORD_SIZE",
     "DEFAULT_RETRIES",
+    "DEFAULT_STATISTIC",
     "DEFAULT_TARGETS",
     "DEFAULT_TIMEOUT",
     "MAX_QUALITY_PIXELS",
@@ -26,8 +28,9 @@ __all__ = [
 # pcr_explore.quality.metrics: METRICS and DEFAULT_TARGETS
 METRICS: tuple[str, ...] = ("mssim", "ssim", "psnr")
 DEFAULT_TARGETS: dict[str, float] = {"mssim": 0.95, "ssim": 0.95, "psnr": 35.0}
-# pcr_explore.quality.tune.STATISTICS
+# pcr_explore.quality.tune.STATISTICS and DEFAULT_STATISTIC
 STATISTICS: tuple[str, ...] = ("mean", "p5")
+DEFAULT_STATISTIC = "p5"
 # pcr_explore.auditing._options.MAX_QUALITY_PIXELS
 MAX_QUALITY_PIXELS = 1 << 22
 
@@ -39,6 +42,9 @@ DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_RETRIES = 3
 DEFAULT_DEADLINE = 120.0
+
+# pcr_explore.widgets._scan_demo.DEFAULT_DATASET_SAMPLE (the demo page's dataset band)
+DEFAULT_DATASET_SAMPLE = 16
 
 # pcr_explore.swap.model.profiles.profile_names()
 PROFILES: tuple[str, ...] = ("v100-pcie3", "a100-pcie4", "h100-pcie5")

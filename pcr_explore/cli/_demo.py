@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ._args import positive_int
+from ._defaults import DEFAULT_DATASET_SAMPLE
 
 
 def _levels(text: str) -> list[int]:
@@ -48,12 +49,17 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--dataset-sample",
         type=int,
-        default=0,
+        default=DEFAULT_DATASET_SAMPLE,
         metavar="N",
-        help="images sampled to draw the dataset's mean curve and band (0: none)",
+        help="images sampled to draw the dataset's mean curve and band, as notebook 01 "
+        f"does ({DEFAULT_DATASET_SAMPLE}; 0: none)",
     )
     p.add_argument("--gain", type=float, default=4.0, help="amplification of the difference view")
-    p.add_argument("--title", help="page title")
+    p.add_argument(
+        "--title",
+        help="page title (default: 'Scan levels of NAME', NAME the dataset's folder, or the "
+        "folder above it when it is called pcr)",
+    )
     p.set_defaults(func=_demo)
 
 

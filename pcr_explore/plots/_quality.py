@@ -12,7 +12,8 @@ from bokeh.plotting import figure
 
 from .._public import public
 from ..quality import QualityCurve
-from ._scales import axis_label, drawable, level_labels
+from ..quality.tune import DEFAULT_STATISTIC
+from ._scales import axis_label, drawable, level_label_offsets
 
 __all__ = [
     "CurveFigure",
@@ -23,17 +24,20 @@ __all__ = [
     "target_location",
 ]
 
-_CURVE_COLUMNS = ("scan", "label", "bytes_fraction", "mean", "p5", "p50", "p95")
+_CURVE_COLUMNS = ("scan", "label", "label_dx", "bytes_fraction", "mean", "p5", "p50", "p95")
+_PADDING = 0.06  # of the x axis's span, split between its ends: the last marker is not cut
 _STATISTIC_NAMES = {"mean": "mean", "p5": "5th percentile"}
 
 
 def curve_data(curve: QualityCurve | None, scale: str = "value") -> dict[str, Any]:
     """Return the per-level columns of a :class:`CurveFigure`'s ``source``.
 
-    Columns: ``scan``, ``label`` (merged where levels crowd, see
-    :func:`~pcr_explore.plots.level_labels`), ``bytes_fraction``, ``mean``,
-    ``p5``, ``p50``, ``p95`` (empty when *curve* is None); identical-image
-    values are left out (:func:`~pcr_explore.plots.drawable`).
+    Columns: ``scan``, ``label`` (the level's number) and ``label_dx`` (its
+    sideways shift in pixels where levels crowd, see
+    :func:`~pcr_explore.plots._scales.level_label_offsets`),
+    ``bytes_fraction``, ``mean``, ``p5``, ``p50``, ``p95`` (empty when
+    *curve* is None); identical-image values are left out
+    (:func:`~pcr_explore.plots._scales.drawable`).
 
     Parameters
     ----------
@@ -50,8 +54,8 @@ def curve_data(curve: QualityCurve | None, scale: str = "value") -> dict[str, An
     >>> from pcr_explore.quality import QualityCurve
     >>> c = QualityCurve.from_values(np.array([[0.8, 1.0]]), np.array([[40, 100]]))
     >>> d = curve_data(c)
-    >>> d["label"], d["bytes_fraction"].tolist(), d["mean"].tolist()
-    (['1', '2'], [0.4, 1.0], [0.8, 1.0])
+    >>> d["label"], d["label_dx"].tolist(), d["bytes_fraction"].tolist(), d["mean"].tolist()
+    (['1', '2'], [0.0, 0.0], [0.4, 1.0], [0.8, 1.0])
     >>> curve_data(c, "db")["mean"].round(3).tolist()
     [6.99, nan]
     """
@@ -59,9 +63,12 @@ def curve_data(curve: QualityCurve | None, scale: str = "value") -> dict[str, An
         return {c: (np.zeros(0) if c != "label" else []) for c in _CURVE_COLUMNS}
     m = curve.metric
     x = np.asarray(curve.bytes_fraction, np.float64)
+    pad = _PADDING / 2 * (x.max() - x.min()) if len(x) else 0.0
+    span = (float(x.min()) - pad, float(x.max()) + pad) if len(x) else None
     return {
         "scan": np.asarray(curve.scans, np.int64),
-        "label": level_labels(x),
+        "label": [str(int(k)) for k in curve.scans],
+        "label_dx": level_label_offsets(x, x_range=span),
         "bytes_fraction": x,
         "mean": drawable(curve.mean, m, scale),
         "p5": drawable(curve.p5, m, scale),
@@ -105,7 +112,7 @@ def images_data(
 def recommended_data(
     curve: QualityCurve | None,
     scan: int | None,
-    statistic: str = "mean",
+    statistic: str = DEFAULT_STATISTIC,
     scale: str = "value",
 ) -> dict[str, Any]:
     """Return the columns of the recommended-level marker, on the *statistic*'s curve.
@@ -115,7 +122,7 @@ def recommended_data(
     curve : QualityCurve or None
     scan : int or None
         The recommended level.
-    statistic : {"mean", "p5"}
+    statistic : {"p5", "mean"}
         The statistic the recommendation was made on: the star sits on its line.
     scale : {"value", "db"}
         How the values are drawn.
@@ -181,7 +188,7 @@ class CurveFigure(NamedTuple):
         *,
         target: float | None = None,
         recommended: int | None = None,
-        statistic: str = "mean",
+        statistic: str = DEFAULT_STATISTIC,
         scale: str = "value",
         max_images: int = 64,
     ) -> None:
@@ -195,7 +202,7 @@ class CurveFigure(NamedTuple):
             The target rule (hidden when None).
         recommended : int, optional
             The recommended level's marker.
-        statistic : {"mean", "p5"}
+        statistic : {"p5", "mean"}
             The statistic the recommendation follows.
         scale : {"value", "db"}
             How the values are drawn.
@@ -256,6 +263,7 @@ def _draw_levels(fig: Any, src: ColumnDataSource, imgs: ColumnDataSource) -> Any
             text="label",
             source=src,
             text_align="center",
+            x_offset="label_dx",
             y_offset=-20,
             text_font_size="9pt",
             text_color="#444444",
@@ -270,7 +278,7 @@ def quality_figure(
     *,
     target: float | None = None,
     recommended: int | None = None,
-    statistic: str = "mean",
+    statistic: str = DEFAULT_STATISTIC,
     scale: str = "value",
     title: str | None = None,
     width: int = 640,
@@ -294,7 +302,7 @@ def quality_figure(
         The quality target.
     recommended : int, optional
         The recommended scan level.
-    statistic : {"mean", "p5"}
+    statistic : {"p5", "mean"}
         The statistic behind the recommendation.
     scale : {"value", "db"}
         ``"db"`` draws SSIM and MS-SSIM as decibels of their loss
@@ -338,9 +346,7 @@ def quality_figure(
     if sizing_mode is not None:
         fig.min_width = min(width, 320)
     fig.xaxis.formatter = NumeralTickFormatter(format="0%")
-    cast(
-        DataRange1d, fig.x_range
-    ).range_padding = 0.06  # the last level's marker is not cut at the edge
+    cast(DataRange1d, fig.x_range).range_padding = _PADDING
     src = ColumnDataSource(curve_data(curve, scale), name="levels")
     imgs = ColumnDataSource(images_data(curve, max_images, scale), name="images")
     rec = ColumnDataSource(

@@ -17,7 +17,7 @@ __all__ = [
     "drawable",
     "to_db",
     "axis_label",
-    "level_labels",
+    "level_label_offsets",
     "FONT_SIZES",
     "set_font_size",
 ]
@@ -116,41 +116,69 @@ def axis_label(metric: str, scale: str = "value") -> str:
     return label
 
 
-def level_labels(x: Sequence[float] | np.ndarray, min_gap: float = 0.07) -> list[str]:
-    """Label each level's point, merging neighbours closer than *min_gap* on x.
+def level_label_offsets(
+    x: Sequence[float] | np.ndarray,
+    *,
+    x_range: tuple[float, float] | None = None,
+    width: float = 260.0,
+    gap: float = 14.0,
+) -> np.ndarray:
+    """Shift each level's label sideways, in pixels, so that no two labels touch.
 
     Levels that add few bytes (the colour scans of a mostly grey image, a
-    refinement scan) sit almost on top of each other; writing "2", "3" and
-    "4" there makes an unreadable smudge. A run of such levels gets one
-    label, "2-4", on its first point; the others get "".
+    refinement scan) sit almost on top of each other, and their numbers
+    would merge into one smudge. Every level keeps its own label: the labels
+    are spread along the axis as little as keeps centres *gap* pixels apart,
+    within the plot. The shifts are worked out for a plot *width* pixels wide
+    over *x_range*; a wider plot puts the points further apart and the
+    labels with them, so they still do not touch.
 
     Parameters
     ----------
     x : sequence of float
-        The points' x positions (bytes fractions), level 1 first.
-    min_gap : float
-        Smallest x distance between two labels, in x units.
+        The points' x positions (bytes fractions), in increasing order.
+    x_range : (float, float), optional
+        The x axis's start and end (default: the points' own span).
+    width : float
+        The plot's inner width in pixels to plan for (its smallest).
+    gap : float
+        Distance between two labels' centres, in pixels (two digits at 9 pt).
 
     Returns
     -------
-    list of str
-        One label per level.
+    ndarray of float64
+        One shift per level, for a ``LabelSet``'s ``x_offset``.
 
     Examples
     --------
-    >>> level_labels([0.07, 0.20, 0.21, 0.23, 0.39, 1.0])
-    ['1', '2-4', '', '', '5', '6']
-    >>> level_labels([0.5, 0.5, 1.0])
-    ['1-2', '', '3']
+    >>> x = [0.07, 0.20, 0.21, 0.23, 0.39, 1.0]  # levels 2, 3 and 4 within 3% of the bytes
+    >>> level_label_offsets(x, x_range=(-0.03, 1.07), width=300).round(1).tolist()
+    [0.0, -10.4, 0.9, 9.5, 0.0, 0.0]
+    >>> level_label_offsets([0.5, 0.5], x_range=(0, 1), gap=10).tolist()
+    [-5.0, 5.0]
     """
     xs = np.asarray(x, np.float64)
-    labels = [""] * len(xs)
-    start = 0
-    for k in range(1, len(xs) + 1):
-        if k == len(xs) or not abs(xs[k] - xs[start]) < min_gap:
-            labels[start] = str(start + 1) if k - 1 == start else f"{start + 1}-{k}"
-            start = k
-    return labels
+    n = len(xs)
+    if n == 0:
+        return np.zeros(0)
+    lo, hi = x_range if x_range is not None else (float(xs.min()), float(xs.max()))
+    scale = width / (hi - lo) if hi > lo else 0.0
+    p = (xs - lo) * scale
+    # Closest positions to p that keep the gaps: with r_i = q_i - i*gap the gaps say that
+    # r does not decrease, so r is the isotonic fit of p_i - i*gap (pool adjacent violators).
+    target = p - gap * np.arange(n)
+    blocks: list[list[float]] = []  # [mean, count]
+    for v in target:
+        blocks.append([float(v), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, c2), (m1, c1) = blocks[-2], blocks.pop()
+            blocks[-1] = [(m2 * c2 + m1 * c1) / (c2 + c1), c2 + c1]
+    r = np.concatenate([np.full(int(c), m) for m, c in blocks])
+    q = r + gap * np.arange(n)
+    # keep the labels inside the plot: pushed in from the right end, then from the left
+    q = np.minimum(q, width - gap / 2 - gap * np.arange(n)[::-1])
+    q = np.maximum(q, gap / 2 + gap * np.arange(n)) if n * gap <= width else q
+    return np.asarray(q - p, np.float64)
 
 
 # Bokeh's own defaults, and the sizes for a projector.

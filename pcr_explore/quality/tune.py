@@ -1,7 +1,10 @@
 """Pick the scan level for a quality target, from a sample, with an honest confidence.
 
-The recommended level is the smallest whose statistic (the mean, or the 5th
-percentile, of the per-image metric over the sample) reaches the target. A
+The recommended level is the smallest whose statistic (the 5th percentile, or
+the mean, of the per-image metric over the sample) reaches the target. The
+5th percentile is the default: "nearly every image is at least this good" is
+what a target usually means, and the mean lets a level with a few badly
+damaged images pass (the byte budget and the audit use the same default). A
 percentile bootstrap over images gives a confidence interval of the statistic
 at that level and at the level below; the decision is *clear* when the
 interval at the chosen level lies at or above the target and the one below
@@ -37,6 +40,8 @@ __all__ = ["STATISTICS", "TuneOptions", "TuneResult", "level_intervals", "tune",
 
 STATISTICS: tuple[str, ...] = ("mean", "p5")
 Statistic = Literal["mean", "p5"]
+DEFAULT_STATISTIC: Statistic = "p5"
+"""What the tuner, the audit and the budget threshold unless told otherwise."""
 
 
 @public("pcr_explore")
@@ -106,7 +111,7 @@ def _bootstrap(
 def level_intervals(
     curve: QualityCurve,
     *,
-    statistic: Statistic = "mean",
+    statistic: Statistic = DEFAULT_STATISTIC,
     seed: int = 0,
     options: TuneOptions | None = None,
 ) -> np.ndarray:
@@ -143,7 +148,7 @@ def recommend(
     curve: QualityCurve,
     *,
     target: float | None = None,
-    statistic: Statistic = "mean",
+    statistic: Statistic = DEFAULT_STATISTIC,
     seed: int = 0,
     options: TuneOptions | None = None,
     bytes_fraction: np.ndarray | None = None,
@@ -164,8 +169,9 @@ def recommend(
         Quality the statistic must reach; default the metric's
         (:data:`~pcr_explore.quality.metrics.DEFAULT_TARGETS`: 0.95 MS-SSIM and SSIM,
         35 dB PSNR). A custom metric needs one.
-    statistic : {"mean", "p5"}
-        Mean over images, or the 5th percentile (nearly every image good enough).
+    statistic : {"p5", "mean"}
+        The 5th percentile over images (nearly every image good enough; the
+        default), or their mean.
     seed : int
         Bootstrap seed.
     options : TuneOptions, optional
@@ -199,9 +205,11 @@ def recommend(
     >>> values = np.clip(means + rng.normal(0, 0.01, (200, 5)), 0, 1)
     >>> nbytes = np.tile([10, 30, 50, 80, 100], (200, 1))
     >>> curve = QualityCurve.from_values(values, nbytes, population=10_000)
-    >>> r = recommend(curve, target=0.95)
+    >>> r = recommend(curve, target=0.95)  # the 5th percentile must reach it
     >>> r.scan, r.bytes_fraction, r.decided
-    (3, 0.5, True)
+    (4, 0.8, True)
+    >>> recommend(curve, target=0.95, statistic="mean").scan  # the mean passes a level sooner
+    3
     """
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
@@ -260,7 +268,7 @@ def tune(
     *,
     target: float | None = None,
     metric: str | MetricFn | None = None,
-    statistic: Statistic = "mean",
+    statistic: Statistic = DEFAULT_STATISTIC,
     sample: int | Literal["auto"] | None = 64,
     seed: int = 0,
     workers: int | None = None,
@@ -286,8 +294,8 @@ def tune(
         task-aware score (e.g. the cosine similarity of a model's gradients on
         the two, which the PCR paper thresholds at 0.8); it is called per
         image and level with one-element lists of decoded arrays.
-    statistic : {"mean", "p5"}
-        Mean over images or their 5th percentile.
+    statistic : {"p5", "mean"}
+        The 5th percentile over images (the default) or their mean.
     sample : int, "auto" or None
         Images to measure; None: all. ``"auto"`` starts with
         ``options.start`` images and doubles the sample until the decision is

@@ -28,6 +28,7 @@ from bokeh.plotting import figure
 from ._static import PALETTE
 
 __all__ = [
+    "CURVE_X_RANGE",
     "scan_curve_figure",
     "ratio_figure",
     "policy_bars_figure",
@@ -39,6 +40,9 @@ __all__ = [
 
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
+CURVE_X_RANGE = (-0.03, 1.07)
+"""The bytes axis of the scan curve: the first and the last level's markers are not cut."""
+
 
 def scan_curve_figure(
     axis_label: str, *, height: int = 300
@@ -49,15 +53,19 @@ def scan_curve_figure(
 
     ``image``
         ``x`` bytes fraction, ``y`` drawn value, ``scan``, ``bytes``, ``label``
-        (level labels, merged where points crowd) per level. Tapping a point
-        selects it (``image.selected.indices``).
+        (the level's number) and ``dx`` (its sideways shift in pixels where
+        points crowd: :func:`~pcr_explore.plots._scales.level_label_offsets`
+        over :data:`CURVE_X_RANGE`) per level. Tapping a point selects it
+        (``image.selected.indices``).
     ``current``
         ``x``, ``y``, ``scan``, ``bytes``: one row, the level shown.
     ``dataset``
         ``x``, ``mean``, ``lo``, ``hi``: the dataset's mean and quantile band.
     """
     src = {
-        "image": ColumnDataSource({"x": [], "y": [], "scan": [], "bytes": [], "label": []}),
+        "image": ColumnDataSource(
+            {"x": [], "y": [], "scan": [], "bytes": [], "label": [], "dx": []}
+        ),
         "current": ColumnDataSource({"x": [], "y": [], "scan": [], "bytes": []}),
         "dataset": ColumnDataSource({"x": [], "mean": [], "lo": [], "hi": []}),
     }
@@ -66,7 +74,7 @@ def scan_curve_figure(
         min_width=280,
         sizing_mode="stretch_width",
         tools=_TOOLS,
-        x_range=Range1d(start=-0.03, end=1.07),  # the last level's marker is not cut
+        x_range=Range1d(start=CURVE_X_RANGE[0], end=CURVE_X_RANGE[1]),
         y_range=DataRange1d(),
         title="Bytes read vs quality",
         x_axis_label="bytes read (% of the full image)",
@@ -89,7 +97,17 @@ def scan_curve_figure(
         ),
         TapTool(renderers=[pts]),
     )
-    fig.legend.location = "bottom_right"
+    # Above the plot, in two columns: inside, it covered the band and the upper levels.
+    legend = fig.legend[0]
+    legend.orientation = "horizontal"
+    legend.ncols = 2
+    legend.label_width = 124  # columns line up; no label runs into the next swatch (projector too)
+    legend.spacing = 2
+    legend.margin = 0
+    legend.padding = 2  # type: ignore[assignment]  # bokeh's stubs: an int is a padding
+    legend.glyph_height = legend.label_height = 16
+    legend.border_line_alpha = 0
+    fig.add_layout(legend, "above")
     fig.toolbar.logo = None
     return fig, src
 
@@ -143,6 +161,7 @@ def _image_curve(fig: figure, source: ColumnDataSource) -> tuple[Any, Any]:
             text="label",
             source=source,
             text_align="center",
+            x_offset="dx",
             y_offset=-20,
             text_font_size="9pt",
             text_color="#444444",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -12,7 +13,7 @@ import numpy as np
 from .._public import public
 from ..jpeg import decode
 from ..jpeg._scan_level import check_scan, check_scans
-from ..plots._scales import axis_label, drawable, level_labels
+from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import difference_map, level_note
 from ..quality.compare._views import difference_scale, display_jpeg, encode_jpeg, jpeg_size
@@ -20,12 +21,42 @@ from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of, source_name
 from ._demo import DemoPage, data_uri, readout_table, render_page
+from ._figures import CURVE_X_RANGE
 from ._static import PALETTE
 
-__all__ = ["scan_demo", "DEFAULT_IMAGES"]
+__all__ = ["scan_demo", "dataset_title", "DEFAULT_IMAGES", "DEFAULT_DATASET_SAMPLE"]
 
 DEFAULT_IMAGES = 8
 """Images a demo embeds when none are named: 8 at 512 px stay under 8 MB."""
+
+DEFAULT_DATASET_SAMPLE = 16
+"""Images sampled for the dataset's band when no curve is given: ScanExplorer's default."""
+
+
+def dataset_title(src: object) -> str:
+    """The dataset's name for a page title: its folder, or the folder above ``pcr/``.
+
+    A dataset encoded into ``<name>/pcr`` (as ``pcr-explore sample`` and the
+    notebooks do) is named by ``<name>``; any other folder, file or URL by
+    its last part.
+
+    Examples
+    --------
+    >>> class Src:
+    ...     path = "data/flowers/pcr/"
+    >>> dataset_title(Src())
+    'flowers'
+    >>> Src.path = "data/photos.pcr"
+    >>> dataset_title(Src())
+    'photos.pcr'
+    """
+    name = source_name(src)
+    parts = [p for p in re.split(r"[\\/]", name) if p]
+    if not parts:
+        return name
+    if parts[-1].lower() == "pcr" and len(parts) > 1 and not parts[-2].endswith(":"):
+        return parts[-2]
+    return parts[-1]
 
 
 @public("pcr_explore.widgets")
@@ -43,7 +74,7 @@ def scan_demo(
     diff_quality: int = 50,
     curve: QualityCurve | None = None,
     qualities: Mapping[int, LevelQuality] | None = None,
-    dataset_sample: int = 0,
+    dataset_sample: int = DEFAULT_DATASET_SAMPLE,
     seed: int = 0,
     workers: int | None = None,
     title: str | None = None,
@@ -87,17 +118,21 @@ def scan_demo(
         JPEG quality of shrunk levels and of the difference maps (1-95).
     curve : QualityCurve, optional
         The dataset's curve (from :func:`~pcr_explore.quality_curve`), drawn as
-        its mean and p5-p95 band; images in its per-image table are not
-        measured again.
+        its mean and p5-p95 band, as ScanExplorer draws it; images in its
+        per-image table are not measured again.
     qualities : mapping of int to LevelQuality, optional
         Per-image quality measured already (by
         :func:`~pcr_explore.quality.image_quality`), by image index.
     dataset_sample : int
-        Without *curve*, images sampled to draw the dataset's curve (0: none).
+        Without *curve*, images sampled to draw the dataset's curve and band
+        (16 by default, as ScanExplorer; 0: none). The chosen images among
+        them are not measured again.
     seed, workers : int
         Passed to :func:`~pcr_explore.quality_curve` for the sample.
     title : str, optional
-        Page title (default: names the source).
+        Page title (default: "Scan levels of NAME", NAME the dataset's folder,
+        or the folder above it when it is called ``pcr``; see
+        :func:`dataset_title`).
 
     Returns
     -------
@@ -143,7 +178,7 @@ def scan_demo(
         "images": [e["page"] for e in entries],
         "diff_caption": _diff_caption(gain),
     }
-    name = title or f"Scan levels of {os.path.basename(source_name(src).rstrip('/')) or src}"
+    name = title or f"Scan levels of {dataset_title(src)}"
     roots = _models(
         [e["curve"] for e in entries], curve, metric, embedded, start, first, chosen, src, gain
     )
@@ -311,7 +346,6 @@ def _image_entry(
     }
     pos = np.asarray(embedded) - 1
     x = nbytes[pos] / nbytes[-1]
-    all_levels = len(embedded) == src.num_scans
     values = q.metric(metric)[pos]
     curve = {
         "x": x,
@@ -319,7 +353,8 @@ def _image_entry(
         "y_db": drawable(values, metric, "db"),
         "scan": np.asarray(embedded),
         "bytes": nbytes[pos],
-        "label": level_labels(x) if all_levels else [str(k) for k in embedded],
+        "label": [str(k) for k in embedded],
+        "dx": level_label_offsets(x, x_range=CURVE_X_RANGE),
     }
     return {"page": page, "curve": curve}
 
@@ -429,7 +464,7 @@ def _curve_figure(
     # repaints after some changes (a drag, another root's layout) without the
     # swatches of its legend.
     fig.legend[0].visible = False
-    sources["image"].data = {k: c0[k] for k in ("x", "scan", "bytes", "label")} | {
+    sources["image"].data = {k: c0[k] for k in ("x", "scan", "bytes", "label", "dx")} | {
         "y": c0["y_value"]
     }
     sources["current"].data = {
@@ -636,13 +671,40 @@ window.pcrScan = (function () {
 
   function curve(m) {
     const c = m.curves[S.image].data;
-    m.image.data = {x: c.x, y: c["y_" + S.scale], scan: c.scan, bytes: c.bytes, label: c.label};
+    m.image.data = {x: c.x, y: c["y_" + S.scale], scan: c.scan, bytes: c.bytes, label: c.label,
+                    dx: c.dx};
     marker(m);
   }
 
   function stop(button) {
     clearInterval(S.timer); S.timer = null;
     if (button) button.label = "\u25b6 play";
+  }
+
+  // noUiSlider, under Bokeh's categorical slider, gives its handle the position (from 0) as
+  // its value: a screen reader would say one less than the level shown. The handle says
+  // the level instead, whenever noUiSlider writes its own values back.
+  const ARIA = ["aria-valuenow", "aria-valuetext", "aria-valuemin", "aria-valuemax"];
+  function handle(node) {
+    for (const e of node.querySelectorAll("*")) {
+      if (e.classList.contains("noUi-handle")) return e;
+      const inner = e.shadowRoot && handle(e.shadowRoot);
+      if (inner) return inner;
+    }
+    return null;
+  }
+  function announce(h) {
+    const last = D.levels[D.levels.length - 1], now = model("pcr-level").value;
+    const want = {"aria-valuenow": now, "aria-valuemin": String(D.levels[0]),
+                  "aria-valuemax": String(last), "aria-valuetext": `scan ${now} of ${last}`,
+                  "aria-label": "scan level"};
+    for (const [k, v] of Object.entries(want)) if (h.getAttribute(k) !== v) h.setAttribute(k, v);
+  }
+  function watch(tries) {  // the slider is drawn once Bokeh has embedded the page
+    const h = window.Bokeh && Bokeh.documents.length ? handle($("pcr-slot-level")) : null;
+    if (!h) { if (tries > 0) setTimeout(() => watch(tries - 1), 100); return; }
+    announce(h);
+    new MutationObserver(() => announce(h)).observe(h, {attributes: true, attributeFilter: ARIA});
   }
 
   // In split mode a drag moves the line; otherwise a click sets the zoom centre.
@@ -659,6 +721,7 @@ window.pcrScan = (function () {
   }
   document.addEventListener("DOMContentLoaded", () => {
     draw();
+    watch(600);
     const stage = $("pcr-stage");
     stage.addEventListener("pointerdown", ev => {
       stage.setPointerCapture(ev.pointerId);

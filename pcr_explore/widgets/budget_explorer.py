@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import textwrap
 from typing import Any
@@ -14,6 +15,8 @@ from bokeh.plotting import figure
 
 from .._public import public
 from ..budgeting import BudgetReport, budget, format_bandwidth
+from ..budgeting._html import render_details
+from ..budgeting._text import choices_line
 from ..read.sources import LevelSource
 from ..train.throttle import parse_bandwidth
 from ._explorer import Explorer
@@ -51,9 +54,10 @@ class BudgetExplorer(Explorer):
     bandwidth : ipywidgets.FloatLogSlider
         MB/s, from 0.1 to 10,000.
     readout : ipywidgets.HTML
-        The recommendation at the bandwidth shown.
+        The recommendation at the bandwidth shown, and each criterion's level
+        (the only place the verdict is stated).
     table : ipywidgets.HTML
-        The report's table at that bandwidth.
+        The report's table and notes at that bandwidth.
     shown : BudgetReport
         The report at the bandwidth shown.
 
@@ -145,7 +149,11 @@ class BudgetExplorer(Explorer):
             )
         )
         fig.xaxis.ticker = scans
-        fig.legend.location = "top_left"
+        # above the plot, not on it: inside, it covered the start of the curves
+        legend = fig.legend[0]
+        legend.orientation = "horizontal"
+        legend.click_policy = "hide"
+        fig.add_layout(legend, "above")
         return fig
 
     def _update(self, change: Any = None) -> None:
@@ -154,12 +162,13 @@ class BudgetExplorer(Explorer):
         scans = [x.scan for x in s.levels]
         self._read.data = {"scan": scans, "seconds": [s.read_seconds(k) for k in scans]}
         bw = format_bandwidth(float(s.bandwidth or 0))
+        below = format_bandwidth(s.crossover(s.recommended))
         self.readout.value = (
             f"<b>Level {s.recommended} of {s.num_scans}</b> at {bw}: {s.sentence}.<br>"
-            f"<span class='pcr-note'>Reading is the bottleneck at this level below "
-            f"{format_bandwidth(s.crossover(s.recommended))}.</span>"
+            f"<span class='pcr-note'>{html.escape(choices_line(s))}; reading is the "
+            f"bottleneck at this level below {below}.</span>"
         )
-        self.table.value = s._repr_html_()
+        self.table.value = render_details(s)
 
     def snapshot(self) -> bytes:
         """The epoch-time chart and the recommendation, drawn with Pillow (a JPEG)."""

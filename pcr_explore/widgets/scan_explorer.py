@@ -14,7 +14,7 @@ from PIL import Image
 
 from .._public import public
 from ..jpeg._scan_level import check_scan
-from ..plots._scales import axis_label, drawable, level_labels
+from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import LevelCache, level_note
 from ..quality.compare._views import difference_scale
@@ -22,7 +22,7 @@ from ..quality.metrics import METRIC_LABELS, METRICS
 from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, scan_script_of, source_name
 from ._explorer import Debounced, Explorer, html_table
-from ._figures import scan_curve_figure
+from ._figures import CURVE_X_RANGE, scan_curve_figure
 from ._level_pictures import LevelPictures, SlotContent
 from ._scan_panel import ScanPanel
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
@@ -263,17 +263,19 @@ class ScanExplorer(Explorer):
         self._fill_later = Debounced(self._guarded(self._fill), 0.3)
         self._fill_next = Debounced(self._guarded(self._fill), 0.0)
         self.readout = w.HTML()
-        self.figure, self.sources = scan_curve_figure(axis_label(metric), height=260)
+        # 305 px with its legend above: the plot itself a little taller than before the
+        # legend moved out of it (and wider), and the explorer still fits a 1280x720 screen
+        self.figure, self.sources = scan_curve_figure(axis_label(metric), height=305)
         self.plot = self._plot(self.figure)
 
     def _layout(self) -> w.VBox:
         """The controls above, the pictures left and the curve right."""
         left = w.VBox([self.pictures.view], layout=w.Layout(flex="1 1 0%", min_width="0"))
-        hint = w.HTML("<span style='color:#777'>click a point to show its level</span>")
+        hint = w.HTML("<span style='color:#777'>click a point to jump there</span>")
         right = w.VBox(
             [self.plot, w.HBox([self.scale, hint], layout=_ROW), self.readout],
             # a fixed share: the pictures next to it never resize the plot
-            layout=w.Layout(flex="0 0 40%", min_width="300px", margin="0 0 0 12px"),
+            layout=w.Layout(flex="0 0 46%", min_width="300px", margin="0 0 0 12px"),
         )
         return w.VBox(
             [
@@ -368,7 +370,8 @@ class ScanExplorer(Explorer):
                 "y": drawable(q.metric(self.metric), self.metric, scale),
                 "scan": np.arange(1, len(nbytes) + 1),
                 "bytes": nbytes,
-                "label": level_labels(x),
+                "label": [str(k) for k in range(1, len(nbytes) + 1)],
+                "dx": level_label_offsets(x, x_range=CURVE_X_RANGE),
             }
         c = self._dataset_curve
         if c is not None:
@@ -555,8 +558,8 @@ class ScanExplorer(Explorer):
         """Write this explorer as one HTML page that runs with no kernel; return its path.
 
         The images (default: the first 8, and the one shown) at every level
-        in *levels*, with this explorer's metric, gain, dataset curve and the
-        level shown; see :func:`~pcr_explore.widgets.scan_demo`.
+        in *levels*, with this explorer's metric, gain, dataset curve (none
+        when it shows none) and the level shown; see :func:`~pcr_explore.widgets.scan_demo`.
         """
         from ._scan_demo import scan_demo
 
@@ -565,6 +568,7 @@ class ScanExplorer(Explorer):
             self.source, images=images, image=self.index, levels=levels,
             level=k if levels is None or k in levels else None, max_side=max_side,
             metric=self.metric, gain=self.gain, curve=self._dataset_curve,
+            dataset_sample=0,  # no curve shown here, none on the page
             qualities=dict([self._shown]) if self._shown is not None else None,
         )  # fmt: skip
         return page.save_html(path)

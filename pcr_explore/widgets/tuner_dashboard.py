@@ -23,7 +23,7 @@ from ..quality.compare import LevelCache
 from ..quality.compare._views import encode_jpeg, jpeg_size, worst_detail
 from ..quality.metrics import METRIC_LABELS
 from ..quality.metrics._names import format_value
-from ..quality.tune import STATISTICS, TuneResult, recommend
+from ..quality.tune import DEFAULT_STATISTIC, STATISTICS, TuneResult, recommend
 from ..read.sources import LevelSource, open_source
 from ._demo import data_uri
 from ._explorer import Explorer
@@ -81,8 +81,9 @@ def gallery_html(title: str, cards: list[GalleryCard], column: str) -> str:
 class TunerDashboard(Explorer):
     """Pick the scan level for a quality target, and see what it costs.
 
-    Controls: the target, the metric, the statistic (the mean over images, or
-    their 5th percentile) and the sample size. Shows the recommended level
+    Controls: the target, the metric, the statistic (the 5th percentile over
+    images, as :func:`~pcr_explore.tune` and :func:`~pcr_explore.budget` take
+    by default, or their mean) and the sample size. Shows the recommended level
     with its bandwidth saving and bootstrap confidence
     (:func:`~pcr_explore.quality.tune.recommend`), the sample's bytes-vs-quality
     curve with its p5-p95 band and the recommended level on the chosen
@@ -101,7 +102,7 @@ class TunerDashboard(Explorer):
     target : float, optional
         Starting target (default: 0.95 MS-SSIM, 0.90 SSIM, 35 dB PSNR).
     metric : {"mssim", "ssim", "psnr"}
-    statistic : {"mean", "p5"}
+    statistic : {"p5", "mean"}
     sample : int
         Images measured at the start.
     worst : int
@@ -153,7 +154,7 @@ class TunerDashboard(Explorer):
         *,
         target: float | None = None,
         metric: str = "mssim",
-        statistic: str = "mean",
+        statistic: str = DEFAULT_STATISTIC,
         sample: int = 64,
         worst: int = 4,
         thumb_side: int = 160,
@@ -233,7 +234,7 @@ class TunerDashboard(Explorer):
             for m, (t_lo, t_hi, t_step, t_default, t_fmt) in _TARGETS.items()
         }
         self.statistic = w.ToggleButtons(
-            options=[("mean of images", "mean"), ("5th percentile", "p5")],
+            options=[("5th percentile", "p5"), ("mean of images", "mean")],
             value=statistic,
             style={"button_width": "auto"},
         )
