@@ -112,6 +112,10 @@ bench: install system-deps
 	$(BIN)/python bench/bench_walk.py
 	$(BIN)/python bench/bench_budget.py --threads 2
 	$(BIN)/python bench/bench_loader.py
+	$(BIN)/python bench/bench_read_stages.py
+	$(BIN)/python bench/bench_cache.py
+	$(BIN)/python bench/bench_duplicates.py
+	$(BIN)/python bench/bench_scale.py --n 1000 10000
 
 # ruff's lint and format check, and mypy on the package ([tool.mypy] in pyproject.toml;
 # about a minute and a half from a cold cache on two cores). After install-test: mypy
