@@ -37,8 +37,9 @@ _PHOTOS = {
 _SHORT_SIDE = 176  # 5-scale MS-SSIM needs 161 px; smaller warns (an error under pytest)
 _RECORD = 40_000  # bytes of sources per record: several records, so shuffles and workers share them
 _SHARED = ("photos", "photo.jpg", "photos.pcr", "train.pcr", "val.pcr", "sketches.pcr")
-# the modules that start worker processes for per-image work when it pays
-_POOLED = ("pcr_explore.quality.runner", "pcr_explore.auditing._pass")
+# where the quality runner and the audit decide to start worker processes
+# (parallel_map), which the examples run without
+_POOLED = "pcr_explore._pool.main_is_importable"
 # Warnings of third parties that the examples meet (filterwarnings = error elsewhere)
 _IGNORED = [
     # DataLoader(num_workers=2) on a machine with fewer cores
@@ -124,8 +125,7 @@ def _doctest_folder(request: pytest.FixtureRequest) -> Iterator[None]:
     # Per-image work runs in this process, as for a script read from stdin: a pool of
     # worker processes takes seconds to start on a busy machine, and the results are the
     # same (tests/test_pool.py, test_quality.py and test_audit.py run the pools).
-    for module in _POOLED:
-        monkeypatch.setattr(f"{module}.main_is_importable", lambda: False)
+    monkeypatch.setattr(_POOLED, lambda: False)
     torch = _torch()
     if torch is None:
         yield
