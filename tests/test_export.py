@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -249,15 +250,15 @@ def test_an_interrupted_export_leaves_the_earlier_one_whole(
     export_dataset(ds, out, scan=2, shard_bytes=1, progress=False)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     calls = []
-    write = export.atomic_write
+    member = export._member
 
-    def stopped(path: Path, data: bytes) -> None:
-        calls.append(path)
-        if len(calls) == 3:
+    def stopped(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+        calls.append(name)
+        if len(calls) == 7:  # the third shard, half written
             raise KeyboardInterrupt
-        write(path, data)
+        member(tar, name, data)
 
-    monkeypatch.setattr(export, "atomic_write", stopped)
+    monkeypatch.setattr(export, "_member", stopped)
     with pytest.raises(KeyboardInterrupt):
         export_dataset(ds, out, scan=5, shard_bytes=1, overwrite=True, progress=False)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
@@ -332,3 +333,24 @@ def test_cli_export_overwrite(fourteen: Path, tmp_path: Path) -> None:
     ]
     assert (out / "keep.txt").read_text() == "mine"
     assert _shards(out) == ["export.json", "keep.txt", "shard-000000.tar"]
+
+
+def test_shards_are_written_as_they_fill_not_held_in_memory(
+    fourteen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pcr_explore.read.export as export
+
+    given, on_disk = [0], []
+    member = export._member
+
+    def watched(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+        member(tar, name, data)
+        given[0] += len(data)
+        assert tar.fileobj is not None
+        on_disk.append((given[0], os.path.getsize(tar.fileobj.name)))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(export, "_member", watched)
+    s = export_dataset(open_dataset(str(fourteen)), tmp_path / "wds", scan=10, progress=False)
+    assert s.files == 1
+    # the one shard of every image: on disk, less the file's write buffer, all along
+    assert all(size >= total - io.DEFAULT_BUFFER_SIZE for total, size in on_disk)

@@ -7,7 +7,8 @@ orientation the reader applies after decoding gets that orientation as an
 EXIF segment, so other readers turn it upright too.
 
 WebDataset layout: shards ``shard-000000.tar``, ... of about ``shard_bytes``
-each; per image the members ``<key>.jpg``, ``<key>.cls`` (the label as
+each, written to disk as they fill (the export holds one image in memory, not
+a shard); per image the members ``<key>.jpg``, ``<key>.cls`` (the label as
 text, absent for unlabelled images) and ``<key>.json`` (the source name,
 label, class and level). The key is the image's name without its extension,
 with dots made underscores (WebDataset splits a name at its first dot).
@@ -38,7 +39,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from .._public import public
 from ..errors import DatasetError
@@ -271,36 +272,42 @@ def _member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def _to_webdataset(ds: PCRDataset, scan: int, out: Path, shard_bytes: int, bar: Any) -> list[str]:
+    """Write the shards straight into the staging folder *out*: memory stays one image."""
     shards: list[str] = []
     keys = _keys(ds.names)
-    buf, tar = io.BytesIO(), None
+    file: BinaryIO | None = None
+    tar: tarfile.TarFile | None = None
 
     def close() -> None:
-        nonlocal tar
-        if tar is None:
+        nonlocal file, tar
+        if tar is None or file is None:
             return
-        tar.close()
-        name = f"shard-{len(shards):06d}.tar"
-        atomic_write(out / name, buf.getvalue())
-        shards.append(name)
-        buf.seek(0)
-        buf.truncate()
-        tar = None
+        tar.close()  # the end-of-archive blocks; the file stays open
+        file.flush()
+        os.fsync(file.fileno())
+        file.close()
+        shards.append(Path(file.name).name)
+        file = tar = None
 
-    for i, name, data, label in _images(ds, scan):
-        if tar is not None and buf.tell() + len(data) > shard_bytes:
-            close()
-        if tar is None:
-            tar = tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT)
-        key = keys[i]
-        cls = ds.classes[label] if 0 <= label < len(ds.classes) else None
-        meta = {"name": name, "label": label, "class": cls, "scan": scan}
-        _member(tar, f"{key}.jpg", data)
-        if label >= 0:
-            _member(tar, f"{key}.cls", str(label).encode())
-        _member(tar, f"{key}.json", json.dumps(meta).encode())
-        bar.update(1)
-    close()
+    try:
+        for i, name, data, label in _images(ds, scan):
+            if file is not None and file.tell() + len(data) > shard_bytes:
+                close()
+            if tar is None:
+                file = open(out / f"shard-{len(shards):06d}.tar", "wb")  # noqa: SIM115
+                tar = tarfile.open(fileobj=file, mode="w", format=tarfile.USTAR_FORMAT)
+            key = keys[i]
+            cls = ds.classes[label] if 0 <= label < len(ds.classes) else None
+            meta = {"name": name, "label": label, "class": cls, "scan": scan}
+            _member(tar, f"{key}.jpg", data)
+            if label >= 0:
+                _member(tar, f"{key}.cls", str(label).encode())
+            _member(tar, f"{key}.json", json.dumps(meta).encode())
+            bar.update(1)
+        close()
+    finally:
+        if file is not None:  # an error mid-shard: the staging folder is removed
+            file.close()
     return shards
 
 
