@@ -126,4 +126,4 @@ lint: install-test
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(SAMPLE) test-artifacts bench/results .pytest_cache
+	rm -rf $(SAMPLE) data/results test-artifacts bench/results .pytest_cache
