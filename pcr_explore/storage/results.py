@@ -129,16 +129,54 @@ def _feed(value: Any, h: Any, where: str) -> None:
         _feed_pickle(value, h, where)
 
 
+class _HashWriter:
+    """A file that feeds what is written to it into a hash (a pickle never held whole)."""
+
+    def __init__(self, h: Any) -> None:
+        self.h = h
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.h.update(data)
+        self.size += len(data)
+        return len(data)
+
+
+def _is_tensor(obj: Any) -> bool:
+    """A PyTorch tensor, told without importing PyTorch."""
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach") and hasattr(
+        obj, "numpy"
+    )
+
+
+class _IdentityPickler(pickle.Pickler):
+    """A pickle where each tensor stands as its dtype, shape and bytes' hash.
+
+    PyTorch pickles a tensor's storage as a ``torch.save`` archive that holds a
+    random serialization id, so the same weights would never give the same key.
+    """
+
+    def persistent_id(self, obj: Any) -> Any:
+        if not _is_tensor(obj):
+            return None
+        t = obj.detach().cpu()
+        try:
+            arr = t.numpy()
+        except TypeError:  # bfloat16 and other dtypes numpy lacks
+            arr = t.float().numpy()
+        digest = hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
+        return ("tensor", str(t.dtype), tuple(t.shape), digest)
+
+
 def _feed_pickle(value: Any, h: Any, where: str) -> None:
+    h.update(f"pickle:{type(value).__module__}.{type(value).__qualname__}\n".encode())
     try:
-        data = pickle.dumps(value, protocol=4)
+        _IdentityPickler(_HashWriter(h), protocol=4).dump(value)
     except Exception as exc:
         raise TypeError(
             f"the results cache cannot identify {where} ({type(value).__qualname__}): it does "
             f"not pickle ({exc}); leave it out with ignore= or pass something that identifies it"
         ) from exc
-    h.update(f"pickle:{type(value).__qualname__}:{len(data)}\n".encode())
-    h.update(data)
 
 
 @public("pcr_explore.storage")
