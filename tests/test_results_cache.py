@@ -187,3 +187,32 @@ def test_location_disabled_and_clear(
     monkeypatch.delenv(ENV_VAR)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_results_dir() == tmp_path / "xdg" / "pcr-explore" / "results"
+
+
+def test_a_model_and_its_batches_are_keyed_by_weights_and_pixels(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from pcr_explore.swap import LabelledImages, build_net
+    from pcr_explore.swap.training.codec_training import ImageBatches
+
+    def net() -> Any:
+        torch.manual_seed(0)
+        return build_net("small-cnn", num_classes=2)
+
+    # the same weights built twice: one key (torch's own pickle differs each time)
+    assert content_identity(net()) == content_identity(net())
+    changed = net()
+    with torch.no_grad():
+        next(changed.parameters()).view(-1)[0] += 1.0
+    assert content_identity(changed) != content_identity(net())
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 255, (8, 3, 16, 16), dtype=np.uint8)
+    y = np.arange(8, dtype=np.int64) % 2
+    images = LabelledImages(x, y, x[:2], y[:2], ("a", "b"), "generated")
+    batches = ImageBatches(images, 4, seed=1)
+    assert content_identity(batches) == content_identity(ImageBatches(images, 4, seed=1))
+    assert content_identity(batches) != content_identity(ImageBatches(images, 4, seed=2))
+    next(iter(batches))  # the order moved on: so does the key
+    assert content_identity(batches) != content_identity(ImageBatches(images, 4, seed=1))
+    copy = pickle.loads(pickle.dumps(batches))  # and a copy goes on where it stood
+    for (xa, ya), (xb, yb) in zip(batches, copy):
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)

@@ -192,7 +192,9 @@ def content_identity(value: Any) -> str:
         a ``manifest``) by its manifest; a source with a ``url`` by that url's
         identity; numpy arrays by dtype, shape and bytes; lists, tuples,
         dicts, sets and dataclasses by their items or fields; functions by
-        module and name; anything else by its pickle.
+        module and name; anything else by its pickle, in which each PyTorch
+        tensor (a model's weights, a batch) stands as its dtype, shape and
+        bytes' hash.
 
     Returns
     -------
