@@ -1,4 +1,4 @@
-"""The results cache: hits without recomputing, misses on changed data or settings, corrupt entries."""
+"""The results cache: hits without recomputing, misses on changed data or settings, corruption."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from _pcr_data import random_dataset
 
 from pcr_explore import open_dataset, quality_curve
 from pcr_explore.budgeting.decode import measure_decode
-from pcr_explore.storage import ResultsCache, content_identity
-from pcr_explore.storage import _atomic
+from pcr_explore.storage import ResultsCache, _atomic, content_identity
 from pcr_explore.storage.results import ENV_VAR, default_results_dir
 
 CALLS: list[tuple[Any, dict[str, Any]]] = []

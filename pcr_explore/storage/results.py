@@ -144,8 +144,10 @@ class _HashWriter:
 
 def _is_tensor(obj: Any) -> bool:
     """A PyTorch tensor, told without importing PyTorch."""
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach") and hasattr(
-        obj, "numpy"
+    return (
+        type(obj).__module__.startswith("torch")
+        and hasattr(obj, "detach")
+        and hasattr(obj, "numpy")
     )
 
 
