@@ -52,8 +52,13 @@ def _load() -> str:
     return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_all(path: Path, timeout: int) -> tuple[float, list[tuple[int, float, str]]]:
-    """Execute *path* top to bottom on a fresh kernel: (seconds, per-cell seconds)."""
+def run_all(
+    path: Path, timeout: int, keep: Path | None = None
+) -> tuple[float, list[tuple[int, float, str]]]:
+    """Execute *path* top to bottom on a fresh kernel: (seconds, per-cell seconds).
+
+    With *keep*, the executed notebook (outputs included) is written there.
+    """
     import nbformat
     from nbclient import NotebookClient
 
@@ -74,7 +79,11 @@ def run_all(path: Path, timeout: int) -> tuple[float, list[tuple[int, float, str
             client.execute_cell(cell, i)
             first = next((s for s in cell.source.splitlines() if s.strip()), "")
             cells.append((i, time.perf_counter() - t, first[:60]))
-    return time.perf_counter() - start, cells
+    seconds = time.perf_counter() - start
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(book, keep)
+    return seconds, cells
 
 
 def bench_notebook(name: str, timeout: int) -> dict[str, Any]:
@@ -83,7 +92,8 @@ def bench_notebook(name: str, timeout: int) -> dict[str, Any]:
     cache = Path(tempfile.mkdtemp(prefix="pcr-results-"))
     os.environ["PCR_RESULTS_CACHE"] = str(cache)  # the kernel inherits it
     try:
-        cold, cells = run_all(path, timeout)
+        # the cold run's outputs, to read what the default settings show
+        cold, cells = run_all(path, timeout, HERE / "results" / "executed" / path.name)
         warm, warm_cells = run_all(path, timeout)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
