@@ -215,3 +215,14 @@ def test_a_model_and_its_batches_are_keyed_by_weights_and_pixels(tmp_path: Path)
     copy = pickle.loads(pickle.dumps(batches))  # and a copy goes on where it stood
     for (xa, ya), (xb, yb) in zip(batches, copy):
         assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+def test_a_folder_source_is_keyed_by_its_files_and_transcoding(folder: Path) -> None:
+    from pcr_explore import FolderSource
+
+    same = content_identity(FolderSource(folder))
+    assert content_identity(FolderSource(folder)) == same
+    assert content_identity(FolderSource(folder, quality=80)) != same
+    assert content_identity(FolderSource(folder, scan_script="spectral")) != same
+    next(folder.rglob("*.jpg")).unlink()
+    assert content_identity(FolderSource(folder)) != same

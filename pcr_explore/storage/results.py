@@ -83,6 +83,10 @@ def _path_identity(path: Path, h: Any) -> None:
             h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
 
 
+# A folder source's settings that change the images it gives (FolderSource's)
+_SOURCE_SETTINGS = ("scan_script", "quality", "backend", "num_scans")
+
+
 def _feed(value: Any, h: Any, where: str) -> None:
     """Feed *value*'s content identity into the hash *h* (see :func:`content_identity`)."""
     if value is None or isinstance(value, (bool, int, float, complex, bytes)):
@@ -123,6 +127,8 @@ def _feed(value: Any, h: Any, where: str) -> None:
     elif isinstance(getattr(value, "url", None), str):  # a folder or file source
         h.update(f"source:{type(value).__qualname__}\n".encode())
         _feed(value.url, h, f"{where}.url")
+        for name in _SOURCE_SETTINGS:  # how its images are transcoded, where it says
+            _feed(getattr(value, name, None), h, f"{where}.{name}")
     elif callable(value) and hasattr(value, "__qualname__"):
         h.update(f"callable:{getattr(value, '__module__', '')}.{value.__qualname__}\n".encode())
     else:
@@ -192,7 +198,8 @@ def content_identity(value: Any) -> str:
         local file or folder also by its files' relative names, sizes and
         modification times (never their bytes); a PCR dataset (an object with
         a ``manifest``) by its manifest; a source with a ``url`` by that url's
-        identity; numpy arrays by dtype, shape and bytes; lists, tuples,
+        identity and its transcoding settings (``scan_script``, ``quality``,
+        ``backend``); numpy arrays by dtype, shape and bytes; lists, tuples,
         dicts, sets and dataclasses by their items or fields; functions by
         module and name; anything else by its pickle, in which each PyTorch
         tensor (a model's weights, a batch) stands as its dtype, shape and
