@@ -293,9 +293,9 @@ class ResultsCache:
             h.update(f"machine {_machine()}\n".encode())
         for k, arg in enumerate(args):
             _feed(arg, h, f"argument {k + 1} of {name}")
-        for k in sorted(settings):
-            _feed(k, h, name)
-            _feed(settings[k], h, f"{name}'s {k}=")
+        for setting in sorted(settings):
+            _feed(setting, h, name)
+            _feed(settings[setting], h, f"{name}'s {setting}=")
         return h.hexdigest()
 
     def _entry(self, func: Callable[..., Any], key: str) -> Path:
