@@ -226,3 +226,28 @@ def test_a_folder_source_is_keyed_by_its_files_and_transcoding(folder: Path) -> 
     assert content_identity(FolderSource(folder, scan_script="spectral")) != same
     next(folder.rglob("*.jpg")).unlink()
     assert content_identity(FolderSource(folder)) != same
+
+
+def _returns_a_lambda(n: int) -> Any:
+    return lambda: n
+
+
+def test_clear_deletes_entries_only_and_an_unpicklable_result_is_an_error(
+    folder: Path, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    (shared / "notes").mkdir(parents=True)
+    (shared / "notes" / "keep.txt").write_text("mine")
+    (shared / "keep.pickle").write_bytes(b"not the cache's")
+    cache = ResultsCache(shared)
+    _curve(cache, folder)
+    (entry,) = shared.glob("*/*.pickle")
+    (entry.parent / f".{entry.name}.abc.tmp").write_bytes(b"torn")  # an unfinished write
+    assert cache.clear() == 1
+    assert sorted(p.relative_to(shared).as_posix() for p in shared.rglob("*")) == [
+        "keep.pickle",
+        "notes",
+        "notes/keep.txt",
+    ]
+    with pytest.raises(TypeError, match="_returns_a_lambda.*does not pickle"):
+        cache.call(_returns_a_lambda, 3)

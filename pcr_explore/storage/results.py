@@ -33,7 +33,6 @@ import hashlib
 import os
 import pickle
 import platform
-import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -349,25 +348,43 @@ class ResultsCache:
             return value  # type: ignore[no-any-return]
         self.misses += 1
         value = func(*args, **kwargs)
-        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise TypeError(
+                f"the results cache cannot keep what {entry.parent.name} returned "
+                f"({type(value).__qualname__}): it does not pickle ({exc})"
+            ) from exc
         entry.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(entry, [_MAGIC, hashlib.sha256(payload).digest(), payload])
         return value
 
     def clear(self) -> int:
-        """Delete every entry; return how many there were."""
+        """Delete every entry; return how many there were.
+
+        Only entries (``<function>/<key>.pickle``) and the temporary files of
+        unfinished writes go, then the folders they leave empty: a cache
+        pointed at a folder that holds other files leaves those alone.
+        """
         if not self.path.is_dir():
             return 0
-        count = sum(1 for _ in self.path.rglob("*.pickle"))
-        for child in self.path.iterdir():
-            if child.is_dir():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
+        count = 0
+        for folder in [p for p in self.path.iterdir() if p.is_dir()]:
+            for f in folder.iterdir():
+                if f.is_file() and f.name.endswith(".pickle") and not f.name.startswith("."):
+                    f.unlink(missing_ok=True)
+                    count += 1
+                elif f.is_file() and f.name.startswith(".") and f.name.endswith(".tmp"):
+                    f.unlink(missing_ok=True)
+            if not any(folder.iterdir()):
+                folder.rmdir()
         return count
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.path.rglob("*.pickle")) if self.path.is_dir() else 0
+        """How many entries the folder holds."""
+        if not self.path.is_dir():
+            return 0
+        return sum(1 for _ in self.path.glob("*/*.pickle"))
 
 
 def _load(entry: Path) -> tuple[bool, Any]:
