@@ -116,6 +116,7 @@ bench: install system-deps
 	$(BIN)/python bench/bench_cache.py
 	$(BIN)/python bench/bench_duplicates.py
 	$(BIN)/python bench/bench_scale.py --n 1000 10000
+	$(BIN)/python bench/bench_notebooks.py
 
 # ruff's lint and format check, and mypy on the package ([tool.mypy] in pyproject.toml;
 # about a minute and a half from a cold cache on two cores). After install-test: mypy
@@ -126,4 +127,4 @@ lint: install-test
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(SAMPLE) test-artifacts bench/results .pytest_cache
+	rm -rf $(SAMPLE) data/results test-artifacts bench/results .pytest_cache

@@ -20,6 +20,13 @@ WIDGET_NOTEBOOKS = {
     "05_train_at_levels",
 }
 
+# Notebooks that keep their expensive measurements in a ResultsCache
+CACHING_NOTEBOOKS = {
+    "01_progressive_scans",
+    "02_tune_and_audit",
+    "06_swap_on_real_training",
+}
+
 
 def _is_progress_bar(text: str) -> bool:
     """Whether a widget's text form is a tqdm bar ("desc:  40%|####  | 4/10 [...]")."""
@@ -70,6 +77,8 @@ def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyP
     # The kernel inherits this process's environment.
     monkeypatch.setenv("PCR_QUICK", "1")
     monkeypatch.setenv("PCR_SAMPLE_DIR", str(sample_dir))
+    results = sample_dir.parent / "results"  # a results cache shared by the notebooks
+    monkeypatch.setenv("PCR_RESULTS_CACHE", str(results))
     for var in ("PCR_OWN_DATA", "PCR_TRACE", "PCR_FLOWERS_DIR"):
         monkeypatch.delenv(var, raising=False)
     book = nbformat.read(path, as_version=4)
@@ -79,7 +88,10 @@ def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyP
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOKS)}},
     )
+    kept = len(list(results.rglob("*.pickle")))
     client.execute()  # raises CellExecutionError, naming the cell, on any error
+    if path.stem in CACHING_NOTEBOOKS:  # its measurements were kept for the next run
+        assert len(list(results.rglob("*.pickle"))) > kept
     outputs = [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     # Every widget displayed has a static picture for renderers without widgets: its own,

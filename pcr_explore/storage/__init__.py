@@ -2,7 +2,8 @@
 
 :class:`Store` is what a dataset is read through (fsspec's verbs: any fsspec
 file system, or a class of your own); :mod:`.remote` HTTP(S) and fsspec
-stores; :mod:`.cache` the on-disk prefix cache; :mod:`._output` publishing
+stores; :mod:`.cache` the on-disk prefix cache; :mod:`.results` expensive results
+kept on disk (:class:`ResultsCache`); :mod:`._output` publishing
 whole files; :mod:`._atomic` atomic writes; :mod:`._lock` the output-folder lock.
 """
 

@@ -220,6 +220,23 @@ class ImageBatches:
         self._gen = torch.Generator().manual_seed(seed)
         self._torch, self.batch_size = torch, batch_size
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the batches and the order's state, not the torch module: so a results cache
+        # can key a capture by its batches, and a pickled copy goes on where this one is
+        return {
+            "x": self._x,
+            "y": self._y,
+            "generator": self._gen.get_state(),
+            "batch_size": self.batch_size,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        torch = require_torch("ImageBatches")
+        self._x, self._y, self.batch_size = state["x"], state["y"], state["batch_size"]
+        self._gen = torch.Generator()
+        self._gen.set_state(state["generator"])
+        self._torch = torch
+
     def __len__(self) -> int:
         return len(self._y) // self.batch_size
 
