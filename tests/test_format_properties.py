@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcr_explore.encode._journal import JOURNAL, PLAN, Journal
-from pcr_explore.errors import DatasetError
+from pcr_explore.errors import DatasetError, PCRFormatError
 from pcr_explore.jpeg import EOI
 from pcr_explore.jpeg.scan_script import SCRIPTS
 from pcr_explore.records.format import (
@@ -185,3 +186,25 @@ def test_a_skipped_only_entry_is_kept(tmp_path: Path) -> None:
     (tmp_path / PLAN).write_text(json.dumps({"digest": "d" * 64, "options": {}}))
     (tmp_path / JOURNAL).write_text(json.dumps(entry) + "\n")
     assert list(Journal(tmp_path, "d" * 64, {}).load(SLICES)) == [1]
+
+
+# Names from the characters that decide safety, so that unsafe ones are common
+_risky_names = st.lists(
+    st.text(st.sampled_from(["a", ".", "/", "\\", "C", ":", "\0", "é", "\n"]), max_size=6),
+    min_size=1,
+    max_size=6,
+)
+
+
+@given(names=_risky_names)
+@settings(deadline=None)
+def test_the_header_refuses_exactly_the_unsafe_names(names: list[str]) -> None:
+    # the header checks every name at once; is_safe_name, one at a time, is the reference
+    images = [RecordImage(n, 0, 8, 8, 3, [b"ab"]) for n in names]
+    data = b"".join(encode_record(images, 1))
+    unsafe = [i for i, n in enumerate(names) if not is_safe_name(n)]
+    if not unsafe:
+        assert parse_header(data, "r.pcr").names == tuple(names)
+        return
+    with pytest.raises(PCRFormatError, match=f"image {unsafe[0]} is named"):
+        parse_header(data, "r.pcr")

@@ -205,6 +205,11 @@ class RecordHeader:
 MAX_SIDE = 65500
 _COMPONENTS = (1, 3, 4)  # grey, YCbCr, CMYK/YCCK
 _DRIVE = re.compile(r"[A-Za-z]:[\\/]")  # a Windows drive: C:\ or C:/
+# is_safe_name over every name at once: the names joined and wrapped by NUL (which no
+# safe name holds) hold one of these where a part ("/"-separated) of a name is "", "."
+# or "..", an empty name and a leading or trailing "/" included; and a drive after a NUL
+_UNSAFE_JOINS = tuple(a + part + b for part in ("", ".", "..") for a in "\0/" for b in "\0/")
+_DRIVE_JOINED = re.compile(r"\0[A-Za-z]:[\\/]")
 
 
 def _check_images(
@@ -411,17 +416,26 @@ def _names_and_script(
             raise PCRFormatError(f"{path}: the stored scan script is not ASCII text") from exc
     elif names_len != room:
         raise PCRFormatError(f"{path}: name table is inconsistent with the header length")
+    bounds = name_offsets.tolist()
     try:
-        names = tuple(
-            blob[a:b].decode("utf-8") for a, b in zip(name_offsets[:-1], name_offsets[1:])
-        )
+        if blob.isascii():  # one decode, sliced (byte offsets are character offsets)
+            text = blob.decode("ascii")
+            names = tuple(text[a:b] for a, b in zip(bounds[:-1], bounds[1:]))
+        else:
+            names = tuple(blob[a:b].decode("utf-8") for a, b in zip(bounds[:-1], bounds[1:]))
     except UnicodeDecodeError as exc:
         raise PCRFormatError(f"{path}: a source name is not valid UTF-8") from exc
-    for i, name in enumerate(names):
-        if not is_safe_name(name):
-            raise PCRFormatError(
-                f"{path}: image {i} is named {name!r:.60}, which leaves the dataset's folder"
-            )
+    joined = "\0" + "\0".join(names) + "\0"
+    if names and (
+        b"\0" in blob
+        or any(j in joined for j in _UNSAFE_JOINS)
+        or (":" in joined and _DRIVE_JOINED.search(joined))
+    ):
+        for i, name in enumerate(names):  # the first unsafe one, by name
+            if not is_safe_name(name):
+                raise PCRFormatError(
+                    f"{path}: image {i} is named {name!r:.60}, which leaves the dataset's folder"
+                )
 
     return names, script
 
