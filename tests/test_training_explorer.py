@@ -135,7 +135,13 @@ def test_a_result_made_in_code_opens_drawn(data: SplitDatasets) -> None:
     from pcr_explore.train import train_at_levels
 
     result = train_at_levels(
-        data.train, val=data.val, scans=(1, 5), size=SIZE, epochs=2, bandwidth=20e6, workers=1,
+        data.train,
+        val=data.val,
+        scans=(1, 5),
+        size=SIZE,
+        epochs=2,
+        bandwidth=20e6,
+        workers=1,
         progress=False,
     )
     ex = TrainingExplorer(data.train, data.val, tune_batches=1, sample=4, workers=1, result=result)
@@ -162,8 +168,18 @@ def test_a_result_of_other_classes_is_refused(data: SplitDatasets) -> None:
     from pcr_explore.train import TrainResult
 
     other = TrainResult(
-        levels=(), size=SIZE, model="small-cnn", seed=0, epochs=1, batch_size=8, lr=1e-3,
-        bandwidth=None, num_scans=10, level_bytes={}, train_images=0, val_images=0,
+        levels=(),
+        size=SIZE,
+        model="small-cnn",
+        seed=0,
+        epochs=1,
+        batch_size=8,
+        lr=1e-3,
+        bandwidth=None,
+        num_scans=10,
+        level_bytes={},
+        train_images=0,
+        val_images=0,
         classes=("cats", "dogs"),
     )
     with pytest.raises(ValueError, match="trained on classes"):

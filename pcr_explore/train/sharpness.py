@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 from .._public import public
+from ..encode.sample import write_sample_images
 from ..errors import DatasetError
 from ..storage._atomic import atomic_write
-from ..encode.sample import write_sample_images
 from .flowers import SplitDatasets, prepare_split
 
 __all__ = ["sharpness_task"]
