@@ -141,7 +141,7 @@ def test_wrong_sha_fails_and_leaves_nothing(server: tuple[str, list[str]], tmp_p
 
 def test_split_is_reproducible_and_stable(archive: Path, tmp_path: Path) -> None:
     src = extract(archive, tmp_path / "unpacked")
-    assert src.name == "flower_photos" and (src / "dots").is_dir()
+    assert src.name == "flower_photos" and (src / "disc").is_dir()
 
     def listing(out: Path) -> dict[str, list[str]]:
         train, val = split_folder(src, out, val_fraction=0.34)
@@ -153,9 +153,9 @@ def test_split_is_reproducible_and_stable(archive: Path, tmp_path: Path) -> None
     a, b = listing(tmp_path / "a"), listing(tmp_path / "b")
     assert a == b and len(a["val"]) == 10 and len(a["train"]) == 20
     # A file's side depends only on its name: removing other files keeps it.
-    (src / "dots" / "dots_0000.jpg").unlink()
+    (src / "disc" / "disc_0000.jpg").unlink()
     c = listing(tmp_path / "c")
-    keep = [n for n in a["val"] if n != "dots/dots_0000.jpg"]
+    keep = [n for n in a["val"] if n != "disc/disc_0000.jpg"]
     assert set(keep) <= set(c["val"])
     other_seed = split_folder(src, tmp_path / "d", val_fraction=0.34, seed=1)[1]
     assert sorted(p.name for p in other_seed.rglob("*.jpg")) != [Path(n).name for n in c["val"]]
@@ -199,7 +199,7 @@ def test_without_a_network_a_stand_in_is_built_and_says_so(
         cache_dir=tmp_path, url=nowhere, offline="stand-in", workers=1, progress=False
     )
     assert data.classes == ("band", "column", "cross", "disc", "frame")
-    assert data.train_images + data.val_images == 200
+    assert data.train_images + data.val_images == 500
     assert "could not be downloaded" in data.note and "make flowers" in data.note
     assert "not photographs" in str(data)
     # the reason in plain words, whole: not urlopen's own text, not cut mid-word
