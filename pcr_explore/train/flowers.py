@@ -356,7 +356,7 @@ def load_flowers(
 
     offline : {"raise", "stand-in"}
         When the download fails (no network in the room): raise, or build a
-        generated stand-in of five pattern classes instead (no download),
+        generated stand-in of five shape classes instead (no download),
         whose ``note`` says in plain words what it is, why, and how to get
         the photos.
 
@@ -421,8 +421,8 @@ STAND_IN_NOTE = (
     "downloads 229 MB into data/), or set FLOWERS_DIR in the notebook (or PCR_FLOWERS_DIR "
     "before starting JupyterLab) to a copy."
 )
-STAND_IN_PER_CLASS = 100
-STAND_IN_SIDE = 96
+_STAND_IN_PER_CLASS = 100
+_STAND_IN_SIDE = 96
 
 
 def _why(exc: Exception) -> str:
@@ -457,7 +457,7 @@ def _stand_in(
 ) -> SplitDatasets:
     """The stand-in set, built offline, with the note that says so."""
     archive = write_stand_in_archive(
-        cache / "stand_in_flowers.tgz", per_class=STAND_IN_PER_CLASS, side=STAND_IN_SIDE
+        cache / "stand_in_flowers.tgz", per_class=_STAND_IN_PER_CLASS, side=_STAND_IN_SIDE
     )
     # named by its bytes, so a changed generator never reuses an older stand-in's split
     digest = sha256_of(archive)[:10]
