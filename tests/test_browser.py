@@ -24,8 +24,10 @@ open beside it) and take screenshots at 1440x900 and 1280x720 into
   the hand to stop, then is redrawn for the final value; presentation mode;
   after a reload the sparsity line and markers are where the slider is.
 * 04: the reading figure and the strip of levels draw.
-* 05 (``PCR_QUICK``, a generated stand-in): training fills the curves, and a
-  reload shows the same curves and bars, not empty plots.
+* 05 (``PCR_QUICK``, a generated stand-in): the explorer opens with the
+  notebook's own run drawn (nothing pressed), the sharp-or-soft task's plot
+  has every level's line, and a reload shows the same curves and bars, not
+  empty plots.
 
 Every wait waits on a condition in the page, and no assertion is about time:
 the checks count what the page shows and receives. The drag figures (long
@@ -727,7 +729,10 @@ def test_05_training(lab: Lab, browser: Any) -> None:
         page = s.page
         open_notebook(page, lab, s.name, "w05")
         run_all(page, timeout_ms=480_000)  # PCR_QUICK: a generated stand-in, tiny runs
-        _all_canvases_drawn(page, 4)
+        _all_canvases_drawn(page, 7)  # the explorer's four, the sharp-or-soft task's three
+        # nothing empty: each level's line is drawn in the explorer and in the second plot
+        drawn = [x["name"] for x in _documents(page)["sources"] if x["name"] and x["rows"]]
+        assert all(drawn.count(f"scan {k}") >= 2 for k in (1, 2, 5, 10)), drawn
         out = s.widget_output(".widget-button")
         cell = s.cell_of(out)
         s.assert_fits(out)

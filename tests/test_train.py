@@ -325,7 +325,7 @@ def test_different_classes_are_refused(data: SplitDatasets, tmp_path: Path) -> N
 
     val4 = tmp_path / "val4"
     shutil.copytree(data.images / "val", val4)
-    shutil.rmtree(val4 / "waves")
+    shutil.rmtree(val4 / "frame")
     encode_dataset(val4, tmp_path / "v4", workers=1, progress=False)
     with pytest.raises(DatasetError, match="different classes"):
         train_at_levels(

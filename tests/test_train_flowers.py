@@ -14,10 +14,11 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pcr_explore.errors import DatasetError
-from pcr_explore.read.reader import open_dataset
+from pcr_explore.read.reader import PCRDataset, open_dataset
 from pcr_explore.train import (
     extract,
     load_flowers,
@@ -75,6 +76,36 @@ def test_stand_in_archive_is_reproducible(archive: Path, tmp_path: Path) -> None
     assert sum(n.endswith(".jpg") for n in names) == 30
 
 
+def _coarse(ds: PCRDataset, scan: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each image at *scan* as an 8x8 grey thumbnail, its contrast normalised; and its label.
+
+    The shape's and the background's colours are random (either may be the
+    lighter), so the thumbnail's distance from its mean, not its sign, is kept.
+    """
+    x = []
+    for img, _ in ds.iter(scan, size=(8, 8), mode="L"):
+        a = np.asarray(img, np.float64).ravel()
+        x.append(np.abs(a - a.mean()) / (a.std() + 1e-9))
+    return np.array(x), ds.labels
+
+
+def test_stand_in_classes_are_told_apart_by_their_coarse_layout(tmp_path: Path) -> None:
+    src = write_stand_in_archive(tmp_path / "flower_photos.tgz", per_class=20, side=64)
+    data = load_flowers(src, cache_dir=tmp_path, workers=1, progress=False)
+    train, val = open_dataset(str(data.train)), open_dataset(str(data.val))
+    # scan 1 (one value per 8x8 block) is a small share of the bytes: the fine texture,
+    # the same in every class, is most of what the later scans send
+    assert train.bytes_at(1) < 0.3 * train.bytes_at(None)
+    # the nearest class mean of scan-1 thumbnails names most validation images, as it
+    # does at full quality: the classes differ in what block averaging keeps
+    x, y = _coarse(train, 1)
+    means = np.stack([x[y == c].mean(axis=0) for c in range(len(data.classes))])
+    for scan in (1, 10):
+        xv, yv = _coarse(val, scan)
+        guess = np.argmin(((xv[:, None] - means[None]) ** 2).sum(-1), axis=1)
+        assert (guess == yv).mean() >= 0.8, scan
+
+
 def test_download_checks_sha_and_caches(
     server: tuple[str, list[str]], archive: Path, tmp_path: Path
 ) -> None:
@@ -86,7 +117,7 @@ def test_download_checks_sha_and_caches(
     )
     assert asked == ["/flower_photos.tgz"]
     assert (cache / "flower_photos.tgz").read_bytes() == archive.read_bytes()
-    assert data.classes == ("checks", "dots", "rings", "stripes", "waves")
+    assert data.classes == ("band", "column", "cross", "disc", "frame")
     # round(6 * 0.2) = 1 validation image per class.
     assert (data.train_images, data.val_images) == (25, 5)
     train, val = open_dataset(str(data.train)), open_dataset(str(data.val))
@@ -110,7 +141,7 @@ def test_wrong_sha_fails_and_leaves_nothing(server: tuple[str, list[str]], tmp_p
 
 def test_split_is_reproducible_and_stable(archive: Path, tmp_path: Path) -> None:
     src = extract(archive, tmp_path / "unpacked")
-    assert src.name == "flower_photos" and (src / "dots").is_dir()
+    assert src.name == "flower_photos" and (src / "disc").is_dir()
 
     def listing(out: Path) -> dict[str, list[str]]:
         train, val = split_folder(src, out, val_fraction=0.34)
@@ -122,9 +153,9 @@ def test_split_is_reproducible_and_stable(archive: Path, tmp_path: Path) -> None
     a, b = listing(tmp_path / "a"), listing(tmp_path / "b")
     assert a == b and len(a["val"]) == 10 and len(a["train"]) == 20
     # A file's side depends only on its name: removing other files keeps it.
-    (src / "dots" / "dots_0000.jpg").unlink()
+    (src / "disc" / "disc_0000.jpg").unlink()
     c = listing(tmp_path / "c")
-    keep = [n for n in a["val"] if n != "dots/dots_0000.jpg"]
+    keep = [n for n in a["val"] if n != "disc/disc_0000.jpg"]
     assert set(keep) <= set(c["val"])
     other_seed = split_folder(src, tmp_path / "d", val_fraction=0.34, seed=1)[1]
     assert sorted(p.name for p in other_seed.rglob("*.jpg")) != [Path(n).name for n in c["val"]]
@@ -167,10 +198,15 @@ def test_without_a_network_a_stand_in_is_built_and_says_so(
     data = load_flowers(
         cache_dir=tmp_path, url=nowhere, offline="stand-in", workers=1, progress=False
     )
-    assert data.classes == ("checks", "dots", "rings", "stripes", "waves")
-    assert data.train_images + data.val_images == 200
+    assert data.classes == ("band", "column", "cross", "disc", "frame")
+    assert data.train_images + data.val_images == 500
     assert "could not be downloaded" in data.note and "make flowers" in data.note
     assert "not photographs" in str(data)
+    # the reason in plain words, whole: not urlopen's own text, not cut mid-word
+    assert "(no network: connection refused)" in data.note
+    assert "urlopen" not in data.note and "Errno" not in data.note
+    page = data._repr_html_()
+    assert page.count("could not be downloaded") == 1 and "<b>Note:</b>" in page
     assert load_flowers(cache_dir=tmp_path / "x", path=data.images).note == ""
 
 

@@ -82,3 +82,14 @@ def test_bad_input_is_refused(photos: Path, tmp_path: Path) -> None:
         sharpness_task(photos, tmp_path / "out", patch=128, val_photos=1, progress=False)
     with pytest.raises(ValueError, match="sigma > 0"):
         sharpness_task(photos, tmp_path / "out", sigma=0)
+
+
+def test_without_photos_the_bundled_ones_are_cut(tmp_path: Path) -> None:
+    data = sharpness_task(
+        None, tmp_path, patch=32, per_photo=2, val_photos=2, workers=1, progress=False
+    )
+    # scikit-image's 16 photos, written once into out/photos: 14 to train on, 2 to validate
+    assert len(list((tmp_path / "photos").rglob("*.jpg"))) == 16
+    assert (data.train_images, data.val_images) == (28, 4)
+    assert "scikit-image's 16 bundled photos" in data.note
+    assert open_dataset(str(data.train)).classes == ["sharp", "soft"]

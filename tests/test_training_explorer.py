@@ -128,3 +128,59 @@ def test_controls_show_a_value_and_the_epoch_axis_whole_epochs(data: SplitDatase
     assert all(f.sizing_mode == "stretch_width" for f in ex.figure.figures)
     assert epoch_fig.legend[0].location == "top_left"
     assert [f.legend[0].visible for f in ex.figure.figures] == [True, False, False]
+
+
+@pytest.mark.filterwarnings("ignore::pcr_explore.errors.FewerScalesWarning")
+def test_a_result_made_in_code_opens_drawn(data: SplitDatasets) -> None:
+    from pcr_explore.train import train_at_levels
+
+    result = train_at_levels(
+        data.train,
+        val=data.val,
+        scans=(1, 5),
+        size=SIZE,
+        epochs=2,
+        bandwidth=20e6,
+        workers=1,
+        progress=False,
+    )
+    ex = TrainingExplorer(data.train, data.val, tune_batches=1, sample=4, workers=1, result=result)
+    assert ex.result is result
+    # nothing empty: every line, the table, the readout and the tuners' bars and choices
+    for run in result.levels:
+        src = ex.figure.sources[run.label].data
+        assert src["epoch"] == [1, 2] and src["accuracy"] == run.val_accuracy.tolist()
+    assert sorted(ex.figure.sources) == ["scan 1", "scan 5"]
+    assert "scan 5" in ex.table.value and "epoch 2 of 2" in ex.progress.value
+    assert ex.similarity.source.data["scan"] == ["1", "5", "10"]
+    assert "MS-SSIM tuner" in ex.comparison.value
+    # the controls say what was run, so Train repeats it unless they are changed
+    assert ex.chosen_scans() == [1, 5] and ex.size.value == SIZE and ex.epochs.value == 2
+    assert ex.bandwidth.value == 20e6
+    ex.level_boxes[5].value = False
+    ex.epochs.value = 1
+    again = ex.train()
+    assert [r.label for r in again.levels] == ["scan 1"] and again.epochs == 1
+    assert ex.figure.sources["scan 1"].data["epoch"] == [1]
+
+
+def test_a_result_of_other_classes_is_refused(data: SplitDatasets) -> None:
+    from pcr_explore.train import TrainResult
+
+    other = TrainResult(
+        levels=(),
+        size=SIZE,
+        model="small-cnn",
+        seed=0,
+        epochs=1,
+        batch_size=8,
+        lr=1e-3,
+        bandwidth=None,
+        num_scans=10,
+        level_bytes={},
+        train_images=0,
+        val_images=0,
+        classes=("cats", "dogs"),
+    )
+    with pytest.raises(ValueError, match="trained on classes"):
+        TrainingExplorer(data.train, data.val, workers=1, result=other)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import html
 import json
 import os
 import shutil
@@ -89,6 +90,16 @@ class SplitDatasets:
             f"{len(self.classes)} classes ({', '.join(self.classes)}): {self.train}, {self.val}"
         )
         return f"{text}\nnote: {self.note}" if self.note else text
+
+    def _repr_html_(self) -> str:
+        # paragraphs wrap between words, where a long plain-text line may break inside one
+        text = (
+            f"{self.train_images} training and {self.val_images} validation images in "
+            f"{len(self.classes)} classes ({', '.join(self.classes)})"
+        )
+        out = f"<p>{html.escape(text)}: <code>{html.escape(str(self.train))}</code>, "
+        out += f"<code>{html.escape(str(self.val))}</code></p>"
+        return out + (f"<p><b>Note:</b> {html.escape(self.note)}</p>" if self.note else "")
 
 
 def _is_split(folder: Path) -> bool:
@@ -345,8 +356,9 @@ def load_flowers(
 
     offline : {"raise", "stand-in"}
         When the download fails (no network in the room): raise, or build a
-        generated stand-in of five pattern classes instead (no download),
-        whose ``note`` says what it is and how to get the photos.
+        generated stand-in of five shape classes instead (no download),
+        whose ``note`` says in plain words what it is, why, and how to get
+        the photos.
 
     Returns
     -------
@@ -403,11 +415,36 @@ def load_flowers(
 
 
 STAND_IN_NOTE = (
-    "the flower photos could not be downloaded ({why}), so this is a generated stand-in: "
-    "five classes of patterns (stripes, checks, rings, dots, waves), not photographs. For the "
-    "real photos, run `make flowers` before class (it downloads 229 MB into data/), or set "
-    "FLOWERS_DIR in the notebook (or PCR_FLOWERS_DIR before starting JupyterLab) to a copy."
+    "The flower photos could not be downloaded ({why}), so this is a generated stand-in: "
+    "five classes of shapes (band, column, cross, disc, frame) in random colours under fine "
+    "texture, not photographs. For the real photos, run `make flowers` before class (it "
+    "downloads 229 MB into data/), or set FLOWERS_DIR in the notebook (or PCR_FLOWERS_DIR "
+    "before starting JupyterLab) to a copy."
 )
+_STAND_IN_PER_CLASS = 100
+_STAND_IN_SIDE = 96
+
+
+def _why(exc: Exception) -> str:
+    """Why a download failed, in words: the reason, not the exception's own text.
+
+    ``urlopen`` wraps the socket error as ``<urlopen error [Errno -2] Name or
+    service not known>``; a reader needs only its last part.
+    """
+    import urllib.error
+
+    cause = exc.__cause__
+    if isinstance(cause, urllib.error.HTTPError):
+        return f"the server answered {cause.code} {cause.reason}"
+    if isinstance(cause, urllib.error.URLError):
+        reason = cause.reason
+        text = reason.strerror if isinstance(reason, OSError) else None
+        return f"no network: {(text or str(reason)).lower()}"
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror.lower()
+    if cause is None and "SHA-256" in str(exc):
+        return "the download did not match its checksum"
+    return str(cause or exc)
 
 
 def _stand_in(
@@ -419,15 +456,18 @@ def _stand_in(
     progress: bool,
 ) -> SplitDatasets:
     """The stand-in set, built offline, with the note that says so."""
-    archive = write_stand_in_archive(cache / "stand_in_flowers.tgz", per_class=40, side=96)
-    images = extract(archive, cache / "unpacked-stand-in")
+    archive = write_stand_in_archive(
+        cache / "stand_in_flowers.tgz", per_class=_STAND_IN_PER_CLASS, side=_STAND_IN_SIDE
+    )
+    # named by its bytes, so a changed generator never reuses an older stand-in's split
+    digest = sha256_of(archive)[:10]
+    images = extract(archive, cache / f"unpacked-stand-in-{digest}")
     data = prepare_split(
         images,
-        cache / "flowers" / f"stand-in-v{val_fraction:g}-s{seed}",
+        cache / "flowers" / f"stand-in-{digest}-v{val_fraction:g}-s{seed}",
         val_fraction=val_fraction,
         seed=seed,
         workers=workers,
         progress=progress,
     )
-    reason = str(why).split(": download failed: ")[-1][:80]
-    return dataclasses.replace(data, note=STAND_IN_NOTE.format(why=reason))
+    return dataclasses.replace(data, note=STAND_IN_NOTE.format(why=_why(why)))

@@ -6,7 +6,9 @@ Gaussian ("soft"). Telling them apart needs the finest detail, the high
 frequencies the first scan levels leave out, so there the low levels cost
 accuracy: the counterpart of the flower photos, where level 1 is enough.
 Photos are split between training and validation whole, so no validation
-patch shares a photo with a training one.
+patch shares a photo with a training one. Without a folder of photos,
+scikit-image's bundled ones (the sample dataset's) are used: nothing is
+downloaded.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .._public import public
+from ..encode.sample import write_sample_images
 from ..errors import DatasetError
 from ..storage._atomic import atomic_write
 from .flowers import SplitDatasets, prepare_split
@@ -30,10 +33,15 @@ _PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 _TASK_VERSION = 1
 
 
-def _photos(folder: Path) -> list[Path]:
+def _photos(folder: Path, *, nested: bool = False) -> list[Path]:
+    """The photos in *folder* (and, *nested*, in its sub-folders), by name."""
     if not folder.is_dir():
         raise DatasetError(f"{folder}: not a folder of photos")
-    return sorted(p for p in folder.iterdir() if p.suffix.lower() in _PHOTO_SUFFIXES)
+    found = folder.rglob("*") if nested else folder.iterdir()
+    return sorted(
+        (p for p in found if p.is_file() and p.suffix.lower() in _PHOTO_SUFFIXES),
+        key=lambda p: p.name,
+    )
 
 
 def _cut(
@@ -64,7 +72,7 @@ def _cut(
 
 @public("pcr_explore.train")
 def sharpness_task(
-    photos: str | os.PathLike[str],
+    photos: str | os.PathLike[str] | None,
     out: str | os.PathLike[str],
     *,
     patch: int = 64,
@@ -87,9 +95,11 @@ def sharpness_task(
 
     Parameters
     ----------
-    photos : path
+    photos : path or None
         A folder of photographs (PNG, JPEG, TIFF, BMP), each at least one
-        patch wide and high.
+        patch wide and high. None: scikit-image's 16 bundled photographs
+        (:func:`~pcr_explore.build_sample`'s), written once into
+        ``out/photos``; no network needed.
     out : path
         Folder for ``images/train``, ``images/val``, ``train.pcr``, ``val.pcr``.
     patch : int
@@ -137,8 +147,13 @@ def sharpness_task(
             "need patch >= 8, per_photo >= 2, sigma > 0, val_photos >= 1 and quality in 1..100; "
             f"got {patch}, {per_photo}, {sigma}, {val_photos}, {quality}"
         )
-    src, dst = Path(photos), Path(out)
-    found = _photos(src)
+    dst = Path(out)
+    if photos is None:
+        src = write_sample_images(dst / "photos")
+        found = _photos(src, nested=True)
+    else:
+        src = Path(photos)
+        found = _photos(src)
     if len(found) <= val_photos:
         raise DatasetError(
             f"{src}: {len(found)} photos, need more than val_photos={val_photos} to split"
@@ -162,8 +177,13 @@ def sharpness_task(
             _cut(photo, side, patch=patch, count=per_photo, sigma=sigma, quality=quality, seed=seed)
         atomic_write(stamp_file, json.dumps(stamp, indent=1).encode())
     data = prepare_split(images, dst, seed=seed, workers=workers, progress=progress)
+    where = (
+        f"scikit-image's {len(found)} bundled photos"
+        if photos is None
+        else f"{len(found)} photos in {src}"
+    )
     note = (
-        f"{patch}x{patch} px patches of {len(found)} photos in {src}, half blurred by a "
+        f"{patch}x{patch} px patches of {where}, half blurred by a "
         f"Gaussian of sigma {sigma:g} px; validation from {val_photos} photos not trained on"
     )
     return SplitDatasets(

@@ -84,6 +84,12 @@ class TrainingExplorer(Explorer):
         Images the MS-SSIM tuner measures.
     workers : int
         Decoding threads (and the MS-SSIM tuner's processes).
+    result : TrainResult, optional
+        A finished :func:`~pcr_explore.train.train_at_levels` run on these
+        datasets, shown at once (see :meth:`show_result`): the explorer opens
+        with its curves, table and tuners, and the controls set to its
+        levels, size, epochs and bandwidth; Train reruns with what they say
+        then.
 
     Attributes
     ----------
@@ -109,6 +115,14 @@ class TrainingExplorer(Explorer):
     >>> ex = TrainingExplorer("train.pcr", "val.pcr")
     >>> ex  # a notebook shows the explorer: then press Train
     <pcr_explore.widgets.TrainingExplorer object at 0x...>
+
+    A run made in code opens drawn:
+
+    >>> from pcr_explore.train import train_at_levels
+    >>> result = train_at_levels("train.pcr", val="val.pcr", scans=(1, 10), size=64, epochs=2)
+    >>> ex = TrainingExplorer("train.pcr", "val.pcr", result=result)
+    >>> sorted(ex.figure.sources), ex.figure.sources["scan 1"].data["epoch"]
+    (['scan 1', 'scan 10'], [1, 2])
     """
 
     def __init__(
@@ -128,6 +142,7 @@ class TrainingExplorer(Explorer):
         target: float = 0.95,
         sample: int = 32,
         workers: int = 2,
+        result: TrainResult | None = None,
     ) -> None:
         super().__init__()
         self.train_set = train if isinstance(train, PCRDataset) else open_dataset(str(train))
@@ -200,6 +215,8 @@ class TrainingExplorer(Explorer):
             ]
         )
         self.train_button.on_click(self._guarded(lambda _: self.train()))
+        if result is not None:
+            self.show_result(result)
 
     # -- actions -------------------------------------------------------------------
 
@@ -229,12 +246,7 @@ class TrainingExplorer(Explorer):
         labels = [f"scan {k}" for k in scans] + (["schedule"] if curriculum else [])
         self.train_button.disabled = True
         try:
-            self._plots = [(m, f) for m, f in self._plots if f is not self.figure.layout]
-            self.figure = training_figure(labels)
-            self.plot_box.children = [self._plot(self.figure.layout)]
-            self._runs = {}
-            self.table.value = self.comparison.value = ""
-            self.similarity.show(None)
+            self._new_figure(labels)
             self.result = train_at_levels(
                 self.train_set,
                 val=self.val_set,
@@ -255,6 +267,68 @@ class TrainingExplorer(Explorer):
         finally:
             self.train_button.disabled = False
         return self.result
+
+    def show_result(self, result: TrainResult, *, tune: bool = True) -> None:
+        """Draw a finished run as if Train had made it: curves, readout, table, tuners.
+
+        The controls are set to the run's levels, size, epochs, bandwidth and
+        curriculum, so pressing Train repeats it unless they are changed.
+
+        Parameters
+        ----------
+        result : TrainResult
+            What :func:`~pcr_explore.train.train_at_levels` returned for this
+            explorer's datasets.
+        tune : bool
+            Also run the gradient tuner (on the model trained at the highest
+            level) and the MS-SSIM tuner, as Train does when it ends. Needs
+            the result's models.
+
+        Raises
+        ------
+        ValueError
+            If the result's classes are not the training set's, or a level is
+            outside the dataset's.
+        """
+        if tuple(result.classes) != tuple(self.train_set.classes):
+            raise ValueError(
+                f"the result was trained on classes {list(result.classes)}, "
+                f"not this explorer's {list(self.train_set.classes)}"
+            )
+        scans = [r.scan for r in result.levels if isinstance(r.scan, int)]
+        check_scans(scans, self.train_set.num_scans, where=self.train_set.url)
+        for k, box in self.level_boxes.items():
+            box.value = k in scans
+        self._set_controls(result)
+        self._new_figure([r.label for r in result.levels])
+        for run in result.levels:  # each line drawn whole, the readout left at the last
+            self._on_epoch(run)
+        self.result = result
+        self.batch_size, self.seed = result.batch_size, result.seed
+        self.table.value = result._repr_html_()
+        if tune and scans and f"scan {max(scans)}" in result.models:
+            self._tune(scans)
+
+    def _set_controls(self, result: TrainResult) -> None:
+        if result.size not in self.size.options:
+            self.size.options = sorted({*self.size.options, result.size})
+        self.size.value = result.size
+        self.epochs.max = max(self.epochs.max, result.epochs)
+        self.epochs.value = result.epochs
+        bw = result.bandwidth or 0.0
+        if bw not in dict(self.bandwidth.options).values():
+            self.bandwidth.options = [*self.bandwidth.options, (f"{bw / 1e6:g} MB/s", bw)]
+        self.bandwidth.value = bw
+        self.schedule.value = result.schedule or ""
+
+    def _new_figure(self, labels: list[str]) -> None:
+        """Empty plots with a line per label, in place of the last run's; tuners cleared."""
+        self._plots = [(m, f) for m, f in self._plots if f is not self.figure.layout]
+        self.figure = training_figure(labels)
+        self.plot_box.children = [self._plot(self.figure.layout)]
+        self._runs = {}
+        self.table.value = self.comparison.value = ""
+        self.similarity.show(None)
 
     def _on_epoch(self, run: LevelRun) -> None:
         self._runs[run.label] = run
