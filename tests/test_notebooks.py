@@ -24,6 +24,7 @@ WIDGET_NOTEBOOKS = {
 CACHING_NOTEBOOKS = {
     "01_progressive_scans",
     "02_tune_and_audit",
+    "05_train_at_levels",
     "06_swap_on_real_training",
 }
 
