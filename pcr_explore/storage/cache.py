@@ -55,8 +55,10 @@ corrected), never too few; only a power cut can lose the last rows (their
 commits are not flushed), and a write to such a prefix finds it. Eviction
 checks each prefix it trims or deletes on the disk first.
 
-Several processes may share a cache: eviction runs under a lock on
-``.pcr-cache.lock``; a prefix is appended to, trimmed, cut back to a
+Several processes may share a cache: eviction, and making a new prefix
+file, run under a lock on ``.pcr-cache.lock`` (eviction deletes a file and
+then its row, so a file made at that path in between would be left
+uncounted); a prefix is appended to, trimmed, cut back to a
 boundary or deleted only under a lock on the file itself, after checking its
 size, so no byte lands at a wrong offset; a reader whose prefix shrank or
 went away underneath it reads it again from the store. Only files this
@@ -353,38 +355,55 @@ class PrefixCache:
         """
         if not data:
             return
+        if start == 0 and self._index is not None:
+            # A new prefix is made under the cache's lock, as eviction runs: eviction
+            # deletes a file, then its row, and a file made at that path in between
+            # would lose the row it was just given (on disk, counted nowhere).
+            with open(self.root / _LOCK, "a+b") as lock:
+                _lock(lock)
+                written = self._write(r, start, data)
+        else:
+            written = self._write(r, start, data)
+        if not written:
+            return
+        if self._mismatch:
+            self._mismatch = False
+            self._reconcile(self.folder, self._digest)
+        if self.max_bytes is not None:
+            path = self.path(r)
+            _touch(path)
+            self._evict(path, start + len(data), _level(self._bounds[r], start + len(data)) or 0)
+
+    def _write(self, r: int, start: int, data: bytes) -> bool:
+        """:meth:`extend`'s write under the file's lock; whether *data* was written."""
         path = self.path(r)
         end = start + len(data)
+        create = os.O_CREAT if start == 0 else 0  # a prefix evicted meanwhile is not made anew
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o666)
-        except FileNotFoundError:  # the folder was cleared away
-            return
+            fd = os.open(path, os.O_RDWR | create | _NOFOLLOW, 0o666)
+        except FileNotFoundError:  # the folder was cleared away, or the prefix evicted
+            return False
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise
             path.unlink(missing_ok=True)  # a link appeared since length(): the next read refills
             self._forget(r)
-            return
+            return False
         with os.fdopen(fd, "r+b") as f:
             _lock(f)
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size != start or st.st_nlink == 0:
-                return  # another writer was first, or evicted it since we opened it
+                return False  # another writer was first, or evicted it since we opened it
             if start == 0 and not (self.folder / _SOURCE).exists():
                 path.unlink(missing_ok=True)  # cleared since opening: keep nothing
-                return
+                return False
             self._grow(r, start, end)
             try:
                 os.pwrite(fd, data, start)
             except OSError:
                 self._resize(r, os.fstat(fd).st_size)
                 raise
-        if self._mismatch:
-            self._mismatch = False
-            self._reconcile(self.folder, self._digest)
-        if self.max_bytes is not None:
-            _touch(path)
-            self._evict(path, end, _level(self._bounds[r], end) or 0)
+        return True
 
     def _grow(self, r: int, start: int, end: int) -> None:
         """Tell the index, before writing, that record *r* grows from *start* to *end* bytes."""
