@@ -66,7 +66,9 @@ def test_train_button_streams_curves_then_tunes(
         src = ex.figure.sources[label].data
         assert src["epoch"] == [1, 2]
         assert src["accuracy"] == ex.result.level(int(label.split()[1])).val_accuracy.tolist()
-    assert "epoch 2 of 2" in ex.progress.value and "MB" in ex.progress.value
+    # the readout of a finished run says what was trained
+    assert "scan 1, scan 10: 2 epochs each, done" in ex.progress.value
+    assert "MB" in ex.progress.value and "epoch 2 of 2" not in ex.progress.value
     assert "scan 10" in ex.table.value
     assert ex.gradient is not None and ex.quality is not None
     assert ex.similarity.source.data["scan"] == ["1", "10"]
@@ -151,7 +153,7 @@ def test_a_result_made_in_code_opens_drawn(data: SplitDatasets) -> None:
         src = ex.figure.sources[run.label].data
         assert src["epoch"] == [1, 2] and src["accuracy"] == run.val_accuracy.tolist()
     assert sorted(ex.figure.sources) == ["scan 1", "scan 5"]
-    assert "scan 5" in ex.table.value and "epoch 2 of 2" in ex.progress.value
+    assert "scan 5" in ex.table.value and "scan 1, scan 5: 2 epochs each" in ex.progress.value
     assert ex.similarity.source.data["scan"] == ["1", "5", "10"]
     assert "MS-SSIM tuner" in ex.comparison.value
     # the controls say what was run, so Train repeats it unless they are changed

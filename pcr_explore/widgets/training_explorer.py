@@ -262,6 +262,7 @@ class TrainingExplorer(Explorer):
                 options=TrainOptions(batch_size=self.batch_size),
             )
             self.table.value = self.result._repr_html_()
+            self._done(self.result)
             if scans:
                 self._tune(scans)
         finally:
@@ -306,6 +307,7 @@ class TrainingExplorer(Explorer):
         self.result = result
         self.batch_size, self.seed = result.batch_size, result.seed
         self.table.value = result._repr_html_()
+        self._done(result)
         if tune and scans and f"scan {max(scans)}" in result.models:
             self._tune(scans)
 
@@ -352,6 +354,14 @@ class TrainingExplorer(Explorer):
                     f"this epoch read level {last.scan})",
                 )
             )
+        self.progress.value = html_table(self._readout)
+
+    def _done(self, result: TrainResult) -> None:
+        """The readout of a finished run: what was trained, not the last epoch seen."""
+        if not self._readout:
+            return
+        runs = ", ".join(r.label for r in result.levels)
+        self._readout[0] = ("trained", f"{runs}: {result.epochs} epochs each, done")
         self.progress.value = html_table(self._readout)
 
     def _tune(self, scans: list[int]) -> None:
