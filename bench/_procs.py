@@ -25,6 +25,7 @@ class TreeCost:
     worker_max_mb: float  # the largest peak of a Python process it started
     workers: int  # Python processes it started
     returncode: int
+    other_child_max_mb: float = 0.0  # the largest peak of another program it ran (jpegtran)
 
 
 def _vm_hwm(pid: int) -> int:
@@ -79,11 +80,13 @@ def measure(argv: list[str], *, poll_s: float = 0.05) -> TreeCost:
     wall = time.perf_counter() - t0
     stop.set()
     th.join()
-    python = {pid for pid, v in times.items() if "python" in v[0]}
+    # the command itself counts whatever its name (an entry-point script: pcr-explore)
+    python = {pid for pid, v in times.items() if "python" in v[0] or pid == proc.pid}
     parents = {times[pid][1] for pid in python}
     cpu = sum(times[pid][2] for pid in python)
     cpu += sum(times[pid][3] for pid in python if pid not in parents)
     workers = [v for pid, (n, v) in peaks.items() if pid != proc.pid and "python" in n]
+    others = [v for pid, (n, v) in peaks.items() if pid != proc.pid and "python" not in n]
     return TreeCost(
         wall_s=wall,
         cpu_s=cpu,
@@ -91,4 +94,5 @@ def measure(argv: list[str], *, poll_s: float = 0.05) -> TreeCost:
         worker_max_mb=max(workers, default=0) / 2**20,
         workers=len(workers),
         returncode=rc,
+        other_child_max_mb=max(others, default=0) / 2**20,
     )

@@ -45,9 +45,7 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -56,6 +54,9 @@ import numpy as np
 from PIL import Image, ImageFilter
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _procs import measure  # noqa: E402
+
 SHARED = HERE.parent.parent / "shared" / "data"
 KODAK = SHARED / "kodak24"
 FLOWERS = SHARED / "flowers5"
@@ -224,80 +225,22 @@ def _run_cleanvision(folder: str, out: str) -> None:
     Path(out).write_text(json.dumps(res))
 
 
-def _vm_hwm(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
 def run_tool(args: list[str]) -> tuple[dict[str, Any], dict[str, float]]:
     """Run this script's ``--one`` mode in a fresh process; return its JSON and peak memory."""
-    import psutil
-
     out = HERE / "results" / f".one-{os.getpid()}.json"
-    proc = subprocess.Popen([sys.executable, __file__, "--one", *args, str(out)])
-    peaks: dict[int, tuple[str, int]] = {}
-    times: dict[int, tuple[str, int, float, float]] = {}  # name, parent, own, reaped children
-    stop = threading.Event()
-
-    def poll() -> None:
-        top = psutil.Process(proc.pid)
-        while not stop.is_set():
-            try:
-                procs = [top, *top.children(recursive=True)]
-            except psutil.Error:
-                procs = [top]
-            for p in procs:
-                try:
-                    name = p.name()
-                except psutil.Error:
-                    continue
-                hwm = _vm_hwm(p.pid)
-                if hwm > peaks.get(p.pid, ("", 0))[1]:
-                    peaks[p.pid] = (name, hwm)
-                try:
-                    t = p.cpu_times()
-                    times[p.pid] = (
-                        name,
-                        p.ppid(),
-                        t.user + t.system,
-                        t.children_user + t.children_system,
-                    )
-                except psutil.Error:
-                    pass
-            stop.wait(0.05)
-
-    th = threading.Thread(target=poll, daemon=True)
-    th.start()
-    rc = proc.wait()
-    stop.set()
-    th.join()
-    # CPU: every Python process's own time (last seen, at most 50 ms stale), plus the
-    # reaped children (jpegtran) of those that started no Python process themselves
-    python = {pid for pid, v in times.items() if "python" in v[0]}
-    parents = {times[pid][1] for pid in python}
-    cpu = sum(times[pid][2] for pid in python)
-    cpu += sum(times[pid][3] for pid in python if pid not in parents)
-    if rc != 0:
-        raise SystemExit(f"{args[0]} failed with exit status {rc}")
+    cost = measure([sys.executable, __file__, "--one", *args, str(out)])
+    if cost.returncode != 0:
+        raise SystemExit(f"{args[0]} failed with exit status {cost.returncode}")
     res = json.loads(out.read_text())
     out.unlink()
-    main_peak = peaks.get(proc.pid, ("", 0))[1]
-    workers = [v for pid, (n, v) in peaks.items() if pid != proc.pid and "python" in n]
-    children = [v for pid, (n, v) in peaks.items() if pid != proc.pid and "python" not in n]
     mem = {
-        "main_mb": main_peak / 2**20,
-        "worker_max_mb": max(workers, default=0) / 2**20,
-        "workers": len(workers),
-        "other_child_max_mb": max(children, default=0) / 2**20,  # jpegtran
+        "main_mb": cost.main_mb,
+        "worker_max_mb": cost.worker_max_mb,
+        "workers": cost.workers,
+        "other_child_max_mb": cost.other_child_max_mb,  # jpegtran
         # CPU seconds of the tool's processes: less sensitive than wall time to
         # other work on a shared machine
-        "cpu_s": cpu,
+        "cpu_s": cost.cpu_s,
     }
     return res, mem
 

@@ -282,10 +282,5 @@ def _near_duplicates_exhaustive(
     rep_comp = comp[inverse]
     span = np.zeros(comp.max() + 1, np.int64)
     np.maximum.at(span, comp[r_all], np.concatenate(dists))
-    by: dict[int, list[int]] = {}
-    for j in np.flatnonzero(np.bincount(rep_comp)[rep_comp] >= 2):
-        by.setdefault(int(rep_comp[j]), []).append(reps[j])
-    sets = [sorted(members) for members in by.values()]
-    spans = [int(span[c]) for c in by]
-    order = sorted(range(len(sets)), key=lambda k: sets[k][0])
-    return NearDuplicates([sets[k] for k in order], nearest, [spans[k] for k in order])
+    sets, spans = _sets(reps, rep_comp, span)
+    return NearDuplicates(sets, nearest, spans)
