@@ -345,6 +345,43 @@ def test_a_stream_echoed_by_the_page_is_not_applied_twice() -> None:
     assert _bundle_sources(plot.get_state())[src.id]["epoch"] == [1, 2]
 
 
+def test_a_plot_serialises_its_figure_once_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a reloaded page asks for every widget's state at once: an unchanged figure is not
+    # serialised again, a change (from the kernel or from the page) is in the next state
+    from bokeh.models import ColumnDataSource, Range1d
+    from bokeh.plotting import figure
+
+    from pcr_explore.widgets._explorer import Plot
+
+    src = ColumnDataSource({"x": [1], "y": [2]})
+    fig = figure(x_range=Range1d(0, 10))
+    fig.scatter("x", "y", source=src)
+    plot = Plot(fig)
+    calls = []
+    real = Plot._model_to_traits.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        Plot, "_model_to_traits", classmethod(lambda cls, m: calls.append(m) or real(cls, m))
+    )
+    first = plot.get_state()
+    assert plot.get_state() == first and plot.get_state("render_bundle") == {
+        "render_bundle": first["render_bundle"]
+    }
+    assert calls == []  # serialised when the plot was made, not again
+    src.data = {"x": [3], "y": [4]}
+    assert _bundle_sources(plot.get_state())[src.id]["x"] == [3]
+    assert len(calls) == 1
+    plot.get_state()
+    assert len(calls) == 1
+    # a zoom in the page: BokehJS sends the range's new start
+    zoom = {"event": "jsevent", "kind": "ModelChanged", "model": {"id": fig.x_range.id},
+            "attr": "start", "new": 4.0}  # fmt: skip
+    plot._sync_model(plot, zoom, [])
+    assert fig.x_range.start == 4.0
+    assert '"start":4.0' in plot.get_state()["render_bundle"].replace(" ", "")
+    assert len(calls) == 2
+    assert set(plot.get_state()) == set(plot.keys)
+
+
 def test_scan_click_on_the_curve_shows_that_level(scan: ScanExplorer) -> None:
     scan.level.value = 2
     scan.sources["image"].selected.indices = [6]  # what a tap on level 7 sends
