@@ -88,7 +88,7 @@ test: install-test lint
 test-fast: install-test
 	$(BIN)/python -m pytest -m "not browser" -x
 
-# system-deps: Debian's chromium for bench_browser_latency.py
+# system-deps: Debian's chromium for bench_browser_latency.py and bench_reload.py
 bench: install system-deps
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	$(BIN)/python -m pip install --quiet --no-deps "mosaicml-streaming>=0.7"
@@ -98,6 +98,7 @@ bench: install system-deps
 	$(BIN)/python bench/bench_swap.py
 	$(BIN)/python bench/bench_widgets.py
 	$(BIN)/python bench/bench_browser_latency.py
+	$(BIN)/python bench/bench_reload.py
 	$(BIN)/python bench/bench_audit.py
 	$(BIN)/python bench/bench_audit_cluster.py
 	$(BIN)/python bench/bench_remote.py

@@ -287,6 +287,26 @@ def test_scan_saved_picture_follows_the_state(
     scan._displays.clear()
 
 
+def test_scan_figures_are_serialised_once_the_controls_stop(
+    scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a reloaded page asks for every widget's state in one message and gives the kernel 4 s
+    # to answer: the figures were serialised when the controls stopped, not then
+    from pcr_explore.widgets._explorer import Plot
+
+    _displayed(scan, monkeypatch)
+    scan.level.value = 7  # no event loop here: what follows the stop runs at once
+    calls: list[object] = []
+    real = Plot._model_to_traits.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(
+        Plot, "_model_to_traits", classmethod(lambda cls, m: calls.append(m) or real(cls, m))
+    )
+    states = [model.get_state() for model, _ in scan._plots]
+    assert calls == [] and len(states) == len(scan._plots) >= 1
+    assert _bundle_sources(states[0])[scan.sources["current"].id]["scan"] == [7]
+    scan._displays.clear()
+
+
 def _bundle_sources(state: dict[str, object]) -> dict[str, dict[str, object]]:
     """The data of every named-by-column ColumnDataSource in a BokehModel's state."""
     import json
