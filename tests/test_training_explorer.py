@@ -124,6 +124,11 @@ def test_controls_show_a_value_and_the_epoch_axis_whole_epochs(data: SplitDatase
     assert ex.bandwidth.value == 0.0 and ex.bandwidth.label == "unlimited"
     slow = TrainingExplorer(data.train, data.val, scans=(1,), size=SIZE, bandwidth=20e6)
     assert slow.bandwidth.label == "20 MB/s"
+    # a speed of the notebook's own (2 s per full-quality epoch) is shown in three figures
+    odd = TrainingExplorer(data.train, data.val, scans=(1,), size=SIZE, bandwidth=51971.5)
+    assert odd.bandwidth.label == "52 kB/s" and odd.bandwidth.value == 51971.5
+    assert TrainingExplorer(data.train, data.val, scans=(1,), size=SIZE,
+                            bandwidth=1.23456e6).bandwidth.label == "1.23 MB/s"  # fmt: skip
     epoch_fig = ex.figure.figures[0]
     assert isinstance(epoch_fig.xaxis[0].ticker, AdaptiveTicker)
     assert epoch_fig.xaxis[0].ticker.min_interval == 1

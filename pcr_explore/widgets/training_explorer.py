@@ -42,6 +42,13 @@ _BANDWIDTHS: list[tuple[str, float]] = [
 ]
 
 
+def _rate_label(bandwidth: float) -> str:
+    """A storage speed as a dropdown shows it: three figures, kB/s under 1 MB/s."""
+    if bandwidth < 1e6:
+        return f"{bandwidth / 1e3:.3g} kB/s"
+    return f"{bandwidth / 1e6:.3g} MB/s"
+
+
 @public("pcr_explore.widgets")
 class TrainingExplorer(Explorer):
     """Pick levels, size, epochs and a storage bandwidth; press Train.
@@ -171,7 +178,7 @@ class TrainingExplorer(Explorer):
         )
         options = list(_BANDWIDTHS)
         if bandwidth is not None and bandwidth not in dict(_BANDWIDTHS).values():
-            options.append((f"{bandwidth / 1e6:g} MB/s", bandwidth))
+            options.append((_rate_label(bandwidth), bandwidth))
         self.bandwidth = w.Dropdown(
             options=options,
             value=bandwidth or 0.0,
@@ -319,7 +326,7 @@ class TrainingExplorer(Explorer):
         self.epochs.value = result.epochs
         bw = result.bandwidth or 0.0
         if bw not in dict(self.bandwidth.options).values():
-            self.bandwidth.options = [*self.bandwidth.options, (f"{bw / 1e6:g} MB/s", bw)]
+            self.bandwidth.options = [*self.bandwidth.options, (_rate_label(bw), bw)]
         self.bandwidth.value = bw
         self.schedule.value = result.schedule or ""
 
