@@ -9,6 +9,7 @@ package's pools live for a whole step, so they are seen.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -26,6 +27,14 @@ class TreeCost:
     workers: int  # Python processes it started
     returncode: int
     other_child_max_mb: float = 0.0  # the largest peak of another program it ran (jpegtran)
+
+
+def uptime() -> str:
+    """The machine's load, as ``uptime`` says it (the machine may be shared)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _vm_hwm(pid: int) -> int:

@@ -53,7 +53,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -80,6 +79,7 @@ from _lab import (  # noqa: E402
     wait_for_plots,
 )
 from _lab import latency_probe as probe  # noqa: E402
+from _procs import uptime  # noqa: E402
 
 PARTS: dict[str, list[dict[str, float]]] = {}
 
@@ -377,14 +377,6 @@ def _drag_table(drags: dict[str, list[DragTiming]]) -> dict[str, Any]:
     return figures
 
 
-def _load() -> str:
-    """The machine's load, as ``uptime`` says it (the machine may be shared)."""
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--drags", type=int, default=5, help="rounds of the four drags")
@@ -404,7 +396,7 @@ def main() -> None:
         sys.exit("no chromium (Debian: apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    load_before = _load()
+    load_before = uptime()
     print(f"before: {load_before}", flush=True)
     results: dict[str, Any] = {}
     drags: dict[str, Any] = {}
@@ -438,7 +430,7 @@ def main() -> None:
             f"  {case}: last change of each kind, median ms: "
             + ", ".join(f"{k} {v:.0f}" for k, v in med.items())
         )
-    load_after = _load()
+    load_after = uptime()
     print(f"before: {load_before}\nafter:  {load_after}")
     name = f"browser_latency{'_' + args.label if args.label else ''}.json"
     out = args.out or HERE / "results" / name

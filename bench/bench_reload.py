@@ -66,6 +66,7 @@ from _lab import (  # noqa: E402
     run_all,
     wait_for_plots,
 )
+from _procs import uptime  # noqa: E402
 
 NOTEBOOKS = {
     "01": "01_progressive_scans",
@@ -194,13 +195,6 @@ def _prepare(browser: Any, lab: Lab, name: str) -> tuple[Any, _Requests]:
     return page, requests
 
 
-def _load() -> str:
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def _median(rounds: list[dict[str, float]], key: str) -> float:
     return float(statistics.median(r[key] for r in rounds))
 
@@ -243,7 +237,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     names = [NOTEBOOKS[n.strip()] for n in args.notebooks.split(",") if n.strip()]
-    load_before = _load()
+    load_before = uptime()
     print(f"before: {load_before}", flush=True)
     results: dict[str, list[dict[str, float]]] = {}
     t0 = time.perf_counter()
@@ -266,13 +260,13 @@ def main() -> None:
                 for _ in range(args.rounds):
                     for name, (page, requests) in pages.items():
                         results.setdefault(name, []).extend(reload_rounds(page, requests, 1))
-                load_during = _load()  # at the end of the rounds, the load average has caught up
+                load_during = uptime()  # at the end of the rounds, the load average has caught up
             finally:
                 for h in hogs:
                     h.kill()
             browser.close()
     _table(results)
-    load_after = _load()
+    load_after = uptime()
     print(f"before: {load_before}\nduring: {load_during}\nafter:  {load_after}")
     out = HERE / "results" / f"reload{'_' + args.label if args.label else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
