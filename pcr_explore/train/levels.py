@@ -192,56 +192,40 @@ def train_at_levels(
     train_ds, val_ds = _open(train), _open(val)
     num_classes = _check_labels(train_ds, val_ds)
     full = train_ds.num_scans
-    curriculum = _schedule(schedule, full)
-    if curriculum is not None and scans is None:
-        plan: list[int | str] = ["schedule"]
-    else:
-        plan = _plan(default_levels(full) if scans is None else scans, full, train_ds.url)
-        plan += ["schedule"] if curriculum is not None else []
+    plan, curriculum = _plan_runs(scans, schedule, train_ds)
     reader = throttled(train_ds, bandwidth=bw) if bw is not None else train_ds
     val_level = read_level(val_ds, scan=None, size=size, workers=workers)
 
     from .._pool import progress_bar as tqdm
 
     bar = tqdm(total=len(plan) * epochs, desc="train", unit="epoch", disable=not progress)
+
+    def after_epoch(run: LevelRun) -> None:
+        bar.set_postfix_str(f"{run.label}: acc {run.epochs[-1].val_accuracy:.3f}")
+        bar.update()
+        if on_epoch is not None:
+            on_epoch(run)
+
     runs: list[LevelRun] = []
     models: dict[str, Any] = {}
     try:
         for target in plan:
             torch.manual_seed(seed)
             net = build_model(model, num_classes=num_classes)
-            opt = torch.optim.Adam(net.parameters(), lr=lr)
-            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-            gen = torch.Generator().manual_seed(seed)
-            scan = full if isinstance(target, str) else int(target)
-            run = LevelRun(target, ())
-            for epoch in range(1, epochs + 1):
-                if curriculum is not None and target == "schedule":
-                    scan = curriculum.level(epoch)
-                auto = target == "auto"
-                stats, scan = _epoch(
-                    net,
-                    (opt, sched, gen),
-                    reader,
-                    val_level,
-                    # the first level is tuned before training; the next ones during
-                    # the epoch before theirs, from its training steps' own gradients
-                    tune=(
-                        auto and epoch == 1,
-                        auto and epoch < epochs and epoch % retune_every == 0,
-                    ),
-                    scan=scan,
-                    epoch=epoch,
-                    o=o,
-                    size=size,
-                    seed=seed,
-                    workers=workers,
-                )
-                run = LevelRun(target, (*run.epochs, stats))
-                bar.set_postfix_str(f"{run.label}: acc {stats.val_accuracy:.3f}")
-                bar.update()
-                if on_epoch is not None:
-                    on_epoch(run)
+            run = _train_run(
+                net,
+                target,
+                reader,
+                val_level,
+                curriculum=curriculum if target == "schedule" else None,
+                full=full,
+                epochs=epochs,
+                o=o,
+                size=size,
+                seed=seed,
+                workers=workers,
+                after_epoch=after_epoch,
+            )
             runs.append(run)
             models[run.label] = net
     finally:
@@ -264,6 +248,66 @@ def train_at_levels(
         models=models,
         schedule=None if curriculum is None else str(curriculum),
     )
+
+
+def _plan_runs(
+    scans: Scans | None, schedule: ScanSchedule | str | None, train_ds: PCRDataset
+) -> tuple[list[int | str], ScanSchedule | None]:
+    """The runs to train (levels, ``"auto"``, ``"schedule"``) and the curriculum, if any."""
+    full = train_ds.num_scans
+    curriculum = _schedule(schedule, full)
+    if curriculum is not None and scans is None:
+        return ["schedule"], curriculum
+    plan: list[int | str] = _plan(
+        default_levels(full) if scans is None else scans, full, train_ds.url
+    )
+    return plan + (["schedule"] if curriculum is not None else []), curriculum
+
+
+def _train_run(
+    net: Any,
+    target: int | str,
+    reader: PCRDataset,
+    val_level: Any,
+    *,
+    curriculum: ScanSchedule | None,
+    full: int,
+    epochs: int,
+    o: TrainOptions,
+    size: int,
+    seed: int,
+    workers: int,
+    after_epoch: Callable[[LevelRun], None],
+) -> LevelRun:
+    """Train *net* (freshly seeded) for *epochs* at *target*'s levels; *after_epoch* sees each."""
+    torch = require_torch("train_at_levels")
+    opt = torch.optim.Adam(net.parameters(), lr=o.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    gen = torch.Generator().manual_seed(seed)
+    scan = full if isinstance(target, str) else int(target)
+    auto = target == "auto"
+    run = LevelRun(target, ())
+    for epoch in range(1, epochs + 1):
+        if curriculum is not None:
+            scan = curriculum.level(epoch)
+        stats, scan = _epoch(
+            net,
+            (opt, sched, gen),
+            reader,
+            val_level,
+            # the first level is tuned before training; the next ones during
+            # the epoch before theirs, from its training steps' own gradients
+            tune=(auto and epoch == 1, auto and epoch < epochs and epoch % o.retune_every == 0),
+            scan=scan,
+            epoch=epoch,
+            o=o,
+            size=size,
+            seed=seed,
+            workers=workers,
+        )
+        run = LevelRun(target, (*run.epochs, stats))
+        after_epoch(run)
+    return run
 
 
 def _schedule(schedule: ScanSchedule | str | None, num_scans: int) -> ScanSchedule | None:
