@@ -285,97 +285,122 @@ def compressed_activations(
     """
     torch = require_torch("compressed_activations")
     fixed = None if codec is None else get_codec(codec)
-    log = ActivationLog()
     skip = _weights(model)
-    # the same tensor saved twice (ReLU and max-pool) -> one decision and encoding, while it lives
-    seen: dict[int, tuple[weakref.ref[Any], int, weakref.ref[_Packed] | None, SavedActivation]] = {}
-
     with track_modules(torch, model) as tr:
+        hooks = _Hooks(torch, tr, codec=fixed, policy=policy, skip=skip, min_bytes=min_bytes)
+        with torch.autograd.graph.saved_tensors_hooks(hooks.pack, hooks.unpack):
+            yield hooks.log
 
-        def again(t: Any) -> tuple[Any, SavedActivation | None]:
-            """For a tensor saved before: what autograd gets (None: decide anew), first record."""
-            hit = seen.get(id(t))
-            if hit is None or hit[1] != t._version or hit[0]() is not t:
-                return None, None
-            first = hit[3]
-            packed = hit[2]() if hit[2] is not None else None
-            if hit[2] is not None and (packed is None or not _reusable(packed, tr.saver)):
-                return None, first
-            log.records.append(
-                SavedActivation(
-                    len(log.records),
-                    first.info,
-                    first.codec,
-                    "same tensor saved again",
-                    first.raw_bytes,
-                    first.stored_bytes,
-                    shared=True,
-                    same_as=first.index,
-                )
+
+class _Hooks:
+    """The pack and unpack hooks of :func:`compressed_activations`, and what they share."""
+
+    def __init__(
+        self,
+        torch: Any,
+        tracker: Any,
+        *,
+        codec: Codec | None,
+        policy: ActivationPolicy | None,
+        skip: Any,
+        min_bytes: int,
+    ) -> None:
+        self.torch, self.tr = torch, tracker
+        self.fixed, self.policy, self.skip, self.min_bytes = codec, policy, skip, min_bytes
+        self.log = ActivationLog()
+        # the same tensor saved twice (ReLU and max-pool) -> one decision and encoding,
+        # while it lives
+        self.seen: dict[
+            int, tuple[weakref.ref[Any], int, weakref.ref[_Packed] | None, SavedActivation]
+        ] = {}
+
+    def again(self, t: Any) -> tuple[Any, SavedActivation | None]:
+        """For a tensor saved before: what autograd gets (None: decide anew), first record."""
+        hit = self.seen.get(id(t))
+        if hit is None or hit[1] != t._version or hit[0]() is not t:
+            return None, None
+        first = hit[3]
+        packed = hit[2]() if hit[2] is not None else None
+        if hit[2] is not None and (packed is None or not _reusable(packed, self.tr.saver)):
+            return None, first
+        self.log.records.append(
+            SavedActivation(
+                len(self.log.records),
+                first.info,
+                first.codec,
+                "same tensor saved again",
+                first.raw_bytes,
+                first.stored_bytes,
+                shared=True,
+                same_as=first.index,
             )
-            return (t if packed is None else packed), first
+        )
+        return (t if packed is None else packed), first
 
-        def pack(t: Any) -> Any:
-            if is_weight(torch, t, skip):
-                return t
-            nbytes = int(t.numel() * t.element_size())
-            earlier, first = again(t)
-            if earlier is not None:
-                return earlier
-            if not t.is_floating_point() or nbytes < min_bytes or t.device.type == "meta":
-                return t
-            d = t.detach()
-            zeros = int(((d == 0) & ~torch.signbit(d)).sum())
-            info = SavedTensorInfo(
-                tuple(int(s) for s in t.shape),
-                str(d.dtype).removeprefix("torch."),
-                nbytes,
-                zeros / max(1, d.numel()),
-                op_label(t),
-                tr.saver,
-            )
-            chosen, why = _decide(info, fixed, policy)
-            rec = SavedActivation(len(log.records), info, "raw", why, nbytes, nbytes)
-            if first is not None:  # a second copy for a saver the first encoding cannot serve
-                rec.same_as = first.index
-            log.records.append(rec)
-            if first is None:
-                seen[id(t)] = (weakref.ref(t), t._version, None, rec)
-            if chosen is None:
-                return t
-            if chosen.name == "binarize" and not info.mask_only:
-                rec.reason = "binarize needs a ReLU output saved by a ReLU or max-pool: raw"
-                return t
-            if d.dtype == torch.bfloat16:
-                rec.reason = "bfloat16 has no numpy type: raw"
-                return t
-            t0 = time.perf_counter()
-            try:
-                enc = chosen.encode(d.to("cpu").contiguous().numpy())
-            except SwapError as exc:
-                rec.reason = f"{chosen.name} refused ({exc}): raw"
-                return t
-            rec.encode_s = time.perf_counter() - t0
-            rec.codec, rec.stored_bytes = chosen.name, int(enc.nbytes)
-            packed = _Packed(enc, chosen, rec, t)
-            if first is None:
-                seen[id(t)] = (weakref.ref(t), t._version, weakref.ref(packed), rec)
-            return packed
+    def pack(self, t: Any) -> Any:
+        torch = self.torch
+        if is_weight(torch, t, self.skip):
+            return t
+        nbytes = int(t.numel() * t.element_size())
+        earlier, first = self.again(t)
+        if earlier is not None:
+            return earlier
+        if not t.is_floating_point() or nbytes < self.min_bytes or t.device.type == "meta":
+            return t
+        d = t.detach()
+        zeros = int(((d == 0) & ~torch.signbit(d)).sum())
+        info = SavedTensorInfo(
+            tuple(int(s) for s in t.shape),
+            str(d.dtype).removeprefix("torch."),
+            nbytes,
+            zeros / max(1, d.numel()),
+            op_label(t),
+            self.tr.saver,
+        )
+        chosen, why = _decide(info, self.fixed, self.policy)
+        rec = SavedActivation(len(self.log.records), info, "raw", why, nbytes, nbytes)
+        if first is not None:  # a second copy for a saver the first encoding cannot serve
+            rec.same_as = first.index
+        self.log.records.append(rec)
+        if first is None:
+            self.seen[id(t)] = (weakref.ref(t), t._version, None, rec)
+        if chosen is None:
+            return t
+        packed = self.encode(t, d, chosen, rec)
+        if packed is not None and first is None:
+            self.seen[id(t)] = (weakref.ref(t), t._version, weakref.ref(packed), rec)
+        return t if packed is None else packed
 
-        def unpack(p: Any) -> Any:
-            if not isinstance(p, _Packed):
-                return p
-            t0 = time.perf_counter()
-            arr = p.codec.decode(p.enc)
-            out = torch.from_numpy(np.ascontiguousarray(arr)).to(p.dtype).reshape(p.shape)
-            if out.stride() != p.stride:
-                out = torch.empty_strided(out.shape, p.stride, dtype=p.dtype).copy_(out)
-            out = out.to(p.device)
-            p.record.decode_s += time.perf_counter() - t0
-            return out
+    def encode(self, t: Any, d: Any, chosen: Codec, rec: SavedActivation) -> _Packed | None:
+        """*t* encoded with *chosen*, or None (raw) with the reason in *rec*."""
+        if chosen.name == "binarize" and not rec.info.mask_only:
+            rec.reason = "binarize needs a ReLU output saved by a ReLU or max-pool: raw"
+            return None
+        if d.dtype == self.torch.bfloat16:
+            rec.reason = "bfloat16 has no numpy type: raw"
+            return None
+        t0 = time.perf_counter()
+        try:
+            enc = chosen.encode(d.to("cpu").contiguous().numpy())
+        except SwapError as exc:
+            rec.reason = f"{chosen.name} refused ({exc}): raw"
+            return None
+        rec.encode_s = time.perf_counter() - t0
+        rec.codec, rec.stored_bytes = chosen.name, int(enc.nbytes)
+        return _Packed(enc, chosen, rec, t)
 
-        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-            yield log
+    def unpack(self, p: Any) -> Any:
+        if not isinstance(p, _Packed):
+            return p
+        torch = self.torch
+        t0 = time.perf_counter()
+        arr = p.codec.decode(p.enc)
+        out = torch.from_numpy(np.ascontiguousarray(arr)).to(p.dtype).reshape(p.shape)
+        if out.stride() != p.stride:
+            out = torch.empty_strided(out.shape, p.stride, dtype=p.dtype).copy_(out)
+        out = out.to(p.device)
+        p.record.decode_s += time.perf_counter() - t0
+        return out
 
 
 def _reusable(packed: _Packed, saver: str) -> bool:
