@@ -30,6 +30,7 @@ References
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -144,19 +145,33 @@ def _pick(cost: np.ndarray) -> np.ndarray:
     return np.argmin(cost, axis=0)
 
 
+class _Choices(NamedTuple):
+    """What a policy chose per iteration and tensor, and the costs it chose by."""
+
+    choice: np.ndarray  # (K, T) option index
+    pred_tc: np.ndarray  # (options, K, T) the kernel and stall times it predicted
+    pred_td: np.ndarray
+    pred_stall: np.ndarray
+    warm_stall: float = 0.0  # stall of the exploration iterations before the first fit
+    refits: int = 0
+
+
 def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> SimResult:
-    s = setup
-    n_opt, K, T = len(s.options), s.K, s.T
-    cand = s.candidates(policy)
-    allowed = s.applicable & cand[:, None]
-    choice = np.zeros((K, T), dtype=np.int64)
-    pred_tc_all, pred_td_all = s.tc_nom, s.td_nom
-    pred_stall_all = s.stall_nom
-    warm_stall = 0.0
-    refits = 0
-    if policy.kind == "vdnn":
-        pass
-    elif policy.kind == "always":
+    cand = setup.candidates(policy)
+    allowed = setup.applicable & cand[:, None]
+    if policy.kind in ("vdnn", "always", "oracle"):
+        made = _Choices(
+            _fixed_choice(setup, policy, allowed), setup.tc_nom, setup.td_nom, setup.stall_nom
+        )
+    else:
+        made = _cswap_choices(setup, cand, allowed, warmup, drift_threshold)
+    return _result(setup, policy, allowed, made)
+
+
+def _fixed_choice(s: _Setup, policy: Policy, allowed: np.ndarray) -> np.ndarray:
+    """The choices of vDNN (always raw), of one codec where it applies, or of the oracle."""
+    choice = np.zeros((s.K, s.T), dtype=np.int64)
+    if policy.kind == "always":
         if policy.codec not in s.options:
             raise SwapError(
                 f"profile {s.profile.name!r} has no kernel cost for codec {policy.codec!r}; "
@@ -165,37 +180,49 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
         o = s.options.index(policy.codec)
         choice[:] = np.where(s.applicable[o], o, 0)
     elif policy.kind == "oracle":
-        cost = np.where(allowed[:, None, :], s.stall_act, np.inf)
-        choice[:] = _pick(cost)
-    else:  # cswap
-        w = s.itemsize / 4.0
-        pred = KernelTimePredictor(n_opt, s.n * w, s.nnz * w)
-        codecs = [o for o in range(1, n_opt) if cand[o]]
-        for it in range(warmup):
-            # exploration: each tensor tries one applicable codec, round-robin
-            explore = np.zeros(T, dtype=np.int64)
-            for t in range(T):
-                usable = [o for o in codecs if s.applicable[o, t]]
-                if usable:
-                    explore[t] = usable[(t + it) % len(usable)]
-            warm_stall += float(np.take_along_axis(s.stall_act[:, 0], explore[None], 0).sum())
-            pred.observe(0, explore, s.tc_act[:, 0], s.td_act[:, 0])
-        pred.refit()
-        fitted_at = s.S[0]
-        pred_tc_all = np.empty((n_opt, K, T))
-        pred_td_all = np.empty((n_opt, K, T))
-        pred_stall_all = np.empty((n_opt, K, T))
-        for k in range(K):
-            if k and float(np.mean(np.abs(s.S[k] - fitted_at))) > drift_threshold:
-                pred.refit()
-                fitted_at = s.S[k]
-                refits += 1
-            tc, td = pred.predict(k)
-            stall = s.stall(tc, td, s.x_pred[:, k])
-            stall = np.where(allowed, stall, np.inf)
-            choice[k] = _pick(stall)
-            pred_tc_all[:, k], pred_td_all[:, k], pred_stall_all[:, k] = tc, td, stall
-            pred.observe(k, choice[k], s.tc_act[:, k], s.td_act[:, k])
+        choice[:] = _pick(np.where(allowed[:, None, :], s.stall_act, np.inf))
+    return choice
+
+
+def _cswap_choices(
+    s: _Setup, cand: np.ndarray, allowed: np.ndarray, warmup: int, drift_threshold: float
+) -> _Choices:
+    """CSWAP: explore for *warmup* iterations, then pick by predicted stall, refitting on drift."""
+    n_opt, K, T = len(s.options), s.K, s.T
+    w = s.itemsize / 4.0
+    pred = KernelTimePredictor(n_opt, s.n * w, s.nnz * w)
+    codecs = [o for o in range(1, n_opt) if cand[o]]
+    warm_stall = 0.0
+    for it in range(warmup):
+        # exploration: each tensor tries one applicable codec, round-robin
+        explore = np.zeros(T, dtype=np.int64)
+        for t in range(T):
+            usable = [o for o in codecs if s.applicable[o, t]]
+            if usable:
+                explore[t] = usable[(t + it) % len(usable)]
+        warm_stall += float(np.take_along_axis(s.stall_act[:, 0], explore[None], 0).sum())
+        pred.observe(0, explore, s.tc_act[:, 0], s.td_act[:, 0])
+    pred.refit()
+    fitted_at = s.S[0]
+    refits = 0
+    choice = np.zeros((K, T), dtype=np.int64)
+    pred_tc, pred_td, pred_stall = (np.empty((n_opt, K, T)) for _ in range(3))
+    for k in range(K):
+        if k and float(np.mean(np.abs(s.S[k] - fitted_at))) > drift_threshold:
+            pred.refit()
+            fitted_at = s.S[k]
+            refits += 1
+        tc, td = pred.predict(k)
+        stall = np.where(allowed, s.stall(tc, td, s.x_pred[:, k]), np.inf)
+        choice[k] = _pick(stall)
+        pred_tc[:, k], pred_td[:, k], pred_stall[:, k] = tc, td, stall
+        pred.observe(k, choice[k], s.tc_act[:, k], s.td_act[:, k])
+    return _Choices(choice, pred_tc, pred_td, pred_stall, warm_stall, refits)
+
+
+def _result(s: _Setup, policy: Policy, allowed: np.ndarray, made: _Choices) -> SimResult:
+    """The actual costs of the choices made, per iteration and on average."""
+    choice, T = made.choice, s.T
 
     def take(arr: np.ndarray) -> np.ndarray:
         return np.take_along_axis(arr, choice[None], 0)[0]
@@ -213,11 +240,11 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
         "x": x,
         "stall": stall,
         "bytes": nbytes,
-        "pred_tc": take(pred_tc_all),
-        "pred_td": take(pred_td_all),
-        "pred_stall": take(pred_stall_all),
+        "pred_tc": take(made.pred_tc),
+        "pred_td": take(made.pred_td),
+        "pred_stall": take(made.pred_stall),
     }
-    basis = pred_stall_all if policy.kind == "cswap" else s.stall_act
+    basis = made.pred_stall if policy.kind == "cswap" else s.stall_act
     why = reasons(policy.kind, policy.codec, s.options, choice, basis, allowed, s.raw, s.bytes_pred)
     return SimResult(
         policy=policy.name,
@@ -229,8 +256,8 @@ def _run(setup: _Setup, policy: Policy, warmup: int, drift_threshold: float) -> 
         stall_seconds=float(per_it["stall_seconds"].mean()),
         link_bytes=float(per_it["link_bytes"].mean()),
         compute_seconds=float(s.cf[: T + 1].sum() + s.cb[: T + 1].sum()),
-        warmup_stall_seconds=warm_stall,
-        refits=refits,
+        warmup_stall_seconds=made.warm_stall,
+        refits=made.refits,
         per_iteration=per_it,
         _arrays=arrays,
         _reasons=why,
