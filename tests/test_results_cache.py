@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +254,149 @@ def test_clear_deletes_entries_only_and_an_unpicklable_result_is_an_error(
     ]
     with pytest.raises(TypeError, match="_returns_a_lambda.*does not pickle"):
         cache.call(_returns_a_lambda, 3)
+
+
+def _defined(source: str) -> Any:
+    """``measure`` as a notebook cell running *source* defines it (same name, same module)."""
+    namespace: dict[str, Any] = {"__name__": "notebook", "offset": 1, "scale": 100}
+    exec(source, namespace)
+    return namespace["measure"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("def measure(x):\n    return x + 1\n", "def measure(x):\n    return x * 100\n"),
+        ("def measure(x):\n    return x + 1\n", "def measure(x):\n    return x + 2\n"),
+        ("def measure(x):\n    return x + offset\n", "def measure(x):\n    return x + scale\n"),
+        ("def measure(x, k=1):\n    return x + k\n", "def measure(x, k=2):\n    return x + k\n"),
+        (
+            "def measure(x, *, k=1):\n    return x + k\n",
+            "def measure(x, *, k=5):\n    return x + k\n",
+        ),
+        (  # a change inside a nested function: a constant of a constant
+            "def measure(x):\n    return (lambda: x + 1)()\n",
+            "def measure(x):\n    return (lambda: x + 3)()\n",
+        ),
+    ],
+    ids=["operation", "constant", "global name", "default", "keyword default", "nested code"],
+)
+def test_a_redefined_function_is_computed_again(tmp_path: Path, before: str, after: str) -> None:
+    cache = ResultsCache(tmp_path)
+    old, new = _defined(before), _defined(after)
+    assert (old.__module__, old.__qualname__) == (new.__module__, new.__qualname__)
+    assert cache.call(old, 2) == old(2)
+    assert cache.call(new, 2) == new(2) != old(2)
+    assert cache.call(_defined(before), 2) == old(2)  # the same text again: a hit
+    assert (cache.hits, cache.misses, len(cache)) == (1, 2, 2)
+
+
+def test_a_blank_line_above_a_function_keeps_its_key(tmp_path: Path) -> None:
+    cache = ResultsCache(tmp_path)
+    source = "def measure(x):\n    return {x} <= {'a', 'b', 'c'}\n"
+    key = cache.key(_defined(source), "a")
+    assert cache.key(_defined("\n\n" + source), "a") == key
+    assert cache.key(_defined(source.replace("'c'", "'d'")), "a") != key
+    # another kernel, where sets iterate in another order: the same key
+    script = (
+        "import sys; from pcr_explore.storage import ResultsCache; ns = {'__name__': 'notebook'}; "
+        "exec(sys.argv[1], ns); print(ResultsCache(sys.argv[2]).key(ns['measure'], 'a'))"
+    )
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run(
+            [sys.executable, "-c", script, source, str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout.strip() == key
+
+
+class Box:
+    """Bytes with a method to read them (module level: it pickles)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def bytes_at(self, i: int) -> int:
+        return self.data[i]
+
+
+def _make(n: int) -> Any:
+    def add(x: int) -> int:
+        return x + n
+
+    return add
+
+
+def _scale(x: int, k: int = 1) -> int:
+    return x * k
+
+
+def test_bound_methods_closures_lambdas_and_partials_are_keyed_by_what_they_compute(
+    tmp_path: Path,
+) -> None:
+    cache = ResultsCache(tmp_path)
+    a, b = Box(b"a" * 16), Box(b"b" * 16)
+    assert (cache.call(a.bytes_at, 10), cache.call(b.bytes_at, 10)) == (ord("a"), ord("b"))
+    assert cache.call(Box(b"a" * 16).bytes_at, 10) == ord("a")  # another object, same bytes
+    assert (cache.call(_make(2), 1), cache.call(_make(3), 1), cache.call(_make(2), 1)) == (3, 4, 3)
+    assert cache.call(lambda x: x + 1, 3) == 4
+    assert cache.call(lambda x: x * 7, 3) == 21
+    half, third = functools.partial(_scale, k=2), functools.partial(_scale, k=3)
+    assert (cache.call(half, 5), cache.call(third, 5)) == (10, 15)
+    assert cache.call(functools.partial(_scale, 5), 4) == 20  # by args too
+    assert cache.call(functools.partial(_scale, k=2), 5) == 10  # a new partial: a hit
+    assert (cache.hits, cache.misses) == (3, 9)
+    # and as arguments: a lambda passed to a function is its code too
+    assert content_identity(lambda x: x + 1) != content_identity(lambda x: x + 2)
+
+
+def _factorial() -> Any:
+    def fact(n: int) -> int:
+        return 1 if n < 2 else n * fact(n - 1)
+
+    return fact
+
+
+def _holding(thing: Any) -> Any:
+    def use(x: int) -> Any:
+        return (thing, x)
+
+    return use
+
+
+def test_a_closure_that_calls_itself_or_holds_what_cannot_be_identified(tmp_path: Path) -> None:
+    cache = ResultsCache(tmp_path)
+    assert cache.call(_factorial(), 5) == 120
+    assert cache.call(_factorial(), 5) == 120 and cache.hits == 1
+    with pytest.raises(TypeError, match="thing in _holding.<locals>.use.*does not pickle"):
+        cache.call(_holding(_Unpicklable()), 1)
+
+
+def test_clear_never_follows_a_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    mine = outside / ("b" * 64 + ".pickle")  # named like an entry, but not the cache's
+    mine.write_bytes(b"someone else's")
+    cache = ResultsCache(tmp_path / "results")
+    cache.call(_scale, 3, k=2)
+    (entry,) = (tmp_path / "results").glob("*/*.pickle")
+    (tmp_path / "results" / "linked").symlink_to(outside, target_is_directory=True)
+    (entry.parent / ("c" * 64 + ".pickle")).symlink_to(mine)
+    (entry.parent / "notes.pickle").write_bytes(b"not an entry: not a key's name")
+    assert len(cache) == 1
+    assert cache.clear() == 1
+    assert mine.read_bytes() == b"someone else's"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "outside",
+        f"outside/{mine.name}",
+        "results",
+        "results/_scale",
+        f"results/_scale/{'c' * 64}.pickle",
+        "results/_scale/notes.pickle",
+        "results/linked",
+    ]
+    assert (len(cache), cache.clear()) == (0, 0)

@@ -9,7 +9,11 @@ wrapper around a call (``cache.call(quality_curve, source, sample=16)``).
 
 The key of a call is a SHA-256 over
 
-- the function's module and qualified name and the package's version;
+- the package's version and the function's identity: its module and
+  qualified name, its code (bytecode, constants, nested functions' code and
+  the names it refers to), its default values and the values it closes over;
+  a bound method's instance and a :func:`functools.partial`'s arguments by
+  their content identity, like arguments;
 - every argument's content identity (:func:`content_identity`): a local file
   or folder by its files' relative names, sizes and modification times (no
   byte is read, so a large dataset costs one ``stat`` per file), a PCR
@@ -28,11 +32,15 @@ cache folder you trust, as for any pickle.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import pickle
 import platform
+import re
+import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +56,8 @@ T = TypeVar("T")
 ENV_VAR = "PCR_RESULTS_CACHE"
 _MAGIC = b"pcr-explore results 1\n"
 _DIGEST = 32  # bytes of SHA-256
+# What clear() may delete: entries and atomic_write's temporary files for them
+_OWNED = re.compile(r"[0-9a-f]{64}\.pickle|\.[0-9a-f]{64}\.pickle\..+\.tmp")
 
 
 def default_results_dir() -> Path:
@@ -128,32 +138,66 @@ def _feed(value: Any, h: Any, where: str) -> None:
         _feed(value.url, h, f"{where}.url")
         for name in _SOURCE_SETTINGS:  # how its images are transcoded, where it says
             _feed(getattr(value, name, None), h, f"{where}.{name}")
-    elif callable(value) and hasattr(value, "__qualname__"):
+    elif isinstance(value, types.FunctionType):
+        _feed_function(value, h, where, frozenset())
+    elif isinstance(value, functools.partial):
+        h.update(b"partial\n")
+        _feed((value.func, value.args, value.keywords), h, where)
+    elif isinstance(value, (types.MethodType, types.BuiltinMethodType)) and not isinstance(
+        value.__self__, (types.ModuleType, type(None))
+    ):  # a bound method: what it is bound to is one of its inputs
+        h.update(f"method:{value.__qualname__}\n".encode())
+        if isinstance(value, types.MethodType):
+            _feed(value.__func__, h, where)
+        _feed(value.__self__, h, f"the instance of {where}")
+    elif isinstance(value, types.ModuleType):
+        h.update(f"module:{value.__name__}\n".encode())
+    elif callable(value) and hasattr(value, "__qualname__"):  # classes, builtins: by name
         h.update(f"callable:{getattr(value, '__module__', '')}.{value.__qualname__}\n".encode())
     else:
         _feed_pickle(value, h, where)
 
 
-class _HashWriter:
-    """A file that feeds what is written to it into a hash (a pickle never held whole)."""
+def _feed_function(func: types.FunctionType, h: Any, where: str, outer: frozenset[int]) -> None:
+    """Feed a function's name, code, default values and the values it closes over.
 
-    def __init__(self, h: Any) -> None:
-        self.h = h
-        self.size = 0
+    *outer* holds the functions being fed around this one, so that a nested
+    function that calls itself (its own closure cell) ends instead of recursing.
+    """
+    h.update(f"function:{func.__module__}.{func.__qualname__}\n".encode())
+    _feed_code(func.__code__, h)
+    _feed(func.__defaults__, h, f"the defaults of {where}")
+    _feed(func.__kwdefaults__, h, f"the keyword defaults of {where}")
+    outer = outer | {id(func)}
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not yet assigned
+            h.update(f"cell {name} empty\n".encode())
+            continue
+        h.update(f"cell {name}\n".encode())
+        if id(value) in outer:
+            h.update(b"recursive\n")
+        elif isinstance(value, types.FunctionType):
+            _feed_function(value, h, f"{name} in {where}", outer)
+        else:
+            _feed(value, h, f"{name} in {where}")
 
-    def write(self, data: bytes) -> int:
-        self.h.update(data)
-        self.size += len(data)
-        return len(data)
 
+def _feed_code(code: types.CodeType, h: Any) -> None:
+    """Feed a code object: its bytecode, constants (nested code too) and the names it uses.
 
-def _is_tensor(obj: Any) -> bool:
-    """A PyTorch tensor, told without importing PyTorch."""
-    return (
-        type(obj).__module__.startswith("torch")
-        and hasattr(obj, "detach")
-        and hasattr(obj, "numpy")
-    )
+    Line numbers are left out: a line added above a function does not change it.
+    """
+    names = (code.co_argcount, code.co_kwonlyargcount, code.co_varnames, code.co_names)
+    h.update(f"code {len(code.co_code)} {names!r}\n".encode() + code.co_code)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _feed_code(const, h)
+        elif isinstance(const, frozenset):  # `x in {"a", "b"}`: its order varies per process
+            h.update(f"frozenset {sorted(const, key=repr)!r}\n".encode())
+        else:  # a literal, by value: a string constant is not a path to read
+            h.update(f"{type(const).__name__} {const!r}\n".encode())
 
 
 class _IdentityPickler(pickle.Pickler):
@@ -164,8 +208,8 @@ class _IdentityPickler(pickle.Pickler):
     """
 
     def persistent_id(self, obj: Any) -> Any:
-        if not _is_tensor(obj):
-            return None
+        if not type(obj).__module__.startswith("torch") or not hasattr(obj, "numpy"):
+            return None  # not a tensor (told without importing PyTorch)
         t = obj.detach().cpu()
         try:
             arr = t.numpy()
@@ -178,7 +222,8 @@ class _IdentityPickler(pickle.Pickler):
 def _feed_pickle(value: Any, h: Any, where: str) -> None:
     h.update(f"pickle:{type(value).__module__}.{type(value).__qualname__}\n".encode())
     try:
-        _IdentityPickler(_HashWriter(h), protocol=4).dump(value)
+        # a file that feeds the hash: the pickle is never held whole
+        _IdentityPickler(types.SimpleNamespace(write=h.update), protocol=4).dump(value)
     except Exception as exc:
         raise TypeError(
             f"the results cache cannot identify {where} ({type(value).__qualname__}): it does "
@@ -199,10 +244,13 @@ def content_identity(value: Any) -> str:
         a ``manifest``) by its manifest; a source with a ``url`` by that url's
         identity and its transcoding settings (``scan_script``, ``quality``,
         ``backend``); numpy arrays by dtype, shape and bytes; lists, tuples,
-        dicts, sets and dataclasses by their items or fields; functions by
-        module and name; anything else by its pickle, in which each PyTorch
-        tensor (a model's weights, a batch) stands as its dtype, shape and
-        bytes' hash.
+        dicts, sets and dataclasses by their items or fields; a function by
+        its module, name, code (bytecode, constants, nested code, the names it
+        uses), default values and the values it closes over, a bound method
+        also by its instance and a ``functools.partial`` by its function and
+        arguments; classes and builtins by module and name; anything else by
+        its pickle, in which each PyTorch tensor (a model's weights, a batch)
+        stands as its dtype, shape and bytes' hash.
 
     Returns
     -------
@@ -286,8 +334,9 @@ class ResultsCache:
         skip = {"progress", *ignore}  # a progress bar never changes a result
         settings = {k: v for k, v in kwargs.items() if k not in skip}
         h = hashlib.sha256()
-        name = f"{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', repr(func))}"
-        h.update(f"pcr-explore {__version__}\n{name}\n".encode())
+        name = getattr(func, "__qualname__", type(func).__qualname__)
+        h.update(f"pcr-explore {__version__}\n".encode())
+        _feed(func, h, name)
         if per_machine:
             h.update(f"machine {_machine()}\n".encode())
         for k, arg in enumerate(args):
@@ -333,7 +382,8 @@ class ResultsCache:
         Raises
         ------
         TypeError
-            Where an argument cannot be identified (see :func:`content_identity`).
+            Where an argument, or a value *func* closes over or defaults to, cannot
+            be identified (see :func:`content_identity`).
         OSError
             Where the entry cannot be written (the result is computed first).
         """
@@ -359,32 +409,41 @@ class ResultsCache:
         atomic_write(entry, [_MAGIC, hashlib.sha256(payload).digest(), payload])
         return value
 
+    def _files(self) -> list[tuple[Path, bool]]:
+        """The cache's regular files, each with True for an entry, False for a torn write.
+
+        Only ``<folder>/<function>/<key>.pickle`` and its temporary files count;
+        a link is never followed, so nothing outside the folder is ever listed.
+        """
+        found = []
+        with contextlib.suppress(OSError):  # no folder yet, or it vanished meanwhile
+            for sub in self.path.iterdir():
+                if sub.is_symlink() or not sub.is_dir():
+                    continue
+                for f in sub.iterdir():
+                    if _OWNED.fullmatch(f.name) and not f.is_symlink() and f.is_file():
+                        found.append((f, not f.name.startswith(".")))
+        return found
+
     def clear(self) -> int:
         """Delete every entry; return how many there were.
 
         Only entries (``<function>/<key>.pickle``) and the temporary files of
         unfinished writes go, then the folders they leave empty: a cache
-        pointed at a folder that holds other files leaves those alone.
+        pointed at a folder that holds other files leaves those alone, and a
+        symbolic link (to a file or a folder) is neither followed nor deleted.
         """
-        if not self.path.is_dir():
-            return 0
-        count = 0
-        for folder in [p for p in self.path.iterdir() if p.is_dir()]:
-            for f in folder.iterdir():
-                if f.is_file() and f.name.endswith(".pickle") and not f.name.startswith("."):
-                    f.unlink(missing_ok=True)
-                    count += 1
-                elif f.is_file() and f.name.startswith(".") and f.name.endswith(".tmp"):
-                    f.unlink(missing_ok=True)
-            if not any(folder.iterdir()):
+        files = self._files()
+        for f, _ in files:
+            f.unlink(missing_ok=True)
+        for folder in {f.parent for f, _ in files}:
+            with contextlib.suppress(OSError):  # not empty: other files, or a new entry
                 folder.rmdir()
-        return count
+        return sum(entry for _, entry in files)
 
     def __len__(self) -> int:
         """How many entries the folder holds."""
-        if not self.path.is_dir():
-            return 0
-        return sum(1 for _ in self.path.glob("*/*.pickle"))
+        return sum(entry for _, entry in self._files())
 
 
 def _load(entry: Path) -> tuple[bool, Any]:
