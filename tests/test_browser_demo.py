@@ -202,6 +202,7 @@ def _views_switch(s: Offline) -> None:
     assert "|level - full| x 4" in s.text("#pcr-right-caption")
     mode.filter(has_text="split").click()
     assert not s.page.is_visible("#pcr-other")
+    assert "left of the line: this level, right: full image" in s.text("#pcr-caption")
     assert s.page.is_visible("#pcr-over") and s.page.is_visible("#pcr-split-line")
     assert s.page.get_attribute("#pcr-over", "src") == full
     s.shot("demo_scan_split")

@@ -9,6 +9,8 @@ drives them in ``tests/test_browser_demo.py``.
 from __future__ import annotations
 
 import base64
+import fnmatch
+import importlib.resources
 import json
 import re
 import subprocess
@@ -31,6 +33,9 @@ from pcr_explore.swap import ratio_curve, simulate_many
 from pcr_explore.swap.simulator.policies import policies_for_codecs
 from pcr_explore.swap.traces.catalog import load_trace
 from pcr_explore.widgets import DemoPage, ScanExplorer, SwapExplorer, scan_demo, swap_demo
+from pcr_explore.widgets._demo import readout_table
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # Eight of scikit-image's bundled photos, colour and grayscale, at most 512 px.
 PHOTOS = (
@@ -296,6 +301,48 @@ def test_scan_explorer_saves_what_it_shows(photos: Path, tmp_path: Path) -> None
     # the shown image's quality is the explorer's, not measured again
     q = ex.quality(3)
     assert format_value(q.mssim[6], "mssim") in data["images"][0]["readouts"][6]
+
+
+def test_the_page_reads_as_the_explorer_does(photos: Path) -> None:
+    # one text for both: the page's byte counter and readouts are the explorer's, level by level
+    ex = ScanExplorer(photos, image=5, level=1, dataset_sample=0, workers=1)
+    page = scan_demo(photos, images=[5], qualities={5: ex.quality(5)}, dataset_sample=0)
+    entry = page_data(page)["images"][0]
+    for k in (1, 3, 10):
+        ex.level.value = k
+        rows = [r for r in ex.readout_rows() if r[0] not in ("image", "scan level")]
+        assert entry["readouts"][k - 1] == readout_table(rows)
+        # the page puts its zoom and split line where the explorer puts its own
+        assert entry["captions"][k - 1].replace("<!--view-->", "") == ex.image_caption.value
+    ex.zoom.value = 2.0
+    ex.mode.value = "split"
+    data = page_data(page)
+    assert ex.image_caption.value.endswith(
+        f" &middot; zoom x2 at (50%, 50%) &middot; {data['split']}"
+    )
+
+
+def test_the_page_script_is_one_module_from_the_package_files(eight: DemoPage) -> None:
+    scripts = re.findall(r"<script type='module'>(.*?)</script>", eight.html, re.S)
+    assert len(scripts) == 1
+    code = scripts[0]
+    assert not re.search(r"^\s*import\b", code, re.M)  # nothing to fetch from a file: page
+    assert code.count("export function player(") == 1  # the shared play button, once
+    assert "export function scanPage(" in code and "window.pcrScan = scanPage(data);" in code
+    static = importlib.resources.files("pcr_explore.widgets") / "static"
+    own = (static / "scan_demo.js").read_text(encoding="utf-8")
+    assert re.sub(r"^import .*\n", "", own, flags=re.M) in code
+
+
+def test_the_page_files_ship_with_the_package() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    shipped = config["tool"]["setuptools"]["package-data"]["pcr_explore.widgets"]
+    static = importlib.resources.files("pcr_explore.widgets") / "static"
+    names = sorted(f.name for f in static.iterdir())
+    assert {"demo.html", "player.js", "scan_demo.js", "swap_demo.js"} <= set(names)
+    for name in names:
+        assert any(fnmatch.fnmatch(f"static/{name}", pattern) for pattern in shipped), name
 
 
 def test_swap_demo_embeds_the_simulator_at_each_sparsity() -> None:

@@ -6,6 +6,9 @@ written; in the browser, Bokeh's ``CustomJS`` callbacks only pick among those
 values. So the page opens from a file, an e-mail attachment or a course page
 with no kernel, no server and no network: the pictures are ``data:`` URIs,
 BokehJS is inlined (the parts the page uses), and nothing is fetched.
+
+A page's script, style sheet and body are files of the ``static`` folder
+(its scripts are ES modules, inlined as one module), read as package data.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import errno
 import html
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +29,7 @@ from .._public import public
 from .._version import __version__
 from ..storage._atomic import atomic_write
 
-__all__ = ["DemoPage", "data_uri", "render_page", "readout_table"]
+__all__ = ["DemoPage", "data_uri", "inline_module", "readout_table", "render_page", "static_text"]
 
 
 @public("pcr_explore.widgets")
@@ -99,39 +104,29 @@ def readout_table(rows: list[tuple[str, str]]) -> str:
     return f"<table class='pcr-readout'>{cells}</table>"
 
 
-_PLAYER = r"""
-// The play button of a page: steps a categorical slider to its last value
-// every `ms` milliseconds; a second press, or the last value, stops it.
-window.pcrPlayer = function (S, stop, ms) {
-  return function (slider, button) {
-    if (S.timer !== null) { stop(button); return; }
-    const cats = slider.categories;
-    if (cats.indexOf(slider.value) >= cats.length - 1) slider.value = cats[0];
-    button.label = "\u275a\u275a pause";
-    S.timer = setInterval(() => {
-      const p = cats.indexOf(slider.value);
-      if (p >= cats.length - 1) { stop(button); return; }
-      slider.value = cats[p + 1];
-      if (p + 1 >= cats.length - 1) stop(button);
-    }, ms);
-  };
-};
-"""
+_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([\w.]+)";\n', re.M)
 
-_CSS = """
-:root {color-scheme: light;}
-body {font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
-  margin: 0; padding: 14px 20px 24px; background: #fff;}
-h1 {font-size: 20px; margin: 0 0 2px;}
-.pcr-intro {color: #555; margin: 0 0 10px; max-width: 70em;}
-.pcr-row {display: flex; flex-wrap: wrap; align-items: flex-end; gap: 4px 14px; margin: 4px 0;}
-.pcr-main {display: flex; flex-wrap: wrap; gap: 12px 20px; align-items: flex-start;
-  margin-top: 8px;}
-.pcr-readout {font-size: 13px; line-height: 1.5; border-collapse: collapse;}
-.pcr-readout td:first-child {padding: 0 1em 0 0; color: #555; vertical-align: top;
-  white-space: nowrap;}
-.pcr-foot {color: #777; font-size: 12px; margin-top: 16px;}
-"""
+
+def static_text(name: str) -> str:
+    """A file of the ``static`` folder beside this module (a script, style sheet or template)."""
+    folder = resources.files("pcr_explore.widgets") / "static"
+    return (folder / name).read_text(encoding="utf-8")
+
+
+def inline_module(name: str, seen: set[str] | None = None) -> str:
+    """The ES module *name* of the ``static`` folder as one inline module's text.
+
+    A page opened from a file may not import the modules beside it, so each
+    module it imports comes first, once, and its ``import`` line goes (their
+    top-level names do not clash).
+    """
+    seen = {name} if seen is None else seen
+    text, first = static_text(name), []
+    for dep in _IMPORT.findall(text):
+        if dep not in seen:
+            seen.add(dep)
+            first.append(inline_module(dep, seen))
+    return "".join(first) + _IMPORT.sub("", text)
 
 
 def _json_script(element_id: str, data: Mapping[str, Any]) -> str:
@@ -143,12 +138,12 @@ def _json_script(element_id: str, data: Mapping[str, Any]) -> str:
 def render_page(
     title: str,
     *,
+    page: str,
     intro: str,
-    body: str,
     roots: Mapping[str, Any],
     data: Mapping[str, Any],
-    script: str,
-    css: str = "",
+    start: str,
+    fill: Mapping[str, str] | None = None,
 ) -> str:
     """The HTML document of a demo.
 
@@ -156,19 +151,22 @@ def render_page(
     ----------
     title : str
         Title and heading (plain text).
+    page : str
+        The page's files in the ``static`` folder: ``PAGE.html`` (its body,
+        with ``{name}`` where Bokeh root or *fill* entry *name* goes),
+        ``PAGE.css`` and ``PAGE.js`` (an ES module).
     intro : str
         The paragraph under the heading (HTML).
-    body : str
-        The page's own HTML, with ``{name}`` where Bokeh root *name* goes.
     roots : mapping of str to bokeh.models.Model
-        The Bokeh models placed in *body*; they share one document, so a
+        The Bokeh models placed in the body; they share one document, so a
         callback of one may change another.
     data : mapping
-        JSON-able values the page script reads from ``#pcr-demo-data``.
-    script : str
-        The page's JavaScript (runs before the Bokeh roots are embedded).
-    css : str
-        Style rules added to the shared ones.
+        JSON-able values; the page's script reads them as ``data``.
+    start : str
+        The statement that starts the page's module with ``data``; it runs
+        before the Bokeh roots are embedded.
+    fill : mapping of str to str, optional
+        Further HTML placed in the body.
 
     Returns
     -------
@@ -182,16 +180,19 @@ def render_page(
 
     bokeh_script, divs = components(dict(roots))
     bundle = bundle_for_objs_and_resources(list(roots.values()), INLINE)
-    resources = "".join(bundle)
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        f"<title>{html.escape(title)}</title>{resources}<style>{_CSS}{css}</style>"
-        f"</head><body><h1>{html.escape(title)}</h1><p class='pcr-intro'>{intro}</p>"
-        + body.format(**divs)
-        + f"<p class='pcr-foot'>Written by pcr-explore {__version__}: every number on this page "
-        "was measured before it was written; it runs in the browser alone, with no kernel "
-        "and no network.</p>"
-        + _json_script("pcr-demo-data", data)
-        + f"<script>{_PLAYER}{script}</script>{bokeh_script}</body></html>\n"
+    script = (
+        inline_module(f"{page}.js")
+        + 'const data = JSON.parse(document.getElementById("pcr-demo-data").textContent);\n'
+        + start
+    )
+    return static_text("demo.html").format(
+        title=html.escape(title),
+        resources="".join(bundle),
+        css=static_text("demo.css") + static_text(f"{page}.css"),
+        intro=intro,
+        body=static_text(f"{page}.html").format(**divs, **(fill or {})),
+        version=__version__,
+        data=_json_script("pcr-demo-data", data),
+        script=script,
+        bokeh=bokeh_script,
     )

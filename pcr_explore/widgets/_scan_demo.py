@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -15,13 +14,13 @@ from ..jpeg import decode
 from ..jpeg._scan_level import check_scan, check_scans
 from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
-from ..quality.compare import difference_map, level_note
-from ..quality.compare._views import difference_scale, display_jpeg, encode_jpeg, jpeg_size
+from ..quality.compare import difference_map
+from ..quality.compare._views import display_jpeg, encode_jpeg, jpeg_size
 from ..quality.metrics import METRIC_LABELS, METRICS
-from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of, source_name
 from ._demo import DemoPage, data_uri, readout_table, render_page
 from ._figures import CURVE_X_RANGE
+from ._scan_readout import SIDE_CAPTION, SPLIT_NOTE, difference_caption, level_caption, level_rows
 from ._static import PALETTE
 
 __all__ = ["scan_demo", "dataset_title", "DEFAULT_IMAGES", "DEFAULT_DATASET_SAMPLE"]
@@ -176,7 +175,9 @@ def scan_demo(
         "levels": embedded,
         "start": {"image": first, "pos": embedded.index(start)},
         "images": [e["page"] for e in entries],
-        "diff_caption": _diff_caption(gain),
+        "side_caption": SIDE_CAPTION,
+        "diff_caption": difference_caption(gain),
+        "split": SPLIT_NOTE,
     }
     name = title or f"Scan levels of {dataset_title(src)}"
     roots = _models(
@@ -188,9 +189,14 @@ def scan_demo(
         "A level is the first scans of an image's progressive JPEG: the bytes a reader "
         "fetches for that fidelity. Slide or play the levels and watch the bytes and the quality."
     )
-    body = _BODY.replace("<!--legend-->", _legend(curve is not None))
     page = render_page(
-        name, intro=intro, body=body, roots=roots, data=data, script=_SCRIPT, css=_CSS
+        name,
+        page="scan_demo",
+        intro=intro,
+        roots=roots,
+        data=data,
+        start="window.pcrScan = scanPage(data);",
+        fill={"legend": _legend(curve is not None)},
     )
     return DemoPage(name, page)
 
@@ -333,6 +339,7 @@ def _image_entry(
         for k in embedded
     ]
     nbytes = np.asarray(src.level_bytes(i), np.int64)
+    script = scan_script_of(src)
     w, h = jpeg_size(full_jpeg)
     page = {
         "name": src.names[i],
@@ -341,8 +348,8 @@ def _image_entry(
         "levels": [store.add(shown[k]) for k in embedded],
         "diffs": [store.add(d) for d in diffs],
         "full": store.add(full_jpeg),
-        "captions": [_caption(src, nbytes, k) for k in embedded],
-        "readouts": [_readout(src, nbytes, q, k) for k in embedded],
+        "captions": [level_caption(nbytes, k, script, "<!--view-->") for k in embedded],
+        "readouts": [readout_table(level_rows(nbytes, k, script, q)) for k in embedded],
     }
     pos = np.asarray(embedded) - 1
     x = nbytes[pos] / nbytes[-1]
@@ -357,33 +364,6 @@ def _image_entry(
         "dx": level_label_offsets(x, x_range=CURVE_X_RANGE),
     }
     return {"page": page, "curve": curve}
-
-
-def _caption(src: LevelSource, nbytes: np.ndarray, k: int) -> str:
-    """The byte counter above the picture (as ScanExplorer's)."""
-    have, full = int(nbytes[k - 1]), int(nbytes[-1])
-    text = (
-        f"<b>scan {k} of {len(nbytes)}</b> &middot; "
-        f"<span class='pcr-bytes'>{have:,} of {full:,} bytes ({have / full:.1%})</span>"
-    )
-    note = level_note(nbytes, k, scan_script_of(src))
-    if "no bytes" in note:
-        text += f"<br><i class='pcr-warn'>{html.escape(note)}</i>"
-    return text
-
-
-def _readout(src: LevelSource, nbytes: np.ndarray, q: LevelQuality, k: int) -> str:
-    note = level_note(nbytes, k, scan_script_of(src)).partition(": ")[2] or "-"
-    return readout_table(
-        [
-            ("bytes at this level", f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"),
-            ("share of the full image", f"{nbytes[k - 1] / nbytes[-1]:.1%}"),
-            ("this scan", html.escape(note)),
-            ("MS-SSIM vs full", format_value(q.mssim[k - 1], "mssim")),
-            ("SSIM vs full", format_value(q.ssim[k - 1], "ssim")),
-            ("PSNR vs full", format_value(q.psnr[k - 1], "psnr")),
-        ]
-    )
 
 
 def _legend(dataset: bool) -> str:
@@ -406,11 +386,6 @@ def _legend(dataset: bool) -> str:
         f"<span><svg width='24' height='14' aria-hidden='true'>{svg}</svg>{label}</span>"
         for svg, label in items
     )
-
-
-def _diff_caption(gain: float) -> str:
-    top = difference_scale(gain)[-1][1]
-    return f"<b>|level - full| x {gain:g}</b>: 0 <span class='pcr-ramp'></span> {top}+ of 255"
 
 
 def _models(
@@ -563,210 +538,3 @@ def _wire(m: dict[str, Any], image_source: Any, args: dict[str, Any]) -> None:
         "active", js("scale(cb_obj.active, {image, current, curves, dataset, band, yaxis, labels})")
     )
     image_source.selected.js_on_change("indices", js("tap(image, level)"))
-
-
-_BODY = """
-<div class="pcr-row"><div class="pcr-slot" id="pcr-slot-picker">{picker}</div>{prev}{next}
- <div class="pcr-slot" id="pcr-slot-mode">{mode}</div></div>
-<div class="pcr-row"><div class="pcr-slot" id="pcr-slot-play">{play}</div>
- <div class="pcr-slot" id="pcr-slot-level">{level}</div>{zoom}{line}</div>
-<div class="pcr-main">
- <section class="pcr-pics">
-  <div id="pcr-caption" class="pcr-caption" aria-live="polite"></div>
-  <div class="pcr-pair">
-   <figure class="pcr-fig"><div class="pcr-stage" id="pcr-stage"><div class="pcr-zoom">
-    <img id="pcr-level-img" alt="the image at the level shown">
-    <img id="pcr-over" class="pcr-over" alt="the full image" hidden>
-    <div id="pcr-split-line" class="pcr-split-line" hidden></div>
-   </div></div></figure>
-   <figure class="pcr-fig" id="pcr-right" hidden><div class="pcr-stage"><div class="pcr-zoom">
-    <img id="pcr-other" alt="the full image or the difference map">
-   </div></div><figcaption id="pcr-right-caption"></figcaption></figure>
-  </div>
- </section>
- <section class="pcr-side">{plot}
-  <div class="pcr-legend"><!--legend--></div>
-  <div class="pcr-row">{scale}<span class="pcr-hint">click a point to show its level</span></div>
-  <div id="pcr-readout"></div>
- </section>
-</div>
-"""
-
-_CSS = """
-.pcr-main {align-items: flex-start;}
-.pcr-slot {display: contents;}
-.pcr-pics {flex: 1 1 480px; min-width: 0;}
-.pcr-side {flex: 0 1 38%; min-width: 320px;}
-.pcr-caption {min-height: 2.6em; margin-bottom: 4px;}
-.pcr-warn {color: #9a6700;}
-.pcr-pair {display: flex; gap: 8px; align-items: flex-start;}
-.pcr-fig {margin: 0; min-width: 0; flex: 0 1 auto;}
-.pcr-stage {position: relative; overflow: hidden; line-height: 0; background: #eee;
-  cursor: crosshair; touch-action: none;}
-.pcr-zoom {position: relative;}
-[hidden] {display: none !important;}
-.pcr-zoom img {display: block; max-width: 100%; max-height: max(240px, calc(100vh - 270px));
-  width: auto; height: auto;}
-.pcr-pixels img {image-rendering: pixelated;}
-.pcr-over {position: absolute; inset: 0; width: 100% !important; height: 100% !important;
-  max-height: none !important;}
-.pcr-split-line {position: absolute; top: 0; bottom: 0; width: 2px; margin-left: -1px;
-  background: #fff; box-shadow: 0 0 2px #000;}
-figcaption {font-size: 13px; line-height: 1.4; padding-top: 3px;}
-.pcr-ramp {display: inline-block; width: 110px; height: 10px; vertical-align: middle;
-  border: 1px solid #888; background: linear-gradient(90deg, #000, #fff);}
-.pcr-hint {color: #777; font-size: 12px;}
-.pcr-legend {display: flex; flex-wrap: wrap; gap: 2px 14px; font-size: 12px; color: #444;
-  margin: 2px 0 4px 52px;}
-.pcr-legend svg {vertical-align: middle; margin-right: 4px;}
-"""
-
-# The page script: the pictures and texts follow the state; the Bokeh callbacks call it.
-_SCRIPT = r"""
-window.pcrScan = (function () {
-  const D = JSON.parse(document.getElementById("pcr-demo-data").textContent);
-  const MODES = ["level", "side", "split", "diff"];
-  const S = {image: D.start.image, pos: D.start.pos, mode: "level", line: 0.5, zoom: 1,
-             cx: 0.5, cy: 0.5, scale: "value", timer: null};
-  const $ = id => document.getElementById(id);
-  const model = name => window.Bokeh.documents[0].get_model_by_name(name);
-
-  function draw() {
-    const im = D.images[S.image], p = S.pos, m = S.mode;
-    const img = $("pcr-level-img"), over = $("pcr-over"), line = $("pcr-split-line");
-    img.width = im.w; img.height = im.h;
-    img.src = D.pics[im.levels[p]];
-    over.hidden = line.hidden = m !== "split";
-    if (m === "split") {
-      over.src = D.pics[im.full];
-      over.style.clipPath = `inset(0 0 0 ${(S.line * 100).toFixed(2)}%)`;
-      line.style.left = `${(S.line * 100).toFixed(2)}%`;
-    }
-    const right = m === "side" || m === "diff";
-    $("pcr-right").hidden = !right;
-    if (right) {
-      const other = $("pcr-other");
-      other.width = im.w; other.height = im.h;
-      other.src = D.pics[m === "side" ? im.full : im.diffs[p]];
-      $("pcr-right-caption").innerHTML = m === "side" ? "<b>full image</b>" : D.diff_caption;
-    }
-    let caption = im.captions[p];
-    const pct = v => `${Math.round(v * 100)}%`;
-    if (S.zoom > 1) caption += ` &middot; zoom x${S.zoom} at (${pct(S.cx)}, ${pct(S.cy)})`;
-    if (m === "split") caption += " &middot; left of the line: this level, right: full image";
-    $("pcr-caption").innerHTML = caption;
-    $("pcr-readout").innerHTML = im.readouts[p];
-    for (const el of document.querySelectorAll(".pcr-zoom")) {
-      el.style.transform = S.zoom > 1 ? `scale(${S.zoom})` : "";
-      el.style.transformOrigin = `${S.cx * 100}% ${S.cy * 100}%`;
-      el.classList.toggle("pcr-pixels", S.zoom > 1);
-    }
-  }
-
-  function marker(m) {
-    const c = m.curves[S.image].data, p = S.pos;
-    m.current.data = {x: [c.x[p]], y: [c["y_" + S.scale][p]], scan: [c.scan[p]],
-                      bytes: [c.bytes[p]]};
-  }
-
-  function curve(m) {
-    const c = m.curves[S.image].data;
-    m.image.data = {x: c.x, y: c["y_" + S.scale], scan: c.scan, bytes: c.bytes, label: c.label,
-                    dx: c.dx};
-    marker(m);
-  }
-
-  function stop(button) {
-    clearInterval(S.timer); S.timer = null;
-    if (button) button.label = "\u25b6 play";
-  }
-
-  // noUiSlider, under Bokeh's categorical slider, gives its handle the position (from 0) as
-  // its value: a screen reader would say one less than the level shown. The handle says
-  // the level instead, whenever noUiSlider writes its own values back.
-  const ARIA = ["aria-valuenow", "aria-valuetext", "aria-valuemin", "aria-valuemax"];
-  function handle(node) {
-    for (const e of node.querySelectorAll("*")) {
-      if (e.classList.contains("noUi-handle")) return e;
-      const inner = e.shadowRoot && handle(e.shadowRoot);
-      if (inner) return inner;
-    }
-    return null;
-  }
-  function announce(h) {
-    const last = D.levels[D.levels.length - 1], now = model("pcr-level").value;
-    const want = {"aria-valuenow": now, "aria-valuemin": String(D.levels[0]),
-                  "aria-valuemax": String(last), "aria-valuetext": `scan ${now} of ${last}`,
-                  "aria-label": "scan level"};
-    for (const [k, v] of Object.entries(want)) if (h.getAttribute(k) !== v) h.setAttribute(k, v);
-  }
-  function watch(tries) {  // the slider is drawn once Bokeh has embedded the page
-    const h = window.Bokeh && Bokeh.documents.length ? handle($("pcr-slot-level")) : null;
-    if (!h) { if (tries > 0) setTimeout(() => watch(tries - 1), 100); return; }
-    announce(h);
-    new MutationObserver(() => announce(h)).observe(h, {attributes: true, attributeFilter: ARIA});
-  }
-
-  // In split mode a drag moves the line; otherwise a click sets the zoom centre.
-  function where(ev) {
-    const r = $("pcr-stage").getBoundingClientRect();
-    const f = [(ev.clientX - r.left) / r.width, (ev.clientY - r.top) / r.height];
-    const u = S.zoom > 1 ? [S.cx + (f[0] - S.cx) / S.zoom, S.cy + (f[1] - S.cy) / S.zoom] : f;
-    return u.map(v => Math.min(1, Math.max(0, v)));
-  }
-  function point(ev) {
-    const [x, y] = where(ev);
-    if (S.mode === "split") { model("pcr-line").value = Math.round(x * 100) / 100; return; }
-    S.cx = x; S.cy = y; draw();
-  }
-  document.addEventListener("DOMContentLoaded", () => {
-    draw();
-    watch(600);
-    const stage = $("pcr-stage");
-    stage.addEventListener("pointerdown", ev => {
-      stage.setPointerCapture(ev.pointerId);
-      point(ev);
-    });
-    stage.addEventListener("pointermove", ev => {
-      if (ev.buttons && S.mode === "split") point(ev);
-    });
-    document.addEventListener("keydown", ev => {
-      // a focused slider steps by itself; a select or a field keeps its keys
-      if (ev.defaultPrevented || (ev.target.closest && ev.target.closest("select, input"))) return;
-      const step = {ArrowRight: 1, ArrowLeft: -1}[ev.key];
-      if (!step) return;
-      const s = model("pcr-level"), cats = s.categories;
-      const p = Math.min(cats.length - 1, Math.max(0, cats.indexOf(s.value) + step));
-      s.value = cats[p];
-      ev.preventDefault();
-    });
-  });
-
-  return {
-    state: S,
-    level(value, m) { S.pos = D.levels.indexOf(Number(value)); draw(); marker(m); },
-    image(i, m) { S.image = i; draw(); curve(m); },
-    step(d, picker) {
-      const n = D.images.length;
-      picker.value = String((Number(picker.value) + d + n) % n);
-    },
-    mode(active, line) { S.mode = MODES[active]; line.disabled = S.mode !== "split"; draw(); },
-    set(key, value) { S[key] = value; draw(); },
-    scale(active, m) {
-      S.scale = active ? "db" : "value";
-      const b = m.band.data;
-      m.dataset.data = {x: b.x, mean: b["mean_" + S.scale], lo: b["lo_" + S.scale],
-                        hi: b["hi_" + S.scale]};
-      m.yaxis.axis_label = m.labels[active];
-      curve(m);
-    },
-    play: window.pcrPlayer(S, stop, 700),
-    tap(source, slider) {
-      const idx = source.selected.indices;
-      if (!idx.length) return;
-      slider.value = String(source.data.scan[idx[0]]);
-      source.selected.indices = [];
-    },
-  };
-})();
-"""

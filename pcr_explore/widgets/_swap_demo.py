@@ -136,12 +136,12 @@ def swap_demo(
     )
     page = render_page(
         name,
+        page="swap_demo",
         intro=intro,
-        body=_BODY.replace("<!--notes-->", notes),
         roots=roots,
         data=data,
-        script=_SCRIPT,
-        css=_CSS,
+        start="window.pcrSwap = swapPage(data);",
+        fill={"notes": notes},
     )
     return DemoPage(name, page)
 
@@ -268,42 +268,3 @@ def _models(
     )
     play.js_on_event("button_click", CustomJS(args=args, code="window.pcrSwap.play(slider, play)"))
     return {"play": play, "slider": slider, "ratio": ratio_fig, "bars": bars_fig}
-
-
-_BODY = """
-<div class="pcr-row"><div class="pcr-slot" id="pcr-slot-play">{play}</div>
- <div class="pcr-slot" id="pcr-slot-sparsity">{slider}</div></div>
-<!--notes-->
-<div class="pcr-main">
- <section class="pcr-half">{ratio}</section>
- <section class="pcr-half">{bars}</section>
-</div>
-<div id="pcr-readout"></div>
-"""
-
-_CSS = """
-.pcr-half {flex: 1 1 420px; min-width: 320px;}
-.pcr-slot {display: contents;}
-.pcr-warn {color: #9a6700;}
-#pcr-readout {margin-top: 8px;}
-"""
-
-_SCRIPT = r"""
-window.pcrSwap = (function () {
-  const D = JSON.parse(document.getElementById("pcr-demo-data").textContent);
-  const S = {timer: null};
-  const readout = k => { document.getElementById("pcr-readout").innerHTML = D.steps[k].readout; };
-  document.addEventListener("DOMContentLoaded", () => readout(D.start));
-  function stop(button) { clearInterval(S.timer); S.timer = null; button.label = "\u25b6 play"; }
-  return {
-    show(slider, m) {
-      const k = slider.categories.indexOf(slider.value), st = D.steps[k];
-      m.current.data = structuredClone(st.current);
-      m.bars.data = structuredClone(st.bars);
-      m.span.location = D.grid[k];
-      readout(k);
-    },
-    play: window.pcrPlayer(S, stop, 500),
-  };
-})();
-"""

@@ -16,15 +16,20 @@ from .._public import public
 from ..jpeg._scan_level import check_scan
 from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
-from ..quality.compare import LevelCache, level_note
-from ..quality.compare._views import difference_scale
+from ..quality.compare import LevelCache
 from ..quality.metrics import METRIC_LABELS, METRICS
-from ..quality.metrics._names import format_value
 from ..read.sources import LevelSource, open_source, scan_script_of, source_name
 from ._explorer import Debounced, Explorer, html_table
 from ._figures import CURVE_X_RANGE, scan_curve_figure
 from ._level_pictures import LevelPictures, SlotContent
 from ._scan_panel import ScanPanel
+from ._scan_readout import (
+    SIDE_CAPTION,
+    difference_caption,
+    level_caption,
+    level_rows,
+    view_note,
+)
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["ScanExplorer"]
@@ -469,62 +474,23 @@ class ScanExplorer(Explorer):
 
     def _caption(self, i: int, k: int, mode: str) -> str:
         """The byte counter right above the picture, in view while sliding."""
-        nbytes = self.cache.level_bytes(i)
-        have, full = int(nbytes[k - 1]), int(nbytes[-1])
-        parts = [
-            f"<b>scan {k} of {len(nbytes)}</b>",
-            f"{have:,} of {full:,} bytes ({have / full:.1%})",
-        ]
-        if self.zoom.value > 1:
-            parts.append(
-                f"zoom x{self.zoom.value:g} at ({self.zoom_x.value:.0%}, {self.zoom_y.value:.0%})"
-            )
-        if mode == "split":
-            parts.append(f"left: scan {k}, right of the line: full image")
-        note = level_note(nbytes, k, scan_script_of(self.source))
-        hint = f"<br><i style='color:#9a6700'>{html.escape(note)}</i>" if "no bytes" in note else ""
-        return " &middot; ".join(parts) + hint
+        center = (float(self.zoom_x.value), float(self.zoom_y.value))
+        view = view_note(float(self.zoom.value), center, mode == "split")
+        return level_caption(self.cache.level_bytes(i), k, scan_script_of(self.source), view)
 
     def _reference_caption(self, mode: str, shown: bool) -> str:
         if not shown:
             return ""
-        if mode == "side":
-            return "<b>full image</b>"
-        ticks = difference_scale(self.gain)
-        top = ticks[-1][1]
-        bar = (
-            "<span style='display:inline-block;width:110px;height:10px;vertical-align:middle;"
-            "border:1px solid #888;background:linear-gradient(90deg,#000,#fff)'></span>"
-        )
-        return (
-            f"<span style='white-space:nowrap'><b>|level - full| x {self.gain:g}</b>: "
-            f"0 {bar} {top}+ of 255</span>"
-        )
+        return SIDE_CAPTION if mode == "side" else difference_caption(self.gain)
 
     def readout_rows(self) -> list[tuple[str, str]]:
         """Return the readouts for the level shown, as (label, value) pairs."""
         i, k = self.index, int(self.level.value)
         nbytes = self.cache.level_bytes(i)
-        rows = [
+        return [
             ("image", html.escape(self.source.names[i])),
             ("scan level", f"{k} / {len(nbytes)}"),
-            ("bytes at this level", f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"),
-            ("share of the full image", f"{nbytes[k - 1] / nbytes[-1]:.1%}"),
-            (
-                "this scan",
-                html.escape(
-                    level_note(nbytes, k, scan_script_of(self.source)).partition(": ")[2] or "-"
-                ),
-            ),
-        ]
-        q = self._known_quality(i)
-        if q is None:
-            return [*rows, ("quality vs full", "measuring...")]
-        return [
-            *rows,
-            ("MS-SSIM vs full", format_value(q.mssim[k - 1], "mssim")),
-            ("SSIM vs full", format_value(q.ssim[k - 1], "ssim")),
-            ("PSNR vs full", format_value(q.psnr[k - 1], "psnr")),
+            *level_rows(nbytes, k, scan_script_of(self.source), self._known_quality(i)),
         ]
 
     # -- what each scan adds ------------------------------------------------------

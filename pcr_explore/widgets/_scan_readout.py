@@ -1,0 +1,94 @@
+"""The words a scan level reads as: one text for ScanExplorer and its kernel-free page.
+
+ScanExplorer writes them for the level shown; :func:`~pcr_explore.widgets.scan_demo`
+writes them for every level before the page is written, and the page only
+shows them. Both carry their own style (no page style sheet in a notebook).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+
+from ..jpeg.scan_script import ScanScript
+from ..quality import LevelQuality
+from ..quality.compare import level_note
+from ..quality.compare._views import difference_scale
+from ..quality.metrics._names import format_value
+
+__all__ = [
+    "SIDE_CAPTION",
+    "SPLIT_NOTE",
+    "difference_caption",
+    "level_caption",
+    "level_rows",
+    "view_note",
+]
+
+SIDE_CAPTION = "<b>full image</b>"
+"""The caption under the full image, side by side with the level."""
+
+SPLIT_NOTE = "left of the line: this level, right: full image"
+"""What the split view adds to the byte counter."""
+
+_RAMP = (
+    "<span style='display:inline-block;width:110px;height:10px;vertical-align:middle;"
+    "border:1px solid #888;background:linear-gradient(90deg,#000,#fff)'></span>"
+)
+
+
+def level_caption(nbytes: np.ndarray, k: int, script: ScanScript, view: str = "") -> str:
+    """The byte counter above the picture: scan *k* of *n*, its bytes and share.
+
+    *view* (HTML, from :func:`view_note`) follows it; a level that adds no
+    bytes to this image says why on a line of its own.
+    """
+    have, full = int(nbytes[k - 1]), int(nbytes[-1])
+    note = level_note(nbytes, k, script)
+    why = f"<br><i style='color:#9a6700'>{html.escape(note)}</i>" if "no bytes" in note else ""
+    return (
+        f"<b>scan {k} of {len(nbytes)}</b> &middot; "
+        f"{have:,} of {full:,} bytes ({have / full:.1%}){view}{why}"
+    )
+
+
+def view_note(zoom: float, center: tuple[float, float], split: bool) -> str:
+    """What the zoom and the split line add to the byte counter."""
+    parts = []
+    if zoom > 1:
+        parts.append(f"zoom x{zoom:g} at ({center[0]:.0%}, {center[1]:.0%})")
+    if split:
+        parts.append(SPLIT_NOTE)
+    return "".join(f" &middot; {p}" for p in parts)
+
+
+def level_rows(
+    nbytes: np.ndarray, k: int, script: ScanScript, quality: LevelQuality | None
+) -> list[tuple[str, str]]:
+    """The readouts of level *k*: bytes, share, what the scan adds, quality against the full image.
+
+    Without *quality* (still being measured) one row says so.
+    """
+    rows = [
+        ("bytes at this level", f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"),
+        ("share of the full image", f"{nbytes[k - 1] / nbytes[-1]:.1%}"),
+        ("this scan", html.escape(level_note(nbytes, k, script).partition(": ")[2] or "-")),
+    ]
+    if quality is None:
+        return [*rows, ("quality vs full", "measuring...")]
+    return [
+        *rows,
+        ("MS-SSIM vs full", format_value(quality.mssim[k - 1], "mssim")),
+        ("SSIM vs full", format_value(quality.ssim[k - 1], "ssim")),
+        ("PSNR vs full", format_value(quality.psnr[k - 1], "psnr")),
+    ]
+
+
+def difference_caption(gain: float) -> str:
+    """The scale under a difference map: black is no difference, white the largest shown."""
+    top = difference_scale(gain)[-1][1]
+    return (
+        f"<span style='white-space:nowrap'><b>|level - full| x {gain:g}</b>: "
+        f"0 {_RAMP} {top}+ of 255</span>"
+    )
