@@ -279,6 +279,37 @@ def test_throttled_reads_take_as_long_as_their_bytes(data: SplitDatasets) -> Non
         parse_bandwidth(0)
 
 
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_throttled_keeps_the_settings_and_its_link_holds_in_dataloader_workers(
+    data: SplitDatasets, tmp_path: Path, context: str
+) -> None:
+    from torch.utils.data import DataLoader
+
+    from pcr_explore.read import torch_dataset
+
+    cache = tmp_path / "cache"
+    ds = open_dataset(str(data.train), cache_dir=cache, read_ahead="1MB", timeout=7)
+    slow = throttled(ds, bandwidth="1GB/s")
+    assert {k: v for k, v in slow.options.items() if k not in ("store", "storage_options")} == {
+        k: v for k, v in ds.options.items() if k not in ("store", "storage_options")
+    }
+    assert slow.read_ahead == ds.read_ahead == 1_000_000 and slow._fetch.cache is not None
+    link = slow._fs
+    carried = link.bytes_carried  # the manifest, read through the link when opened
+    tds = torch_dataset(slow, scan=3, size=SIZE)
+    loader = DataLoader(tds, batch_size=8, num_workers=2, multiprocessing_context=context)
+    assert sum(len(labels) for _, labels in loader) == len(ds)
+    # the workers' records came through the one shared link (and each reopened the
+    # manifest through it); the prefixes they read are in the cache the dataset had
+    first_pass = link.bytes_carried - carried
+    assert first_pass >= ds.bytes_at(3)
+    assert sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) >= ds.bytes_at(3)
+    # a second pass is served by that cache: only the manifests cross the link
+    before = link.bytes_carried
+    assert sum(len(labels) for _, labels in loader) == len(ds)
+    assert link.bytes_carried - before == first_pass - ds.bytes_at(3)
+
+
 def test_result_json_table_plot_and_time_to_accuracy(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     record = json.loads(run.to_json())
     assert record["size"] == SIZE and record["model"] == "small-cnn" and record["seed"] == 0

@@ -3,13 +3,13 @@
 :func:`throttled` wraps a PCR dataset's file system so that every read of *n*
 bytes completes no sooner than ``n / bandwidth`` seconds after the link is
 free. Reads queue on one link, as they would on a network file system or a
-disk shared by the loader's threads, so the time spent loading an epoch
-follows the bytes the level reads.
+disk shared by the loader's threads and DataLoader worker processes, so the
+time spent loading an epoch follows the bytes the level reads.
 """
 
 from __future__ import annotations
 
-import threading
+import multiprocessing
 import time
 from typing import Any
 
@@ -68,7 +68,14 @@ class ThrottledFileSystem:
     Attributes
     ----------
     waited : float
-        Seconds spent sleeping so far.
+        Seconds this process spent sleeping so far.
+
+    Notes
+    -----
+    The link is shared by the processes that inherit the file system (a
+    DataLoader's workers, forked or spawned): the time it is next free and
+    the bytes it carried live in shared memory, so two workers split the
+    bandwidth instead of getting it each.
     """
 
     def __init__(self, fs: Any, bandwidth: float, latency: float = 0.0) -> None:
@@ -76,17 +83,24 @@ class ThrottledFileSystem:
         self.bandwidth = parse_bandwidth(bandwidth)
         self.latency = float(latency)
         self.waited = 0.0
-        self._free_at = 0.0
-        self._lock = threading.Lock()
+        # time.monotonic is one clock for every process of the machine; a lock made
+        # in the spawn context can go to forked, spawned and forkserver workers alike
+        shared = multiprocessing.get_context("spawn")
+        self._free_at = shared.Value("d", 0.0)
+        self._carried = shared.Value("q", 0, lock=False)
+
+    @property
+    def bytes_carried(self) -> int:
+        """Bytes read through the link so far, by every process sharing it."""
+        return int(self._carried.value)
 
     def _hold(self, nbytes: int) -> None:
         """Sleep until a transfer of *nbytes* queued now would be complete."""
-        with self._lock:
-            now = time.perf_counter()
-            start = max(now, self._free_at)
-            self._free_at = start + self.latency + nbytes / self.bandwidth
-            done = self._free_at
-        delay = done - time.perf_counter()
+        with self._free_at.get_lock():
+            start = max(time.monotonic(), self._free_at.value)
+            done = self._free_at.value = start + self.latency + nbytes / self.bandwidth
+            self._carried.value += nbytes
+        delay = done - time.monotonic()
         if delay > 0:
             time.sleep(delay)
             self.waited += delay
@@ -110,6 +124,8 @@ class ThrottledFileSystem:
         return bytes(data)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "fs" or name.startswith("__"):  # unpickling asks before fs is set
+            raise AttributeError(name)
         return getattr(self.fs, name)
 
 
@@ -131,7 +147,10 @@ def throttled(
     Returns
     -------
     PCRDataset
-        A fresh handle (its own :attr:`~PCRDataset.stats`) on the same records.
+        A fresh handle (its own :attr:`~PCRDataset.stats`) on the same records,
+        opened with *dataset*'s settings (its prefix cache, read-ahead,
+        timeouts): DataLoader workers reopen it with them, through the same
+        throttled link.
 
     Raises
     ------
@@ -147,4 +166,6 @@ def throttled(
     ds = dataset if isinstance(dataset, PCRDataset) else open_dataset(str(dataset))
     # The reader reads through ``_fs`` only; wrapping it keeps every read counted.
     fs = ThrottledFileSystem(ds._fs, parse_bandwidth(bandwidth), latency)
-    return PCRDataset(fs, ds._root, ds.manifest, ds.url)
+    # the store given is used as it is: the options for opening one go with it
+    options = {**ds.options, "store": fs, "storage_options": None}
+    return open_dataset(ds._root, **options)
