@@ -15,7 +15,7 @@ $(BIN)/python:
 
 install: $(BIN)/python torch
 	@echo "installing pcr-explore and its dependencies into $(VENV) ..."
-	$(BIN)/python -m pip install --quiet -e ".[zfp]"
+	$(BIN)/python -m pip install --quiet -e ".[lab,torch,zfp]"
 
 # PyTorch (notebooks 05-06, training and activation tests): a CPU build. Where
 # a local CPU wheel sits in pip's find-links folder, its version is taken;
