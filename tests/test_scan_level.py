@@ -252,7 +252,7 @@ def test_a_numpy_integer_is_a_level(
 
 
 def test_the_rule_itself() -> None:
-    from pcr_explore.jpeg._scan_level import check_scan, check_scans
+    from pcr_explore._checks import check_scan, check_scans
 
     assert check_scan(np.int64(3), 10) == 3 and type(check_scan(np.uint8(3), 10)) is int
     assert check_scans((np.int32(1), 10), 10) == (1, 10)

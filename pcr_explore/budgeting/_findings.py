@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._checks import check_scan
 from .._json import to_json
 from .._public import public
-from ..jpeg._scan_level import check_scan
 from ..quality import QualityCurve
 from ..storage._atomic import atomic_write
 from .decode import DecodeCost

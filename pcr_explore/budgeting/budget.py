@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_scans
 from .._pool import check_client
 from .._public import public
 from ..errors import DatasetError, MissingExtraError
@@ -78,13 +79,6 @@ class BudgetOptions:
             raise ValueError("gradient_batches, gradient_batch_size and decode_sample must be >= 1")
         if self.decode_repeats < 1:
             raise ValueError(f"decode_repeats must be at least 1, got {self.decode_repeats}")
-
-
-def _check_scans(scans: Sequence[int] | None, num_scans: int, where: str) -> tuple[int, ...] | None:
-    """The gradient tuner's own check of a level list, naming the dataset."""
-    from ..train.gradient import _check_scans as check
-
-    return None if scans is None else check(scans, num_scans, where)
 
 
 def _check_val(src: LevelSource, val: Any, train_epochs: int) -> PCRDataset | None:
@@ -281,7 +275,9 @@ def budget(
     target = _target(metric_name(metric), target)
     if statistic not in ("mean", "p5"):
         raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
-    levels = _check_scans(scans, src.num_scans, where)
+    levels = (
+        None if scans is None else check_scans(scans, src.num_scans, where=where, distinct=True)
+    )
     if train_epochs < 0 or workers < 1 or size < 8:
         raise ValueError(
             f"need train_epochs >= 0, workers >= 1 and size >= 8; got {train_epochs}, {workers}, "

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_scan
 from .._public import public
 from ..jpeg import decode, decoder_name
-from ..jpeg._scan_level import check_scan
 from ..read.sources import LevelSource, open_source
 
 __all__ = ["DecodeCost", "measure_decode"]

@@ -4,7 +4,6 @@
 :mod:`._segments`      one walk over a JPEG's marker segments
 :mod:`._frame`         the frame header (segments before the first scan)
 :mod:`._progressive`   scan splitting, level rebuild, decoding (this facade)
-:mod:`._scan_level`    the one check of a scan level (an int in 1..num_scans)
 :mod:`.scan_script`    scan scripts: parsing, checks, the named scripts
 :mod:`._decoders`      decoder backends (simplejpeg or Pillow)
 :mod:`._eighth`        the 1/8-scale rewrite that skips needless AC scans

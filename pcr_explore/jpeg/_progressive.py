@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from .._checks import check_scan
 from .._public import public
 from ..errors import JPEGError
 from . import _decoders
 from ._frame import SOF_MARKERS
-from ._scan_level import check_scan
 from ._segments import DRI, SOS, segments
 
 EOI = b"\xff\xd9"

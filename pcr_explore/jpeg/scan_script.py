@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from .._checks import check_scan
 from ..errors import ScanScriptError
 from ._progressive import STANDARD_SCRIPT_COLOR, ProgressiveJPEG, ScanHeader
-from ._scan_level import check_scan
 
 __all__ = ["ScanScript", "SCRIPTS", "STANDARD", "resolve_scan_script", "parse_scans"]
 

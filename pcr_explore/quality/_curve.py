@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_scan
 from .._public import public
-from ..jpeg._scan_level import check_scan
 from .metrics._names import capped
 
 __all__ = ["STATISTICS_OF_CURVE", "PerImageQuality", "QualityCurve", "summarise"]

@@ -24,11 +24,11 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from .._checks import check_scan
 from .._public import public
 from ..errors import CacheTooSmallWarning, CorruptRecordError
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
-from ..jpeg._scan_level import check_scan
 from ..jpeg.scan_script import ScanScript
 from ..records.format import RecordHeader, parse_header
 from ..records.manifest import Manifest, RecordEntry, check_header
@@ -176,7 +176,7 @@ class PCRDataset:
 
     def _check_scan(self, scan: int | None) -> int:
         """*scan* checked (None: full quality), as every scan level is checked."""
-        return self.num_scans if scan is None else check_scan(scan, self.num_scans, where=self.url)
+        return check_scan(scan, self.num_scans, where=self.url, full=True)
 
     @property
     def cache(self) -> PrefixCache | None:

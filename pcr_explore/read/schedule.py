@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._checks import check_scans
 from .._public import public
-from ..jpeg._scan_level import check_scans
 from ..records.format import MAX_SCANS
 
 __all__ = ["ScanSchedule"]

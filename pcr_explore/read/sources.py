@@ -17,12 +17,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from cachetools import LRUCache
 
+from .._checks import check_scan
 from .._public import public
 from ..encode.discover import find_sources
 from ..errors import PCRError, no_such_path
 from ..jpeg import Size
 from ..jpeg._orient import decode_upright
-from ..jpeg._scan_level import check_scan
 from ..jpeg.scan_script import STANDARD, ScanScript, resolve_scan_script
 from ..jpeg.transcode import IMAGE_SUFFIXES, Backend, TranscodeResult, transcode
 from ..records.manifest import MANIFEST
@@ -191,7 +191,7 @@ class FolderSource:
 
     def _check_scan(self, scan: int | None) -> int:
         """*scan* checked (None: full quality), as every scan level is checked."""
-        return self.num_scans if scan is None else check_scan(scan, self.num_scans, where=self.url)
+        return check_scan(scan, self.num_scans, where=self.url, full=True)
 
     def _scans_at(self, i: int, scan: int | None) -> int:
         k = self._check_scan(scan)  # before the transcode

@@ -14,9 +14,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._checks import check_scans
 from .._public import public
 from ..jpeg import Size
-from ..jpeg._scan_level import check_scans
 from .reader import PCRDataset
 
 __all__ = ["LevelReading", "ReadingReport", "read_pass", "measure_reading"]

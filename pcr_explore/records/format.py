@@ -33,10 +33,10 @@ from typing import BinaryIO
 
 import numpy as np
 
+from .._checks import check_scan
 from .._public import public
 from ..errors import CorruptRecordError, PCRFormatError
 from ..jpeg import EOI
-from ..jpeg._scan_level import check_scan
 from ..storage._atomic import atomic_write
 
 __all__ = [
@@ -198,7 +198,7 @@ class RecordHeader:
 
     def _check_scan(self, scan: int | None) -> int:
         """*scan* checked (None: every scan group), as every scan level is checked."""
-        return self.num_scans if scan is None else check_scan(scan, self.num_scans, where=self.path)
+        return check_scan(scan, self.num_scans, where=self.path, full=True)
 
 
 # libjpeg's JPEG_MAX_DIMENSION: a larger side cannot be decoded

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_scan, check_scans
 from .._public import public
 from ..errors import DatasetError
 from ..jpeg import EOI
 from ..jpeg._decoders import carried
 from ..jpeg._orient import decode_upright
-from ..jpeg._scan_level import check_scan, check_scans
 from ..read.sources import LevelSource, open_source, orientation_of, source_name
 from ._torch import require_torch
 from .loop import stack_images, to_input
@@ -228,16 +228,6 @@ def default_levels(num_scans: int) -> tuple[int, ...]:
     if num_scans == 10:
         return (1, 2, 5, 10)
     return tuple(sorted({1, min(2, num_scans), (num_scans + 1) // 2, num_scans}))
-
-
-def _check_scans(scans: Sequence[int], num_scans: int, where: str = "") -> tuple[int, ...]:
-    """The levels compared: each checked as every scan level is, sorted, once each."""
-    out = tuple(sorted(set(check_scans(scans, num_scans, where=where))))
-    if not out:
-        raise ValueError(
-            f"{where + ': ' if where else ''}scans is empty: give levels in 1..{num_scans}"
-        )
-    return out
 
 
 def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -534,7 +524,12 @@ def tune_by_gradient(
     _check_batches(batches, min_batches, batch_size, confidence)
     src = source if isinstance(source, LevelSource) else open_source(source)
     full = src.num_scans
-    levels = _check_scans(default_levels(full) if scans is None else scans, full, source_name(src))
+    levels = check_scans(
+        default_levels(full) if scans is None else scans,
+        full,
+        where=source_name(src),
+        distinct=True,
+    )
     labels, labelled = _labelled(src)
     t0 = time.perf_counter()
     stats = getattr(src, "stats", None)
@@ -652,7 +647,9 @@ class StepTuner:
         full = source.num_scans
         where = source_name(source)
         self.trained = check_scan(trained, full, where=f"{where}: trained")
-        levels = _check_scans(default_levels(full) if scans is None else scans, full, where)
+        levels = check_scans(
+            default_levels(full) if scans is None else scans, full, where=where, distinct=True
+        )
         self._setting = _Setting(levels, threshold, confidence, batches, 0, size)
         self._src, self._model, self._reuse = source, model, reuse
         self._labels, _ = _labelled(source)

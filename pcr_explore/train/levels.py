@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._checks import check_scans
 from .._public import public
 from ..errors import DatasetError
-from ..jpeg._scan_level import check_scans
 from ..read.reader import PCRDataset, open_dataset
 from ..read.schedule import ScanSchedule
 from ._torch import require_torch

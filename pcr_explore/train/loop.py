@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_scan
 from .._public import public
 from ..read.reader import PCRDataset
 from ._torch import require_torch
@@ -127,7 +128,7 @@ def read_level(
     >>> level.bytes_read == open_dataset("photos.pcr").bytes_at(2)
     True
     """
-    k = dataset._check_scan(scan)
+    k = check_scan(scan, dataset.num_scans, where=dataset.url, full=True)
     before = dataset.stats.bytes_read
     t0 = time.perf_counter()
     arrays, labels = [], []

@@ -9,9 +9,9 @@ from typing import Any, cast
 
 import numpy as np
 
+from .._checks import check_scan, check_scans
 from .._public import public
 from ..jpeg import decode
-from ..jpeg._scan_level import check_scan, check_scans
 from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import difference_map

@@ -10,9 +10,9 @@ import ipywidgets as w
 from cachetools import LRUCache
 from PIL import Image, ImageDraw
 
+from .._checks import check_scan
 from .._public import public
 from ..jpeg._coverage import ScanCoverage
-from ..jpeg._scan_level import check_scan
 from ..jpeg.scan_script import ScanScript
 from ..plots._scan_grid import scan_grid_data, scan_grid_figure
 from ..quality.compare import ScanStep, scan_step

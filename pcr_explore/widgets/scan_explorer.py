@@ -12,8 +12,8 @@ import ipywidgets as w
 import numpy as np
 from PIL import Image
 
+from .._checks import check_scan
 from .._public import public
-from ..jpeg._scan_level import check_scan
 from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import LevelCache

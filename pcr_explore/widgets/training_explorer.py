@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import ipywidgets as w
 import numpy as np
 
+from .._checks import check_scans
 from .._public import public
-from ..jpeg._scan_level import check_scans
 from ..quality.tune import TuneResult, tune
 from ..read.reader import PCRDataset, open_dataset
 from ..train import (

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from ..._checks import check_scan, check_scans
 from ..._public import public
 from ...jpeg import Size
 from ...jpeg._orient import decode_upright
-from ...jpeg._scan_level import check_scan, check_scans
 from ...jpeg.scan_script import STANDARD, ScanScript
 from ...read.sources import LevelSource, orientation_of, source_name
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from ..._checks import check_scans
 from ..._public import public
 from ...jpeg._orient import decode_upright
-from ...jpeg._scan_level import check_scans
 from ...read.reader import PCRDataset
 
 __all__ = ["record_sheet"]

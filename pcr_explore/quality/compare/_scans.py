@@ -7,11 +7,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..._checks import check_scan
 from ..._public import public
 from ...jpeg import Size, split_scans
 from ...jpeg._coverage import ScanCoverage, scan_coverage
 from ...jpeg._orient import decode_upright
-from ...jpeg._scan_level import check_scan
 from ...read.sources import LevelSource, orientation_of, scan_script_of, source_name
 from ._levels import level_note
 from ._views import difference_map

@@ -1,12 +1,15 @@
-"""The one check of a scan level: a whole number in ``1..num_scans``.
+"""The argument rules every package applies: scan levels and counts.
 
 A scan level *k* says how many scans (scan groups, in a record) of an image
 are read. Every public function that takes one checks it here, so the rule
 and the message are the same everywhere: an ``int`` or a numpy integer;
 ``bool`` is refused (``True`` is not level 1), and so is every float, even a
 whole one (``2.7`` would otherwise read level 2 without a word); the value
-must lie in ``1..num_scans``. ``None`` (the full image, where an API
-documents it) is for the caller to map before calling.
+must lie in ``1..num_scans``. ``None`` means the full image where an API
+documents it (``full=True``).
+
+A count (workers, images in a sample, repeats) is a whole number of at least
+a minimum, checked by :func:`check_count` with the same refusals.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-__all__ = ["check_scan", "check_scans"]
+__all__ = ["check_count", "check_scan", "check_scans"]
 
 
 def _is_level(value: object) -> TypeGuard[int | np.integer[Any]]:
@@ -27,7 +30,7 @@ def _at(where: str) -> str:
     return f"{where}: " if where else ""
 
 
-def check_scan(scan: object, num_scans: int, *, where: str = "") -> int:
+def check_scan(scan: object, num_scans: int, *, where: str = "", full: bool = False) -> int:
     """*scan* as an ``int``, checked to be a scan level in ``1..num_scans``.
 
     Parameters
@@ -39,6 +42,9 @@ def check_scan(scan: object, num_scans: int, *, where: str = "") -> int:
     where : str
         What the level is for (a dataset, a file, a schedule): the message
         starts with it.
+    full : bool
+        ``None`` is the full image (*num_scans*), as the API taking *scan*
+        documents; otherwise ``None`` is refused like any other non-level.
 
     Returns
     -------
@@ -63,7 +69,11 @@ def check_scan(scan: object, num_scans: int, *, where: str = "") -> int:
     Traceback (most recent call last):
     ...
     ValueError: scan level must be an int in 1..10, got 2.7 (float)
+    >>> check_scan(None, 10, full=True)
+    10
     """
+    if scan is None and full:
+        return num_scans
     if not _is_level(scan):
         raise ValueError(
             f"{_at(where)}scan level must be an int in 1..{num_scans}, "
@@ -75,11 +85,14 @@ def check_scan(scan: object, num_scans: int, *, where: str = "") -> int:
     return k
 
 
-def check_scans(scans: Iterable[object], num_scans: int, *, where: str = "") -> tuple[int, ...]:
+def check_scans(
+    scans: Iterable[object], num_scans: int, *, where: str = "", distinct: bool = False
+) -> tuple[int, ...]:
     """Every level of *scans* checked as :func:`check_scan` does, in the order given.
 
-    One message names every bad level at once. Callers that want the levels
-    sorted, without repeats, or at least one, say so themselves.
+    One message names every bad level at once. With *distinct*, the levels
+    come back sorted, each once, and at least one is required (a list of
+    levels to compare).
 
     Raises
     ------
@@ -91,6 +104,8 @@ def check_scans(scans: Iterable[object], num_scans: int, *, where: str = "") -> 
     --------
     >>> check_scans([1, np.int64(5), 10], 10)
     (1, 5, 10)
+    >>> check_scans([5, 1, 5], 10, distinct=True)
+    (1, 5)
     >>> check_scans([1, 11, 12], 10, where="ds")
     Traceback (most recent call last):
     ...
@@ -111,4 +126,51 @@ def check_scans(scans: Iterable[object], num_scans: int, *, where: str = "") -> 
     bad = [k for k in out if not 1 <= k <= num_scans]
     if bad:
         raise ValueError(f"{_at(where)}scan levels {bad} are outside 1..{num_scans}")
-    return out
+    if not distinct:
+        return out
+    if not out:
+        raise ValueError(f"{_at(where)}scans is empty: give levels in 1..{num_scans}")
+    return tuple(sorted(set(out)))
+
+
+def check_count(value: object, name: str, *, minimum: int = 1, where: str = "") -> int:
+    """*value* as an ``int``, checked to be a whole number of at least *minimum*.
+
+    Parameters
+    ----------
+    value : int
+        The count given (an ``int`` or a numpy integer; bools and floats are
+        refused).
+    name : str
+        The argument's name, for the message.
+    minimum : int
+        The smallest count allowed (default 1).
+    where : str
+        What the count is for: the message starts with it.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        If *value* is not a whole number or is below *minimum*.
+
+    Examples
+    --------
+    >>> check_count(np.int32(2), "workers")
+    2
+    >>> check_count(0, "workers")
+    Traceback (most recent call last):
+    ...
+    ValueError: workers must be at least 1, got 0
+    """
+    if not _is_level(value):
+        raise ValueError(
+            f"{_at(where)}{name} must be a whole number >= {minimum}, "
+            f"got {value!r} ({type(value).__name__})"
+        )
+    if int(value) < minimum:
+        raise ValueError(f"{_at(where)}{name} must be at least {minimum}, got {value!r}")
+    return int(value)
