@@ -71,6 +71,22 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path, cli_dataset: Path
     assert r.returncode == 2 and "--scan" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["read", "x"], "the following arguments are required: --scan"),
+        (["read", "x", "--scan", "abc"], "argument --scan: invalid int value: 'abc'"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["audit", "x", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+    ],
+)
+def test_a_mistake_in_the_command_line_is_one_line_and_status_2(argv: list[str], said: str) -> None:
+    r = run(*argv)
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+    assert said in r.stderr and "usage:" not in r.stderr and r.stderr.endswith("--help')\n")
+
+
 def test_encode_strict_and_skip(
     tmp_path: Path, encode_jpeg: Callable[..., bytes], sk_photo: Callable[..., np.ndarray]
 ) -> None:
