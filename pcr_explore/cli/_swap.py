@@ -1,9 +1,17 @@
 """The swap sub-commands.
 
 ``swap-sim`` prints a swap report (:func:`pcr_explore.swap.simulator.report`): simulated
-figures under a device profile's assumptions. ``swap-train`` trains with a
-codec on the saved activations next to the uncompressed run
-(:func:`pcr_explore.swap.swap_train`): figures measured on this machine.
+figures under a device profile's assumptions. ``swap-train`` loads the photos
+(:func:`pcr_explore.swap.load_labelled_images`, opened by
+:func:`pcr_explore.open_source`) and trains with a codec on the saved activations next to
+the uncompressed run (:func:`pcr_explore.swap.swap_train`): figures measured on this
+machine.
+
+Each ``add_*`` function registers its sub-command on what
+``ArgumentParser.add_subparsers()`` returned and returns its parser, whose
+``func`` is the matching ``run_*``; each ``run_*`` takes the parsed
+arguments, prints, and returns 0, raising the package's errors for bad input
+(the main CLI prints them as one line and exits with status 1).
 """
 
 from __future__ import annotations
@@ -17,6 +25,11 @@ from ._defaults import BUILTIN_MODELS, PROFILES
 
 __all__ = ["add_swap_sim_parser", "add_swap_train_parser", "run_swap_sim", "run_swap_train"]
 
+# pcr_explore.swap.traces._trace.MAX_ITERATIONS and MAX_TRACE_BYTES (in MiB), for the
+# help text without importing numpy (tests/swap/test_swap_cli.py checks both copies)
+MAX_ITERATIONS = 1000
+MAX_TRACE_MIB = 16
+
 
 def _ramp(text: str) -> tuple[float, float]:
     a, sep, b = text.partition(":")
@@ -29,18 +42,7 @@ def _ramp(text: str) -> tuple[float, float]:
 
 
 def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``swap-sim`` on an argparse subparsers object.
-
-    Parameters
-    ----------
-    subparsers
-        What ``ArgumentParser.add_subparsers()`` returned.
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        The sub-command's parser (its ``func`` default is :func:`run_swap_sim`).
-    """
+    """Register ``swap-sim``; returns its parser (``func``: :func:`run_swap_sim`)."""
     p = subparsers.add_parser(
         "swap-sim",
         help="simulate compressed activation swapping under several policies",
@@ -58,9 +60,9 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
     src.add_argument(
         "--trace",
         metavar="TRACE",
-        help="trace JSON written by Trace.save, or a measured trace shipped with the package "
-        "(measured:small-cnn-flowers5, measured:vgg-small-flowers5, "
-        "measured:resnet-small-flowers5)",
+        help=f"trace JSON written by Trace.save (at most {MAX_TRACE_MIB} MiB), or a measured "
+        "trace shipped with the package (measured:small-cnn-flowers5, "
+        "measured:vgg-small-flowers5, measured:resnet-small-flowers5)",
     )
     p.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
     p.add_argument("--resolution", type=int, default=224, help="input side (default 224)")
@@ -87,7 +89,8 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--iterations",
         type=int,
         default=1,
-        help="iterations to simulate; sparsity drifts over them (default 1)",
+        help=f"iterations to simulate, at most {MAX_ITERATIONS}; sparsity drifts over them "
+        "(default 1)",
     )
     p.add_argument(
         "--drift",
@@ -117,25 +120,13 @@ def add_swap_sim_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_swap_sim(args: argparse.Namespace) -> int:
-    """Run ``pcr-explore swap-sim``: print the report's table, write its JSON if asked.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed by the parser of :func:`add_swap_sim_parser`.
-
-    Returns
-    -------
-    int
-        0 on success.
-
-    Raises
-    ------
-    SwapError
-        For bad input (the main CLI prints it as one line).
-    """
+    """Run ``pcr-explore swap-sim``: print the report's table, write its JSON if asked."""
+    from ..errors import SwapError
+    from ..swap.simulator.report import MAX_ITERATIONS as most
     from ..swap.simulator.report import report
 
+    if not 1 <= args.iterations <= most:
+        raise SwapError(f"--iterations must lie in [1, {most}], got {args.iterations}")
     rep = report(
         args.model,
         profile=args.profile,
@@ -167,18 +158,7 @@ def _seeds(text: str) -> list[int]:
 
 
 def add_swap_train_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``swap-train`` on an argparse subparsers object.
-
-    Parameters
-    ----------
-    subparsers
-        What ``ArgumentParser.add_subparsers()`` returned.
-
-    Returns
-    -------
-    argparse.ArgumentParser
-        The sub-command's parser (its ``func`` default is :func:`run_swap_train`).
-    """
+    """Register ``swap-train``; returns its parser (``func``: :func:`run_swap_train`)."""
     from ..swap.capture.nets import NETS
 
     p = subparsers.add_parser(
@@ -214,28 +194,14 @@ def add_swap_train_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_swap_train(args: argparse.Namespace) -> int:
-    """Run ``pcr-explore swap-train``: print the comparison as a table or one JSON object.
-
-    Parameters
-    ----------
-    args : argparse.Namespace
-        Parsed by the parser of :func:`add_swap_train_parser`.
-
-    Returns
-    -------
-    int
-        0 on success.
-
-    Raises
-    ------
-    SwapError, DatasetError, MissingExtraError
-        For bad input or a missing PyTorch (the main CLI prints one line).
-    """
+    """Run ``pcr-explore swap-train``: print the comparison as a table or one JSON object."""
     from .._json import to_json
+    from ..read.sources import open_source
     from ..swap.training.codec_training import swap_train
 
     res = swap_train(
         args.dataset,
+        opener=open_source,
         codec=args.codec,
         steps=args.steps,
         net=args.net,

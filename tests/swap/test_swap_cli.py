@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
-from pcr_explore.cli import main
+from pcr_explore.cli import _swap, main
 from pcr_explore.cli._swap import add_swap_sim_parser, run_swap_sim
-from pcr_explore.errors import PCRError
-from pcr_explore.swap import report
+from pcr_explore.errors import PCRError, SwapError
+from pcr_explore.swap import Trace, report, simulate
+from pcr_explore.swap.simulator.simulate import MAX_CELLS
+from pcr_explore.swap.traces._trace import MAX_ITERATIONS, MAX_TRACE_BYTES
 from pcr_explore.swap.traces.architectures import resnet50_trace
 
 
@@ -131,3 +138,66 @@ def test_swap_sim_says_simulated_and_takes_a_measured_trace(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("small-cnn-flowers5 on v100-pcie3")
     assert out[1] == "simulated, assumptions profile v100-pcie3 (docs/SWAP.md), not measured"
+
+
+# A child whose address space is capped: reading an endless file or allocating
+# a billion iterations fails fast there (MemoryError, a traceback) instead of
+# swapping the machine; the bounded command refuses in one line before that.
+_LIMITED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from pcr_explore.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _limited(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-c", _LIMITED, *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_an_endless_trace_file_is_refused_in_one_line():
+    run = _limited("swap-sim", "--trace", "/dev/zero", "--policies", "vdnn")
+    assert run.returncode == 1, run.stderr
+    assert run.stderr == (
+        f"pcr-explore: error: /dev/zero: larger than {MAX_TRACE_BYTES >> 20} MiB, the most a "
+        "trace file may hold; read no further\n"
+    )
+
+
+def test_a_billion_iterations_are_refused_in_one_line():
+    run = _limited("swap-sim", "--iterations", "1000000000", "--policies", "vdnn")
+    assert run.returncode == 1, run.stderr
+    assert run.stderr == (
+        f"pcr-explore: error: --iterations must lie in [1, {MAX_ITERATIONS}], got 1000000000\n"
+    )
+
+
+def test_the_limits_the_help_states_are_the_librarys(capsys):
+    assert (_swap.MAX_ITERATIONS, _swap.MAX_TRACE_MIB << 20) == (MAX_ITERATIONS, MAX_TRACE_BYTES)
+    with pytest.raises(SystemExit):
+        main(["swap-sim", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"at most {MAX_ITERATIONS};" in text and f"(at most {MAX_TRACE_BYTES >> 20} MiB)" in text
+
+
+def test_the_library_bounds_iterations_and_simulated_cells(tmp_path):
+    with pytest.raises(SwapError, match=r"iterations must be an integer in \[1, 1000\]"):
+        report("vgg16", batch=2, iterations=MAX_ITERATIONS + 1, policies=["vdnn"])
+    with pytest.raises(SwapError, match=r"iterations must be an integer in \[1, 1000\]"):
+        resnet50_trace(batch=2).with_drift(10**9)
+    wide = resnet50_trace(batch=2).with_drift(MAX_ITERATIONS)
+    tall = Trace(wide.name, wide.tensors * 3, np.tile(wide.sparsity, 3))
+    with pytest.raises(SwapError, match=f"at most {MAX_CELLS}"):
+        simulate(tall, profile="v100-pcie3", policy="vdnn")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (MAX_TRACE_BYTES + 1))
+    with pytest.raises(SwapError, match="larger than 16 MiB"):
+        Trace.load(big)

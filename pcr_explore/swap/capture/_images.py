@@ -1,35 +1,57 @@
-"""Labelled images for the swap training runs: a folder or a PCR dataset, decoded small.
+"""Labelled images for the swap training runs: photos given by the caller, split, in memory.
 
-A folder with ``train/`` and ``val/`` keeps that split; a folder of class
-sub-folders or a PCR dataset is split by a hash of each image's name (the
-same on every machine). Images are decoded at full quality, squashed to
-``size`` x ``size`` RGB (DCT-domain scaling where they shrink by half).
+The photos come from an object that lists their names, labels and classes
+and yields them decoded (``iter``), as a PCR dataset or a folder of class
+sub-folders does once :func:`pcr_explore.open_source` has opened it; given a
+path, this module finds the sides (``train/`` and ``val/``) and asks the
+caller's *opener* to open them, and reads no file itself. Photos given with
+a validation side keep that split; otherwise they are split by a hash of
+each image's name (the same on every machine). Images come at full quality,
+squashed to ``size`` x ``size`` RGB.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..._public import public
-from ...encode.discover import find_sources
 from ...errors import DatasetError, SwapError, no_such_path
-from ...jpeg import decode
-from ...read.reader import open_dataset
-from ...records.manifest import MANIFEST
 from ._torch_ops import require_torch
 
-__all__ = ["LabelledImages", "load_labelled_images", "ImageBatches", "evaluate", "inputs"]
+__all__ = [
+    "LabelledImages",
+    "LabelledPhotos",
+    "load_labelled_images",
+    "ImageBatches",
+    "evaluate",
+    "inputs",
+]
 
 _MEAN = (0.485, 0.456, 0.406)
 _STD = (0.229, 0.224, 0.225)
+
+
+class LabelledPhotos(Protocol):
+    """Photos with class labels, as ``pcr_explore.open_source`` opens a dataset or a folder."""
+
+    classes: list[str]
+
+    @property
+    def names(self) -> list[str]: ...
+
+    @property
+    def labels(self) -> np.ndarray: ...
+
+    def iter(
+        self, scan: None = None, *, size: tuple[int, int], mode: str, workers: int
+    ) -> Iterator[tuple[np.ndarray, int]]: ...
 
 
 @public("pcr_explore.swap")
@@ -63,75 +85,133 @@ def _hash(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _pick(names: list[str], labels: list[int], per_class: int | None) -> list[int]:
-    """Indices in hash order per class, at most *per_class* of each."""
-    order = sorted(range(len(names)), key=lambda i: _hash(names[i]))
+def _pick(names: list[str], labels: np.ndarray, per_class: int | None) -> np.ndarray:
+    """Indices in hash order per class, at most *per_class* of each, sorted."""
     if per_class is None:
-        return sorted(order)
+        return np.arange(len(names))
+    order = sorted(range(len(names)), key=lambda i: _hash(names[i]))
     count: dict[int, int] = {}
     keep = []
     for i in order:
         if count.get(labels[i], 0) < per_class:
             count[labels[i]] = count.get(labels[i], 0) + 1
             keep.append(i)
-    return sorted(keep)
+    return np.array(sorted(keep), dtype=np.int64)
 
 
-def _decode_all(blobs: Iterable[tuple[str, bytes]], size: int, workers: int) -> np.ndarray:
-    def one(item: tuple[str, bytes]) -> np.ndarray:
-        return decode(item[1], size=(size, size), mode="RGB", source=item[0])
+def _decoded(
+    photos: LabelledPhotos, size: int, workers: int
+) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Images (N, 3, size, size), labels, names and classes of *photos*."""
+    names, labels, classes = list(photos.names), np.asarray(photos.labels), list(photos.classes)
+    where = getattr(photos, "url", type(photos).__name__)
+    if not classes or (labels < 0).any():
+        raise DatasetError(f"{where}: every image must sit in a class sub-folder")
+    arrays = [img for img, _ in photos.iter(None, size=(size, size), mode="RGB", workers=workers)]
+    if not arrays:
+        raise DatasetError(f"{where}: no images")
+    x = np.ascontiguousarray(np.stack(arrays).transpose(0, 3, 1, 2))
+    return x, labels.astype(np.int64), names, classes
 
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        arrays = list(pool.map(one, blobs))
-    return np.ascontiguousarray(np.stack(arrays).transpose(0, 3, 1, 2))
+
+def _side(
+    photos: LabelledPhotos, size: int, per_class: int | None, workers: int
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """One side of a given split: images, labels and classes, at most *per_class* a class."""
+    x, y, names, classes = _decoded(photos, size, workers)
+    keep = _pick(names, y, per_class)
+    return x[keep], y[keep], classes
 
 
-def _side(root: Path, size: int, per_class: int | None, workers: int) -> tuple:
-    """Images, labels, names and classes of a folder or a PCR dataset."""
-    if (root / MANIFEST).exists():
-        ds = open_dataset(str(root))
-        names, labels = list(ds.names), [int(v) for v in ds.labels]
-        idx = _pick(names, labels, per_class)
-        blobs = ((names[i], ds.jpeg_bytes(i)) for i in idx)
-        classes = list(ds.classes)
-    else:
-        items, classes = find_sources(root)
-        if not classes or any(it.label is None for it in items):
-            raise DatasetError(f"{root}: every image must sit in a class sub-folder")
-        names = [it.name for it in items]
-        labels = [classes.index(str(it.label)) for it in items]
-        idx = _pick(names, labels, per_class)
-        blobs = ((names[i], (root / names[i]).read_bytes()) for i in idx)
-    x = _decode_all(blobs, size, workers)
-    return x, np.array([labels[i] for i in idx], dtype=np.int64), [names[i] for i in idx], classes
+def _split(
+    y: np.ndarray, names: list[str], classes: list[str], val_fraction: float, where: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Training and validation indices: per class, in hash order, the first share validates."""
+    is_val = np.zeros(len(names), dtype=bool)
+    for c in range(len(classes)):
+        members = sorted(np.flatnonzero(y == c), key=lambda i: _hash("val:" + names[i]))
+        k = max(1, int(round(len(members) * val_fraction)))
+        if k >= len(members):
+            raise DatasetError(
+                f"{where}: class {classes[c]!r} has too few images ({len(members)}) for a split"
+            )
+        is_val[members[:k]] = True
+    return np.flatnonzero(~is_val), np.flatnonzero(is_val)
+
+
+def _at_most(idx: np.ndarray, y: np.ndarray, classes: int, per_class: int) -> np.ndarray:
+    return np.sort(np.concatenate([idx[y[idx] == c][:per_class] for c in range(classes)]))
+
+
+#: ``opener(path)`` -> the LabelledPhotos at *path* (typed loosely: ``open_source``
+#: promises a LevelSource, whose protocol does not list ``iter``).
+Opener = Callable[[Path], Any]
+
+
+def _opened(
+    path: str | os.PathLike[str], opener: Opener | None
+) -> tuple[LabelledPhotos, LabelledPhotos | None]:
+    """The photos of *path*, and its validation side if it has one, opened by *opener*."""
+    if opener is None:
+        raise SwapError(
+            f"{os.fspath(path)}: a path needs opener= to open its photos, as in "
+            "load_labelled_images(path, opener=pcr_explore.open_source), or open them first"
+        )
+    root = Path(path)
+    sides = [(root / "train", root / "val"), (root / "train.pcr", root / "val.pcr")]
+    split = next(((t, v) for t, v in sides if t.is_dir() and v.is_dir()), None)
+    if split is not None:
+        return opener(split[0]), opener(split[1])
+    if not root.exists():
+        raise no_such_path(root)
+    if not root.is_dir():
+        raise DatasetError(f"{root}: is a file, not a folder of images or a PCR dataset")
+    return opener(root), None
 
 
 @public("pcr_explore.swap")
 def load_labelled_images(
-    path: str | os.PathLike[str],
+    photos: LabelledPhotos | str | os.PathLike[str],
     *,
+    opener: Opener | None = None,
+    val: LabelledPhotos | None = None,
     size: int = 48,
     per_class: int | None = None,
     val_fraction: float = 0.2,
     workers: int = 2,
+    source: str | None = None,
 ) -> LabelledImages:
-    """Decode a labelled image set into memory, split into training and validation.
+    """Decode labelled photos into memory, split into training and validation.
 
     Parameters
     ----------
-    path : path
-        A folder with ``train/`` and ``val/`` (each a folder of class
-        sub-folders or a PCR dataset) or with ``train.pcr/`` and
-        ``val.pcr/`` (as :func:`pcr_explore.train.prepare_split` writes), a
-        folder of class sub-folders, or a PCR dataset.
+    photos : LabelledPhotos or path
+        The photos: an object with ``names``, ``labels``, ``classes`` and
+        ``iter(scan, size=, mode=, workers=)``, as
+        :func:`pcr_explore.open_source` returns for a PCR dataset or a
+        folder of class sub-folders; split by a hash of each name unless
+        *val* is given. Or a path, opened by *opener*: a folder with
+        ``train/`` and ``val/`` (each a folder of class sub-folders or a
+        PCR dataset) or with ``train.pcr/`` and ``val.pcr/`` (as
+        :func:`pcr_explore.train.prepare_split` writes), a folder of class
+        sub-folders, or a PCR dataset.
+    opener : callable, optional
+        ``opener(path)`` returns the photos at *path*; needed for a path
+        (pass :func:`pcr_explore.open_source`).
+    val : LabelledPhotos, optional
+        The validation photos, when they are kept apart (``train/`` and
+        ``val/``, or ``train.pcr`` and ``val.pcr``); *photos* then trains.
     size : int
         Side of the square images, pixels.
     per_class : int, optional
         At most this many images per class on each side (hash order).
     val_fraction : float
-        Share of each class kept for validation when *path* is not split.
+        Share of each class kept for validation when there is no *val*.
     workers : int
         Decoding threads.
+    source : str, optional
+        What the images are called in reports (default: the path, or the
+        photos' ``url``).
 
     Returns
     -------
@@ -140,44 +220,46 @@ def load_labelled_images(
     Raises
     ------
     DatasetError
-        If *path* is not one of those, an image does not decode, or the two
-        sides have different classes.
+        If an image has no class, a class has too few images to split, the
+        two sides have different classes, *path* is a file, or *size* or
+        *val_fraction* is out of range.
+    FileNotFoundError
+        If *path* does not exist.
+    SwapError
+        If *photos* is a path and no *opener* is given.
+
+    Examples
+    --------
+    >>> from pcr_explore import open_source
+    >>> images = load_labelled_images(open_source("photos/"), size=32)
+    >>> images.classes, images.train_x.shape[1:]
+    (('scenes', 'science', 'textures'), (3, 32, 32))
+    >>> split = load_labelled_images(open_source("train.pcr"), val=open_source("val.pcr"))
+    >>> len(split.train_y) + len(split.val_y)
+    14
+    >>> load_labelled_images("photos/", opener=open_source, size=32)  # a path, opened
+    <LabelledImages photos: 11 training, 3 validation images, 3 classes, 32 px>
     """
-    root = Path(path)
     if size < 8:
         raise DatasetError(f"image size must be >= 8 pixels, got {size}")
     if not 0 < val_fraction < 1:
         raise DatasetError(f"val_fraction must lie in (0, 1), got {val_fraction}")
-    sides = [(root / "train", root / "val"), (root / "train.pcr", root / "val.pcr")]
-    split = next(((t, v) for t, v in sides if t.is_dir() and v.is_dir()), None)
-    if split is not None:
-        tx, ty, _, tc = _side(split[0], size, per_class, workers)
-        vx, vy, _, vc = _side(split[1], size, per_class, workers)
+    if isinstance(photos, str | os.PathLike):
+        source = source or str(Path(photos))
+        photos, found = _opened(photos, opener)
+        val = val if found is None else found
+    name = source or str(getattr(photos, "url", "photos"))
+    if val is not None:
+        tx, ty, tc = _side(photos, size, per_class, workers)
+        vx, vy, vc = _side(val, size, per_class, workers)
         if tc != vc:
-            raise DatasetError(f"{root}: train and val classes differ: {tc} vs {vc}")
-        return LabelledImages(tx, ty, vx, vy, tuple(tc), str(root))
-    if not root.exists():
-        raise no_such_path(root)
-    if not root.is_dir():
-        raise DatasetError(f"{root}: is a file, not a folder of images or a PCR dataset")
-    x, y, names, classes = _side(root, size, None, workers)
-    # per class, in hash order: the first round(n * val_fraction) (at least one) validate
-    is_val = np.zeros(len(names), dtype=bool)
-    for c in range(len(classes)):
-        members = sorted(np.flatnonzero(y == c), key=lambda i: _hash("val:" + names[i]))
-        k = max(1, int(round(len(members) * val_fraction)))
-        if k >= len(members):
-            raise DatasetError(
-                f"{root}: class {classes[c]!r} has too few images ({len(members)}) for a split"
-            )
-        is_val[members[:k]] = True
-    tr, va = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+            raise DatasetError(f"{name}: train and val classes differ: {tc} vs {vc}")
+        return LabelledImages(tx, ty, vx, vy, tuple(tc), name)
+    x, y, names, classes = _decoded(photos, size, workers)
+    tr, va = _split(y, names, classes, val_fraction, name)
     if per_class is not None:
-        tr = np.concatenate([tr[y[tr] == c][:per_class] for c in range(len(classes))])
-        va = np.concatenate([va[y[va] == c][:per_class] for c in range(len(classes))])
-        tr.sort()
-        va.sort()
-    return LabelledImages(x[tr], y[tr], x[va], y[va], tuple(classes), str(root))
+        tr, va = (_at_most(i, y, len(classes), per_class) for i in (tr, va))
+    return LabelledImages(x[tr], y[tr], x[va], y[va], tuple(classes), name)
 
 
 def inputs(torch: Any, x: np.ndarray) -> Any:
@@ -203,7 +285,8 @@ class ImageBatches:
     Examples
     --------
     >>> from pcr_explore.swap import build_net, capture_training
-    >>> images = load_labelled_images("photos/", size=48)
+    >>> from pcr_explore import open_source
+    >>> images = load_labelled_images(open_source("photos/"), size=48)
     >>> batches = ImageBatches(images, 4)
     >>> len(batches)  # 11 training images: two whole batches a pass
     2
@@ -262,7 +345,8 @@ def evaluate(model: Any, images: LabelledImages) -> tuple[float, float]:
     Examples
     --------
     >>> from pcr_explore.swap import build_net
-    >>> images = load_labelled_images("photos/", size=48)
+    >>> from pcr_explore import open_source
+    >>> images = load_labelled_images(open_source("photos/"), size=48)
     >>> accuracy, loss = evaluate(build_net("small-cnn", num_classes=3), images)
     >>> 0.0 <= accuracy <= 1.0 and loss > 0.0
     True

@@ -1,21 +1,24 @@
-"""Small VGG-style and ResNet-style networks to capture real activations from (``[torch]``).
+"""Small networks to capture real activations from (``[torch]``), by name.
 
 Defined here without torchvision, small enough to train on two CPU cores,
 with every ReLU and pool a module of its own so a capture can tell which op
 saves which tensor. ``"small-cnn"`` is the training harness's network
-(:func:`pcr_explore.train.small_cnn`).
+(:func:`pcr_explore.train.small_cnn`, layer for layer and weight for weight
+under the same seed); ``"vgg-small"`` and ``"resnet-small"`` are VGG- and
+ResNet-style.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ..._public import public
 from ...errors import SwapError
 from ._torch_ops import require_torch
 
-__all__ = ["NETS", "DEFAULT_LR", "vgg_small", "resnet_small", "build_net"]
+__all__ = ["NETS", "DEFAULT_LR", "build_net"]
 
 #: Network names :func:`build_net` knows.
 NETS: tuple[str, ...] = ("small-cnn", "vgg-small", "resnet-small")
@@ -25,43 +28,26 @@ NETS: tuple[str, ...] = ("small-cnn", "vgg-small", "resnet-small")
 DEFAULT_LR: dict[str, float] = {"small-cnn": 0.05, "vgg-small": 0.01, "resnet-small": 0.05}
 
 
-def vgg_small(num_classes: int, *, width: int = 16) -> Any:
-    """A VGG-style network: 3x3 convolutions and ReLUs, max-pools, two fully connected layers.
+def _small_cnn(nn: Any, num_classes: int, width: int) -> Any:
+    """Four conv-BN-ReLU blocks (the first strided, the middle two pooled), global pool, linear."""
+    layers: list[Any] = []
+    c_in = 3
+    for block in range(4):
+        c_out = width * 2**block
+        layers += [
+            nn.Conv2d(c_in, c_out, 3, stride=2 if block == 0 else 1, padding=1, bias=False),
+            nn.BatchNorm2d(c_out),
+            nn.ReLU(inplace=True),
+        ]
+        if block in (1, 2):
+            layers.append(nn.MaxPool2d(2))
+        c_in = c_out
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, num_classes)]
+    return nn.Sequential(*layers)
 
-    Configuration ``[w, w, M, 2w, 2w, M, 4w, 4w, M]`` as in VGG (no batch
-    norm), then an adaptive average pool to 2x2 (any input size), ``fc6``
-    (128 units, ReLU) and ``fc7`` (the classes). Each ReLU that precedes a
-    max-pool is the case Gist's Binarize targets.
 
-    Parameters
-    ----------
-    num_classes : int
-        Outputs.
-    width : int
-        Channels of the first block.
-
-    Returns
-    -------
-    torch.nn.Sequential
-        Modules named ``conv1_1``, ``relu1_1``, ..., ``pool3``, ``fc6``.
-
-    Raises
-    ------
-    MissingExtraError
-        If PyTorch is not installed.
-    SwapError
-        If *num_classes* or *width* is below 1.
-
-    Examples
-    --------
-    >>> import torch
-    >>> net = vgg_small(5)
-    >>> net(torch.zeros(2, 3, 48, 48)).shape
-    torch.Size([2, 5])
-    """
-    torch = require_torch("vgg_small")
-    nn = torch.nn
-    _check(num_classes, width)
+def _vgg_small(nn: Any, num_classes: int, width: int) -> Any:
+    """``[w, w, M, 2w, 2w, M, 4w, 4w, M]`` as in VGG (no batch norm), a 2x2 pool, fc6, fc7."""
     layers: OrderedDict[str, Any] = OrderedDict()
     c_in = 3
     for block, c_out in enumerate((width, 2 * width, 4 * width), start=1):
@@ -114,44 +100,8 @@ def _basic_block(nn: Any, c_in: int, c_out: int, stride: int) -> Any:
     return BasicBlock()
 
 
-def resnet_small(num_classes: int, *, width: int = 16) -> Any:
-    """A ResNet-style network: a strided stem, three basic blocks, global average pool.
-
-    Stem: 3x3 convolution (stride 2), batch norm, ReLU. Then one basic
-    block per stage at *width*, 2x and 4x channels (the last two strided,
-    with 1x1 projection shortcuts), each ending in a residual add and a
-    ReLU, as in ResNet-18; an adaptive average pool and a linear head.
-
-    Parameters
-    ----------
-    num_classes : int
-        Outputs.
-    width : int
-        Channels of the stem and the first stage.
-
-    Returns
-    -------
-    torch.nn.Sequential
-        Modules ``stem_conv``, ``stem_bn``, ``stem_relu``, ``layer1`` ...
-        ``layer3``, ``avgpool``, ``flatten``, ``fc``.
-
-    Raises
-    ------
-    MissingExtraError
-        If PyTorch is not installed.
-    SwapError
-        If *num_classes* or *width* is below 1.
-
-    Examples
-    --------
-    >>> import torch
-    >>> net = resnet_small(5)
-    >>> net(torch.zeros(2, 3, 48, 48)).shape
-    torch.Size([2, 5])
-    """
-    torch = require_torch("resnet_small")
-    nn = torch.nn
-    _check(num_classes, width)
+def _resnet_small(nn: Any, num_classes: int, width: int) -> Any:
+    """A strided conv-BN-ReLU stem, one basic block per stage (w, 2w, 4w), global pool, fc."""
     layers: OrderedDict[str, Any] = OrderedDict(
         stem_conv=nn.Conv2d(3, width, 3, stride=2, padding=1, bias=False),
         stem_bn=nn.BatchNorm2d(width),
@@ -167,9 +117,30 @@ def resnet_small(num_classes: int, *, width: int = 16) -> Any:
     return nn.Sequential(layers)
 
 
+_BUILDERS: dict[str, Callable[[Any, int, int], Any]] = {
+    "small-cnn": _small_cnn,
+    "vgg-small": _vgg_small,
+    "resnet-small": _resnet_small,
+}
+
+
 @public("pcr_explore.swap")
 def build_net(name: str, *, num_classes: int, width: int = 16) -> Any:
     """A fresh network by name: ``"small-cnn"``, ``"vgg-small"`` or ``"resnet-small"``.
+
+    ``small-cnn``: four conv, batch norm, ReLU blocks doubling the channels
+    (the first convolution strided, max-pools after the second and third),
+    a global average pool and a linear head; the same network as
+    :func:`pcr_explore.train.small_cnn`. ``vgg-small``: VGG's
+    configuration ``[w, w, M, 2w, 2w, M, 4w, 4w, M]`` without batch norm,
+    an adaptive average pool to 2x2, ``fc6`` (128 units, ReLU) and ``fc7``;
+    modules named ``conv1_1``, ``relu1_1``, ..., ``pool3``, ``fc6``; each
+    ReLU before a max-pool is the case Gist's Binarize targets.
+    ``resnet-small``: a strided 3x3 stem with batch norm and ReLU, then one
+    basic block per stage at *width*, 2x and 4x channels (the last two
+    strided, with 1x1 projection shortcuts), each ending in a residual add
+    and a ReLU as in ResNet-18; modules ``stem_conv`` ... ``layer3``,
+    ``avgpool``, ``flatten``, ``fc``. All take any input size.
 
     Parameters
     ----------
@@ -187,29 +158,23 @@ def build_net(name: str, *, num_classes: int, width: int = 16) -> Any:
     Raises
     ------
     SwapError
-        For an unknown name.
+        For an unknown name, or *num_classes* or *width* below 1.
     MissingExtraError
         If PyTorch is not installed.
 
     Examples
     --------
+    >>> import torch
+    >>> [tuple(build_net(n, num_classes=5)(torch.zeros(2, 3, 48, 48)).shape) for n in NETS]
+    [(2, 5), (2, 5), (2, 5)]
     >>> build_net("alexnet", num_classes=5)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     pcr_explore.SwapError: unknown network 'alexnet'; choose from small-cnn, ...
     """
-    if name == "small-cnn":
-        require_torch("build_net")
-        from ...train.model import small_cnn
-
-        return small_cnn(num_classes, width=width)
-    if name == "vgg-small":
-        return vgg_small(num_classes, width=width)
-    if name == "resnet-small":
-        return resnet_small(num_classes, width=width)
-    raise SwapError(f"unknown network {name!r}; choose from {', '.join(NETS)}")
-
-
-def _check(num_classes: int, width: int) -> None:
+    if name not in _BUILDERS:
+        raise SwapError(f"unknown network {name!r}; choose from {', '.join(NETS)}")
+    torch = require_torch("build_net")
     if num_classes < 1 or width < 1:
         raise SwapError(f"need num_classes >= 1 and width >= 1, got {num_classes}, {width}")
+    return _BUILDERS[name](torch.nn, num_classes, width)

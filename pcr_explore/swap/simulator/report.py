@@ -18,6 +18,7 @@ from ...errors import SwapError
 from ...storage._atomic import atomic_write
 from ..model.profiles import DeviceProfile, get_profile
 from ..traces import Trace
+from ..traces._trace import MAX_ITERATIONS
 from ..traces.architectures import builtin_trace
 from ..traces.catalog import load_trace
 from ..traces.sparsity import SparsitySpec
@@ -25,7 +26,7 @@ from .policies import Policy
 from .results import SimResult
 from .simulate import simulate_many
 
-__all__ = ["SwapReport", "report"]
+__all__ = ["SwapReport", "report", "MAX_ITERATIONS"]
 
 
 @public("pcr_explore.swap")
@@ -194,8 +195,9 @@ def report(
         default keeps a given trace's sparsity, and gives built-in models
         0.65.
     iterations : int
-        Iterations to simulate; above 1, sparsity drifts by ``drift`` from
-        the first to the last (:meth:`~pcr_explore.swap.traces.Trace.with_drift`).
+        Iterations to simulate, at most :data:`MAX_ITERATIONS` (1,000); above
+        1, sparsity drifts by ``drift`` from the first to the last
+        (:meth:`~pcr_explore.swap.traces.Trace.with_drift`).
     drift : float
         Sparsity change over the iterations.
     noise, seed, warmup, drift_threshold
@@ -226,8 +228,10 @@ def report(
     """
     if not isinstance(batch, int) or batch < 1:
         raise SwapError(f"batch must be an integer >= 1, got {batch!r}")
-    if not isinstance(iterations, int) or iterations < 1:
-        raise SwapError(f"iterations must be an integer >= 1, got {iterations!r}")
+    if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+        raise SwapError(
+            f"iterations must be an integer in [1, {MAX_ITERATIONS}], got {iterations!r}"
+        )
     if trace is None:
         tr = builtin_trace(
             model,

@@ -49,6 +49,10 @@ __all__ = ["simulate", "simulate_many"]
 
 RAW = "raw"
 
+#: The most iterations x tensors a simulation takes: its arrays hold a few
+#: float64 values per pair, codec and policy (about 2 KiB a pair).
+MAX_CELLS = 1 << 17
+
 
 class _Setup:
     """Everything about a (trace, profile) pair that no policy changes, as arrays."""
@@ -61,6 +65,11 @@ class _Setup:
         self.trace, self.profile = trace, profile
         recs = trace.tensors
         T, K = len(recs), trace.iterations
+        if T * K > MAX_CELLS:
+            raise SwapError(
+                f"trace {trace.name!r}: {K} iterations x {T} tensors; the simulator takes "
+                f"at most {MAX_CELLS} of them"
+            )
         self.T, self.K = T, K
         self.n = np.array([r.n for r in recs], dtype=np.int64)
         self.itemsize = np.array([r.itemsize for r in recs], dtype=np.int64)

@@ -27,9 +27,17 @@ from ...storage._atomic import atomic_write
 from .sparsity import SPARSE_KINDS, SparsitySource, SparsitySpec, sparsity_profile, spec_to_json
 from .tensor_record import TensorRecord
 
-__all__ = ["TensorRecord", "Trace", "TRACE_FORMAT_VERSION"]
+__all__ = ["TensorRecord", "Trace", "TRACE_FORMAT_VERSION", "MAX_TRACE_BYTES", "MAX_ITERATIONS"]
 
 TRACE_FORMAT_VERSION = 1
+
+#: The most bytes :meth:`Trace.load` reads: a trace of 1,000 iterations of 1,000
+#: tensors fits; an endless file (``/dev/zero``) is refused after that many.
+MAX_TRACE_BYTES = 16 << 20
+
+#: The most iterations :meth:`Trace.with_drift` makes (the simulator holds a
+#: few arrays of iterations x tensors x codecs).
+MAX_ITERATIONS = 1000
 
 
 def _by_kind(spec: SparsitySpec, tensors: tuple[TensorRecord, ...]) -> dict[str, list] | None:
@@ -208,7 +216,7 @@ class Trace:
         Raises
         ------
         SwapError
-            If ``iterations`` < 1.
+            If ``iterations`` is not in [1, :data:`MAX_ITERATIONS`].
 
         Examples
         --------
@@ -216,8 +224,10 @@ class Trace:
         >>> t.with_drift(3, change=0.2, jitter=0.0).sparsity.ravel().round(2).tolist()
         [0.5, 0.6, 0.7]
         """
-        if iterations < 1:
-            raise SwapError(f"iterations must be >= 1, got {iterations}")
+        if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+            raise SwapError(
+                f"iterations must be an integer in [1, {MAX_ITERATIONS}], got {iterations!r}"
+            )
         rng = np.random.default_rng(seed)
         base = self.sparsity[0]
         sparse = np.array([t.kind in SPARSE_KINDS for t in self.tensors])
@@ -322,13 +332,21 @@ class Trace:
         Raises
         ------
         SwapError
-            If the file is missing, not JSON, or not a trace.
+            If the file is missing, larger than :data:`MAX_TRACE_BYTES`, not
+            JSON, or not a trace.
         """
         try:
-            with open(path, encoding="utf-8") as fh:
-                obj = json.load(fh)
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_TRACE_BYTES + 1)
         except OSError as exc:
             raise SwapError(f"{path}: cannot read trace ({exc.strerror})") from exc
+        if len(data) > MAX_TRACE_BYTES:
+            raise SwapError(
+                f"{path}: larger than {MAX_TRACE_BYTES >> 20} MiB, the most a trace file may "
+                "hold; read no further"
+            )
+        try:
+            obj = json.loads(data.decode("utf-8"))
         except json.JSONDecodeError as exc:
             raise SwapError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
         except (RecursionError, UnicodeDecodeError) as exc:

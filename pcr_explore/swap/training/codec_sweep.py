@@ -18,11 +18,9 @@ import numpy as np
 
 from ..._json import json_safe
 from ..._public import public
-from ...errors import SwapError
 from ..capture._images import LabelledImages
-from ..capture._torch_ops import require_torch
 from ..codecs import Codec, get_codec
-from .codec_training import TrainRun, train_run
+from .codec_training import Net, TrainRun, train_runs
 
 __all__ = ["CodecSweep", "codec_sweep"]
 
@@ -171,7 +169,7 @@ def codec_sweep(
     codecs: Sequence[str] = ("zfp:16", "zfp:8", "zfp:4"),
     steps: int = 100,
     seeds: Sequence[int] = (0,),
-    net: str = "small-cnn",
+    net: Net = "small-cnn",
     batch_size: int = 32,
     lr: float | None = None,
     threads: int | None = 1,
@@ -205,7 +203,8 @@ def codec_sweep(
     Examples
     --------
     >>> from pcr_explore.swap import load_labelled_images
-    >>> images = load_labelled_images("photos/", size=48)
+    >>> from pcr_explore import open_source
+    >>> images = load_labelled_images(open_source("photos/"), size=48)
     >>> sweep = codec_sweep(images, codecs=["zfp:16", "zfp:4"], seeds=(0, 1), steps=5,
     ...                     batch_size=4)
     >>> print(sweep.to_text())
@@ -215,21 +214,6 @@ def codec_sweep(
     zfp:16 ...
     zfp:4 ...
     """
-    torch = require_torch("codec_sweep")
     names = [_label(c) for c in codecs]
-    if not seeds:
-        raise SwapError("codec_sweep needs at least one seed")
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        kw: dict[str, Any] = dict(steps=steps, net=net, batch_size=batch_size, lr=lr)
-        runs = {
-            c: tuple(
-                train_run(images, codec=None if c == "none" else c, seed=s, **kw) for s in seeds
-            )
-            for c in ["none", *names]
-        }
-    finally:
-        torch.set_num_threads(before)
-    return CodecSweep(steps, runs)
+    kw: dict[str, Any] = dict(steps=steps, net=net, batch_size=batch_size, lr=lr)
+    return CodecSweep(steps, train_runs(images, codecs=names, seeds=seeds, threads=threads, **kw))

@@ -15,7 +15,7 @@ import contextlib
 import html
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +24,22 @@ import numpy as np
 from ..._json import json_safe
 from ..._public import public
 from ...errors import SwapError
-from ..capture._images import ImageBatches, LabelledImages, evaluate, inputs, load_labelled_images
+from ..capture._images import ImageBatches, LabelledImages, Opener, evaluate, load_labelled_images
 from ..capture._torch_ops import require_torch
 from ..capture.nets import DEFAULT_LR, build_net
+from ..capture.train_capture import cycle_batches
 from ..codecs import get_codec
 from .compressed import ActivationPolicy, compressed_activations
 
-__all__ = ["TrainRun", "SwapTrainResult", "ImageBatches", "evaluate", "train_run", "swap_train"]
+__all__ = [
+    "TrainRun",
+    "SwapTrainResult",
+    "ImageBatches",
+    "evaluate",
+    "train_run",
+    "train_runs",
+    "swap_train",
+]
 
 
 @public("pcr_explore.swap")
@@ -63,13 +72,29 @@ class TrainRun:
     activations: dict[str, Any] | None = None
 
 
+#: A network: a name of ``NETS``, or ``f(num_classes)`` returning a fresh module.
+Net = str | Callable[[int], Any]
+
+
+def _model(net: Net, num_classes: int) -> Any:
+    return build_net(net, num_classes=num_classes) if isinstance(net, str) else net(num_classes)
+
+
+def _lr(net: Net, lr: float | None) -> float:
+    return (DEFAULT_LR.get(net, 0.05) if isinstance(net, str) else 0.05) if lr is None else lr
+
+
+def _net_name(net: Net) -> str:
+    return net if isinstance(net, str) else getattr(net, "__name__", type(net).__name__)
+
+
 @public("pcr_explore.swap")
 def train_run(
     images: LabelledImages,
     *,
     codec: str | None,
     steps: int,
-    net: str = "small-cnn",
+    net: Net = "small-cnn",
     batch_size: int = 32,
     lr: float | None = None,
     seed: int = 0,
@@ -91,13 +116,15 @@ def train_run(
         Codec for the saved activations; None trains without hooks.
     steps : int
         Optimizer steps, >= 1.
-    net : str
-        A name of :data:`~pcr_explore.swap.capture.nets.NETS`.
+    net : str or callable
+        A name of :data:`~pcr_explore.swap.capture.nets.NETS`, or a function
+        ``net(num_classes)`` returning a fresh ``torch.nn.Module``.
     batch_size : int
         Images per step; at most the number of training images.
     lr : float, optional
         Learning rate; default :data:`~pcr_explore.swap.capture.nets.DEFAULT_LR` of
-        the network (0.05; 0.01 for ``vgg-small``, which has no batch norm).
+        the network (0.05; 0.01 for ``vgg-small``, which has no batch norm;
+        0.05 for a network passed in).
     seed : int
         Seed of the weights and of the batch order.
     policy : callable, optional
@@ -118,7 +145,8 @@ def train_run(
 
     Examples
     --------
-    >>> images = load_labelled_images("photos/", size=48)
+    >>> from pcr_explore import open_source
+    >>> images = load_labelled_images(open_source("photos/"), size=48)
     >>> run = train_run(images, codec="zfp:8", steps=5, batch_size=4)
     >>> len(run.losses), run.activations["tensors"]
     (5, 55)
@@ -126,23 +154,16 @@ def train_run(
     0.73
     """
     torch = require_torch("train_run")
-    n = len(images.train_y)
     if not isinstance(steps, int) or steps < 1:
         raise SwapError(f"steps must be an integer >= 1, got {steps!r}")
-    if not 1 <= batch_size <= n:
-        raise SwapError(f"batch_size must lie in [1, {n}] (training images), got {batch_size}")
+    next_batch = cycle_batches(ImageBatches(images, batch_size, seed=seed))
     if policy is not None:
         name = "policy"
     else:
         name = "none" if codec is None else get_codec(codec).name
-    x, y = inputs(torch, images.train_x), torch.from_numpy(images.train_y)
     torch.manual_seed(seed)
-    model = build_net(net, num_classes=len(images.classes))
-    rate = DEFAULT_LR.get(net, 0.05) if lr is None else lr
-    opt = torch.optim.SGD(model.parameters(), lr=rate, momentum=0.9)
-    gen = torch.Generator().manual_seed(seed)
-    per_epoch = n // batch_size
-    order = torch.randperm(n, generator=gen)
+    model = _model(net, len(images.classes))
+    opt = torch.optim.SGD(model.parameters(), lr=_lr(net, lr), momentum=0.9)
     losses: list[float] = []
     ctx: Any = (
         contextlib.nullcontext(None)
@@ -152,13 +173,10 @@ def train_run(
     model.train()
     t0 = time.perf_counter()
     with ctx as log:
-        for step in range(steps):
-            k = step % per_epoch
-            if k == 0 and step:
-                order = torch.randperm(n, generator=gen)
-            idx = order[k * batch_size : (k + 1) * batch_size]
+        for _ in range(steps):
+            x, y = next_batch()
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+            loss = torch.nn.functional.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             losses.append(float(loss.detach()))
@@ -296,18 +314,57 @@ class SwapTrainResult:
         return f"<pre>{html.escape(self.to_text())}</pre>"
 
 
+def train_runs(
+    images: LabelledImages,
+    *,
+    codecs: Sequence[str],
+    seeds: Sequence[int],
+    threads: int | None,
+    policy: ActivationPolicy | None = None,
+    **settings: Any,
+) -> dict[str, tuple[TrainRun, ...]]:
+    """The uncompressed run (key ``"none"``) and one run per codec, each once per seed.
+
+    *settings* are :func:`train_run`'s; PyTorch runs on *threads* threads
+    meanwhile (restored after). *policy* applies to the codecs' runs.
+    """
+    torch = require_torch("train_runs")
+    if not seeds:
+        raise SwapError("at least one seed is needed")
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return {
+            c: tuple(
+                train_run(
+                    images,
+                    codec=None if c == "none" else c,
+                    seed=s,
+                    policy=None if c == "none" else policy,
+                    **settings,
+                )
+                for s in seeds
+            )
+            for c in ["none", *codecs]
+        }
+    finally:
+        torch.set_num_threads(before)
+
+
 @public("pcr_explore.swap")
 def swap_train(
-    data: str | os.PathLike[str] | LabelledImages,
+    data: LabelledImages | str | os.PathLike[str],
     *,
     codec: str = "zfp:8",
     steps: int = 100,
-    net: str = "small-cnn",
+    net: Net = "small-cnn",
     size: int = 48,
     batch_size: int = 32,
     lr: float | None = None,
     seeds: Sequence[int] = (0,),
     per_class: int | None = None,
+    opener: Opener | None = None,
     policy: ActivationPolicy | None = None,
     min_bytes: int = 4096,
     threads: int | None = None,
@@ -316,11 +373,9 @@ def swap_train(
 
     Parameters
     ----------
-    data : path or LabelledImages
-        A folder with ``train/`` and ``val/``, a folder of class
-        sub-folders, or a PCR dataset (see
-        :func:`~pcr_explore.swap.capture._images.load_labelled_images`), or images
-        already loaded.
+    data : LabelledImages or path
+        Images already loaded, or a path to load them from with *opener*
+        (see :func:`~pcr_explore.swap.load_labelled_images`).
     codec : str
         Codec spec (``"zvc"``, ``"zfp:8"``, ``"binarize"``, ...).
     steps, net, batch_size, lr, policy, min_bytes
@@ -330,7 +385,9 @@ def swap_train(
     seeds : sequence of int
         One pair of runs (uncompressed, compressed) per seed.
     per_class : int, optional
-        At most this many images per class and side (quick runs).
+        At most this many images per class and side, when *data* is a path.
+    opener : callable, optional
+        Opens the photos of a path (:func:`pcr_explore.open_source`).
     threads : int, optional
         PyTorch threads during the runs (restored after); one thread makes
         CPU timings steadier on a shared machine.
@@ -342,52 +399,42 @@ def swap_train(
     Raises
     ------
     SwapError
-        For bad settings or an unknown codec or network.
-    DatasetError
-        If *data* cannot be read.
+        For bad settings, an unknown codec or network, or a path without
+        an *opener*.
+    DatasetError, FileNotFoundError
+        If the photos of a path cannot be read.
     MissingExtraError
         If PyTorch is not installed (``pip install 'pcr-explore[torch]'``).
 
     Examples
     --------
-    >>> res = swap_train("photos/", codec="zfp:8", steps=5, batch_size=4)
+    >>> from pcr_explore import open_source
+    >>> res = swap_train("photos/", opener=open_source, codec="zfp:8", steps=5, batch_size=4)
     >>> print(res.to_text())
     small-cnn on photos: 5 steps, batch 4, 48 px, seeds [0] (measured on this machine, CPU)
     ...
     saved activations: 1.48 MiB -> 0.40 MiB per step (72.7% saved); codec CPU time ...
     """
-    torch = require_torch("swap_train")
+    require_torch("swap_train")
     name = get_codec(codec).name
-    if not seeds:
-        raise SwapError("swap_train needs at least one seed")
     images = (
         data
         if isinstance(data, LabelledImages)
-        else load_labelled_images(data, size=size, per_class=per_class)
+        else load_labelled_images(data, opener=opener, size=size, per_class=per_class)
     )
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        kw = dict(steps=steps, net=net, batch_size=batch_size, lr=lr, min_bytes=min_bytes)
-        base = tuple(train_run(images, codec=None, seed=s, **kw) for s in seeds)  # type: ignore[arg-type]
-        comp = tuple(
-            train_run(images, codec=name, seed=s, policy=policy, **kw)  # type: ignore[arg-type]
-            for s in seeds
-        )
-    finally:
-        torch.set_num_threads(before)
+    kw = dict(steps=steps, net=net, batch_size=batch_size, lr=lr, min_bytes=min_bytes)
+    runs = train_runs(images, codecs=[name], seeds=seeds, threads=threads, policy=policy, **kw)
     settings = {
         "dataset": images.source,
-        "net": net,
+        "net": _net_name(net),
         "codec": name if policy is None else "policy",
         "steps": steps,
         "batch_size": batch_size,
         "size": int(images.train_x.shape[-1]),
-        "lr": DEFAULT_LR.get(net, 0.05) if lr is None else lr,
+        "lr": _lr(net, lr),
         "seeds": list(seeds),
         "train_images": len(images.train_y),
         "val_images": len(images.val_y),
         "min_bytes": min_bytes,
     }
-    return SwapTrainResult(settings, base, comp)
+    return SwapTrainResult(settings, runs["none"], runs[name])
