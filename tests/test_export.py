@@ -354,3 +354,169 @@ def test_shards_are_written_as_they_fill_not_held_in_memory(
     assert s.files == 1
     # the one shard of every image: on disk, less the file's write buffer, all along
     assert all(size >= total - io.DEFAULT_BUFFER_SIZE for total, size in on_disk)
+
+
+# -- names longer than a tar header or a file system takes ------------------------------
+
+LONG_CLASS = "c" * 255  # as long as a folder name may be
+LONG_FILE = "g" * 251  # with .jpg, 255 bytes: as long as a file name may be
+
+
+@pytest.fixture(scope="module")
+def long_names(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Images whose names a USTAR header (100 bytes) or, once exported, a folder cannot take.
+
+    ``LONG_FILE.jpg`` and ``LONG_FILE.png`` share the name ``LONG_FILE.jpg`` in a folder export:
+    the second needs ``_<i>`` added, over the file system's 255 bytes.
+    """
+    src = tmp_path_factory.mktemp("long-src")
+    rng = np.random.default_rng(3)
+    files = [
+        (f"{LONG_CLASS}/x.jpg", "JPEG"),
+        (f"short/{'f' * 150}.jpg", "JPEG"),
+        (f"short/{LONG_FILE}.jpg", "JPEG"),
+        (f"short/{LONG_FILE}.png", "PNG"),
+    ]
+    for name, fmt in files:
+        (src / name).parent.mkdir(exist_ok=True)
+        Image.fromarray(rng.integers(0, 255, (16, 24, 3), dtype=np.uint8)).save(
+            src / name, format=fmt
+        )
+    out = tmp_path_factory.mktemp("long") / "ds"
+    encode_dataset(src, out, workers=1, progress=False)
+    return out
+
+
+# webdataset leaves its shard files to the garbage collector
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_long_names_go_into_pax_shards_whole(long_names: Path, tmp_path: Path) -> None:
+    ds = open_dataset(str(long_names))
+    summary = export_dataset(ds, tmp_path / "w", scan=2, progress=False)
+    assert summary.images == 4 and summary.pattern == f"{tmp_path / 'w'}/shard-000000.tar"
+    with tarfile.open(tmp_path / "w" / "shard-000000.tar") as tar:
+        names = tar.getnames()
+    assert f"{LONG_CLASS}/x.jpg" in names and max(len(n) for n in names) > 255
+    samples = list(wds.WebDataset(str(tmp_path / "w" / "shard-000000.tar"), shardshuffle=False))
+    assert len(samples) == 4
+    assert len({s["__key__"] for s in samples}) == 4
+    for s in samples:  # each under its whole name, with its own level-2 bytes
+        name = json.loads(s["json"])["name"]
+        assert s["jpg"] == ds.jpeg_bytes(ds.names.index(name), 2)
+
+
+def test_a_folder_export_shortens_names_too_long_for_the_file_system(
+    long_names: Path, tmp_path: Path
+) -> None:
+    ds = open_dataset(str(long_names))
+    with pytest.warns(UserWarning, match=r"1 image path\(s\) had a part longer than the file "
+                      r"system's 255 bytes and were shortened") as caught:  # fmt: skip
+        export_dataset(ds, tmp_path / "f", scan=2, to="folder", progress=False)
+    assert len(caught) == 1
+    index = json.loads((tmp_path / "f" / "export.json").read_text())
+    files = index["files"]
+    on_disk = sorted(
+        p.relative_to(tmp_path / "f").as_posix() for p in (tmp_path / "f").rglob("*.jpg")
+    )
+    assert sorted(files) == on_disk and len(set(files)) == 4
+    assert all(len(part.encode()) <= 255 for f in files for part in f.split("/"))
+    assert f"{LONG_CLASS}/x.jpg" in files and f"short/{LONG_FILE}.jpg" in files  # 255 bytes: kept
+    (short,) = index["shortened"]
+    i = files.index(short)
+    assert index["shortened"][short] == ds.names[i]
+    assert short.startswith("short/g") and short.endswith(".jpg") and "~" in short
+    for i, rel in enumerate(files):  # nothing lost: each file its own image's level-2 JPEG
+        assert (tmp_path / "f" / rel).read_bytes() == ds.jpeg_bytes(i, 2), rel
+    with pytest.warns(UserWarning, match="shortened"):
+        export_dataset(ds, tmp_path / "again", scan=2, to="folder", progress=False)
+    assert json.loads((tmp_path / "again" / "export.json").read_text())["files"] == files
+
+
+def test_a_path_too_long_for_the_system_is_refused_naming_the_image(
+    long_names: Path, tmp_path: Path
+) -> None:
+    deep = tmp_path
+    while len(os.fsencode(str(deep))) < 3_600:  # each part fine, the whole near PATH_MAX
+        deep = deep / ("d" * 200)
+    deep = deep / ("d" * (3_850 - len(os.fsencode(str(deep))) - 1))
+    deep.mkdir(parents=True)
+    ds = open_dataset(str(long_names))
+    with pytest.raises(DatasetError, match=r": its path in the export, .* bytes; the file "
+                       r"system takes at most 4,095") as caught:  # fmt: skip
+        export_dataset(ds, deep / "out", scan=2, to="folder", progress=False)
+    assert str(caught.value).split(": its path")[0] in ds.names
+    assert list((deep / "out").iterdir()) == [] and [p.name for p in deep.iterdir()] == ["out"]
+
+
+@pytest.mark.parametrize("to", ["webdataset", "folder"])
+def test_a_failed_write_names_the_file_and_the_image(
+    fourteen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, to: str
+) -> None:
+    import errno
+
+    import pcr_explore.read.export as export
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(export, "_member" if to == "webdataset" else "_write_new", full)
+    ds = open_dataset(str(fourteen))
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        export_dataset(ds, tmp_path / "o", scan=2, to=to, progress=False)  # type: ignore[arg-type]
+    first = ds.names[0]
+    assert caught.value.errno == errno.ENOSPC and first in str(caught.value.strerror)
+    expected = "shard-000000.tar" if to == "webdataset" else first.rsplit(".", 1)[0] + ".jpg"
+    assert caught.value.filename == str(tmp_path / "o" / expected)
+    assert list((tmp_path / "o").iterdir()) == [] and _shards(tmp_path) == ["o"]
+
+
+# -- two exports into one folder ---------------------------------------------------------
+
+
+def test_a_second_export_into_the_folder_is_refused_while_the_first_writes(
+    fourteen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pcr_explore.read.export as export
+
+    ds = open_dataset(str(fourteen))
+    out = tmp_path / "wds"
+    member = export._member
+    second: list[BaseException] = []
+
+    def racing(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+        if not second:  # the first export has started writing: another one begins
+            try:
+                export_dataset(ds, out, scan=4, overwrite=True, progress=False)
+            except DatasetError as exc:
+                second.append(exc)
+            else:
+                second.append(AssertionError("the second export ran"))
+        member(tar, name, data)
+
+    monkeypatch.setattr(export, "_member", racing)
+    first = export_dataset(ds, out, scan=2, shard_bytes=1, progress=False)
+    assert str(second[0]).startswith(
+        f"{out}: another export is writing to this folder (pid {os.getpid()} on "
+    ) and str(second[0]).endswith("; wait for it to finish, then run again")
+    assert first.files == 14  # the first is whole, alone, and its lock gone
+    _assert_holds(ds, out, 2)
+
+
+def test_cli_export_into_a_locked_folder_fails_naming_it(fourteen: Path, tmp_path: Path) -> None:
+    from pcr_explore.storage._lock import FolderLock
+
+    out = tmp_path / "o"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "pcr_explore", "export", str(fourteen), str(out), "--quiet"]
+    with FolderLock(out):  # as another export holds it while it writes
+        busy = subprocess.run([*cmd, "--scan", "2"], capture_output=True, text=True)
+    assert busy.returncode == 1 and busy.stdout == ""
+    (line,) = busy.stderr.splitlines()
+    assert line.startswith(f"pcr-explore: error: {out}: another export is writing to this folder")
+    assert list(out.iterdir()) == []
+    # a lock file left by a killed export holds nothing: the next export goes ahead
+    (out / ".pcr-lock").write_text("pid 1 on gone, since 2020-01-01 00:00:00\n")
+    done = subprocess.run([*cmd, "--scan", "2"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert _shards(out) == ["export.json", "shard-000000.tar"]
+    _assert_holds(open_dataset(str(fourteen)), out, 2)

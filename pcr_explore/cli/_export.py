@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ..read.export import export_dataset, shard_pattern
+    from ..read.export import export_dataset
 
     summary = export_dataset(
         args.dataset,
@@ -47,13 +47,6 @@ def _export(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     print(summary)
-    if args.to == "webdataset":
-        import json
-        from pathlib import Path
-
-        files = json.loads((Path(args.out) / "export.json").read_text())["files"]
-        print(
-            f"read it with: webdataset.WebDataset('{args.out}/{shard_pattern(files)}')",
-            file=sys.stderr,
-        )
+    if summary.pattern is not None:  # the shards this export wrote, not read back from the folder
+        print(f"read it with: webdataset.WebDataset('{summary.pattern}')", file=sys.stderr)
     return 0
