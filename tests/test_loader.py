@@ -174,10 +174,10 @@ def test_four_workers_on_two_records_are_all_busy_and_resume_exactly(two_records
     other.load_state_dict(state)
     three = _indices(other, url, 3, batch_size=2, num_workers=3)
     assert sorted(three) == sorted(full[10:])  # every sample not yet delivered, once
-    # a state of whole-record shards (as version 1 wrote) resumes into image ranges
-    old = dict(state, version=1, delivered={"0": 4, "1": 2}, num_workers=2)
-    old.pop("whole_records")
-    assert resumed.delivered(old) == set(whole.sequence(1, 0, 2)[:4] + whole.sequence(1, 1, 2)[:2])
+    # a state of whole-record shards resumes into image ranges
+    dealt = dict(state, whole_records=True, delivered={"0": 4, "1": 2}, num_workers=2)
+    want = set(whole.sequence(1, 0, 2)[:4] + whole.sequence(1, 1, 2)[:2])
+    assert resumed.delivered(dealt) == want
 
 
 def test_a_resumed_pass_stopped_again_resumes_exactly_again(two_records: Path) -> None:
