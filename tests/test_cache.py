@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -222,11 +223,11 @@ def test_a_bounded_cache_evicts_the_least_recently_used_prefixes(
     ds.read_record(0, 10)  # record 0 fetched again: record 2 makes room
     assert set(_held(cache)) == {"record-00000", "record-00001"}
     assert sum(u["bytes"] for u in cache_usage(cache)) <= limit
-    # a limit smaller than one record keeps just the one being read: never more over
+    # a limit smaller than one record's header keeps nothing: the limit holds
     tiny = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path / "tiny", cache_max_bytes=10)
     with pytest.warns(CacheTooSmallWarning, match="not even level 1 fits"):
         assert _same(_images(tiny, 10), _images(local, 10))
-    assert len(_held(tmp_path / "tiny")) == 1
+    assert _held(tmp_path / "tiny") == {}
 
 
 def test_a_cache_limit_is_checked_first(served: tuple[FileServer, Path], tmp_path: Path) -> None:
@@ -283,16 +284,18 @@ def test_eviction_and_clear_touch_only_cached_prefixes(
     stranger.mkdir(parents=True)
     (stranger / "record-00000.pcr.deadbeef").write_bytes(b"x" * 100_000)
     (cache / "notes.txt").write_text("mine")
-    ds = open_dataset(f"{srv.url}/ds", cache_dir=cache, cache_max_bytes=1)
+    limit = min(r.bytes_per_scan[-1] for r in open_dataset(str(path)).records)
+    ds = open_dataset(f"{srv.url}/ds", cache_dir=cache, cache_max_bytes=limit)
     mine = ds.cache.folder / "keep-me.txt"  # type: ignore[union-attr]
     mine.write_text("mine too")
     with pytest.warns(CacheTooSmallWarning):
         _images(ds, 10)
     assert (stranger / "record-00000.pcr.deadbeef").stat().st_size == 100_000
     [usage] = cache_usage(cache)
-    assert usage["url"] == f"{srv.url}/ds" and usage["prefixes"] == 1
+    assert usage["url"] == f"{srv.url}/ds" and 1 <= usage["prefixes"] < len(ds.records)
+    assert usage["bytes"] <= limit
     files, nbytes = clear_cache(cache)
-    assert files == 1 and nbytes == usage["bytes"]
+    assert files == usage["prefixes"] and nbytes == usage["bytes"]
     assert cache_usage(cache) == []
     assert mine.read_text() == "mine too" and (cache / "notes.txt").exists()
     assert (stranger / "record-00000.pcr.deadbeef").exists()
@@ -532,8 +535,10 @@ def test_cache_usage_and_cache_info_tell_the_level_of_each_prefix(
     )
     assert main(["cache", "info", str(cache), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["datasets"][0]["levels"] == want
-    # a cache written before the levels were kept: unknown, until the dataset is opened again
-    (ds.cache.folder / "levels.jsonl").unlink()  # type: ignore[union-attr]
+    # an index lost (or a cache written before the levels were kept): unknown, until the
+    # dataset is opened again
+    ds.cache.close()  # type: ignore[union-attr]
+    (cache / ".pcr-cache.sqlite").unlink()
     assert cache_usage(cache)[0]["levels"] == [{"level": None, "records": n, "bytes": row["bytes"]}]
     assert main(["cache", "info", str(cache)]) == 0
     assert f"    level unknown: {n} records" in capsys.readouterr().out
@@ -565,3 +570,68 @@ def test_cache_plan_tells_which_level_a_size_holds(
     with pytest.raises(SystemExit):
         main(["cache", "plan", str(seven), "--size", "lots"])
     assert "not a size: 'lots'" in capsys.readouterr().err
+
+
+# -- links where the cache keeps its own files; a full disk -----------------------------
+
+
+@pytest.mark.parametrize("where", ["index files", "fill locks"])
+def test_lock_and_journal_files_that_are_dangling_links_are_refused(
+    seven: Path, tmp_path: Path, where: str
+) -> None:
+    local = open_dataset(str(seven))
+    cache, outside = tmp_path / "c", tmp_path / "outside"
+    folder = cache_folder(cache, str(seven))
+    folder.mkdir(parents=True)
+    outside.mkdir()
+    if where == "index files":  # what SQLite and the locks would open with O_CREAT
+        names = [".pcr-cache.sqlite-journal", ".pcr-cache.lock", ".pcr-cache.sqlite.lock"]
+        names += [".pcr-fetch.lock"]
+        links = [cache / name for name in names]
+    else:
+        links = [folder / f".fill-{r.file}.{r.checksum}" for r in local.records]
+    for i, link in enumerate(links):
+        link.symlink_to(outside / f"made-{i}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = open_dataset(str(seven), cache_dir=cache, cache_max_bytes=10**9)
+        assert _digests(ds, 3) == _digests(local, 3)
+    assert list(outside.iterdir()) == []  # nothing made where the links point
+    said = [str(w.message) for w in caught]
+    assert len(said) == 1 and "prefix cache cannot be written" in said[0], said
+
+
+def _read_on_a_full_disk(path: str, cache: str, out: Any) -> None:
+    """Read level 3 with every file this process writes limited to one byte (a full disk)."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ds = open_dataset(path, cache_dir=cache, cache_max_bytes=10**9)
+            out.put((_digests(ds, 3), [str(w.message) for w in caught]))
+        except Exception as exc:  # what the test reports
+            out.put((repr(exc), [str(w.message) for w in caught]))
+
+
+@pytest.mark.parametrize("before", ["nothing cached", "level 1 cached"])
+def test_a_full_disk_warns_once_and_reads_go_on(seven: Path, tmp_path: Path, before: str) -> None:
+    import multiprocessing as mp
+
+    local = open_dataset(str(seven))
+    cache = tmp_path / "c"
+    if before == "level 1 cached":
+        open_dataset(str(seven), cache_dir=cache, cache_max_bytes=10**9).prefetch(1)
+    held = sorted((p.name, p.stat().st_size) for p in cache.glob("*/record-*"))
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    child = ctx.Process(target=_read_on_a_full_disk, args=(str(seven), str(cache), out))
+    child.start()
+    got, said = out.get(timeout=300)  # a guard against a hang, not a timing
+    child.join()
+    assert got == _digests(local, 3)
+    assert len(said) == 1 and "prefix cache cannot be written" in said[0], said
+    assert sorted((p.name, p.stat().st_size) for p in cache.glob("*/record-*")) == held

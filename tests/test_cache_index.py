@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pcr_explore.errors import DatasetError
+from pcr_explore.storage import _cache_index as ix
 from pcr_explore.storage._cache_index import INDEX
 from pcr_explore.storage.cache import PrefixCache, cache_usage, clear_cache
 
@@ -82,14 +82,14 @@ def _on_disk(root: Path) -> dict[tuple[str, str], int]:
 
 def _rows(cache: PrefixCache) -> dict[tuple[str, str], int]:
     assert cache._index is not None
-    return {k: size for k, (size, _, _) in cache._index.entries().items()}
+    return {k: size for k, (size, _, _) in cache._index.run(ix.rows).items()}
 
 
 def _check_agrees(cache: PrefixCache, root: Path) -> None:
     """The index holds exactly the files on disk, with their sizes, and their total."""
     disk = _on_disk(root)
     assert _rows(cache) == disk
-    assert cache._index is not None and cache._index.total() == sum(disk.values())
+    assert cache._index is not None and cache._index.run(ix.total) == sum(disk.values())
 
 
 @pytest.fixture
@@ -320,58 +320,58 @@ def test_an_index_missing_or_damaged_is_rebuilt_from_the_folders(
         with open(index, "r+b") as f:
             f.truncate(100)
     else:
-        with sqlite3.connect(index) as db:
-            db.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+        db = sqlite3.connect(index)
+        db.execute("PRAGMA user_version = 1")
         db.close()
     cache = _open(tmp_path, recs, 10**6)
     assert cache._index is not None and cache._index.rebuilt == 1
     assert _rows(cache) == before
     _check_agrees(cache, tmp_path)
-    # the last use comes back from the files' times: the odd records are the oldest
-    limit = cache._index.total() - 1
+    # and it holds the limit again: the files' times are the last use
+    limit = cache._index.run(ix.total) - 1
     cache.close()
     cache = _open(tmp_path, recs, limit)
-    _fill(cache, recs, 0)  # grows record 0, then makes room
+    _fill(cache, recs, 0)  # grows record 0, making room first
     gone = [r for r in range(len(recs)) if cache.length(r) == 0]
-    assert gone and all(r % 2 == 1 for r in gone)
+    assert gone and 0 not in gone and sum(_on_disk(tmp_path).values()) <= limit
+    _check_agrees(cache, tmp_path)
 
 
-def test_an_index_removed_while_another_process_uses_it_is_refused_by_name(
+def test_an_index_removed_while_another_process_uses_it_is_made_anew_for_both(
     tmp_path: Path,
 ) -> None:
     recs, _ = _filled(tmp_path)
     user = _open(tmp_path, recs, 10**6)  # holds the index (as another process would)
     (tmp_path / INDEX).unlink()
-    with pytest.raises(DatasetError, match=r"\.pcr-cache\.sqlite: the cache index was removed"):
-        _open(tmp_path, recs, 10**6)
-    user.close()
-    again = _open(tmp_path, recs, 10**6)  # alone now: rebuilt
-    _check_agrees(again, tmp_path)
+    fresh = _open(tmp_path, recs, 10**6)  # finds none: fills a new one from the folders
+    assert fresh._index is not None and fresh._index.rebuilt == 1
+    _fill(user, recs, 1)  # the old holder writes on, into the new index
+    _fill(fresh, recs, 2)
+    _check_agrees(user, tmp_path)
+    _check_agrees(fresh, tmp_path)
 
 
 def _spoil(cache: PrefixCache, root: Path) -> None:
     """Overwrite the index's database file while *cache* has it open."""
     assert cache._index is not None
-    db = cache._index._conn()
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file
+    cache._index.run(ix.total)  # connected
     with open(root / INDEX, "r+b") as f:
         f.write(b"garbage!" * 1000)
-    db.execute("PRAGMA shrink_memory")  # no page held in memory: the next use reads the file
 
 
-def test_an_index_damaged_while_open_is_rebuilt_if_alone_else_refused(tmp_path: Path) -> None:
-    recs, _ = _filled(tmp_path / "alone")
-    cache = _open(tmp_path / "alone", recs, 10**6)
-    _spoil(cache, tmp_path / "alone")
-    _fill(cache, recs, 0)  # finds it damaged, holds the cache alone: rebuilds, writes on
+def test_an_index_damaged_while_open_is_made_anew_and_every_holder_goes_on(
+    tmp_path: Path,
+) -> None:
+    recs, _ = _filled(tmp_path)
+    cache = _open(tmp_path, recs, 10**6)
+    other = _open(tmp_path, recs, 10**6)
+    other._index.run(ix.total)  # type: ignore[union-attr]
+    _spoil(cache, tmp_path)
+    _fill(cache, recs, 0)  # finds it damaged: makes it anew from the folders, writes on
     assert cache._index is not None and cache._index.rebuilt == 1
-    _check_agrees(cache, tmp_path / "alone")
-    recs, _ = _filled(tmp_path / "shared")
-    cache = _open(tmp_path / "shared", recs, 10**6)
-    other = _open(tmp_path / "shared", recs, 10**6)
-    _spoil(cache, tmp_path / "shared")
-    with pytest.raises(DatasetError, match=r"\.pcr-cache\.sqlite: the cache index is damaged"):
-        _fill(cache, recs, 0)
+    _check_agrees(cache, tmp_path)
+    _fill(other, recs, 2)  # connected to the damaged file: goes over to the new one
+    _check_agrees(other, tmp_path)
     other.close()
 
 
@@ -400,9 +400,10 @@ def test_a_row_that_lags_its_file_is_found_and_the_folder_listed_once(
     more = _records(31)
     for r, end in ((1, more[1].bytes_per_scan[-1]), (30, more[30].header_bytes)):
         (folder / f"{more[r].file}.{more[r].checksum}").write_bytes(_content(r, end))
-    # and a crash left record 3's row ahead of its file (the row is set before the bytes)
+    # and record 3's row was left saying more than its file holds
     assert cache._index is not None
-    cache._index.grow(folder.name, f"{recs[3].file}.{recs[3].checksum}", 10**5, 3, 0)
+    name = f"{recs[3].file}.{recs[3].checksum}"
+    cache._index.run(lambda db: ix.put(db, folder.name, name, 10**5, 3, 0), write=True)
     del listings[:]
     _fill(cache, recs, 6)  # agrees with its row: nothing listed
     assert cache.reconciled == 0 and listings == []
@@ -422,8 +423,8 @@ def test_a_dataset_folder_the_index_does_not_know_is_listed_on_opening(tmp_path:
         _fill(cache, other, r)
     cache.close()
     with sqlite3.connect(tmp_path / INDEX) as db:  # as an older version left it
-        db.execute("DELETE FROM entries WHERE folder != ?", (cache_folder_name(),))
-        db.execute("DELETE FROM folders WHERE folder != ?", (cache_folder_name(),))
+        db.execute("DELETE FROM prefixes WHERE folder != ?", (cache_folder_name(),))
+        db.execute("DELETE FROM datasets WHERE folder != ?", (cache_folder_name(),))
     db.close()
     mine = _open(tmp_path, recs, 10**6)
     assert mine.reconciled == 0  # its own folder was known
@@ -458,6 +459,114 @@ def test_cache_usage_agrees_with_the_index(tmp_path: Path) -> None:
     recs, _ = _filled(tmp_path)
     cache = _open(tmp_path, recs, 10**6)
     [row] = cache_usage(tmp_path)
-    assert cache._index is not None and row["bytes"] == cache._index.total()
+    assert cache._index is not None and row["bytes"] == cache._index.run(ix.total)
     assert row["prefixes"] == len(_rows(cache))
     assert sum(level["records"] for level in row["levels"]) == len(recs)
+
+
+# -- a row is data, a link is refused, the limit holds -------------------------------
+
+
+def _tamper(root: Path, sql: str, *args: Any) -> None:
+    """Run *sql* on the index's row table, whatever its name in this layout."""
+    import sqlite3
+
+    db = sqlite3.connect(root / INDEX)
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    db.execute(sql.format(rows="prefixes" if "prefixes" in tables else "entries"), args)
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("where", ["parent", "absolute"])
+def test_a_row_naming_a_file_outside_the_cache_never_deletes_it(tmp_path: Path, where: str) -> None:
+    root = tmp_path / "cache"
+    recs = _records(10)
+    cache = _open(root, recs)
+    for r in range(3):
+        _fill(cache, recs, r)
+    cache.close()
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    victim = (tmp_path if where == "parent" else outside) / "notes.txt"
+    victim.write_bytes(b"mine")
+    folder = ".." if where == "parent" else str(outside)
+    # the oldest row of the shared index, and big enough to be evicted first
+    _tamper(root, "INSERT INTO {rows} VALUES (?, 'notes.txt', 100000, NULL, 0)", folder)
+    limit = sum(recs[r].bytes_per_scan[-1] for r in range(4))
+    cache = _open(root, recs, limit)
+    _fill(cache, recs, 3)  # over the limit by the row's count: makes room
+    assert victim.read_bytes() == b"mine"
+    assert all(cache.length(r) for r in range(4))  # the row went, not a prefix
+    _check_agrees(cache, root)
+
+
+def test_an_index_that_is_a_link_is_refused_and_reads_go_on(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    root.mkdir()
+    target = tmp_path / "elsewhere.db"
+    target.write_bytes(b"")  # what SQLite would take for a new database and write into
+    (root / INDEX).symlink_to(target)
+    recs = _records(5)
+    with pytest.warns(UserWarning, match="prefix cache cannot be written") as caught:
+        cache = _open(root, recs, 10**6)
+        for r in range(5):
+            _fill(cache, recs, r)
+            assert cache.length(r) == 0  # nothing kept
+    assert len(caught) == 1
+    assert target.read_bytes() == b"" and (root / INDEX).is_symlink()
+
+
+def test_a_password_in_the_url_reaches_neither_the_disk_nor_cache_info(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pcr_explore.cli import main
+    from pcr_explore.storage.cache import cache_folder
+
+    recs = _records(3)
+    plain = "https://example.org/ds"
+    cache = _open(tmp_path, recs, 10**6, url="https://ann:s3cret@example.org/ds")
+    _fill(cache, recs, 0)
+    cache.close()
+    assert cache.folder == cache_folder(tmp_path, plain)
+    for p in tmp_path.rglob("*"):
+        if p.is_file():
+            assert b"s3cret" not in p.read_bytes(), p
+    # and a source.json that an older version wrote with it is not printed
+    old = tmp_path / "0123456789abcdef"
+    old.mkdir()
+    (old / "source.json").write_text('{"url": "s3://key:s3cret@bucket/ds", "manifest_sha256": "0"}')
+    assert [u["url"] for u in cache_usage(tmp_path)] == ["s3://bucket/ds", plain]
+    assert main(["cache", "info", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "s3cret" not in text and f"{plain}: 1 record prefix" in text
+
+
+def test_a_tampered_total_does_not_lift_the_limit(tmp_path: Path) -> None:
+    recs = _records(60)
+    limit = 1000
+    cache = _open(tmp_path, recs, limit)
+    _fill(cache, recs, 0)
+    # a row that says the cache is a gigabyte smaller than it is, never the oldest
+    _tamper(
+        tmp_path, "INSERT INTO {rows} VALUES (?, 'x.00000000', -1000000000, NULL, ?)", "f", 2**62
+    )
+    for r in range(1, 60):
+        _fill(cache, recs, r)
+    assert sum(_on_disk(tmp_path).values()) <= limit
+    assert cache.evicted > 40
+
+
+def test_a_record_larger_than_the_limit_keeps_only_the_levels_that_fit(tmp_path: Path) -> None:
+    recs = _records(4)
+    bounds = (recs[0].header_bytes, *recs[0].bytes_per_scan)
+    cache = _open(tmp_path / "one", recs, bounds[2] - 1)  # level 1 of record 0 fits, not 2
+    _fill(cache, recs, 0)
+    assert _on_disk(tmp_path / "one") == {(cache.folder.name, cache.path(0).name): bounds[1]}
+    assert cache.path(0).read_bytes() == _content(0, bounds[1])
+    _fill(cache, recs, 1)  # room made first: the folder never holds more than the limit
+    assert sum(_on_disk(tmp_path / "one").values()) <= bounds[2] - 1
+    _check_agrees(cache, tmp_path / "one")
+    tiny = _open(tmp_path / "none", recs, bounds[0] - 1)  # not even the header
+    _fill(tiny, recs, 0)
+    assert _on_disk(tmp_path / "none") == {}

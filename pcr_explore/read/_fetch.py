@@ -14,17 +14,11 @@ it downloads each record whole, once, into the cache.
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
 import json
-import os
 import posixpath
-import struct
-import sys
 import threading
-import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import (
@@ -37,14 +31,9 @@ from ..errors import (
 )
 from ..records.manifest import MANIFEST, Manifest, RecordEntry
 from ..storage._store import Store, missing_verbs
-from ..storage.cache import PrefixCache
+from ..storage.cache import PrefixCache, strip_credentials
 from ..storage.remote import FsspecStore, HTTPStore, RetryPolicy, TooLargeError, install_hint
 from ._stats import ReadStats
-
-if sys.platform == "win32":  # pragma: no cover - no fcntl: concurrent fills may fetch twice
-    fcntl = None
-else:
-    import fcntl
 
 __all__ = [
     "FsspecStore",
@@ -281,10 +270,10 @@ class RecordFetcher:
             self._warned = True
             total = sum(rec.bytes_per_scan[-1] for rec in self.records)
             warnings.warn(
-                f"{self.root}: the server ignores Range requests, so every record is downloaded "
-                f"whole, once, into the cache at {cache.folder} (the whole dataset is "
-                f"{total:,} bytes, whatever level is read); later reads at any level come from "
-                "the cache",
+                f"{strip_credentials(self.root)}: the server ignores Range requests, so every "
+                f"record is downloaded whole, once, into the cache at {cache.folder} (the "
+                f"whole dataset is {total:,} bytes, whatever level is read); later reads at "
+                "any level come from the cache",
                 RangeIgnoredWarning,
                 stacklevel=4,
             )
@@ -297,30 +286,18 @@ class RecordFetcher:
         cache.extend(r, have, data[have:])
         return data[:end], end
 
-    @contextlib.contextmanager
-    def filling(self, r: int, end: int) -> Iterator[None]:
+    def filling(self, r: int, end: int) -> contextlib.AbstractContextManager[None]:
         """Hold the cache's fill lock of record *r* while its first *end* bytes are fetched.
 
         Several DataLoader workers that need parts of one record at once
         then fetch its prefix from the store once: the first fills the
-        cache, the others wait and read it from there. Nothing is locked
-        without a cache, or when the cache already holds the bytes. The lock
-        is one byte of ``.pcr-fetch.lock`` in the cache folder (see
-        :func:`_lock_byte`; released when the process ends, so a killed
-        process leaves no lock behind).
+        cache, the others wait and read it from there
+        (:meth:`~pcr_explore.storage.cache.PrefixCache.filling`). Nothing is
+        locked without a cache.
         """
-        cache = self.cache
-        if cache is None or fcntl is None or cache.length(r) >= end:
-            yield
-            return
-        key = hashlib.sha256(f"{cache.folder.name}/{r}".encode()).digest()
-        offset = int.from_bytes(key[:5], "little")  # a byte per record, nearly always its own
-        fd = os.open(cache.root / ".pcr-fetch.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            _lock_byte(fd, offset)
-            yield
-        finally:
-            os.close(fd)  # releases the lock
+        if self.cache is None:
+            return contextlib.nullcontext()
+        return self.cache.filling(r, end)
 
     def commit(self, r: int, buf: bytes, have: int) -> None:
         """Keep the checked prefix *buf* in the cache (its first *have* bytes are there)."""
@@ -331,32 +308,6 @@ class RecordFetcher:
         """Drop record *r* from the cache: its cached bytes failed a check."""
         if self.cache is not None:
             self.cache.drop(r)
-
-
-def _lock_byte(fd: int, offset: int) -> None:
-    """An exclusive lock on byte *offset* of the open file *fd*, held until *fd* is closed.
-
-    Open-file-description locks where the system has them (Linux): several
-    threads of one process then hold their own locks, and closing one
-    thread's descriptor leaves the others' in place. Process-owned locks
-    (``lockf``) would merge them, and the kernel's deadlock check, which
-    sees processes, not threads, reports a false deadlock (EDEADLK) when two
-    processes' read-ahead threads wait on each other's records: it is
-    retried, since each thread holds one lock at most.
-    """
-    ofd = getattr(fcntl, "F_OFD_SETLKW", None)
-    if ofd is not None:
-        # struct flock: l_type, l_whence, l_start, l_len, l_pid (0 for these locks)
-        fcntl.fcntl(fd, ofd, struct.pack("@hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0))
-        return
-    while True:  # pragma: no cover - systems without OFD locks
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
-            return
-        except OSError as exc:
-            if exc.errno != errno.EDEADLK:
-                raise
-            time.sleep(0.01)
 
 
 def _missing_manifest(fs: Store, root: str, url: str) -> DatasetError | FileNotFoundError:

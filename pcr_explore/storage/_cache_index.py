@@ -1,26 +1,25 @@
-"""The prefix cache's shared index: every prefix's size, level and last use, and their total.
+"""The prefix cache's index: the one record of what a cache folder holds, and its one lock.
 
-One SQLite database per cache folder, ``.pcr-cache.sqlite``, that every
-process opening the cache shares (write-ahead log: readers do not wait for
-writers, and a transaction is all or nothing, also after a crash). Table
-``entries`` holds a row per cached prefix (dataset folder, file name, bytes,
-the lowest level whose prefix is that long, last use in nanoseconds); triggers
-keep their sum in ``total``, so the size of the cache is one row, and the least
-recently used prefix, overall or of one dataset above a level, one step down
-an index: no write lists a folder.
+One SQLite database per cache folder, ``.pcr-cache.sqlite``, shared by every
+process that opens the cache. Table ``prefixes`` holds a row per cached
+prefix (dataset folder, file name, bytes, the lowest level whose prefix is
+that long, last use in nanoseconds); table ``datasets`` the dataset folders
+the rows were taken from, with the digest of the manifest whose levels they
+carry (None: levels unknown). The size of the cache is the sum of the rows,
+never a running total kept beside them; the least recently used prefix,
+overall or of one dataset above a level, is one step down an index.
 
-The database is rebuilt from the folders (one listing of each) when it is
-missing, damaged, of another layout, or was left half built by a crash. Only
-a process that holds the cache alone may remove and rebuild it: each process
-holds a shared ``flock`` on ``.pcr-cache.sqlite.lock`` while connected, and
-the rebuild needs the exclusive one. A process that finds the index gone or
-damaged while others use it gets a :class:`~pcr_explore.errors.DatasetError`
-saying so, rather than a second index that would count apart from theirs.
+The database's write transactions (``BEGIN IMMEDIATE``, rollback journal) are
+the cache's lock: :mod:`.cache` changes a prefix file and its row inside one,
+so no two processes ever change the cache at once, and a process killed in
+the middle leaves the rows as they were before it.
 
-What the rows say is kept true by the cache (``storage.cache``): a prefix's
-row changes under the lock on its file, before it grows and after it shrinks,
-so that a crash in between leaves a row that counts too many bytes, never
-too few.
+The index is filled from the folders (one listing of each) in the transaction
+that finds it empty or of another layout (``PRAGMA user_version``), so one
+process fills it and the others wait. A database found damaged is removed and
+made again the same way; every transaction first checks that the file at the
+index's path is the one it is connected to, so a process whose index was
+removed or replaced meanwhile connects to the new one.
 """
 
 from __future__ import annotations
@@ -28,25 +27,16 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
-import sys
+import stat
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import DatasetError
-
-if sys.platform == "win32":  # pragma: no cover - no flock: the index is never rebuilt under others
-    fcntl = None
-else:
-    import fcntl
-
 INDEX = ".pcr-cache.sqlite"
-_SCHEMA = "1"
-_BUSY_SECONDS = 300.0  # a rebuild lists every folder inside one transaction
+LAYOUT = 2  # PRAGMA user_version of this layout; 0 is a new (empty) database
+_BUSY_SECONDS = 300.0  # filling the index lists every folder inside one transaction
 
 # (file name, bytes, level or None, last use in ns) of one prefix
 Row = tuple[str, int, int | None, int]
@@ -54,44 +44,35 @@ Row = tuple[str, int, int | None, int]
 FolderRows = tuple[str, str | None, Iterable[Row]]
 T = TypeVar("T")
 
-# One script, one transaction (executescript commits any transaction open before it).
-_TABLES = """
-BEGIN IMMEDIATE;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS folders (folder TEXT PRIMARY KEY, manifest_sha256 TEXT) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS entries (
-    folder TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, level INTEGER,
-    used INTEGER NOT NULL, PRIMARY KEY (folder, name)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used, folder, name);
-CREATE INDEX IF NOT EXISTS entries_by_level ON entries (folder, level, used, name);
-CREATE TABLE IF NOT EXISTS total (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
-INSERT OR IGNORE INTO total VALUES (0, 0);
-CREATE TRIGGER IF NOT EXISTS entries_in AFTER INSERT ON entries
-    BEGIN UPDATE total SET bytes = bytes + NEW.size; END;
-CREATE TRIGGER IF NOT EXISTS entries_out AFTER DELETE ON entries
-    BEGIN UPDATE total SET bytes = bytes - OLD.size; END;
-CREATE TRIGGER IF NOT EXISTS entries_resized AFTER UPDATE OF size ON entries
-    BEGIN UPDATE total SET bytes = bytes + NEW.size - OLD.size; END;
-INSERT OR IGNORE INTO meta VALUES ('schema', '1');
-COMMIT;
-"""
+_TABLES = (
+    "CREATE TABLE datasets (folder TEXT PRIMARY KEY, manifest_sha256 TEXT) WITHOUT ROWID",
+    "CREATE TABLE prefixes (folder TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, "
+    "level INTEGER, used INTEGER NOT NULL, PRIMARY KEY (folder, name)) WITHOUT ROWID",
+    "CREATE INDEX prefixes_by_use ON prefixes (used, folder, name)",
+    "CREATE INDEX prefixes_by_level ON prefixes (folder, level, used, name)",
+)
 
 # Connections a forked child inherited: never used nor closed there (SQLite's rule:
-# closing one could checkpoint and delete the write-ahead log the parent still uses).
-_INHERITED: list[object] = []
-_LIVE: weakref.WeakSet[CacheIndex] = weakref.WeakSet()
-
-
-class IndexDamaged(Exception):
-    """The index file is not a database of this layout (internal: it is rebuilt)."""
+# closing one could roll back a transaction the parent has open).
+_INHERITED: list[sqlite3.Connection] = []
 
 
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
     """Whether *exc* says the database file is damaged (not busy, not read-only)."""
     name = getattr(exc, "sqlite_errorname", "")
     if name:
-        return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+        return str(name).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
     return type(exc) is sqlite3.DatabaseError  # pragma: no cover - Python < 3.11
+
+
+def refuse_link(path: Path) -> None:
+    """Raise ELOOP if *path* is a symbolic link (SQLite and lock files would follow it)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise OSError(errno.ELOOP, "a symbolic link where the cache keeps its own file", str(path))
 
 
 class CacheIndex:
@@ -102,17 +83,14 @@ class CacheIndex:
     root : Path
         The cache folder.
     listing : callable
-        Returns every dataset folder's rows, read from the disk: what a
-        rebuild fills the index with. Called inside the rebuild's
-        transaction, so no write lands between the listing and the rows.
+        Returns every dataset folder's rows, read from the disk: what a new
+        index is filled with (inside the transaction that fills it).
 
     Raises
     ------
-    DatasetError
-        On first use, if the index is missing or damaged while other
-        processes use the cache.
     OSError, sqlite3.Error
-        If the cache folder cannot hold an index (a read-only folder).
+        On use, if the folder cannot hold the index (read-only, full), or the
+        index or its journal is a symbolic link.
     """
 
     def __init__(self, root: Path, listing: Callable[[], Iterator[FolderRows]]) -> None:
@@ -121,8 +99,9 @@ class CacheIndex:
         self._listing = listing
         self._mutex = threading.RLock()
         self._db: sqlite3.Connection | None = None
-        self._closer: weakref.finalize[Any, Any] | None = None
-        self.rebuilt = 0  # times this process rebuilt the index from the folders
+        self._pid = os.getpid()
+        self._file: tuple[int, int] | None = None  # (device, inode) connected to
+        self.rebuilt = 0  # times this process filled the index from the folders
 
     def __getstate__(self) -> dict[str, Any]:
         return {"root": self.root, "listing": self._listing}
@@ -130,326 +109,225 @@ class CacheIndex:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["root"], state["listing"])  # type: ignore[misc]
 
-    # -- connecting ------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        """The connection of the calling process, made on first use."""
-        if self._db is None:
-            self._connect()
-        assert self._db is not None
-        return self._db
+    def close(self) -> None:
+        """Close this process's connection (the next use connects again)."""
+        self._forked()
+        with self._mutex:
+            if self._db is not None:
+                self._db.close()
+            self._db = None
 
-    def _hold(self, db: sqlite3.Connection, fd: int) -> None:
-        """Keep *db* and the lock *fd* until closed, collected, or the process ends."""
-        self._db = db
-        self._closer = weakref.finalize(self, _release, db, fd)
-        _LIVE.add(self)
+    def _forked(self) -> None:
+        """In a forked child: leave the parent's connection (and lock) be, and connect anew."""
+        if self._pid != os.getpid():
+            if self._db is not None:
+                _INHERITED.append(self._db)
+            self._db, self._pid, self._mutex = None, os.getpid(), threading.RLock()
 
-    def _inherited(self) -> None:
-        """In a forked child: leave the parent's connection be, and connect anew on use."""
-        if self._closer is not None:
-            _INHERITED.append(self._closer.detach())
-        self._db = self._closer = None
-        self._mutex = threading.RLock()  # another thread may have held it at the fork
+    def run(self, step: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        """*step* on the connection, alone or (*write*) in one write transaction: the lock.
 
-    def _connect(self) -> None:
-        for _ in range(3):
-            fd = os.open(self.root / f"{INDEX}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-            alone = _flock(fd, exclusive=True)
+        A database found damaged is made again from the folders and *step*
+        run once more.
+        """
+        self._forked()
+        with self._mutex:
             try:
-                db = self._open(alone)
-            except BaseException:
-                os.close(fd)
-                raise
-            if db is not None:
-                if alone:
-                    _flock(fd, exclusive=False)  # let others in: the index is whole
-                self._hold(db, fd)
-                return
-            os.close(fd)  # half built by a process that died: try to be the one to finish
-        raise DatasetError(_in_use(self.path, "is incomplete"))
+                return self._step(step, write)
+            except sqlite3.DatabaseError as exc:
+                if not _damaged(exc):
+                    raise
+            self._replace()
+            return self._step(step, write)
 
-    def _open(self, alone: bool) -> sqlite3.Connection | None:
-        """A connection to a whole index (rebuilt first when *alone*); None: half built."""
-        if not alone and not self.path.exists():
-            raise DatasetError(_in_use(self.path, "was removed"))
-        if alone and not self.path.exists():
-            self._remove_files()  # a write-ahead log left without its database
+    def _step(self, step: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        db = self._conn()
+        if not write:
+            return step(db)
+        db.execute("BEGIN IMMEDIATE")
         try:
-            db = self._checked()
-        except IndexDamaged as exc:
-            if not alone:
-                raise DatasetError(_in_use(self.path, f"is damaged ({exc})")) from None
-            self._remove_files()
-            db = self._checked()
-        if _meta(db, "complete") == "1":
-            return db
-        if not alone:
-            db.close()
-            return None
-        self._rebuild(db)
-        return db
+            out = step(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return out
 
-    def _checked(self) -> sqlite3.Connection:
-        """Connect, set the journal and create the tables; IndexDamaged if it is not ours."""
+    def _conn(self) -> sqlite3.Connection:
+        """The connection of this process to the file now at the index's path."""
+        try:
+            st = os.lstat(self.path)
+            now: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            now = None
+        if self._db is not None and now == self._file:
+            return self._db
+        self.close()  # removed or replaced since: connect to what is there now
+        for name in (INDEX, f"{INDEX}-journal"):
+            refuse_link(self.root / name)
         db = sqlite3.connect(
             self.path, timeout=_BUSY_SECONDS, isolation_level=None, check_same_thread=False
         )
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            # A commit is then no fsync: a power cut may lose the last rows, and a
-            # row found behind its file is corrected (storage.cache, "mismatch").
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_TABLES)
-            schema = _meta(db, "schema")
-            if schema != _SCHEMA:
-                raise IndexDamaged(f"layout {schema!r}, expected {_SCHEMA!r}")
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            if _damaged(exc):
-                raise IndexDamaged(str(exc)) from None
-            raise
-        except IndexDamaged:
+            st = os.lstat(self.path)
+            self._file = (st.st_dev, st.st_ino)
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "delete":
+                db.execute("PRAGMA journal_mode=DELETE")  # no -wal or -shm for a new file to share
+            # No fsync: a process killed mid-transaction still rolls back; only a power
+            # cut can damage the file, and a damaged index is filled again from the folders.
+            db.execute("PRAGMA synchronous=OFF")
+            self._fill(db)
+        except BaseException:
             db.close()
             raise
+        self._db = db
         return db
 
-    def _remove_files(self) -> None:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-    def _rebuild(self, db: sqlite3.Connection) -> None:
-        """Fill the index from the folders, in one transaction."""
-        with _writing(db):
-            db.execute("DELETE FROM entries")
-            db.execute("DELETE FROM folders")
-            for folder, digest, rows in self._listing():
-                _put_folder(db, folder, digest, rows)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('complete', '1')")
-        self.rebuilt += 1
-
-    def close(self) -> None:
-        """Close this process's connection and let go of the index."""
-        with self._mutex:
-            if self._closer is not None:
-                self._closer()
-            self._db = self._closer = None
-
-    def _run(self, step: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
-        """*step* on the connection, alone or in one write transaction.
-
-        A database found damaged meanwhile is rebuilt when this process holds
-        the cache alone (and *step* run again), else a DatasetError.
-        """
-        with self._mutex:
-            try:
-                return _step(self._conn(), step, write)
-            except sqlite3.DatabaseError as exc:
-                if not _damaged(exc):
-                    raise
-            self._recover()
-            return _step(self._conn(), step, write)
-
-    def _recover(self) -> None:
-        """Drop the damaged database and rebuild it, if no other process uses it."""
-        self.close()
-        fd = os.open(self.root / f"{INDEX}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    def _fill(self, db: sqlite3.Connection) -> None:
+        """Make the tables and fill them from the folders, unless they are of this layout."""
+        if db.execute("PRAGMA user_version").fetchone()[0] == LAYOUT:
+            return
+        db.execute("BEGIN IMMEDIATE")
         try:
-            if not _flock(fd, exclusive=True):
-                raise DatasetError(_in_use(self.path, "is damaged"))
-            self._remove_files()
-            db = self._checked()
-            self._rebuild(db)
-            _flock(fd, exclusive=False)
+            if db.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:  # not meanwhile
+                old = db.execute(
+                    "SELECT name FROM sqlite_master "
+                    "WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                ).fetchall()
+                for (table,) in old:  # another layout: its indexes and triggers go with it
+                    db.execute(f'DROP TABLE "{table}"')
+                for sql in _TABLES:
+                    db.execute(sql)
+                for folder, digest, rows in self._listing():
+                    put_folder(db, folder, digest, rows)
+                db.execute(f"PRAGMA user_version = {LAYOUT}")
+                self.rebuilt += 1
         except BaseException:
-            os.close(fd)
+            db.execute("ROLLBACK")
             raise
-        self._hold(db, fd)
+        db.execute("COMMIT")
 
-    # -- reading ---------------------------------------------------------------------
-    def total(self) -> int:
-        """Bytes of every prefix the index knows."""
-        return self._run(lambda db: int(db.execute("SELECT bytes FROM total").fetchone()[0]))
-
-    def folders(self) -> dict[str, str | None]:
-        """The dataset folders the index was filled from, with their manifests' digests."""
-        return self._run(
-            lambda db: dict(db.execute("SELECT folder, manifest_sha256 FROM folders").fetchall())
-        )
-
-    def entries(self) -> dict[tuple[str, str], tuple[int, int | None, int]]:
-        """Every row: (size, level, last use) by (folder, name). For checks: O(rows)."""
-
-        def rows(db: sqlite3.Connection) -> dict[tuple[str, str], tuple[int, int | None, int]]:
-            got = db.execute("SELECT folder, name, size, level, used FROM entries")
-            return {(f, n): (s, k, u) for f, n, s, k, u in got}
-
-        return self._run(rows)
-
-    def oldest(self, keep: tuple[str, str]) -> tuple[str, str] | None:
-        """The least recently used prefix other than *keep*, as (folder, name)."""
-        row = self._run(
-            lambda db: db.execute(
-                "SELECT folder, name FROM entries WHERE NOT (folder = ? AND name = ?) "
-                "ORDER BY used, folder, name LIMIT 1",
-                keep,
-            ).fetchone()
-        )
-        return None if row is None else (str(row[0]), str(row[1]))
-
-    def oldest_above(self, folder: str, level: int, top: int, keep: str) -> str | None:
-        """The least recently used prefix of *folder* longer than its level *level* needs.
-
-        One lookup per level above *level* (up to *top* and beyond), each a
-        step down the index by (folder, level, use): no scan of the rows.
-        """
-
-        def heads(db: sqlite3.Connection) -> list[tuple[int, str]]:
-            out = []
-            for k in range(level + 1, top + 2):
-                row = db.execute(
-                    "SELECT used, name FROM entries WHERE folder = ? AND level = ? "
-                    "AND name != ? ORDER BY used, name LIMIT 1",
-                    (folder, k, keep),
-                ).fetchone()
-                if row is not None:
-                    out.append((int(row[0]), str(row[1])))
-            return out
-
-        found = self._run(heads)
-        return min(found)[1] if found else None
-
-    # -- writing ---------------------------------------------------------------------
-    def grow(self, folder: str, name: str, size: int, level: int | None, used: int) -> int:
-        """Record that *name* is about to hold *size* bytes; return the bytes it had (0: none)."""
-
-        def step(db: sqlite3.Connection) -> int:
-            row = db.execute(
-                "SELECT size FROM entries WHERE folder = ? AND name = ?", (folder, name)
-            ).fetchone()
-            db.execute(
-                "INSERT INTO entries VALUES (?, ?, ?, ?, ?) ON CONFLICT (folder, name) DO UPDATE "
-                "SET size = excluded.size, level = excluded.level, used = excluded.used",
-                (folder, name, size, level, used),
-            )
-            return 0 if row is None else int(row[0])
-
-        return self._run(step, write=True)
-
-    def resize(self, folder: str, name: str, size: int, level: int | None) -> None:
-        """Record that *name* now holds *size* bytes (its last use unchanged)."""
-        self._run(
-            lambda db: db.execute(
-                "INSERT INTO entries VALUES (?, ?, ?, ?, ?) ON CONFLICT (folder, name) "
-                "DO UPDATE SET size = excluded.size, level = excluded.level",
-                (folder, name, size, level, time.time_ns()),
-            ),
-            write=True,
-        )
-
-    def touch(self, folder: str, name: str, used: int) -> None:
-        """Record that *name* was used at *used* (ns)."""
-        self._run(
-            lambda db: db.execute(
-                "UPDATE entries SET used = ? WHERE folder = ? AND name = ?", (used, folder, name)
-            ),
-            write=True,
-        )
-
-    def forget(self, folder: str, name: str) -> None:
-        """Drop the row of *name* (its file is gone, or is not a prefix)."""
-        self._run(
-            lambda db: db.execute(
-                "DELETE FROM entries WHERE folder = ? AND name = ?", (folder, name)
-            ),
-            write=True,
-        )
-
-    def forget_folder(self, folder: str) -> None:
-        """Drop every row of *folder*, and the folder itself (its cache was cleared)."""
-
-        def step(db: sqlite3.Connection) -> None:
-            db.execute("DELETE FROM entries WHERE folder = ?", (folder,))
-            db.execute("DELETE FROM folders WHERE folder = ?", (folder,))
-
-        self._run(step, write=True)
-
-    def put_folder(self, folder: str, digest: str | None, rows: Iterable[Row]) -> None:
-        """Replace *folder*'s rows by *rows*, read inside the transaction."""
-        self._run(lambda db: _put_folder(db, folder, digest, rows), write=True)
+    def _replace(self) -> None:
+        """Remove the damaged database (unless another process did); the next use makes it anew."""
+        damaged = self._file
+        self.close()
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        if (st.st_dev, st.st_ino) == damaged:
+            for suffix in ("", "-journal"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
 
-def _step(db: sqlite3.Connection, step: Callable[[sqlite3.Connection], T], write: bool) -> T:
-    if not write:
-        return step(db)
-    with _writing(db):
-        return step(db)
+# -- the statements, each run inside CacheIndex.run -------------------------------------
 
 
-def _in_use(path: Path, what: str) -> str:
-    return (
-        f"{path}: the cache index {what} while the cache is in use (by another process, "
-        "or another dataset this process opened with that cache_dir); end those and open "
-        "it again: it is then rebuilt from the folders"
+def row(db: sqlite3.Connection, folder: str, name: str) -> int | None:
+    """The bytes the index says prefix *name* holds (None: no row)."""
+    got = db.execute(
+        "SELECT size FROM prefixes WHERE folder = ? AND name = ?", (folder, name)
+    ).fetchone()
+    return None if got is None else int(got[0])
+
+
+def put(
+    db: sqlite3.Connection, folder: str, name: str, size: int, level: int | None, used: int | None
+) -> None:
+    """Set prefix *name*'s bytes and level, and its last use unless *used* is None."""
+    db.execute(
+        "INSERT INTO prefixes VALUES (?, ?, ?, ?, ?) ON CONFLICT (folder, name) DO UPDATE "
+        "SET size = excluded.size, level = excluded.level, used = coalesce(?, used)",
+        (folder, name, size, level, time.time_ns() if used is None else used, used),
     )
 
 
-def _release(db: sqlite3.Connection, fd: int) -> None:
-    db.close()
-    os.close(fd)  # and with it the shared lock
+def touch(db: sqlite3.Connection, folder: str, name: str, used: int) -> None:
+    db.execute("UPDATE prefixes SET used = ? WHERE folder = ? AND name = ?", (used, folder, name))
 
 
-def _forked_child() -> None:
-    for index in list(_LIVE):
-        index._inherited()
+def forget(db: sqlite3.Connection, folder: str, name: str) -> None:
+    db.execute("DELETE FROM prefixes WHERE folder = ? AND name = ?", (folder, name))
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forked_child)
+def total(db: sqlite3.Connection) -> int:
+    """Bytes of every prefix the index holds: the sum of the rows (a negative size is not one)."""
+    return int(db.execute("SELECT coalesce(sum(max(size, 0)), 0) FROM prefixes").fetchone()[0])
 
 
-def _put_folder(
+def oldest(db: sqlite3.Connection, keep: tuple[str, str]) -> tuple[str, str, int] | None:
+    """The least recently used prefix other than *keep*: (folder, name, bytes)."""
+    got = db.execute(
+        "SELECT folder, name, max(size, 0) FROM prefixes WHERE NOT (folder = ? AND name = ?) "
+        "ORDER BY used, folder, name LIMIT 1",
+        keep,
+    ).fetchone()
+    return None if got is None else (str(got[0]), str(got[1]), int(got[2]))
+
+
+def oldest_above(
+    db: sqlite3.Connection, folder: str, level: int, top: int, keep: str
+) -> tuple[str, int] | None:
+    """The least recently used prefix of *folder* beyond its level *level*: (name, bytes).
+
+    One step down the index by (folder, level, use) per level above *level*.
+    """
+    heads = []
+    for k in range(level + 1, top + 2):
+        got = db.execute(
+            "SELECT used, name, max(size, 0) FROM prefixes WHERE folder = ? AND level = ? "
+            "AND name != ? ORDER BY used, name LIMIT 1",
+            (folder, k, keep),
+        ).fetchone()
+        if got is not None:
+            heads.append((int(got[0]), str(got[1]), int(got[2])))
+    return min(heads)[1:] if heads else None
+
+
+def folders(db: sqlite3.Connection) -> dict[str, str | None]:
+    """The dataset folders the index was filled from, with their manifests' digests."""
+    return dict(db.execute("SELECT folder, manifest_sha256 FROM datasets").fetchall())
+
+
+def rows(db: sqlite3.Connection) -> dict[tuple[str, str], tuple[int, int | None, int]]:
+    """Every row: (size, level, last use) by (folder, name)."""
+    got = db.execute("SELECT folder, name, size, level, used FROM prefixes")
+    return {(f, n): (s, k, u) for f, n, s, k, u in got}
+
+
+def put_folder(
     db: sqlite3.Connection, folder: str, digest: str | None, rows: Iterable[Row]
 ) -> None:
-    db.execute("DELETE FROM entries WHERE folder = ?", (folder,))
+    """Replace *folder*'s rows by *rows*."""
+    db.execute("DELETE FROM prefixes WHERE folder = ?", (folder,))
     db.executemany(
-        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO prefixes VALUES (?, ?, ?, ?, ?)",
         ((folder, name, size, level, used) for name, size, level, used in rows),
     )
-    db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, digest))
+    db.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?)", (folder, digest))
 
 
-def _meta(db: sqlite3.Connection, key: str) -> str | None:
-    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else str(row[0])
+def forget_folder(db: sqlite3.Connection, folder: str) -> None:
+    """Drop every row of *folder*, and the folder itself (its cache was cleared)."""
+    db.execute("DELETE FROM prefixes WHERE folder = ?", (folder,))
+    db.execute("DELETE FROM datasets WHERE folder = ?", (folder,))
 
 
-@contextmanager
-def _writing(db: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction, taken at its start (a read turned write could not wait)."""
-    db.execute("BEGIN IMMEDIATE")
+def saved_rows(root: Path) -> dict[tuple[str, str], tuple[int, int | None, int]]:
+    """Every row of *root*'s index, read without writing anything (empty: no usable index)."""
+    path = root / INDEX
     try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def _flock(fd: int, *, exclusive: bool) -> bool:
-    """Take the index lock: exclusive without waiting (whether it was got), or shared.
-
-    Shared waits while another process holds it exclusively (rebuilding).
-    """
-    if fcntl is None:  # pragma: no cover - no flock: each process takes itself to be alone
-        return True
-    if not exclusive:
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        return True
+        refuse_link(path)
+        if not path.is_file():
+            return {}
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=_BUSY_SECONDS)
+    except (OSError, sqlite3.Error):
+        return {}
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-            raise
-        fcntl.flock(fd, fcntl.LOCK_SH)
-        return False
-    return True
+        if db.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:
+            return {}
+        return rows(db)
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()

@@ -7,72 +7,61 @@ later fetches only the missing groups ``k+1..k'`` (one range request) and
 appends them, and lowering it needs no request at all.
 
 Layout: ``<cache_dir>/<16 hex digits of SHA-256 of the dataset URL>/`` holds
-``source.json`` (the URL and the SHA-256 of the manifest the cache was filled
-from), ``levels.jsonl`` (that digest on its first line; on its second, by
-cache name, where each record's header and scan groups end, so that
-:func:`cache_usage` tells offline which level each prefix holds) and one file
-per record, ``<record file>.<header checksum>``. The header checksum covers
-every group's CRC, so a record re-encoded with other content gets another
-cache name: a stale prefix is never read. When the manifest's digest changes,
-files that no record of the new manifest names are deleted.
+``source.json`` (the URL, without any user name or password, and the SHA-256
+of the manifest the cache was filled from) and one file per record,
+``<record file>.<header checksum>``. The header checksum covers every group's
+CRC, so a record re-encoded with other content gets another cache name: a
+stale prefix is never read. When the manifest's digest changes, files that no
+record of the new manifest names are deleted. A cached prefix only ever ends
+at a boundary the manifest knows (the end of the header or of a scan group);
+a file cut short by a crash is trimmed back to the last one. The reader
+checks every byte it takes from the cache against the record's CRCs, as it
+does for bytes from the network.
 
-A cached prefix only ever ends at a boundary the manifest knows (the end of
-the header or of a scan group); a file cut short by a crash is trimmed back
-to the last one. The reader checks every byte it takes from the cache against
-the record's CRCs, as it does for bytes from the network.
+What the cache holds is recorded in one place, the index
+``<cache_dir>/.pcr-cache.sqlite`` (:mod:`._cache_index`): every prefix's
+bytes, level and last use; the cache's size is the sum of those rows. The
+index's write transaction is the cache's one lock: a prefix is created,
+appended to, trimmed or deleted, and its row changed, inside one, after
+checking the file on disk, so no byte lands at a wrong offset and no two
+processes change the cache at once. Reads take no lock: a reader whose
+prefix shrank or went away underneath it reads it again from the store. A
+write that finds a file whose size is not the one its row says (a crash
+between the write and its commit, a file changed by hand, an older version)
+lists that dataset's folder once and corrects its rows; a dataset folder the
+index does not know is listed when a dataset is opened.
 
 With ``max_bytes``, the cache folder (the prefixes of every dataset in it
-together; ``source.json`` and ``levels.jsonl``, about 100 bytes a record, and
-the index are not counted) is held to a size. After a prefix grows to level
-*k* (0: the header alone), the least recently used prefixes of the same
-dataset that hold more than level *k* are first trimmed to level *k*, until
-the total fits: a pass at a lower level after one at a higher level keeps
-what it needs of every record instead of losing whole records. Only when
-trimming is not enough are the least recently used prefixes deleted, whole
-(other datasets' prefixes are only ever deleted whole: a level of this
-dataset says nothing about what their readers need). The one just written is
-kept whatever its size, so the folder never stays more than one record over
-the limit per process writing at that moment; an eviction whose prefix
-another writer changed meanwhile is left to that writer's, so that two
-concurrent writers do not delete each other's.
+together; ``source.json`` and the index are not counted) is held to a size.
+Before a prefix grows to level *k* (0: the header alone), the least recently
+used prefixes of the same dataset that hold more than level *k* are trimmed
+to level *k*, until the total fits: a pass at a lower level after one at a
+higher level keeps what it needs of every record instead of losing whole
+records. Only when trimming is not enough are the least recently used
+prefixes deleted, whole (other datasets' prefixes only ever whole: a level of
+this dataset says nothing about what their readers need). A prefix larger
+than the limit by itself is kept only up to the highest level that fits, or
+not at all (the reader's :class:`~pcr_explore.errors.CacheTooSmallWarning`
+says that level does not fit). Every read of a bounded cache marks its
+prefix used.
 
-Sizes and recency come from an index shared by the processes
-(``.pcr-cache.sqlite``, see :mod:`._cache_index`): every prefix's bytes,
-level and last use, and their total, so that a write costs the same however
-many prefixes the cache holds, and no write lists a folder. Every read of a
-bounded cache marks its prefix used, in the index and in the file's
-modification time (what a rebuild of the index goes by). The index is made
-true from the folders, one listing each, when it is missing, damaged or half
-built (a rebuild, by the process that then holds the cache alone), when a
-dataset folder appears that it does not know or whose manifest changed (at
-opening), and when a write finds a file whose size is not the one its row
-says (a crash between the two, a file removed or changed by hand, a writer
-of an older version): a *mismatch*, after which that dataset's folder is
-listed once. A row changes before its file grows and after it shrinks, under
-the file's lock, so a process killed in between leaves a row that counts too
-many bytes (the cache then holds less than its limit until the row is
-corrected), never too few; only a power cut can lose the last rows (their
-commits are not flushed), and a write to such a prefix finds it. Eviction
-checks each prefix it trims or deletes on the disk first.
-
-Several processes may share a cache: eviction, and making a new prefix
-file, run under a lock on ``.pcr-cache.lock`` (eviction deletes a file and
-then its row, so a file made at that path in between would be left
-uncounted); a prefix is appended to, trimmed, cut back to a
-boundary or deleted only under a lock on the file itself, after checking its
-size, so no byte lands at a wrong offset; a reader whose prefix shrank or
-went away underneath it reads it again from the store. Only files this
-module writes (regular files named ``<record>.<checksum>`` in a folder that
-holds a ``source.json``, its ``source.json`` and ``levels.jsonl``, and the
-index) are ever changed or deleted. A symbolic link is never followed: an
-entry that is a link is damage, deleted (the link, not what it points to)
-and fetched again. After :func:`clear_cache`, a process still reading the
-cleared dataset keeps no new prefix of it until the dataset is opened again.
+Only files this module writes (regular files named ``<record>.<checksum>`` in
+a folder that holds a ``source.json``, that ``source.json``, the index and
+the fill locks) are ever changed or deleted, and a row of the index names a
+file only if its folder and name are of that form: a row is data, never a
+path. A symbolic link is never followed: an entry that is a link is damage,
+deleted (the link, not what it points to) and fetched again; an index or
+lock file that is a link is refused. The cache is an optimisation: a folder
+it cannot write (read-only, full, a link where its index belongs) serves
+what it holds, keeps nothing more, and says so once in a warning. After
+:func:`clear_cache`, a process still reading the cleared dataset keeps no new
+prefix of it until the dataset is opened again.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import errno
 import functools
 import hashlib
@@ -81,20 +70,17 @@ import os
 import re
 import sqlite3
 import stat
-import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DatasetError
+from . import _cache_index as ix
 from ._atomic import atomic_write
-from ._cache_index import INDEX, CacheIndex, FolderRows, Row
-
-if sys.platform == "win32":  # pragma: no cover - no fcntl: appends are not locked
-    fcntl = None
-else:
-    import fcntl
+from ._cache_index import INDEX, CacheIndex, FolderRows, Row, refuse_link
 
 __all__ = [
     "DatasetUsage",
@@ -103,6 +89,7 @@ __all__ = [
     "cache_folder",
     "cache_usage",
     "clear_cache",
+    "strip_credentials",
 ]
 
 
@@ -120,20 +107,44 @@ class _Entry(Protocol):
 
 
 _SOURCE = "source.json"
-_LEVELS = "levels.jsonl"
-_LOCK = ".pcr-cache.lock"
+_OLD_LEVELS = "levels.jsonl"  # written by older versions; cleared with the rest
+_FILL = ".fill-"  # + a prefix's name: the lock held while one process fetches it
 _ENTRY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.[0-9a-f]{8}")
+_FOLDER = re.compile(r"[0-9a-f]{16}")
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_FAILURES = (OSError, sqlite3.Error)  # what turns a cache read-only: it is an optimisation
+T = TypeVar("T")
+
+
+def strip_credentials(url: str) -> str:
+    """*url* without the user name and password it may carry.
+
+    Examples
+    --------
+    >>> strip_credentials("https://ann:secret@host:8080/ds?x=1")
+    'https://host:8080/ds?x=1'
+    >>> strip_credentials("/data/ds")
+    '/data/ds'
+    """
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def cache_folder(cache_dir: str | os.PathLike[str], url: str) -> Path:
     """The folder under *cache_dir* that holds the prefixes of the dataset at *url*.
+
+    A user name and password in *url* do not count: they never reach the disk.
 
     Examples
     --------
     >>> cache_folder("/tmp/c", "s3://bucket/ds").name
     '71591a45a16fff01'
     """
+    url = strip_credentials(url)
     return Path(cache_dir) / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
 
@@ -160,7 +171,8 @@ class PrefixCache:
         The cache's root folder (created if missing); several datasets may
         share it.
     url : str
-        The dataset's URL (it names the dataset's folder in the cache).
+        The dataset's URL (it names the dataset's folder in the cache; a
+        user name and password in it are left out).
     manifest_raw : bytes
         The manifest as fetched: its digest tells a stale cache.
     records : sequence of RecordEntry
@@ -188,9 +200,12 @@ class PrefixCache:
     Raises
     ------
     DatasetError
-        If the dataset's folder in the cache is a symbolic link; or if the
-        cache's index cannot be opened with ``max_bytes`` (a read-only
-        folder), or is missing or damaged while other processes use it.
+        If the dataset's folder in the cache is a symbolic link.
+
+    Warns
+    -----
+    UserWarning
+        Once, if the cache cannot be written (see the module's notes).
     """
 
     def __init__(
@@ -205,87 +220,84 @@ class PrefixCache:
             raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
         self.root = Path(cache_dir)
         self.max_bytes = None if max_bytes is None else int(max_bytes)
-        self.evicted = self.trimmed = self.reconciled = 0
-        self.folder = cache_folder(cache_dir, url)
+        self.url = strip_credentials(url)
+        self.evicted = self.trimmed = self.reconciled = self.stale_dropped = 0
+        self.folder = cache_folder(cache_dir, self.url)
         if self.folder.is_symlink():  # eviction and usage skip linked folders: it would grow unseen
             raise DatasetError(
                 f"{self.folder}: this dataset's cache folder is a symbolic link; remove it"
             )
-        self.folder.mkdir(parents=True, exist_ok=True)
         self._names = [f"{r.file}.{r.checksum}" for r in records]
         self._record_of = {name: r for r, name in enumerate(self._names)}
         self._bounds = [(int(r.header_bytes), *(int(b) for b in r.bytes_per_scan)) for r in records]
-        self._digest = digest = hashlib.sha256(manifest_raw).hexdigest()
-        self.stale_dropped = 0
-        if _source_of(self.folder) != digest:
-            self._drop_stale()
-            self._write_levels(digest)  # first: a source.json never vouches for older levels
-            atomic_write(
-                self.folder / _SOURCE,
-                json.dumps({"url": url, "manifest_sha256": digest}) + "\n",
-            )
-        elif _levels_digest(self.folder) != digest:  # written by an older version
-            try:
-                self._write_levels(digest)
-            except OSError:  # a read-only cache still serves reads; its levels show as unknown
-                pass
-        self._index = self._open_index()
-        self._mismatch = False
-        self._adopt()
-
-    def _write_levels(self, digest: str) -> None:
-        levels = dict(zip(self._names, self._bounds))
-        head = json.dumps({"manifest_sha256": digest})
-        atomic_write(self.folder / _LEVELS, f"{head}\n{json.dumps(levels)}\n")
-
-    def _drop_stale(self) -> None:
-        keep = set(self._names)
-        for p in self.folder.iterdir():
-            if _ENTRY.fullmatch(p.name) and p.name not in keep and _is_file(p):
-                p.unlink(missing_ok=True)
-                self.stale_dropped += 1
-
-    def _open_index(self) -> CacheIndex | None:
-        """The cache folder's shared index (None: it cannot hold one, and no limit needs it)."""
-        index = CacheIndex(self.root, functools.partial(_index_rows, self.root))
+        self._digest = hashlib.sha256(manifest_raw).hexdigest()
+        self._index: CacheIndex | None = CacheIndex(self.root, functools.partial(_rows, self.root))
+        self._bad: set[int] = set()  # records whose cached bytes failed, kept while read-only
         try:
-            index.total()  # connects: rebuilds it from the folders if missing or damaged
-        except (OSError, sqlite3.OperationalError) as exc:
-            if self.max_bytes is None:  # a read-only cache still serves reads
-                return None
-            raise DatasetError(
-                f"{index.path}: the cache index cannot be opened ({exc}); a cache_max_bytes "
-                "needs it: give a cache_dir this process can write to"
-            ) from exc
-        return index
+            self._open()
+        except _FAILURES as exc:
+            self._fail(exc)
 
-    def _adopt(self) -> None:
-        """Make the index know every dataset folder as it is on disk (one listing per change).
+    def _open(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if _source_of(self.folder) != self._digest:
+            keep = set(self._names)
+            for name, _, _ in _prefix_files(self.folder):
+                if name not in keep:
+                    (self.folder / name).unlink(missing_ok=True)
+                    self.stale_dropped += 1
+            source = {"url": self.url, "manifest_sha256": self._digest}
+            atomic_write(self.folder / _SOURCE, json.dumps(source) + "\n")
+        assert self._index is not None
+        known = self._index.run(ix.folders)
+        todo = [
+            (d, self._digest if d == self.folder else None)
+            for d, _ in _datasets(self.root)
+            if (known.get(d.name) != self._digest if d == self.folder else d.name not in known)
+        ]
 
-        A folder the index does not know (written by an older version) or
-        whose manifest changed since is listed; the others are not.
-        """
+        def reconcile(db: sqlite3.Connection) -> None:
+            for d, digest in todo:
+                self._reconcile(db, d, digest)
+
+        if todo:  # unknown to the index (an older version wrote it) or of another manifest
+            self._locked(reconcile)
+
+    def _fail(self, exc: BaseException) -> None:
+        """Go on read-only: say why once, keep nothing more."""
         if self._index is None:
             return
-        known = self._index.folders()
-        for d, _ in _datasets(self.root):
-            digest = self._digest if d == self.folder else _source_of(d)
-            if d.name not in known or known[d.name] != digest:
-                self._reconcile(d, digest)
+        self._index.close()
+        self._index = None
+        warnings.warn(
+            f"{self.root}: the prefix cache cannot be written ({exc}); reads go on, "
+            "serving what it holds and keeping nothing more",
+            UserWarning,
+            stacklevel=4,
+        )
 
-    def _reconcile(self, folder: Path, digest: str | None) -> None:
+    def _locked(self, step: Callable[[sqlite3.Connection], T]) -> T | None:
+        """*step* in one write transaction of the index, the cache's lock (None: read-only)."""
+        if self._index is None:
+            return None
+        try:
+            return self._index.run(step, write=True)
+        except _FAILURES as exc:
+            self._fail(exc)
+            return None
+
+    def _reconcile(self, db: sqlite3.Connection, folder: Path, digest: str | None) -> None:
         """Replace *folder*'s rows in the index by what one listing of it finds."""
-        assert self._index is not None
-        if folder == self.folder:
-            bounds: Mapping[str, Sequence[int]] = _Bounds(self._record_of, self._bounds)
-        else:
-            bounds = _held_levels(folder)
-        self._index.put_folder(folder.name, digest, _folder_rows(folder, bounds))
+        bounds = self._bounds if folder == self.folder else []
+        found = _folder_rows(
+            folder, lambda name, size: _least(bounds, self._record_of.get(name), size)
+        )
+        ix.put_folder(db, folder.name, digest, found)
         if folder == self.folder:
             self.reconciled += 1
 
     def close(self) -> None:
-        """Let go of the shared index (the object must not be used afterwards)."""
+        """Let go of the shared index (the next use connects again)."""
         if self._index is not None:
             self._index.close()
 
@@ -299,23 +311,27 @@ class PrefixCache:
 
     def length(self, r: int) -> int:
         """Bytes of record *r* held, trimmed back to the last boundary the manifest knows."""
+        if r in self._bad:
+            return 0
         path = self.path(r)
         try:
             st = path.lstat()
         except FileNotFoundError:
             return 0
+        except OSError as exc:  # an unreadable folder: read from the store
+            self._fail(exc)
+            self._bad.add(r)
+            return 0
         if stat.S_ISLNK(st.st_mode):  # never ours: drop the link, never what it points to
-            path.unlink(missing_ok=True)
-            self._forget(r)
+            self.drop(r)
             return 0
         if not stat.S_ISREG(st.st_mode):
             raise DatasetError(
                 f"{path}: this cache entry is not a file; remove it to fetch the record again"
             )
-        size = st.st_size
-        fit = max((b for b in self._bounds[r] if b <= size), default=0)
-        if fit != size:
-            self._cut(r, fit, expect=size)
+        fit = max((b for b in self._bounds[r] if b <= st.st_size), default=0)
+        if fit != st.st_size:  # a crash in the middle of an append
+            self._locked(lambda db: self._cut(db, r, None))
         return fit
 
     def read(self, r: int, end: int) -> bytes:
@@ -331,225 +347,183 @@ class PrefixCache:
         try:
             fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
         except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            raise FileNotFoundError(2, "cached prefix is a link", str(path)) from None
+            if exc.errno not in (errno.ENOENT, errno.ELOOP):
+                self._fail(exc)
+            raise FileNotFoundError(2, "cached prefix is gone", str(path)) from None
         with os.fdopen(fd, "rb") as f:
             data = f.read(end)
         if len(data) != end:  # shrunk underneath us (another process trimmed or dropped it)
             raise FileNotFoundError(2, "cached prefix shrank while reading", str(path))
-        if self.max_bytes is not None:
-            now = _touch(path)  # used just now: the last to be evicted
-            if self._index is not None:
-                self._index.touch(self.folder.name, self._names[r], now)
+        if self.max_bytes is not None:  # used just now: the last to be evicted
+            name, now = self._names[r], time.time_ns()
+            self._locked(lambda db: ix.touch(db, self.folder.name, name, now))
         return data
 
     def extend(self, r: int, start: int, data: bytes) -> None:
-        """Append *data* as bytes ``start..`` of record *r*.
+        """Append *data* as bytes ``start..`` of record *r*, as much of it as the limit allows.
 
         Nothing is written unless the file holds exactly *start* bytes: a
-        concurrent reader that appended first wins, and no byte lands at the
-        wrong offset. An entry that is a link is deleted, not written through.
-        Nothing is kept once the dataset's cache was cleared (its folder or
-        its ``source.json`` gone).
+        concurrent reader that appended first wins. An entry that is a link
+        is deleted, not written through. Nothing is kept once the dataset's
+        cache was cleared (its folder or its ``source.json`` gone).
         """
-        if not data:
-            return
-        if start == 0 and self._index is not None:
-            # A new prefix is made under the cache's lock, as eviction runs: eviction
-            # deletes a file, then its row, and a file made at that path in between
-            # would lose the row it was just given (on disk, counted nowhere).
-            with open(self.root / _LOCK, "a+b") as lock:
-                _lock(lock)
-                written = self._write(r, start, data)
-        else:
-            written = self._write(r, start, data)
-        if not written:
-            return
-        if self._mismatch:
-            self._mismatch = False
-            self._reconcile(self.folder, self._digest)
-        if self.max_bytes is not None:
-            path = self.path(r)
-            _touch(path)
-            self._evict(path, start + len(data), _level(self._bounds[r], start + len(data)) or 0)
+        if data and r not in self._bad:
+            self._locked(lambda db: self._write(db, r, start, data))
 
-    def _write(self, r: int, start: int, data: bytes) -> bool:
-        """:meth:`extend`'s write under the file's lock; whether *data* was written."""
-        path = self.path(r)
-        end = start + len(data)
-        create = os.O_CREAT if start == 0 else 0  # a prefix evicted meanwhile is not made anew
+    def _write(self, db: sqlite3.Connection, r: int, start: int, data: bytes) -> None:
+        """:meth:`extend` inside the lock."""
+        end = self._fitting(r, start + len(data))
+        if end <= start or (start == 0 and not _is_file(self.folder / _SOURCE)):
+            return  # nothing fits, or cleared since opening: keep nothing
+        path, name = self.path(r), self._names[r]
         try:
-            fd = os.open(path, os.O_RDWR | create | _NOFOLLOW, 0o666)
+            fd = os.open(path, os.O_RDWR | (os.O_CREAT if start == 0 else 0) | _NOFOLLOW, 0o666)
         except FileNotFoundError:  # the folder was cleared away, or the prefix evicted
-            return False
+            return
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise
             path.unlink(missing_ok=True)  # a link appeared since length(): the next read refills
-            self._forget(r)
-            return False
-        with os.fdopen(fd, "r+b") as f:
-            _lock(f)
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size != start or st.st_nlink == 0:
-                return False  # another writer was first, or evicted it since we opened it
-            if start == 0 and not (self.folder / _SOURCE).exists():
-                path.unlink(missing_ok=True)  # cleared since opening: keep nothing
-                return False
-            self._grow(r, start, end)
-            try:
-                os.pwrite(fd, data, start)
-            except OSError:
-                self._resize(r, os.fstat(fd).st_size)
-                raise
-        return True
-
-    def _grow(self, r: int, start: int, end: int) -> None:
-        """Tell the index, before writing, that record *r* grows from *start* to *end* bytes."""
-        if self._index is None:
+            ix.forget(db, self.folder.name, name)
             return
-        name = self._names[r]
-        had = self._index.grow(
-            self.folder.name, name, end, self._least_level(r, end), time.time_ns()
-        )
-        if had != start:  # the row lagged its file: a crash, a hand, or an older version
-            self._mismatch = True
-
-    def _resize(self, r: int, size: int) -> None:
-        if self._index is not None:
-            self._index.resize(self.folder.name, self._names[r], size, self._least_level(r, size))
-
-    def _forget(self, r: int) -> None:
-        if self._index is not None:
-            self._index.forget(self.folder.name, self._names[r])
-
-    def _cut(self, r: int, size: int, expect: int | None = None) -> bool:
-        """Truncate record *r*'s cache file to *size* bytes under its lock; whether it was cut.
-
-        Nothing is cut if the file is not longer than *size*, is not a regular
-        file (a link is never opened), or no longer has *expect* bytes
-        (another process changed it since it was measured). Its row in the
-        index is set to what the file then holds.
-        """
-        try:
-            fd = os.open(self.path(r), os.O_RDWR | _NOFOLLOW)
-        except (FileNotFoundError, IsADirectoryError):
-            self._forget(r)
-            return False
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            self._forget(r)  # a link is never a prefix: length() deletes it
-            return False
         with os.fdopen(fd, "r+b") as f:
-            _lock(f)
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                self._forget(r)
-                return False
-            if st.st_nlink == 0 or (expect is not None and st.st_size != expect):
-                return False  # removed or changed meanwhile: its row is the other writer's
-            held = min(st.st_size, size)
-            if held < st.st_size:
-                f.truncate(held)
-            self._resize(r, held)
-        return held < st.st_size
-
-    def _remove(self, folder: str, name: str) -> bool:
-        """Delete the prefix *name* of dataset folder *folder* under its lock; whether it was."""
-        assert self._index is not None
-        path = self.root / folder / name
-        try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-                raise
-            self._index.forget(folder, name)  # gone, or never a prefix
-            return False
-        with os.fdopen(fd, "rb") as f:
-            _lock(f)
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                self._index.forget(folder, name)
-                return False
+            if not stat.S_ISREG(st.st_mode) or st.st_size != start:
+                return  # another writer was first, or it changed since length()
+            if (ix.row(db, self.folder.name, name) or 0) != start:
+                self._reconcile(db, self.folder, self._digest)  # the rows lag the folder
+            if self.max_bytes is not None:
+                self._make_room(db, r, start, end)
             try:
-                now = os.lstat(path)
-            except FileNotFoundError:
-                now = None
-            if (
-                st.st_nlink == 0
-                or now is None
-                or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev)
-            ):
-                return False  # removed or replaced meanwhile: its row is the other writer's
-            path.unlink()
-            self._index.forget(folder, name)
-        return True
+                os.pwrite(fd, data[: end - start], start)
+            except OSError:
+                f.truncate(start)
+                raise
+            ix.put(db, self.folder.name, name, end, self._least_level(r, end), time.time_ns())
 
-    def _evict(self, keep: Path, kept: int, level: int) -> None:
-        """Trim, then delete, the least recently used prefixes until the folder fits ``max_bytes``.
+    def _fitting(self, r: int, end: int) -> int:
+        """How much of record *r*'s first *end* bytes the limit lets the cache keep.
 
-        *keep* was just extended to *kept* bytes, level *level*: this
-        dataset's prefixes beyond that level are cut back to it first.
-        Sizes, recency and the total come from the index: nothing is listed.
+        A prefix larger than the limit by itself is kept up to the highest
+        level that fits, or not at all: the reader's
+        :class:`~pcr_explore.errors.CacheTooSmallWarning` has said that such
+        a level does not fit.
+        """
+        if self.max_bytes is None or end <= self.max_bytes:
+            return end
+        return max((b for b in self._bounds[r] if b <= self.max_bytes), default=0)
+
+    def _make_room(self, db: sqlite3.Connection, r: int, start: int, end: int) -> None:
+        """Trim, then delete, the least recently used prefixes until record *r* fits at *end*.
+
+        This dataset's prefixes beyond *end*'s level are cut back to it
+        first. The total is the rows' sum, taken once; each victim is one
+        step down an index of the rows.
         """
         assert self.max_bytes is not None
-        index = self._index
-        assert index is not None
-        with open(self.root / _LOCK, "a+b") as lock:
-            _lock(lock)
-            try:
-                st = keep.lstat()
-            except FileNotFoundError:
-                return
-            if st.st_size != kept:
-                # Changed since our append, so another writer's eviction (which saw
-                # our bytes) ran or will run after it: evicting again would delete
-                # that writer's own fresh prefix too, and could leave nothing.
-                return
-            total = index.total()
-            top = len(self._bounds[0]) - 1 if self._bounds else 0
-            while total > self.max_bytes and level < top:
-                name = index.oldest_above(self.folder.name, level, top, keep.name)
-                r = None if name is None else self._record_of.get(name)
-                if r is None:  # none left (a row with a level names a record of this manifest)
-                    break
-                if self._cut(r, self._bounds[r][level]):
-                    self.trimmed += 1
-                total = index.total()
-            while total > self.max_bytes:
-                victim = index.oldest((self.folder.name, keep.name))
-                if victim is None:
-                    break
-                if self._remove(*victim):
-                    self.evicted += 1
-                total = index.total()
+        folder, keep = self.folder.name, self._names[r]
+        level = _level(self._bounds[r], end) or 0
+        top = len(self._bounds[r]) - 1
+        over = ix.total(db) - start + end - self.max_bytes
+        while over > 0 and level < top:
+            head = ix.oldest_above(db, folder, level, top, keep)
+            victim = None if head is None else self._record_of.get(head[0])
+            if head is None or victim is None:  # a row with a level names a record of ours
+                break
+            cut, now = self._cut(db, victim, self._bounds[victim][level])
+            self.trimmed += cut
+            over -= head[1] - now
+        while over > 0:
+            old = ix.oldest(db, (folder, keep))
+            if old is None:
+                break
+            self.evicted += self._remove(db, old[0], old[1])
+            over -= old[2]
+
+    def _cut(self, db: sqlite3.Connection, r: int, size: int | None) -> tuple[bool, int]:
+        """Truncate record *r*'s cache file to *size* bytes: whether it was, and its bytes now.
+
+        None: to the last boundary its bytes reach (checked here, inside the
+        lock). Its row is then what the file holds (none if it is not a
+        regular file).
+        """
+        name = self._names[r]
+        try:
+            fd = os.open(self.path(r), os.O_RDWR | _NOFOLLOW)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.EISDIR):
+                raise
+            ix.forget(db, self.folder.name, name)  # gone, or never a prefix (length() says which)
+            return False, 0
+        with os.fdopen(fd, "r+b") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                ix.forget(db, self.folder.name, name)
+                return False, 0
+            fit = max((b for b in self._bounds[r] if b <= st.st_size), default=0)
+            held = min(st.st_size, fit if size is None else size)
+            if held < st.st_size:
+                f.truncate(held)
+            ix.put(db, self.folder.name, name, held, self._least_level(r, held), None)
+        return held < st.st_size, held
+
+    def _remove(self, db: sqlite3.Connection, folder: str, name: str) -> bool:
+        """Delete the prefix *name* of dataset folder *folder* and its row; whether a file went.
+
+        The row is data: its folder and name must be of the cache's own form,
+        in a folder (not a link) that holds a ``source.json``, or nothing on
+        the disk is touched.
+        """
+        ix.forget(db, folder, name)
+        if not (_FOLDER.fullmatch(folder) and _ENTRY.fullmatch(name)):
+            return False
+        d = self.root / folder
+        try:
+            if not stat.S_ISDIR(d.lstat().st_mode) or not _is_file(d / _SOURCE):
+                return False
+            mode = (d / name).lstat().st_mode
+        except FileNotFoundError:
+            return False
+        if stat.S_ISREG(mode) or stat.S_ISLNK(mode):  # a link: itself, never what it points to
+            (d / name).unlink()
+        return stat.S_ISREG(mode)
 
     def drop(self, r: int) -> None:
         """Forget record *r* (its cached bytes failed a check)."""
-        path = self.path(r)
-        if self._index is None or path.is_symlink():
-            path.unlink(missing_ok=True)
-            self._forget(r)
-        else:
-            self._remove(self.folder.name, self._names[r])
+        gone = self._locked(lambda db: self._remove(db, self.folder.name, self._names[r]))
+        if gone is None:  # read-only: not served again by this object
+            self._bad.add(r)
 
+    @contextlib.contextmanager
+    def filling(self, r: int, end: int) -> Iterator[None]:
+        """Hold record *r*'s fill lock while its first *end* bytes are fetched.
 
-class _Bounds(Mapping[str, Sequence[int]]):
-    """Record boundaries by cache name, read from the open manifest (no copy)."""
+        Several DataLoader workers that need parts of one record at once then
+        fetch its prefix from the store once: the first fills the cache, the
+        others wait and read it from there. Nothing is locked when the cache
+        holds the bytes or is read-only. The lock is ``filelock``'s on
+        ``.fill-<prefix>`` in the dataset's folder (released by the system
+        when its holder dies; removed by the holder as it lets go).
+        """
+        lock = None if self._index is None or self.length(r) >= end else self._fill_lock(r)
+        try:
+            yield
+        finally:
+            if lock is not None:
+                with contextlib.suppress(OSError):  # removed while held: see storage._lock
+                    Path(lock.lock_file).unlink()
+                lock.release()
 
-    def __init__(self, record_of: dict[str, int], bounds: list[tuple[int, ...]]) -> None:
-        self._record_of, self._bounds = record_of, bounds
+    def _fill_lock(self, r: int) -> Any:
+        from filelock import FileLock  # a reader without a cache never needs it
 
-    def __getitem__(self, name: str) -> Sequence[int]:
-        return self._bounds[self._record_of[name]]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._record_of)
-
-    def __len__(self) -> int:
-        return len(self._record_of)
+        lock = FileLock(self.folder / f"{_FILL}{self._names[r]}", thread_local=False)
+        try:
+            lock.acquire()  # opens with O_NOFOLLOW: a link is refused
+        except OSError as exc:
+            self._fail(exc)
+            return None
+        return lock
 
 
 def _is_file(p: Path) -> bool:
@@ -560,14 +534,23 @@ def _is_file(p: Path) -> bool:
         return False
 
 
-def _touch(path: Path) -> int:
-    """Mark *path* used now, to the nanosecond (what a rebuilt index takes as its last use)."""
-    now = time.time_ns()
+def _least(bounds: Sequence[Sequence[int]], r: int | None, size: int) -> int | None:
+    """The lowest level of record *r* of *bounds* that holds *size* bytes (None: unknown)."""
+    return None if r is None or r >= len(bounds) else bisect.bisect_left(bounds[r], size)
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON in *path*, not following a link (ValueError or OSError: none)."""
+    with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb") as f:
+        return json.loads(f.read(1 << 16))
+
+
+def _source_of(folder: Path) -> str | None:
+    """The manifest digest in *folder*'s ``source.json`` (None: none readable)."""
     try:
-        os.utime(path, ns=(now, now), follow_symlinks=False)
-    except FileNotFoundError:  # evicted by another process meanwhile
-        pass
-    return now
+        return str(_read_json(folder / _SOURCE)["manifest_sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _datasets(cache_dir: Path) -> list[tuple[Path, str]]:
@@ -575,58 +558,26 @@ def _datasets(cache_dir: Path) -> list[tuple[Path, str]]:
     out = []
     try:
         children = sorted(cache_dir.iterdir())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     for d in children:
-        if d.is_symlink() or not d.is_dir() or not re.fullmatch(r"[0-9a-f]{16}", d.name):
+        if not _FOLDER.fullmatch(d.name) or d.is_symlink() or not d.is_dir():
             continue
         try:
-            url = json.loads((d / _SOURCE).read_text("utf-8"))["url"]
+            url = _read_json(d / _SOURCE)["url"]
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not ours: never touched
-        out.append((d, str(url)))
+        out.append((d, strip_credentials(str(url))))  # an older version wrote it as given
     return out
 
 
-def _entries(cache_dir: Path) -> list[tuple[int, int, Path]]:
-    """(modification time in ns, bytes, path) of every cached prefix under *cache_dir*."""
-    return [e for d, _ in _datasets(cache_dir) for e in _folder_entries(d)]
-
-
-def _folder_entries(folder: Path) -> list[tuple[int, int, Path]]:
-    """(modification time in ns, bytes, path) of every cached prefix in a dataset *folder*."""
+def _prefix_files(folder: Path) -> list[tuple[str, int, int]]:
+    """(name, bytes, modification time in ns) of every cached prefix in a dataset *folder*."""
     out = []
-    for p in folder.iterdir():
-        if not _ENTRY.fullmatch(p.name):
-            continue
-        try:
-            st = p.lstat()
-        except FileNotFoundError:
-            continue
-        if stat.S_ISREG(st.st_mode):
-            out.append((st.st_mtime_ns, st.st_size, p))
-    return out
-
-
-def _source_of(folder: Path) -> str | None:
-    """The manifest digest in *folder*'s ``source.json`` (None: none readable)."""
-    try:
-        return str(json.loads((folder / _SOURCE).read_text("utf-8"))["manifest_sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _folder_rows(folder: Path, bounds: Mapping[str, Sequence[int]]) -> Iterator[Row]:
-    """The index rows of the prefixes in *folder*, from one listing of it.
-
-    Their last use is the file's modification time (every read of a bounded
-    cache sets it), their level the lowest of *bounds* that holds them (None:
-    a record *bounds* does not name).
-    """
     try:
         listing = os.scandir(folder)
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return []
     with listing:
         for e in listing:
             if not _ENTRY.fullmatch(e.name):
@@ -635,46 +586,24 @@ def _folder_rows(folder: Path, bounds: Mapping[str, Sequence[int]]) -> Iterator[
                 st = e.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            b = bounds.get(e.name)
-            try:
-                level = None if b is None else bisect.bisect_left([int(x) for x in b], st.st_size)
-            except (TypeError, ValueError):  # a damaged levels file: unknown
-                level = None
-            yield e.name, st.st_size, level, st.st_mtime_ns
+            if stat.S_ISREG(st.st_mode):
+                out.append((e.name, st.st_size, st.st_mtime_ns))
+    return out
 
 
-def _index_rows(cache_dir: Path) -> Iterator[FolderRows]:
-    """Every dataset folder of *cache_dir* as index rows: what a rebuild of the index holds."""
-    for d, _ in _datasets(cache_dir):
-        yield d.name, _source_of(d), _folder_rows(d, _held_levels(d))
+def _folder_rows(folder: Path, level: Callable[[str, int], int | None]) -> list[Row]:
+    """The index rows of the prefixes in *folder*, from one listing of it.
 
-
-def _levels_digest(folder: Path) -> str | None:
-    """The manifest digest on the first line of *folder*'s levels file (None: none)."""
-    try:
-        with open(folder / _LEVELS, "rb") as f:
-            return str(json.loads(f.readline(200))["manifest_sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _held_levels(folder: Path) -> dict[str, list[int]]:
-    """Every record's level boundaries, by cache name, if they are the cached manifest's.
-
-    Empty when unknown: no levels file (a cache written by an older
-    version), a damaged one, or one of another manifest than ``source.json``'s.
+    Their last use is the file's modification time, their level
+    ``level(name, size)`` (None: unknown until the dataset is opened).
     """
-    try:
-        source = json.loads((folder / _SOURCE).read_text("utf-8"))["manifest_sha256"]
-        with open(folder / _LEVELS, "rb") as f:
-            if json.loads(f.readline(200))["manifest_sha256"] != source:
-                return {}
-            levels = json.loads(f.readline())
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return levels if isinstance(levels, dict) else {}
+    return [(name, size, level(name, size), mtime) for name, size, mtime in _prefix_files(folder)]
+
+
+def _rows(cache_dir: Path) -> Iterator[FolderRows]:
+    """Every dataset folder of *cache_dir* as index rows, levels unknown: what a new index holds."""
+    for d, _ in _datasets(cache_dir):
+        yield d.name, None, _folder_rows(d, lambda name, size: None)
 
 
 class LevelUsage(TypedDict):
@@ -701,11 +630,12 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> list[DatasetUsage]:
     Returns
     -------
     list of dict
-        One per dataset: ``url``, ``folder``, ``prefixes`` (records held),
-        ``bytes`` and ``levels``, a list of ``{"level", "records", "bytes"}``
-        by level, lowest first, where level 0 is the header alone and level
-        None a prefix whose level cannot be told (cached by an older
-        version, or a record the manifest no longer names).
+        One per dataset: ``url`` (without a user name or password),
+        ``folder``, ``prefixes`` (records held), ``bytes`` and ``levels``, a
+        list of ``{"level", "records", "bytes"}`` by level, lowest first,
+        where level 0 is the header alone and level None a prefix whose level
+        cannot be told (cached by an older version, or a record the manifest
+        no longer names, until its dataset is opened again).
 
     Examples
     --------
@@ -713,93 +643,65 @@ def cache_usage(cache_dir: str | os.PathLike[str]) -> list[DatasetUsage]:
     []
     """
     root = Path(cache_dir)
-    sizes: dict[Path, list[tuple[str, int]]] = {}
-    for _, size, p in _entries(root):
-        sizes.setdefault(p.parent, []).append((p.name, size))
-    rows: list[DatasetUsage] = []
+    index = ix.saved_rows(root)  # the levels; the sizes are the disk's
+    out: list[DatasetUsage] = []
     for d, url in _datasets(root):
-        held = sizes.get(d, [])
-        rows.append(
-            {
-                "url": url,
-                "folder": str(d),
-                "prefixes": len(held),
-                "bytes": sum(size for _, size in held),
-                "levels": _by_level(held, _held_levels(d)) if held else [],
-            }
+        counts: dict[int | None, list[int]] = {}
+        held = _prefix_files(d)
+        for name, size, _ in held:
+            size_, level, _ = index.get((d.name, name), (None, None, 0))
+            counts.setdefault(level if size_ == size else None, []).append(size)
+        order = sorted(counts, key=lambda k: (k is None, k or 0))
+        levels: list[LevelUsage] = [
+            {"level": k, "records": len(counts[k]), "bytes": sum(counts[k])} for k in order
+        ]
+        total = sum(size for _, size, _ in held)
+        out.append(
+            {"url": url, "folder": str(d), "prefixes": len(held), "bytes": total, "levels": levels}
         )
-    return rows
-
-
-def _by_level(held: list[tuple[str, int]], bounds: dict[str, list[int]]) -> list[LevelUsage]:
-    """Records and bytes held at each level, lowest first, the unknown level last."""
-    counts: dict[int | None, list[int]] = {}
-    for name, size in held:
-        b = bounds.get(name)
-        try:
-            k = None if b is None else _level([int(x) for x in b], size)
-        except (TypeError, ValueError):  # a damaged levels file: unknown, not an error
-            k = None
-        counts.setdefault(k, []).append(size)
-    order = sorted(counts, key=lambda k: (k is None, k or 0))
-    return [{"level": k, "records": len(counts[k]), "bytes": sum(counts[k])} for k in order]
+    return out
 
 
 def clear_cache(cache_dir: str | os.PathLike[str], url: str | None = None) -> tuple[int, int]:
     """Delete the cached prefixes (of the dataset at *url*, or all); return (files, bytes).
 
     Only what this module wrote goes: ``source.json`` (first: a process still
-    reading the dataset then keeps no new prefix), prefixes, ``levels.jsonl``,
-    then the dataset's folder if nothing else is left in it; the prefixes'
-    rows leave the shared index.
+    reading the dataset then keeps no new prefix), prefixes, fill locks, then
+    the dataset's folder if nothing else is left in it; the prefixes' rows
+    leave the shared index.
     """
     root = Path(cache_dir)
-    files = nbytes = 0
     if not root.is_dir():
         return 0, 0
-    with open(root / _LOCK, "a+b") as lock:
-        _lock(lock)
-        index = _index_if_any(root)
-        try:
-            for d, u in _datasets(root):
-                if url is not None and u.rstrip("/") != url.rstrip("/"):
-                    continue
-                held = _folder_entries(d)
-                (d / _SOURCE).unlink(missing_ok=True)
-                for _, size, p in held:
+    want = None if url is None else strip_credentials(url).rstrip("/")
+    counted = [0, 0]
+
+    def clear(db: sqlite3.Connection | None) -> None:
+        counted[:] = [0, 0]
+        for d, u in _datasets(root):
+            if want is not None and u.rstrip("/") != want:
+                continue
+            (d / _SOURCE).unlink(missing_ok=True)
+            for name, size, _ in _prefix_files(d):
+                (d / name).unlink(missing_ok=True)
+                counted[0], counted[1] = counted[0] + 1, counted[1] + size
+            for p in d.iterdir():
+                if (p.name == _OLD_LEVELS or p.name.startswith(_FILL)) and _is_file(p):
                     p.unlink(missing_ok=True)
-                    files, nbytes = files + 1, nbytes + size
-                if _is_file(d / _LEVELS):
-                    (d / _LEVELS).unlink()
-                if index is not None:
-                    index.forget_folder(d.name)
-                try:
-                    d.rmdir()  # only when empty: a user's own file keeps it
-                except OSError:
-                    pass
+            if db is not None:
+                ix.forget_folder(db, d.name)
+            with contextlib.suppress(OSError):
+                d.rmdir()  # only when empty: a user's own file keeps it
+
+    if (root / INDEX).exists():  # none is made just to be emptied
+        index = CacheIndex(root, functools.partial(_rows, root))
+        try:
+            refuse_link(root / INDEX)
+            index.run(clear, write=True)
+            return counted[0], counted[1]
+        except _FAILURES:  # its rows then count prefixes no longer there: eviction drops them
+            pass
         finally:
-            if index is not None:
-                index.close()
-    return files, nbytes
-
-
-def _index_if_any(root: Path) -> CacheIndex | None:
-    """The cache's index, if it has one that opens (none is made just to be emptied)."""
-    if not (root / INDEX).exists():
-        return None
-    index = CacheIndex(root, functools.partial(_index_rows, root))
-    try:
-        index.total()
-    except (OSError, sqlite3.Error, DatasetError):
-        # Its rows then count prefixes no longer there: eviction drops each row
-        # it meets whose file is gone, so the cache holds less, never more.
-        return None
-    return index
-
-
-def _lock(f: IO[bytes]) -> None:
-    """An exclusive lock on an open cache file, released when it is closed."""
-    # flock on the entry itself, not filelock's sidecar file: the size check and
-    # the append must be one step on the very file other processes append to.
-    if fcntl is not None:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            index.close()
+    clear(None)
+    return counted[0], counted[1]
