@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from ..._public import public
-from ...errors import MissingExtraError, SwapError
+from ...errors import SwapError
 from ..traces import TensorRecord, Trace
+from ._torch_ops import host_copy, is_weight, require_torch, zero_count
 
 __all__ = ["SavedTensorCapture", "capture_saved_tensors"]
 
@@ -117,57 +118,41 @@ def capture_saved_tensors(
     >>> trace
     <Trace my-model: 15 tensors, 1 iteration(s), 1.4 MiB, mean sparsity ...>
     """
-    try:
-        import torch
-    except ImportError as exc:
-        raise MissingExtraError(
-            "capture_saved_tensors needs PyTorch: pip install 'pcr-explore[torch]'"
-        ) from exc
+    torch = require_torch("capture_saved_tensors")
     cap = SavedTensorCapture()
     seen: set[tuple[Any, ...]] = set()
 
     def pack(t):
-        base = getattr(t, "_base", None)  # the transposed weight a Linear saves is a view
-        is_param = isinstance(t, torch.nn.Parameter) or isinstance(base, torch.nn.Parameter)
-        if is_param and not include_parameters:
-            return t
+        if not include_parameters and is_weight(torch, t, set()):
+            return t  # the transposed weight a Linear saves is a view of a parameter
         key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), str(t.dtype))
         if key in seen:
             return t
         seen.add(key)
-        d = t.detach()
-        if d.is_floating_point():
-            zeros = int(((d == 0) & ~torch.signbit(d)).sum())
-        else:
-            zeros = int((d == 0).sum())
-        n = d.numel()
+        n = t.numel()
         op = type(t.grad_fn).__name__ if t.grad_fn is not None else "leaf"
         low = op.lower()
         if "relu" in low:
             kind = "relu"
         elif "pool" in low:
             kind = "pool"
-        elif op == "leaf" and d.is_floating_point():
+        elif op == "leaf" and t.is_floating_point():
             kind = "input"
         else:
             kind = "activation"
-        dtype = _TORCH_DTYPES.get(str(t.dtype), "float32")
         cap.records.append(
             {
                 "name": f"{len(cap.records):03d}.{op.removesuffix('Backward0').lower()}",
                 "shape": list(t.shape),
-                "dtype": dtype,
+                "dtype": _TORCH_DTYPES.get(str(t.dtype), "float32"),
                 "bytes": n * t.element_size(),
-                "sparsity": zeros / n if n else 0.0,
+                "sparsity": zero_count(torch, t) / n if n else 0.0,
                 "kind": kind,
                 "op": op,
             }
         )
         if keep_tensors:
-            host = d.to("cpu")
-            if host.dtype == torch.bfloat16:
-                host = host.float()
-            cap.tensors.append(host.numpy().copy())
+            cap.tensors.append(host_copy(torch, t))
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

@@ -105,6 +105,12 @@ def zero_count(torch: ModuleType, t: Any) -> int:
     return int((d == 0).sum())
 
 
+def host_copy(torch: ModuleType, t: Any) -> Any:
+    """A numpy copy of *t* on the CPU (bfloat16, which numpy lacks, as float32)."""
+    host = t.detach().to("cpu")
+    return (host.float() if host.dtype == torch.bfloat16 else host).numpy().copy()
+
+
 def module_cost(module: Any, inputs: tuple[Any, ...], output: Any) -> tuple[float, float]:
     """Forward FLOPs (a multiply-add counts 2) and bytes moved by one leaf module call."""
     out_n = int(output.numel()) if hasattr(output, "numel") else 0

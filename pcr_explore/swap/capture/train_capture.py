@@ -27,6 +27,7 @@ from ..traces import TensorRecord, Trace
 from ._saved import _TORCH_DTYPES
 from ._torch_ops import (
     MASK_SAVERS,
+    host_copy,
     is_weight,
     kind_of,
     op_label,
@@ -179,9 +180,6 @@ def _record_step(
                 name, k = f"{base}#{k}", k + 1
             names.add(name)
             flops, mem = tr.take()
-            host = t.detach().to("cpu")
-            if host.dtype == torch.bfloat16:
-                host = host.float()
             saved[key] = _Saved(
                 name=name,
                 shape=tuple(int(d) for d in t.shape),
@@ -192,7 +190,7 @@ def _record_step(
                 savers={tr.saver},
                 flops=flops,
                 mem=mem,
-                array=host.numpy().copy() if keep else None,
+                array=host_copy(torch, t) if keep else None,
             )
             return t
 

@@ -155,6 +155,12 @@ def nonzero_mask(flat: np.ndarray) -> np.ndarray:
     return bit_view(flat) != 0
 
 
+def nonzero_share(n: Any, nnz: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """*n* and *nnz* as float arrays, and the share of non-zeros (0 for no elements)."""
+    n, nnz = np.asarray(n, dtype=float), np.asarray(nnz, dtype=float)
+    return n, nnz, np.where(n > 0, nnz / np.where(n > 0, n, 1), 0.0)
+
+
 def _check_n(n: object) -> None:
     arr = np.asarray(n)
     if arr.dtype.kind not in "iuf" or np.any(arr < 0):
@@ -339,6 +345,14 @@ class Codec(abc.ABC):
             raise SwapError(f"{self.name}: expected an Encoded, got {type(enc).__name__}")
         if enc.codec != self.name:
             raise SwapError(f"{self.name}: cannot decode data encoded by {enc.codec!r}")
+
+    def _stream(self, enc: Encoded) -> bytes:
+        """The byte stream of a codec that stores one, checked."""
+        self._check_encoded(enc)
+        stream = enc.parts.get("stream")
+        if not isinstance(stream, bytes):
+            raise SwapError(f"{self.name}: encoded data lacks its byte stream")
+        return stream
 
     def __str__(self) -> str:
         return self.name

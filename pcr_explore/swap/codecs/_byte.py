@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import Codec, Encoded, SizeModel, as_tensor
+from ._base import Codec, Encoded, SizeModel, as_tensor, nonzero_share
 
 __all__ = ["LZ4", "Zstd", "iid_sample"]
 
@@ -54,10 +54,7 @@ class _ByteCodec(Codec):
         return self._encoded(arr, {"stream": self._compress(data)})
 
     def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
-        stream = encoded.parts.get("stream")
-        if not isinstance(stream, bytes):
-            raise SwapError(f"{self.name}: encoded data lacks its byte stream")
+        stream = self._stream(encoded)
         try:
             raw = self._decompress(stream, encoded.raw_nbytes)
         except Exception as exc:  # the C libraries raise their own error types
@@ -69,10 +66,8 @@ class _ByteCodec(Codec):
         return np.frombuffer(raw, dtype=encoded.dtype).reshape(encoded.shape).copy()
 
     def _size(self, n, nnz, itemsize, shape):
-        n = np.asarray(n, dtype=float)
-        nnz = np.asarray(nnz, dtype=float)
-        s = np.where(n > 0, 1.0 - nnz / np.where(n > 0, n, 1), 0.0)
-        flat_s, flat_n = np.broadcast_arrays(s, n)
+        n, _, p = nonzero_share(n, nnz)
+        flat_s, flat_n = np.broadcast_arrays(np.where(n > 0, 1.0 - p, 0.0), n)
         keys = np.round(flat_s, 3)
         cost = {v: _sampled_cost(self, float(v), itemsize) for v in np.unique(keys)}
         fixed = np.array([cost[v][0] for v in keys.ravel()]).reshape(keys.shape)

@@ -105,10 +105,7 @@ class ZFP(Codec):
         return self._encoded(arr, {"stream": bytes(stream)})
 
     def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
-        stream = encoded.parts.get("stream")
-        if not isinstance(stream, bytes):
-            raise SwapError(f"{self.name}: encoded data lacks its byte stream")
+        stream = self._stream(encoded)
         if encoded.n == 0:
             return np.zeros(encoded.shape, dtype=encoded.dtype)
         zfpy = _zfpy()

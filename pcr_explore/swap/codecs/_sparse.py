@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import Codec, Encoded, SizeModel, as_tensor, bit_view, nonzero_mask
+from ._base import Codec, Encoded, SizeModel, as_tensor, bit_view, nonzero_mask, nonzero_share
 
 __all__ = ["ZVC", "Bitmap", "CSR", "Delta8", "ZeroRLE"]
 
@@ -47,14 +47,20 @@ def _part(enc: Encoded, key: str, dtype: str | None = None) -> np.ndarray:
     return part
 
 
-def _values(enc: Encoded, nnz: int) -> np.ndarray:
+def _rebuild(enc: Encoded, idx: np.ndarray) -> np.ndarray:
+    """The tensor whose non-zeros, the encoding's ``values``, sit at flat indices *idx*."""
     values = _part(enc, "values")
-    if values.dtype != np.dtype(enc.dtype) or values.size != nnz:
+    if values.dtype != np.dtype(enc.dtype) or values.size != idx.size:
         raise SwapError(
-            f"{enc.codec}: corrupt data: {values.size} {values.dtype} values for {nnz} "
+            f"{enc.codec}: corrupt data: {values.size} {values.dtype} values for {idx.size} "
             f"non-zeros of dtype {enc.dtype}"
         )
-    return values
+    return _scatter(enc.n, idx, values, np.dtype(enc.dtype)).reshape(enc.shape)
+
+
+def _chunk_counts(masks: np.ndarray, threads: int, words: int) -> np.ndarray:
+    """Non-zeros of each thread's chunk, from ZVC's mask words."""
+    return _popcount32(masks).reshape(threads, words).sum(axis=1, dtype=np.uint64)
 
 
 @public("pcr_explore.swap.codecs")
@@ -77,15 +83,6 @@ class ZVC(Codec):
     ----------
     threads : int
         Number of threads P. Default 16384.
-
-    References
-    ----------
-    .. [1] P. Chen, S. He, X. Zhang, S. Chen, P. Hong, Y. Yin, X.-H. Sun and
-       G. Chen, "CSWAP: A self-tuning compression framework for accelerating
-       tensor swapping in GPUs," IEEE CLUSTER 2021, pp. 271-282.
-    .. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with
-       self-tuning compression," IEEE Transactions on Parallel and
-       Distributed Systems 33(12), 2022.
 
     Examples
     --------
@@ -135,8 +132,7 @@ class ZVC(Codec):
         masks = np.packbits(padded.reshape(-1), bitorder="little").view("<u4")
         offsets = np.zeros(threads, dtype="<u4")
         if words:
-            counts = _popcount32(masks).reshape(threads, words).sum(axis=1, dtype=np.uint64)
-            np.cumsum(counts[:-1], out=offsets[1:], dtype=np.uint64)
+            np.cumsum(_chunk_counts(masks, threads, words)[:-1], out=offsets[1:], dtype=np.uint64)
         values = np.compress(nz, flat)
         return self._encoded(arr, {"values": values, "masks": masks, "offsets": offsets})
 
@@ -156,11 +152,10 @@ class ZVC(Codec):
             bits = bits.reshape(threads, 32 * words)[:, :chunk].reshape(-1)[:n]
         idx = np.flatnonzero(bits)
         if words:
-            counts = _popcount32(masks).reshape(threads, words).sum(axis=1, dtype=np.uint64)
+            counts = _chunk_counts(masks, threads, words)
             if np.any(np.cumsum(counts[:-1], dtype=np.uint64) != offsets[1:]) or offsets[0]:
                 raise SwapError(f"{self.name}: corrupt data: offsets disagree with the masks")
-        values = _values(encoded, idx.size)
-        return _scatter(n, idx, values, np.dtype(encoded.dtype)).reshape(encoded.shape)
+        return _rebuild(encoded, idx)
 
     def _size(self, n, nnz, itemsize, shape):
         p = self.threads
@@ -195,8 +190,7 @@ class Bitmap(Codec):
         if bitmap.size != (n + 7) // 8:
             raise SwapError(f"bitmap: corrupt data: {bitmap.size} bitmap bytes for {n} elements")
         idx = np.flatnonzero(np.unpackbits(bitmap, count=n, bitorder="little").view(bool))
-        values = _values(encoded, idx.size)
-        return _scatter(n, idx, values, np.dtype(encoded.dtype)).reshape(encoded.shape)
+        return _rebuild(encoded, idx)
 
     def _size(self, n, nnz, itemsize, shape):
         return itemsize * nnz + (n + 7) // 8
@@ -259,10 +253,8 @@ class CSR(Codec):
             or (col.size and (col.min() < 0 or col.max() >= int(cols)))
         ):
             raise SwapError("csr: corrupt data: row pointers or column indices out of range")
-        values = _values(encoded, col.size)
         row = np.repeat(np.arange(int(rows), dtype=np.int64), counts)
-        idx = row * int(cols) + col
-        return _scatter(encoded.n, idx, values, np.dtype(encoded.dtype)).reshape(encoded.shape)
+        return _rebuild(encoded, row * int(cols) + col)
 
     def _size(self, n, nnz, itemsize, shape):
         rows, _ = _csr_dims(shape, n)
@@ -306,16 +298,13 @@ class Delta8(Codec):
         idx = np.cumsum(steps)[is_value] - 1
         if idx.size and idx[-1] >= encoded.n:
             raise SwapError("delta8: corrupt data: indices run past the end of the tensor")
-        values = _values(encoded, idx.size)
-        return _scatter(encoded.n, idx, values, np.dtype(encoded.dtype)).reshape(encoded.shape)
+        return _rebuild(encoded, idx)
 
     def _size(self, n, nnz, itemsize, shape):
-        n = np.asarray(n, dtype=float)
-        nnz = np.asarray(nnz, dtype=float)
+        n, nnz, p = nonzero_share(n, nnz)
+        s255 = (1.0 - p) ** 255
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(n > 0, 1.0 - nnz / np.where(n > 0, n, 1), 0.0)
-            s255 = s**255
-            esc = np.where(s < 1, nnz * s255 / np.where(s < 1, 1 - s255, 1), 0.0)
+            esc = np.where(p > 0, nnz * s255 / np.where(p > 0, 1 - s255, 1), 0.0)
         return (itemsize + 1) * nnz + esc
 
 
@@ -362,12 +351,9 @@ class ZeroRLE(Codec):
         if int(zeros.sum()) + nnz > encoded.n:
             raise SwapError("rle: corrupt data: runs cover more elements than the tensor has")
         idx = np.arange(nnz, dtype=np.int64) + np.repeat(np.cumsum(zeros), lengths)
-        values = _values(encoded, nnz)
-        return _scatter(encoded.n, idx, values, np.dtype(encoded.dtype)).reshape(encoded.shape)
+        return _rebuild(encoded, idx)
 
     def _size(self, n, nnz, itemsize, shape):
-        n = np.asarray(n, dtype=float)
-        nnz = np.asarray(nnz, dtype=float)
-        p = np.where(n > 0, nnz / np.where(n > 0, n, 1), 0.0)
+        n, nnz, p = nonzero_share(n, nnz)
         runs = np.where(n > 0, p + np.maximum(n - 1, 0) * (1 - p) * p, 0.0)
         return 8 * runs + itemsize * nnz

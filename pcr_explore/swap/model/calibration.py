@@ -41,9 +41,9 @@ def fit_kernel_cost(
     negative ``gamma`` and extrapolates wildly as soon as sparsity drifts.
     Columns and times are scaled to at most 1 before solving.
 
-    CSWAP predicts codec time from the tensor size and its sparsity [1]_
-    [2]_; the papers' exact predictor is not public, and this linear form is
-    ours.
+    CSWAP predicts codec time from the tensor size and its sparsity (the
+    papers are cited in :mod:`pcr_explore.swap`); their exact predictor is
+    not public, and this linear form is ours.
 
     Parameters
     ----------
@@ -63,13 +63,6 @@ def fit_kernel_cost(
     SwapError
         If there are no observations, the lengths differ, or a value is
         not finite.
-
-    References
-    ----------
-    .. [1] P. Chen et al., "CSWAP: A self-tuning compression framework for
-       accelerating tensor swapping in GPUs," IEEE CLUSTER 2021.
-    .. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with
-       self-tuning compression," IEEE TPDS 33(12), 2022.
 
     Examples
     --------

@@ -6,15 +6,6 @@ and ``gamma`` by ``itemsize / 4`` for other dtypes because the kernels are
 memory-bound. The default GPU costs are derived from memory traffic at a
 fraction of the HBM bandwidth; every such fraction is an assumption, listed
 in ``docs/SWAP.md``.
-
-References
-----------
-.. [1] P. Chen, S. He, X. Zhang, S. Chen, P. Hong, Y. Yin, X.-H. Sun and
-   G. Chen, "CSWAP: A self-tuning compression framework for accelerating
-   tensor swapping in GPUs," IEEE CLUSTER 2021, pp. 271-282.
-.. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with self-tuning
-   compression," IEEE Transactions on Parallel and Distributed Systems
-   33(12), 2022 (CSWAP+: adds lossy ZFP).
 """
 
 from __future__ import annotations
@@ -32,8 +23,8 @@ __all__ = ["KernelCost", "CodecCost", "gpu_codec_costs"]
 class KernelCost:
     """Kernel time ``alpha + beta * n + gamma * nnz`` seconds for float32 elements.
 
-    The form is the one CSWAP's predictor uses [1]_; the papers' fitted
-    coefficients are not public.
+    The form is the one CSWAP's predictor uses (the papers are cited in
+    :mod:`pcr_explore.swap`); their fitted coefficients are not public.
 
     Parameters
     ----------
@@ -48,11 +39,6 @@ class KernelCost:
     ------
     SwapError
         If a coefficient is not a finite number.
-
-    References
-    ----------
-    .. [1] P. Chen et al., "CSWAP: A self-tuning compression framework for
-       accelerating tensor swapping in GPUs," IEEE CLUSTER 2021.
 
     Examples
     --------
@@ -129,9 +115,9 @@ def gpu_codec_costs(hbm_gbps: float) -> dict[str, CodecCost]:
     Each kernel is priced as memory traffic at a fraction of the HBM
     bandwidth, plus about 5 us per kernel launch. The fractions are
     assumptions (see ``docs/SWAP.md``): 0.25 for ZVC, whose per-thread
-    contiguous chunks (as in the released CSWAP kernels [1]_) make accesses
+    contiguous chunks (as in the released CSWAP kernels) make accesses
     uncoalesced; 0.5 for warp-cooperative bitmap, CSR, delta8 and RLE
-    kernels; 0.15 for cuZFP at rate 16 [2]_; 0.8 for binarize.
+    kernels; 0.15 for cuZFP at rate 16 (as CSwap+ runs it); 0.8 for binarize.
 
     Parameters
     ----------
@@ -142,13 +128,6 @@ def gpu_codec_costs(hbm_gbps: float) -> dict[str, CodecCost]:
     -------
     dict of str to CodecCost
         Keyed by codec name: zvc, bitmap, csr, delta8, rle, zfp, binarize.
-
-    References
-    ----------
-    .. [1] P. Chen et al., "CSWAP: A self-tuning compression framework for
-       accelerating tensor swapping in GPUs," IEEE CLUSTER 2021.
-    .. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with
-       self-tuning compression," IEEE TPDS 33(12), 2022.
 
     Examples
     --------

@@ -4,21 +4,14 @@
 * ``always:<codec>``: every tensor with that codec (binarize only where the
   tensor allows it, raw elsewhere).
 * ``cswap``: per tensor, the least **predicted** stall among raw and ZVC,
-  CSWAP's codec set [1]_; ``cswap+lossy`` adds ZFP, as the journal version
-  (CSwap+) does [2]_.
+  CSWAP's codec set; ``cswap+lossy`` adds ZFP, as the journal version
+  (CSwap+) does (the papers are cited in :mod:`pcr_explore.swap`).
 * ``cswap-all``: the same decision over every codec of the profile that keeps
   what training reads (ZVC, bitmap, CSR, delta8, RLE, binarize): a wider set
   than the papers had; ``cswap-all+lossy`` adds ZFP; ``cswap:zvc,csr``
   chooses among the codecs listed.
 * ``oracle``, ``oracle+lossy``, ``oracle-all``, ``oracle:<codecs>``: the
   least **true** stall over the same choices, a lower bound.
-
-References
-----------
-.. [1] P. Chen et al., "CSWAP: A self-tuning compression framework for
-   accelerating tensor swapping in GPUs," IEEE CLUSTER 2021.
-.. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with
-   self-tuning compression," IEEE TPDS 33(12), 2022.
 """
 
 from __future__ import annotations

@@ -221,6 +221,11 @@ class SimResult:
             ]
         return json_safe(out)
 
+    def _at(self, iteration: int) -> tuple[int, dict[str, np.ndarray]]:
+        """The index of *iteration* (negative from the end) and its rows of the arrays."""
+        k = range(self.choice.shape[0])[iteration]
+        return k, {key: v[k] for key, v in self._arrays.items()}
+
     def decisions(self, iteration: int = -1) -> list[Decision]:
         """Return the per-tensor decisions of one iteration.
 
@@ -234,8 +239,7 @@ class SimResult:
         list of Decision
             One per tensor, in forward order.
         """
-        k = range(self.choice.shape[0])[iteration]
-        a = {key: v[k] for key, v in self._arrays.items()}
+        k, a = self._at(iteration)
         out = []
         for t, rec in enumerate(self.trace.tensors):
             out.append(
@@ -280,8 +284,7 @@ class SimResult:
             decompress), ``codec``, ``start``, ``end`` (seconds from the
             start of the step). Zero-length events are dropped.
         """
-        k = range(self.choice.shape[0])[iteration]
-        a = {key: v[k] for key, v in self._arrays.items()}
+        k, a = self._at(iteration)
         s, cb = self._cf, self._cb
         T = len(self.trace.tensors)
         tc, td, x = a["tc"], a["td"], a["x"]

@@ -1,6 +1,7 @@
 """Step simulator: per-tensor swap decisions under a policy, their stall and swap time.
 
-Timing model (vDNN style, consistent with the released CSWAP code [1]_ [2]_):
+Timing model (vDNN style, consistent with the released CSWAP code; the papers
+are cited in :mod:`pcr_explore.swap`):
 
 * Forward: tensor ``i`` (output of op ``i``, input of op ``i + 1``) is
   compressed on the compute stream (critical path), then copied to the host
@@ -16,15 +17,6 @@ times are the profile's kernel model times a seeded lognormal factor
 (``noise``), standing in for run-to-run variation that no predictor sees;
 cswap's predictor (:mod:`pcr_explore.swap.model.predictor`) never reads the
 profile's coefficients.
-
-References
-----------
-.. [1] P. Chen, S. He, X. Zhang, S. Chen, P. Hong, Y. Yin, X.-H. Sun and
-   G. Chen, "CSWAP: A self-tuning compression framework for accelerating
-   tensor swapping in GPUs," IEEE CLUSTER 2021, pp. 271-282.
-.. [2] P. Chen et al., "Accelerating tensor swapping in GPUs with self-tuning
-   compression," IEEE Transactions on Parallel and Distributed Systems
-   33(12), 2022.
 """
 
 from __future__ import annotations

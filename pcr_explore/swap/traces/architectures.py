@@ -28,20 +28,27 @@ def _conv(n: int, cin: int, cout: int, h_out: int, w_out: int, k: int) -> float:
 
 
 class _Builder:
-    """Accumulates tensor records for an architecture walk."""
+    """Tensor records of an architecture walk: each op reads the tensor recorded before it."""
 
-    def __init__(self, batch: int) -> None:
-        self.batch = batch
+    def __init__(self, model: str, batch: int, resolution: int) -> None:
+        if not isinstance(batch, int | np.integer) or batch < 1:
+            raise SwapError(f"batch must be a positive integer, got {batch!r}")
+        if not isinstance(resolution, int | np.integer) or resolution < 32:
+            raise SwapError(f"resolution must be an integer >= 32, got {resolution!r}")
+        self.model, self.n, self.resolution = model, batch, resolution
         self.records: list[TensorRecord] = []
+        self.add("input", 3, resolution, resolution, flops=0, kind="input")
 
-    def add(self, name, shape, *, flops, in_elems, kind, bn=False, binarizable=False) -> None:
-        out_elems = math.prod(shape)
+    def add(self, name, *dims, flops, kind="relu", bn=False, binarizable=False) -> None:
+        """Record the output (batch, *dims) of an op of *flops* FLOPs."""
+        shape = (self.n, *dims)
+        in_elems = self.records[-1].n if self.records else 0
         # conv reads input, writes output; ReLU (and BN when present) re-read and rewrite it.
-        mem = _F32 * (in_elems + out_elems * (3 if bn else 2))
+        mem = _F32 * (in_elems + math.prod(shape) * (3 if bn else 2))
         self.records.append(
             TensorRecord(
                 name=name,
-                shape=tuple(shape),
+                shape=shape,
                 fwd_flops=float(flops),
                 fwd_mem_bytes=float(mem),
                 kind=kind,
@@ -49,18 +56,17 @@ class _Builder:
             )
         )
 
+    def finish(self, tail_flops: float, tail_elems: int, spec: SparsitySpec) -> Trace:
+        """The trace, with a tail of *tail_flops* reading and writing *tail_elems* floats."""
+        name = f"{self.model}-b{self.n}-r{self.resolution}"
+        meta = {"model": self.model, "batch": self.n, "resolution": self.resolution}
+        s0 = np.zeros(len(self.records))
+        trace = Trace(name, tuple(self.records), s0, tail_flops, _F32 * tail_elems, meta)
+        return trace.with_sparsity(spec)
 
-def _check_model_args(batch: int, resolution: int, minimum: int) -> None:
-    if not isinstance(batch, int | np.integer) or batch < 1:
-        raise SwapError(f"batch must be a positive integer, got {batch!r}")
-    if not isinstance(resolution, int | np.integer) or resolution < minimum:
-        raise SwapError(f"resolution must be an integer >= {minimum}, got {resolution!r}")
 
-
-def _finish(b: _Builder, name: str, tail_flops: float, tail_mem: float, spec, meta) -> Trace:
-    s0 = np.zeros(len(b.records))
-    trace = Trace(name, tuple(b.records), s0, tail_flops, tail_mem, meta)
-    return trace.with_sparsity(spec)
+#: VGG-16's convolution widths (configuration D), block by block; a max-pool ends each block.
+_VGG16 = ((64, 64), (128, 128), (256, 256, 256), (512, 512, 512), (512, 512, 512))
 
 
 def vgg16_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.65) -> Trace:
@@ -96,60 +102,18 @@ def vgg16_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec =
     >>> len(t), round(sum(r.fwd_flops for r in t.tensors) / 1e9, 1)
     (21, 31.0)
     """
-    _check_model_args(batch, resolution, 32)
-    cfg: list[int | str] = [
-        64,
-        64,
-        "M",
-        128,
-        128,
-        "M",
-        256,
-        256,
-        256,
-        "M",
-        512,
-        512,
-        512,
-        "M",
-        512,
-        512,
-        512,
-        "M",
-    ]
-    b = _Builder(batch)
-    n = batch
-    c, h = 3, resolution
-    b.add("input", (n, 3, h, h), flops=0, in_elems=0, kind="input")
-    block, idx = 1, 1
-    for i, v in enumerate(cfg):
-        if not isinstance(v, int):
-            h2 = h // 2
-            b.add(
-                f"pool{block}",
-                (n, c, h2, h2),
-                flops=n * c * h2 * h2 * 3,
-                in_elems=n * c * h * h,
-                kind="pool",
-            )
-            h, block, idx = h2, block + 1, 1
-            continue
-        feeds_pool = i + 1 < len(cfg) and cfg[i + 1] == "M"
-        b.add(
-            f"conv{block}_{idx}",
-            (n, v, h, h),
-            flops=_conv(n, c, v, h, h, 3) + n * v * h * h,
-            in_elems=n * c * h * h,
-            kind="relu",
-            binarizable=feeds_pool,
-        )
-        c, idx = int(v), idx + 1
-    flat = c * h * h
-    b.add("fc6", (n, 4096), flops=2.0 * n * flat * 4096, in_elems=n * flat, kind="relu")
-    b.add("fc7", (n, 4096), flops=2.0 * n * 4096 * 4096, in_elems=n * 4096, kind="relu")
-    tail = 2.0 * n * 4096 * 1000 + 5.0 * n * 1000
-    meta = {"model": "vgg16", "batch": batch, "resolution": resolution}
-    return _finish(b, f"vgg16-b{batch}-r{resolution}", tail, _F32 * n * 5096, sparsity, meta)
+    b = _Builder("vgg16", batch, resolution)
+    n, c, h = batch, 3, resolution
+    for block, widths in enumerate(_VGG16, start=1):
+        for idx, v in enumerate(widths, start=1):
+            flops = _conv(n, c, v, h, h, 3) + n * v * h * h
+            b.add(f"conv{block}_{idx}", v, h, h, flops=flops, binarizable=idx == len(widths))
+            c = v
+        h //= 2
+        b.add(f"pool{block}", c, h, h, flops=n * c * h * h * 3, kind="pool")
+    b.add("fc6", 4096, flops=2.0 * n * c * h * h * 4096)
+    b.add("fc7", 4096, flops=2.0 * n * 4096 * 4096)
+    return b.finish(2.0 * n * 4096 * 1000 + 5.0 * n * 1000, n * 5096, sparsity)
 
 
 def resnet50_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec = 0.5) -> Trace:
@@ -186,68 +150,28 @@ def resnet50_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpe
     >>> len(t), round((sum(r.fwd_flops for r in t.tensors) + t.tail_fwd_flops) / 1e9, 1)
     (51, 8.2)
     """
-    _check_model_args(batch, resolution, 32)
-    b = _Builder(batch)
+    b = _Builder("resnet50", batch, resolution)
     n = batch
-    h = resolution
-    b.add("input", (n, 3, h, h), flops=0, in_elems=0, kind="input")
-    h1 = (h + 2 * 3 - 7) // 2 + 1
-    b.add(
-        "stem.relu",
-        (n, 64, h1, h1),
-        flops=_conv(n, 3, 64, h1, h1, 7),
-        in_elems=n * 3 * h * h,
-        kind="relu",
-        bn=True,
-    )
-    h2 = (h1 + 2 - 3) // 2 + 1
-    b.add(
-        "stem.pool",
-        (n, 64, h2, h2),
-        flops=n * 64 * h2 * h2 * 9,
-        in_elems=n * 64 * h1 * h1,
-        kind="pool",
-    )
-    c, h = 64, h2
+    h1 = (resolution + 2 * 3 - 7) // 2 + 1
+    b.add("stem.relu", 64, h1, h1, flops=_conv(n, 3, 64, h1, h1, 7), bn=True)
+    h = (h1 + 2 - 3) // 2 + 1
+    b.add("stem.pool", 64, h, h, flops=n * 64 * h * h * 9, kind="pool")
+    c = 64
     for stage, (width, blocks) in enumerate(zip((64, 128, 256, 512), (3, 4, 6, 3), strict=True)):
         for blk in range(blocks):
             stride = 2 if (blk == 0 and stage > 0) else 1
             ho = (h + 2 - 3) // stride + 1
             out = width * 4
             pre = f"layer{stage + 1}.{blk}"
-            b.add(
-                f"{pre}.relu1",
-                (n, width, h, h),
-                flops=_conv(n, c, width, h, h, 1),
-                in_elems=n * c * h * h,
-                kind="relu",
-                bn=True,
-            )
-            b.add(
-                f"{pre}.relu2",
-                (n, width, ho, ho),
-                flops=_conv(n, width, width, ho, ho, 3),
-                in_elems=n * width * h * h,
-                kind="relu",
-                bn=True,
-            )
+            b.add(f"{pre}.relu1", width, h, h, flops=_conv(n, c, width, h, h, 1), bn=True)
+            b.add(f"{pre}.relu2", width, ho, ho, flops=_conv(n, width, width, ho, ho, 3), bn=True)
             flops = _conv(n, width, out, ho, ho, 1) + n * out * ho * ho
             if blk == 0:
                 flops += _conv(n, c, out, ho, ho, 1)  # projection shortcut
-            b.add(
-                f"{pre}.relu3",
-                (n, out, ho, ho),
-                flops=flops,
-                in_elems=n * width * ho * ho,
-                kind="relu",
-                bn=True,
-            )
+            b.add(f"{pre}.relu3", out, ho, ho, flops=flops, bn=True)
             c, h = out, ho
     tail = n * c * h * h + 2.0 * n * c * 1000 + 5.0 * n * 1000
-    meta = {"model": "resnet50", "batch": batch, "resolution": resolution}
-    return _finish(
-        b, f"resnet50-b{batch}-r{resolution}", tail, _F32 * n * (c * h * h + c), sparsity, meta
-    )
+    return b.finish(tail, n * (c * h * h + c), sparsity)
 
 
 #: Built-in model names and the functions that build their traces.

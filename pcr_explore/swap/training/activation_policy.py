@@ -23,15 +23,11 @@ from .compressed import ActivationPolicy, SavedTensorInfo
 __all__ = ["smallest_encoding", "least_stall"]
 
 
-def _usable(name: str, info: SavedTensorInfo) -> bool:
-    if name == "binarize":
-        return info.mask_only
-    return True
-
-
-def _nnz(info: SavedTensorInfo) -> tuple[int, int]:
+def _options(names: Sequence[str], info: SavedTensorInfo) -> tuple[list[str], int, int, int]:
+    """Usable codecs of *names* (binarize only if mask-only), elements, non-zeros, item bytes."""
     n = int(np.prod(info.shape))
-    return n, int(round(n * (1.0 - info.sparsity)))
+    usable = [c for c in names if c != "binarize" or info.mask_only]
+    return usable, n, int(round(n * (1.0 - info.sparsity))), np.dtype(info.dtype).itemsize
 
 
 @public("pcr_explore.swap")
@@ -66,20 +62,17 @@ def smallest_encoding(codecs: Sequence[str] = ("zvc",)) -> ActivationPolicy:
     >>> pick(dense), pick(sparse)
     (None, 'zvc')
     """
-    cs = [get_codec(c) for c in codecs]
+    cs = {get_codec(c).name: get_codec(c) for c in codecs}
     if not cs:
         raise SwapError("smallest_encoding needs at least one codec")
 
     def policy(info: SavedTensorInfo) -> str | None:
-        n, nnz = _nnz(info)
-        width = np.dtype(info.dtype).itemsize
+        usable, n, nnz, width = _options(list(cs), info)
         best, size = None, float(info.nbytes)
-        for c in cs:
-            if not _usable(c.name, info):
-                continue
-            s = c.size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
+        for name in usable:
+            s = cs[name].size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
             if s < size:
-                best, size = c.name, s
+                best, size = name, s
         return best
 
     return policy
@@ -137,17 +130,14 @@ def least_stall(
         raise SwapError(f"overlap_s must be >= 0, got {overlap_s}")
 
     def policy(info: SavedTensorInfo) -> str | None:
-        n, nnz = _nnz(info)
-        width = np.dtype(info.dtype).itemsize
+        usable, n, nnz, width = _options(priced, info)
         w = width / 4.0
 
         def hidden(nbytes: float) -> float:
             return max(0.0, float(prof.transfer_time(nbytes)) - overlap_s)
 
         best, stall = None, 2 * hidden(info.nbytes)
-        for name in priced:
-            if not _usable(name, info):
-                continue
+        for name in usable:
             cost = prof.codecs[name]
             size = get_codec(name).size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
             s = (

@@ -25,8 +25,15 @@ import numpy as np
 from ..._json import json_safe
 from ..._public import public
 from ...errors import SwapError
-from ..capture._torch_ops import MASK_SAVERS, is_weight, op_label, require_torch, track_modules
-from ..capture._torch_ops import weight_pointers as _weights
+from ..capture._torch_ops import (
+    MASK_SAVERS,
+    is_weight,
+    op_label,
+    require_torch,
+    track_modules,
+    weight_pointers,
+    zero_count,
+)
 from ..codecs import get_codec
 from ..codecs._base import Codec, Encoded
 
@@ -285,7 +292,7 @@ def compressed_activations(
     """
     torch = require_torch("compressed_activations")
     fixed = None if codec is None else get_codec(codec)
-    skip = _weights(model)
+    skip = weight_pointers(model)
     with track_modules(torch, model) as tr:
         hooks = _Hooks(torch, tr, codec=fixed, policy=policy, skip=skip, min_bytes=min_bytes)
         with torch.autograd.graph.saved_tensors_hooks(hooks.pack, hooks.unpack):
@@ -348,12 +355,11 @@ class _Hooks:
         if not t.is_floating_point() or nbytes < self.min_bytes or t.device.type == "meta":
             return t
         d = t.detach()
-        zeros = int(((d == 0) & ~torch.signbit(d)).sum())
         info = SavedTensorInfo(
             tuple(int(s) for s in t.shape),
             str(d.dtype).removeprefix("torch."),
             nbytes,
-            zeros / max(1, d.numel()),
+            zero_count(torch, d) / max(1, d.numel()),
             op_label(t),
             self.tr.saver,
         )
