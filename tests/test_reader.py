@@ -7,6 +7,7 @@ import http.server
 import inspect
 import json
 import re
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -583,3 +584,33 @@ def test_the_header_cache_drops_the_least_recently_used() -> None:
     assert copy.max_bytes == 300 and len(copy) == 1
     with pytest.raises(ValueError, match="max_bytes"):
         HeaderCache(max_bytes=-1)
+
+
+def test_credentials_in_a_url_are_sent_as_a_header_and_never_kept(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    import base64
+
+    from _loopback import FileServer
+
+    root = tmp_path / "site"
+    shutil.copytree(dataset_dir, root / "ds")
+    with FileServer(root) as srv:
+        host = srv.url.split("://", 1)[1]
+        url = f"http://ann:s%40cret@{host}/ds"
+        cache = tmp_path / "cache"
+        ds = open_dataset(url, cache_dir=cache)
+        assert len(list(ds.iter(scan=2))) == len(ds)
+        sent = {r.headers.get("authorization") for r in srv.log}
+    assert sent == {"Basic " + base64.b64encode(b"ann:s@cret").decode()}
+    for shown in (ds.url, repr(ds), str(ds.options), str(ds.summary())):
+        assert "cret" not in shown and "ann" not in shown
+    kept = b"".join(p.read_bytes() for p in cache.rglob("*") if p.is_file())
+    assert b"cret" not in kept and b"ann:" not in kept
+    # the caller's own Authorization header wins over the URL's
+    with FileServer(root) as srv:
+        host = srv.url.split("://", 1)[1]
+        mine = {"headers": {"Authorization": "Bearer t0ken"}}
+        ds = open_dataset(f"http://ann:x@{host}/ds", storage_options=mine)
+        ds.image(0, scan=1)
+        assert {r.headers.get("authorization") for r in srv.log} == {"Bearer t0ken"}

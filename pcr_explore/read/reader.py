@@ -15,12 +15,14 @@ reads are retried and time out as :mod:`pcr_explore.storage.remote` describes.
 
 from __future__ import annotations
 
+import base64
 import os
 import posixpath
 import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -644,7 +646,9 @@ def open_dataset(
     ----------
     path : str
         Directory holding ``manifest.json`` and the record files: a local
-        path, ``http(s)://...``, ``s3://bucket/prefix`` (``pcr-explore[s3]``)
+        path, ``http(s)://...`` (a user name and password in it are sent as
+        a Basic ``Authorization`` header and kept out of the dataset's
+        ``url``, its messages and the cache), ``s3://bucket/prefix`` (``pcr-explore[s3]``)
         or another fsspec URL; with *store*, the folder's path in that store.
     store : pcr_explore.storage.Store, optional
         Read through this store instead of one opened for *path*: any
@@ -724,7 +728,7 @@ def open_dataset(
 
     >>> ds = open_dataset("https://host/photos.pcr", cache_dir="~/.cache/pcr")  # doctest: +SKIP
     """
-    url = str(path)
+    url, storage_options = _credentials_to_header(str(path), storage_options)
     max_bytes = None if cache_max_bytes is None else int(parse_bytes(cache_max_bytes))
     if max_bytes is not None and cache_dir is None:
         raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
@@ -752,3 +756,26 @@ def open_dataset(
     ds = PCRDataset(fs, root, manifest, url, cache=cache, read_ahead=ahead, options=options)
     ds.stats.metadata_bytes += len(raw)
     return ds
+
+
+def _credentials_to_header(
+    url: str, storage_options: dict[str, Any] | None
+) -> tuple[str, dict[str, Any] | None]:
+    """An ``http(s)://user:password@host/...`` URL as the URL alone and a Basic auth header.
+
+    The header goes where every request of the dataset (and of its
+    DataLoader workers, which reopen it with its options) sends it; the URL
+    the dataset keeps, shows in messages and writes anywhere has no
+    credentials. Other schemes are left as they are.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return url, storage_options
+    user, _, password = parts.netloc.rpartition("@")[0].partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    options = dict(storage_options or {})
+    headers = dict(options.get("headers") or {})
+    if not any(k.lower() == "authorization" for k in headers):  # the caller's own header wins
+        headers["Authorization"] = f"Basic {token}"
+    options["headers"] = headers
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), options
