@@ -4,7 +4,8 @@
 (records, prefix fetch, split, decode, batch) and ``on_error``; :mod:`._fetch` prefix fetch
 through the cache; :mod:`._stats` what a read cost (bytes, seconds per stage and level) and
 :mod:`._tally` its sum over DataLoader workers; :mod:`.sources` one interface over datasets,
-folders and files; :mod:`.loader` the PyTorch adapter; :mod:`.throughput` timed read passes;
+folders and files; :mod:`.loader` the PyTorch adapter and :mod:`.mix` several datasets in
+one stream, both resuming through :mod:`._resume`; :mod:`.throughput` timed read passes;
 :mod:`.verify` whole-dataset checks.
 """
 
