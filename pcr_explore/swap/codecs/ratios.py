@@ -131,16 +131,10 @@ def measured_ratio_curve(
 
     Parameters
     ----------
-    codecs : iterable of str or Codec
-        Codec specs or codecs.
     sparsities : sequence of float
         Values in [0, 1].
-    shape : sequence of int
-        NCHW shape of the tensors.
-    seed : int
-        Seed of the tensors.
-    correlation : float
-        Blob size in pixels.
+    codecs, shape, seed, correlation
+        As for :func:`measure_ratios`.
 
     Returns
     -------

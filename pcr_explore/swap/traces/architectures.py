@@ -78,13 +78,9 @@ def vgg16_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpec =
 
     Parameters
     ----------
-    batch : int
-        Batch size, >= 1.
-    resolution : int
-        Square input side; must be >= 32 (five 2x poolings).
-    sparsity : SparsitySpec
-        Sparsity of ReLU and pool outputs (see
-        :func:`~pcr_explore.swap.traces.sparsity.sparsity_profile`).
+    batch, resolution, sparsity
+        As for :func:`builtin_trace`; the resolution must be >= 32 (five 2x
+        poolings).
 
     Returns
     -------
@@ -126,13 +122,8 @@ def resnet50_trace(batch: int = 64, resolution: int = 224, sparsity: SparsitySpe
 
     Parameters
     ----------
-    batch : int
-        Batch size, >= 1.
-    resolution : int
-        Square input side; must be >= 32.
-    sparsity : SparsitySpec
-        Sparsity of ReLU and pool outputs (see
-        :func:`~pcr_explore.swap.traces.sparsity.sparsity_profile`).
+    batch, resolution, sparsity
+        As for :func:`builtin_trace`; the resolution must be >= 32.
 
     Returns
     -------
@@ -192,9 +183,9 @@ def builtin_trace(
     model : str
         A key of :data:`BUILTIN_MODELS` (case-insensitive).
     batch : int
-        Batch size.
+        Batch size, >= 1.
     resolution : int
-        Square input side in pixels.
+        Square input side in pixels, >= 32.
     sparsity : SparsitySpec
         Sparsity of ReLU and pool outputs (see
         :func:`~pcr_explore.swap.traces.sparsity.sparsity_profile`).
