@@ -41,6 +41,10 @@ was wrong, and changes nothing.
 from __future__ import annotations
 
 import itertools
+import os
+import select
+import threading
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +103,46 @@ def worker_info() -> tuple[int, int, bool]:
     if info is None:
         return 0, 1, False
     return int(info.id), int(info.num_workers), True
+
+
+_watched: set[int] = set()
+
+
+def end_with(pid: int) -> None:
+    """End this process (a DataLoader worker) as soon as process *pid* has ended.
+
+    PyTorch's workers watch the process that started them: under the
+    forkserver and spawn contexts that is the fork server, which lives as
+    long as any worker does, so a killed training run would leave its
+    workers, the fork server and its resource tracker behind for good. A
+    daemon thread here waits on the process that handed the dataset over
+    (``pidfd``: no polling where Linux has it).
+    """
+    if pid in _watched or pid == os.getpid():
+        return
+    _watched.add(pid)
+    threading.Thread(target=_exit_when_gone, args=(pid,), daemon=True, name="pcr-parent").start()
+
+
+def _exit_when_gone(pid: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3+ (or it is gone already)
+        while _alive(pid):
+            time.sleep(1.0)
+    else:
+        select.select([fd], [], [])  # readable once the process has ended
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process took the number
+        return False
+    return True
 
 
 def show(value: Any) -> str:
@@ -401,7 +445,9 @@ class Resumable(_Base):
         self._position: Pass | None = None  # this process's latest pass
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: None if k in self._LOCAL else v for k, v in self.__dict__.items()}
+        state = {k: None if k in self._LOCAL else v for k, v in self.__dict__.items()}
+        state["_home"] = os.getpid()  # the process that hands the dataset to its workers
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         import_torch()  # an IterableDataset in the process that unpickles it too
@@ -745,6 +791,8 @@ class Resumable(_Base):
         # state_dict() between iter() and the first next()
         pos = self._plan()
         _, _, in_worker = worker_info()
+        if in_worker:
+            end_with(self.__dict__.get("_home") or os.getppid())
         resumed = self._resume is not None and self._resume.worker is not None
         reader = _READ_HERE if not in_worker else _READ_RESUMED if resumed else _READ_IN_WORKERS
         self._shared[_READER] = reader
