@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -110,14 +111,41 @@ def _level_bytes(src: LevelSource, curve: QualityCurve) -> np.ndarray:
     return np.round(per_image * len(src)).astype(np.int64)
 
 
-def _torch_or_note(notes: list[str], what: str) -> bool:
-    try:
-        from ..train._torch import require_torch
+def _bar(progress: bool, desc: str, total: int, unit: str) -> Any:
+    """A progress bar of one step, left on screen when it ends (none without *progress*)."""
+    from .._pool import progress_bar
 
-        require_torch(what)
-    except MissingExtraError:
-        notes.append(f"{what} skipped: it needs PyTorch (pip install 'pcr-explore[torch]')")
-        return False
+    return progress_bar(total=total, desc=desc, unit=unit, disable=not progress, leave=True)
+
+
+def _quality(
+    src: LevelSource, sample: int | None, seed: int, workers: int, progress: bool, client: Any
+) -> QualityCurve:
+    """The quality curve, one step of the bar per image measured."""
+    n = len(src) if sample is None else min(int(sample), len(src))
+    with _bar(progress, "quality", n, "img") as bar:
+        return quality_curve(
+            src,
+            sample=sample,
+            seed=seed,
+            workers=workers,
+            progress=bar if progress else False,
+            client=client,
+        )
+
+
+def _torch_or_note(notes: list[str], what: str, progress: bool = False) -> bool:
+    """Whether PyTorch imports (a bar while it loads, the first time); else a note says so."""
+    with _bar(progress and "torch" not in sys.modules, "loading PyTorch", 1, "step") as bar:
+        try:
+            from ..train._torch import require_torch
+
+            require_torch(what)
+        except MissingExtraError:
+            notes.append(f"{what} skipped: it needs PyTorch (pip install 'pcr-explore[torch]')")
+            return False
+        finally:
+            bar.update(1)
     return True
 
 
@@ -129,8 +157,39 @@ def _train(
     return train_at_levels(src, val=val, scans=scans, epochs=epochs, **kw)
 
 
+class _CountedLoss:
+    """Cross-entropy that advances a progress bar: the tuner computes it once per gradient pass."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def __call__(self, logits: Any, labels: Any) -> Any:
+        import torch
+
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        self.bar.update(1)
+        return loss
+
+
+def _most_passes(src: LevelSource, scans: Sequence[int] | None, o: BudgetOptions) -> int:
+    """The gradient passes the tuner makes at most: per batch, full quality and each lower level."""
+    from ..train.gradient import default_levels
+
+    full = src.num_scans
+    levels = default_levels(full) if scans is None else scans
+    labelled = int((np.asarray(src.labels) >= 0).sum())
+    batches = min(o.gradient_batches, -(-labelled // o.gradient_batch_size))
+    return batches * (1 + sum(1 for k in levels if k < full))
+
+
 def _gradient(
-    src: LevelSource, model: Any, training: Any, scans: Any, o: BudgetOptions, **kw: Any
+    src: LevelSource,
+    model: Any,
+    training: Any,
+    scans: Any,
+    o: BudgetOptions,
+    progress: bool,
+    **kw: Any,
 ) -> Any:
     from ..train import small_cnn, tune_by_gradient
 
@@ -141,16 +200,21 @@ def _gradient(
 
         torch.manual_seed(kw["seed"])
         model = small_cnn(len(src.classes))
-    return tune_by_gradient(
-        src,
-        model=model,
-        scans=scans,
-        batches=o.gradient_batches,
-        batch_size=o.gradient_batch_size,
-        threshold=o.gradient_threshold,
-        confidence=o.tune.confidence,
-        **kw,
-    )
+    with _bar(progress, "gradients", _most_passes(src, scans, o), "pass") as bar:
+        result = tune_by_gradient(
+            src,
+            model=model,
+            scans=scans,
+            batches=o.gradient_batches,
+            batch_size=o.gradient_batch_size,
+            threshold=o.gradient_threshold,
+            confidence=o.tune.confidence,
+            loss_fn=_CountedLoss(bar),
+            **kw,
+        )
+        bar.total = bar.n  # the tuner may stop early, once every level is decided
+        bar.refresh()
+    return result
 
 
 def _accuracy_choice(training: Any, of_full: float) -> int | None:
@@ -230,7 +294,9 @@ def budget(
     seed : int
         Seed of every sample.
     progress : bool
-        Progress bars for the long steps.
+        A progress bar for each step that takes long (the quality sample,
+        loading PyTorch, the proxy training, the gradient passes, the decode
+        cost per level), left on screen when it ends.
     curve, gradient, training, decode : optional
         Results already measured (:func:`~pcr_explore.quality_curve`,
         :func:`~pcr_explore.train.tune_by_gradient`,
@@ -286,21 +352,24 @@ def budget(
     v = _check_val(src, val, train_epochs)
     check_client(client)
     notes: list[str] = []
+    # every step that takes long shows a bar, left on screen when it ends
     if curve is None:
-        curve = quality_curve(
-            src, sample=sample, seed=seed, workers=workers, progress=progress, client=client
-        )
+        curve = _quality(src, sample, seed, workers, progress, client)
     labelled = bool((np.asarray(src.labels) >= 0).any())
-    if training is None and train_epochs and _torch_or_note(notes, "the proxy training"):
+    if training is None and train_epochs and _torch_or_note(notes, "the proxy training", progress):
         kw = dict(size=size, seed=seed, workers=workers, progress=progress)
         training = _train(src, v, train_epochs, levels, **kw)  # type: ignore[arg-type]
     if gradient is None and not labelled:
         notes.append("gradient similarity skipped: the images have no labels to compute a loss")
-    elif gradient is None and _torch_or_note(notes, "gradient similarity"):
-        gradient = _gradient(src, model, training, levels, o, size=size, seed=seed, workers=workers)
+    elif gradient is None and _torch_or_note(notes, "gradient similarity", progress):
+        gradient = _gradient(
+            src, model, training, levels, o, progress, size=size, seed=seed, workers=workers
+        )
     if decode is None:
         idx = curve.per_image.indices[: o.decode_sample].tolist()
-        decode = measure_decode(src, indices=idx, size=size, repeats=o.decode_repeats)
+        decode = measure_decode(
+            src, indices=idx, size=size, repeats=o.decode_repeats, progress=progress
+        )
     report = _report(
         src,
         where,

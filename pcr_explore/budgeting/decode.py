@@ -81,6 +81,7 @@ def measure_decode(
     size: int | None = 64,
     repeats: int = 3,
     seed: int = 0,
+    progress: bool = False,
 ) -> DecodeCost:
     """Time the decoding of a sample of images at every level, on one core.
 
@@ -100,6 +101,8 @@ def measure_decode(
         Passes per level; the fastest counts.
     seed : int
         Seed of the sample.
+    progress : bool
+        Show a progress bar, one step per level.
 
     Returns
     -------
@@ -129,15 +132,21 @@ def measure_decode(
     idx = [int(i) for i in indices]
     shape = None if size is None else (size, size)
     per_image = []
-    for k in range(1, src.num_scans + 1):
-        datas = [src.jpeg_bytes(i, k) for i in idx]
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for d in datas:
-                decode(d, size=shape, mode="RGB")
-            best = min(best, time.perf_counter() - t0)
-        per_image.append(best / max(1, len(datas)))
+    from .._pool import progress_bar
+
+    with progress_bar(
+        total=src.num_scans, desc="decode cost", unit="level", disable=not progress
+    ) as bar:
+        for k in range(1, src.num_scans + 1):
+            datas = [src.jpeg_bytes(i, k) for i in idx]
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                for d in datas:
+                    decode(d, size=shape, mode="RGB")
+                best = min(best, time.perf_counter() - t0)
+            per_image.append(best / max(1, len(datas)))
+            bar.update(1)
     return DecodeCost(
         scans=tuple(range(1, src.num_scans + 1)),
         seconds_per_image=tuple(per_image),

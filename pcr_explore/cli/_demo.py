@@ -60,22 +60,65 @@ def register(sub: Any) -> None:
         help="page title (default: 'Scan levels of NAME', NAME the dataset's folder, or the "
         "folder above it when it is called pcr)",
     )
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from .._pool import progress_bar
+    from ..read.sources import open_source
     from ..widgets import scan_demo
 
-    page = scan_demo(
-        args.source,
-        images=args.index if args.index else args.images,
-        levels=args.levels,
-        max_side=args.max_side,
-        metric=args.metric,
-        dataset_sample=args.dataset_sample,
-        gain=args.gain,
-        title=args.title,
-    )
+    src = open_source(args.source)
+    images = args.index if args.index else args.images
+    curve, qualities = _measure(src, args, images)
+    # the pictures of each image at each level, and the page around them
+    with progress_bar(total=1, desc="pictures and page", unit="page", disable=args.quiet) as bar:
+        page = scan_demo(
+            src,
+            images=images,
+            levels=args.levels,
+            max_side=args.max_side,
+            metric=args.metric,
+            dataset_sample=0,
+            curve=curve,
+            qualities=qualities,
+            gain=args.gain,
+            title=args.title,
+        )
+        bar.update(1)
     path = page.save_html(args.out)
     print(f"wrote {path} ({page.nbytes / 1e6:.1f} MB): open it in a browser, no kernel needed")
     return 0
+
+
+def _measure(src: Any, args: argparse.Namespace, images: Any) -> tuple[Any, dict[int, Any]]:
+    """What scan_demo would measure without a word, measured here with progress bars.
+
+    The dataset's curve (its sample, as scan_demo draws it) and the quality of each shown
+    image that sample does not hold. The page's own checks run first, so that a bad option
+    fails at once, not after the measuring.
+    """
+    from .._pool import progress_bar
+    from ..quality import image_quality, quality_curve
+    from ..widgets._scan_demo import _check_settings, _choose_images, _choose_levels
+
+    _check_settings(src, args.metric, args.max_side, args.gain, 85, 50, None)  # page's qualities
+    chosen, _ = _choose_images(src, images, None)
+    _choose_levels(src, args.levels)
+    curve = None
+    if args.dataset_sample > 0:
+        n = min(args.dataset_sample, len(src))
+        with progress_bar(total=n, desc="quality sample", unit="img", disable=args.quiet) as bar:
+            curve = quality_curve(src, sample=n, seed=0, metric=args.metric, progress=bar)
+    sampled = set() if curve is None else {int(i) for i in curve.per_image.indices}
+    missing = [i for i in chosen if i not in sampled]
+    qualities = {}
+    if missing:
+        with progress_bar(
+            total=len(missing), desc="image quality", unit="img", disable=args.quiet
+        ) as bar:
+            for i in missing:
+                qualities[i] = image_quality(src, image=i)
+                bar.update(1)
+    return curve, qualities
