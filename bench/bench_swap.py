@@ -638,14 +638,19 @@ def bench_cpu_swap(pred: dict) -> dict:
 def bench_training(data: Path, quick: bool) -> dict:
     import torch
 
+    from pcr_explore import open_source
     from pcr_explore.swap import load_labelled_images
 
     torch.set_num_threads(1)  # steadier timings on a shared machine
     cfg = _settings(quick)
-    images = load_labelled_images(data, size=SIZE, per_class=40 if quick else None)
+    images = load_labelled_images(
+        data, size=SIZE, per_class=40 if quick else None, opener=open_source
+    )
     print(f"\n{images}; torch {torch.__version__}, 1 thread, settings {cfg}")
     sparsity, tensors, groups = bench_sparsity(images, cfg)
-    small = load_labelled_images(data, size=ZFP_SIZE, per_class=40 if quick else None)
+    small = load_labelled_images(
+        data, size=ZFP_SIZE, per_class=40 if quick else None, opener=open_source
+    )
     out = {
         "settings": {
             **cfg,

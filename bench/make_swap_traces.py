@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pcr_explore import open_source
 from pcr_explore.swap import capture_training, load_labelled_images
 from pcr_explore.swap.capture.nets import DEFAULT_LR, NETS, build_net
 from pcr_explore.swap.traces import Trace
@@ -46,7 +47,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    images = load_labelled_images(args.data, size=args.size)
+    images = load_labelled_images(args.data, size=args.size, opener=open_source)
     print(images)
     OUT.mkdir(parents=True, exist_ok=True)
     for net in NETS:

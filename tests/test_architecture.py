@@ -26,6 +26,14 @@ ROOT = Path(pcr_explore.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("_public", "errors", "_checks", "_version", "_json", "_pool"),
     ("storage",),  # atomic writes, the lock, remote stores, the prefix cache
+    # compressed tensor swapping: a product of its own on the shared base, below every
+    # module of the records' product (photos and models come to it as arguments)
+    ("swap.codecs", "swap.traces"),
+    ("swap.model",),
+    ("swap.capture",),
+    ("swap.training",),
+    ("swap.simulator",),
+    ("swap",),
     ("jpeg",),
     ("quality.metrics",),
     ("records",),
@@ -35,12 +43,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("plots",),  # figure builders shared by the audit report and the widgets
     ("auditing", "train"),
     ("budgeting",),  # the bytes a training run needs: quality, gradients, accuracy, decode cost
-    ("swap.codecs", "swap.traces"),
-    ("swap.model",),
-    ("swap.capture",),
-    ("swap.training",),
-    ("swap.simulator",),
-    ("swap",),
     ("widgets", "cli", "__main__"),
 ]
 
