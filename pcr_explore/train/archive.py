@@ -1,7 +1,7 @@
 """Fetch and unpack a dataset archive safely; write a small stand-in archive for tests.
 
-:func:`download` fetches once, with a progress bar, into a ``.part`` file that
-is renamed only when complete and its SHA-256 checked. :func:`extract`
+:func:`download` fetches once through pooch, with a progress bar, into a
+temporary file moved into place only when complete and its SHA-256 checked. :func:`extract`
 unpacks only regular files and folders. :func:`write_stand_in_archive`
 writes an archive laid out like TensorFlow's ``flower_photos.tgz`` from
 generated shapes, so tests and runs without a network exercise the same code.
@@ -15,8 +15,8 @@ import os
 import shutil
 import tarfile
 import tempfile
-import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -63,15 +63,16 @@ def download(
     progress: bool = True,
     timeout: float = 60.0,
 ) -> Path:
-    """Download *url* to *dest* (once), checking its SHA-256.
+    """Download *url* to *dest* (once), checking its SHA-256, with pooch.
 
-    The file is written as ``dest.part`` and renamed only once complete and
-    checked, so an interrupted or corrupt download never looks cached.
+    pooch writes a temporary file beside *dest* and moves it into place only
+    once complete and checked, so an interrupted or corrupt download never
+    looks cached; a *dest* that exists and matches is kept without a request.
 
     Parameters
     ----------
     url : str
-        An ``http(s)://`` or ``file://`` address.
+        An ``http(s)://`` or ``ftp://`` address.
     dest : path
         Where the file goes; kept and reused when it exists and matches.
     sha256 : str, optional
@@ -98,40 +99,77 @@ def download(
     >>> from pcr_explore.train.flowers import FLOWERS_SHA256, FLOWERS_URL
     >>> download(FLOWERS_URL, "data/flower_photos.tgz", sha256=FLOWERS_SHA256)  # doctest: +SKIP
     """
+    import pooch
+
     from .._pool import progress_bar as tqdm
 
     out = Path(dest)
     if out.exists() and (sha256 is None or sha256_of(out) == sha256.lower()):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    part = out.with_name(out.name + ".part")
-    h = hashlib.sha256()
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp, part.open("wb") as f:
-            total = resp.headers.get("Content-Length")
-            with tqdm(
-                total=int(total) if total else None,
-                unit="B",
-                unit_scale=True,
-                desc=out.name,
-                disable=not progress,
-            ) as bar:
-                for block in iter(lambda: resp.read(1 << 20), b""):
-                    f.write(block)
-                    h.update(block)
-                    bar.update(len(block))
-    except OSError as exc:  # URLError and HTTPError are OSErrors
-        part.unlink(missing_ok=True)
-        raise DatasetError(f"{url}: download failed: {exc}") from exc
-    got = h.hexdigest()
-    if sha256 is not None and got != sha256.lower():
-        part.unlink(missing_ok=True)
-        raise DatasetError(
-            f"{url}: SHA-256 {got} does not match the expected {sha256.lower()}; "
-            "the download is damaged or the file has changed"
-        )
-    os.replace(part, out)
+        return out  # pooch would say so too, but after the bar below was drawn
+    with tqdm(unit="B", unit_scale=True, desc=out.name, disable=not progress) as bar:
+        fetch = pooch.HTTPDownloader(progressbar=_Bar(bar), timeout=timeout)
+        level = pooch.get_logger().level
+        pooch.get_logger().setLevel("WARNING")  # its "Downloading ..." lines: the bar says it
+        try:
+            known = f"sha256:{sha256.lower()}" if sha256 else None
+            pooch.retrieve(url, known, fname=out.name, path=out.parent, downloader=fetch)
+        except ValueError as exc:  # pooch's hash check
+            raise DatasetError(
+                f"{url}: SHA-256 of the download does not match the expected {sha256}; "
+                "the download is damaged or the file has changed"
+            ) from exc
+        except OSError as exc:  # requests' errors are OSErrors
+            raise DatasetError(f"{url}: download failed: {failure_reason(exc)}") from exc
+        finally:
+            pooch.get_logger().setLevel(level)
     return out
+
+
+class _Bar:
+    """A tqdm bar as pooch drives it, true to the bytes and the rate.
+
+    pooch counts whole chunks (the last one is shorter), then resets the bar
+    and fills it at once before closing: here no step passes the length and
+    the reset is left out, so the rate shown at the end is the download's.
+    """
+
+    bar: Any
+
+    def __init__(self, bar: Any) -> None:
+        self.__dict__["bar"] = bar  # past __setattr__, which pooch's writes go through
+
+    def __bool__(self) -> bool:  # pooch draws only a bar that tests true
+        return True
+
+    def __setattr__(self, name: str, total: Any) -> None:  # pooch sets only the length
+        self.bar.total = total or None
+
+    def update(self, n: int) -> None:
+        self.bar.update(min(n, self.bar.total - self.bar.n) if self.bar.total else n)
+
+    def reset(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a request failed, in words: its HTTP status, else the innermost system error's text.
+
+    requests wraps a refused connection in three exceptions (its
+    ConnectionError, urllib3's MaxRetryError and NewConnectionError) around
+    the socket's own error, whose text is all a reader needs.
+    """
+    response = getattr(exc, "response", None)
+    if response is not None:
+        return f"the server answered {response.status_code} {response.reason}"
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror.lower()
+        seen = seen.__cause__ or seen.__context__
+    return str(exc)
 
 
 @public("pcr_explore.train")

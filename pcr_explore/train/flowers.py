@@ -34,7 +34,7 @@ from ..errors import DatasetError
 from ..read.reader import open_dataset
 from ..records.manifest import MANIFEST
 from ..storage._atomic import atomic_write
-from .archive import download, extract, sha256_of, write_stand_in_archive
+from .archive import download, extract, failure_reason, sha256_of, write_stand_in_archive
 
 __all__ = [
     "FLOWERS_URL",
@@ -428,22 +428,15 @@ _STAND_IN_SIDE = 96
 def _why(exc: Exception) -> str:
     """Why a download failed, in words: the reason, not the exception's own text.
 
-    ``urlopen`` wraps the socket error as ``<urlopen error [Errno -2] Name or
-    service not known>``; a reader needs only its last part.
+    requests' message for a refused connection runs to several lines of
+    wrapped errors; a reader needs only the last part.
     """
-    import urllib.error
-
     cause = exc.__cause__
-    if isinstance(cause, urllib.error.HTTPError):
-        return f"the server answered {cause.code} {cause.reason}"
-    if isinstance(cause, urllib.error.URLError):
-        reason = cause.reason
-        text = reason.strerror if isinstance(reason, OSError) else None
-        return f"no network: {(text or str(reason)).lower()}"
-    if isinstance(cause, OSError) and cause.strerror:
-        return cause.strerror.lower()
-    if cause is None and "SHA-256" in str(exc):
+    if isinstance(cause, ValueError):  # pooch's hash check
         return "the download did not match its checksum"
+    if isinstance(cause, OSError):
+        reason = failure_reason(cause)
+        return reason if getattr(cause, "response", None) is not None else f"no network: {reason}"
     return str(cause or exc)
 
 
