@@ -313,3 +313,34 @@ def test_lossy_re_encodes_and_animations_are_said_where_the_user_looks(
     text = audit(str(tmp_path / "ds"), progress=False).summary()
     assert "note: 2 images re-encoded with loss at encode" in text
     assert "1.0 at the full level is not lossless): a.png, anim.gif" in text
+
+
+def test_a_label_csv_over_the_limit_is_refused_unread(
+    photo_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pcr_explore.encode import discover
+
+    monkeypatch.setattr(discover, "MAX_LABELS_BYTES", 1000)
+    big = tmp_path / "big.csv"
+    big.write_text("file,label\n" + "animals/chelsea.jpg,cat\n" * 50)  # 1,211 bytes
+    for path in (big, Path("/dev/zero")):  # a file's size, or a stream that never ends
+        with pytest.raises(DatasetError, match=f"{path}: label CSV is larger than 1,000 bytes"):
+            find_sources(photo_folder, labels=path)
+    big.write_bytes(b"file,label\nanimals/chelsea.jpg,\xff\n")
+    with pytest.raises(DatasetError, match=r"big\.csv: label CSV is not UTF-8 comma-separated"):
+        find_sources(photo_folder, labels=big)
+
+
+def test_the_manifest_holds_no_path_of_this_machine(photo_folder: Path, tmp_path: Path) -> None:
+    from pcr_explore.read.verify import verify_dataset
+
+    labels = tmp_path / "labels.csv"
+    labels.write_text("file,label\nanimals/chelsea.jpg,cat\n")
+    out = tmp_path / "ds"
+    encode_dataset(photo_folder, out, labels=labels, workers=1, progress=False)
+    text = (out / "manifest.json").read_text()
+    manifest = json.loads(text)
+    assert manifest["source"] == photo_folder.name and manifest["options"]["labels"] == "labels.csv"
+    assert str(tmp_path) not in text and str(photo_folder.parent) not in text
+    # still a manifest every reader takes
+    assert len(open_dataset(str(out))) == 7 and verify_dataset(str(out)).ok

@@ -56,8 +56,11 @@ def test_webdataset_shards_give_the_folders_records(
     summary = encode_dataset(shards, out, record_size=20_000, workers=1, progress=False)
     assert summary.images == len(open_dataset(str(reference)))
     assert _records(out) == _records(reference)  # byte-identical records
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["source"] == ", ".join(shards) and manifest["classes"] == ["animals", "things"]
+    text = (out / "manifest.json").read_text()
+    manifest = json.loads(text)
+    # portable: the shards' names, no path of this machine
+    assert manifest["source"] == "s-0000.tar, s-0001.tar, s-0002.tar"
+    assert manifest["classes"] == ["animals", "things"] and str(tmp_path) not in text
     assert not list(tmp_path.glob(".*staging*"))  # the unpacked copy is gone
     # a brace pattern, and the same shards over HTTP
     pattern = str(tmp_path / "wds" / "s-{0000..0002}.tar")
@@ -151,3 +154,86 @@ def test_bad_inputs_name_the_shard_and_the_member(photo_folder: Path, tmp_path: 
     with pytest.raises(DatasetError, match=r"ints\.parquet: row 0: column 'image' holds int"):
         encode_dataset(str(out / "ints.parquet"), tmp_path / "o4", workers=1, progress=False)
     assert not [p for p in tmp_path.iterdir() if "staging" in p.name]
+
+
+def _stop_after_first(i: int) -> None:
+    if i == 0:
+        raise KeyboardInterrupt
+
+
+def _staging(tmp_path: Path) -> list[str]:
+    return sorted(p.name for p in tmp_path.glob(".*staging*"))
+
+
+def test_an_interrupted_tar_encode_resumes(
+    photo_folder: Path, reference: Path, tmp_path: Path
+) -> None:
+    shards = _write_shards(photo_folder, tmp_path / "wds")
+    out, kw = tmp_path / "ds", {"record_size": 20_000, "workers": 1, "progress": False}
+    stop = EncodeOptions(on_record=_stop_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        encode_dataset(shards, out, options=stop, **kw)  # type: ignore[arg-type]
+    [staged] = _staging(tmp_path)  # kept for the re-run, beside the output
+    written: list[int] = []
+    summary = encode_dataset(
+        shards,
+        out,
+        options=EncodeOptions(on_record=written.append),
+        **kw,  # type: ignore[arg-type]
+    )
+    assert summary.resumed_records == 1 and written[0] == 1  # record 0 was not redone
+    assert _records(out) == _records(reference)
+    assert _staging(tmp_path) == []  # removed once the manifest is written
+
+
+def test_an_interrupted_parquet_or_dataset_encode_resumes(
+    photo_folder: Path, reference: Path, tmp_path: Path
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    datasets = pytest.importorskip("datasets")
+    rows = _samples(photo_folder)
+    images = [{"bytes": data, "path": name} for name, _, data in rows]
+    pq.write_table(
+        pa.table({"image": images, "label": [c for _, c, _ in rows]}), tmp_path / "a.parquet"
+    )
+    kw = {"record_size": 20_000, "workers": 1, "progress": False}
+    stop = EncodeOptions(on_record=_stop_after_first)
+
+    def hf() -> object:  # as a new process would build it again
+        return datasets.Dataset.from_dict({"image": images, "label": [c for _, c, _ in rows]})
+
+    for src, out in ((str(tmp_path / "a.parquet"), tmp_path / "pq"), (hf(), tmp_path / "hf")):
+        with pytest.raises(KeyboardInterrupt):
+            encode_dataset(src, out, options=stop, **kw)  # type: ignore[arg-type]
+        again = hf() if out.name == "hf" else src
+        summary = encode_dataset(again, out, **kw)  # type: ignore[arg-type]
+        assert summary.resumed_records == 1 and _records(out) == _records(reference)
+        assert _staging(tmp_path) == []
+
+
+def test_shards_encoded_to_object_storage_stage_in_a_temporary_folder(
+    photo_folder: Path, reference: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    import tempfile
+
+    from _loopback import s3_server
+
+    shards = _write_shards(photo_folder, tmp_path / "wds")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # the temporary folder, watched
+    with s3_server() as s3:
+        url = f"s3://{s3.bucket}/from-wds"
+        encode_dataset(
+            shards, url, storage_options=s3.storage_options, record_size=20_000, workers=1,
+            progress=False,
+        )  # fmt: skip
+        ds = open_dataset(url, storage_options=s3.storage_options)
+        same = [
+            (r.file, r.checksum, r.bytes_per_scan) for r in open_dataset(str(reference)).records
+        ]
+        assert [(r.file, r.checksum, r.bytes_per_scan) for r in ds.records] == same
+    assert list(scratch.iterdir()) == [] and _staging(tmp_path) == []

@@ -2,7 +2,7 @@
 
 Each test builds its tar shards, Parquet files or datasets here, and checks
 both the error (which names the shard or file and the member or row) and
-that nothing was written outside the run's own staging folder, nor left.
+that nothing was written outside the output's staging folder, nor left.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pcr_explore import EncodeOptions, encode_dataset, open_dataset
 from pcr_explore.cli import main
-from pcr_explore.encode import inputs
+from pcr_explore.encode import _braces, _staging, inputs
 from pcr_explore.errors import DatasetError
 from pcr_explore.storage._lock import FolderLock
 
@@ -147,7 +147,7 @@ def test_safe_labels_stay_the_class_names(tmp_path: Path, jpg: bytes) -> None:
     assert ds.classes == [".hidden", "café au lait", "z"] and len(ds) == 3
 
 
-# -- 2 and 3. staging is private to the run -----------------------------
+# -- 2 and 3. staging belongs to the output and its input -----------------
 
 
 def test_a_second_encode_into_a_locked_output_changes_nothing(tmp_path: Path, jpg: bytes) -> None:
@@ -183,7 +183,9 @@ def test_a_folder_named_like_the_staging_folder_survives(
     assert sorted(p.name for p in tmp_path.iterdir()) == [".ds.staging", "ds", "s.tar"]
 
 
-def test_each_run_stages_in_a_fresh_folder_beside_the_output(tmp_path: Path, jpg: bytes) -> None:
+def test_staging_lies_beside_the_output_named_by_the_output_and_the_input(
+    tmp_path: Path, jpg: bytes
+) -> None:
     shard = _tar(tmp_path / "s.tar", _sample("a", jpg, "cat"))
     during: list[list[str]] = []
 
@@ -191,9 +193,57 @@ def test_each_run_stages_in_a_fresh_folder_beside_the_output(tmp_path: Path, jpg
         during.append(sorted(p.name for p in tmp_path.iterdir() if p.is_dir()))
 
     _encode(shard, tmp_path / "ds", options=EncodeOptions(on_record=look))
-    [(staging, ds)] = during
-    assert ds == "ds" and re.fullmatch(r"\.ds\.pcr-staging-\w+", staging)
+    _encode(shard, tmp_path / "ds", options=EncodeOptions(on_record=look), overwrite=True)
+    _tar(tmp_path / "s.tar", _sample("a", jpg, "cat") + _sample("b", jpg, "dog"))  # changed
+    _encode(shard, tmp_path / "ds", options=EncodeOptions(on_record=look), overwrite=True)
+    [(first, ds), (again, _), (changed, _)] = during
+    assert ds == "ds" and re.fullmatch(r"\.ds\.pcr-staging-[0-9a-f]{16}", first)
+    assert again == first and changed != first  # the same input finds the same folder
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "s.tar"]
+
+
+def _interrupted(shard: str, out: Path) -> None:
+    """Encode *shard* into *out* and stop after its first record, as a killed run would."""
+
+    def stop(_: int) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _encode(shard, out, options=EncodeOptions(on_record=stop))
+
+
+def test_overwrite_removes_the_staging_a_killed_run_left(tmp_path: Path, jpg: bytes) -> None:
+    old = _tar(tmp_path / "old.tar", _sample("a", jpg, "cat"))
+    new = _tar(tmp_path / "new.tar", _sample("b", jpg, "dog"))
+    _interrupted(old, tmp_path / "ds")
+    assert len(list(tmp_path.glob(".ds.pcr-staging-*"))) == 1  # the whole unpacked input
+    lookalike = tmp_path / ".ds.pcr-staging-0123456789abcdef"  # no marker: not the encoder's
+    lookalike.mkdir()
+    with pytest.raises(DatasetError, match="interrupted encode of different sources"):
+        _encode(new, tmp_path / "ds")
+    _encode(new, tmp_path / "ds", overwrite=True)
+    assert open_dataset(str(tmp_path / "ds")).classes == ["dog"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        lookalike.name,
+        "ds",
+        "new.tar",
+        "old.tar",
+    ]
+
+
+def test_a_folder_staged_in_part_is_staged_again(tmp_path: Path, jpg: bytes) -> None:
+    shard = _tar(tmp_path / "s.tar", _sample("a", jpg, "cat") + _sample("b", jpg, "dog"))
+    _encode(shard, tmp_path / "ref")
+    reference = {p.name: p.read_bytes() for p in (tmp_path / "ref").glob("record-*.pcr")}
+    # what a run killed while unpacking leaves: a marker saying so, and part of the input
+    out = (tmp_path / "ds").resolve()
+    folder = _staging.staging_path(out, inputs.identity(shard, "image", "label"))
+    (folder / "cat").mkdir(parents=True)
+    (folder / "cat" / "stray.jpg").write_bytes(jpg)
+    (folder / _staging.MARKER).write_text(json.dumps({"output": str(out), "complete": False}))
+    _encode(shard, out)
+    assert {p.name: p.read_bytes() for p in out.glob("record-*.pcr")} == reference
+    assert not folder.exists()
 
 
 # -- 8. nothing lost or merged without a word ---------------------------
@@ -330,7 +380,7 @@ def test_a_patterns_shard_count_is_the_number_braceexpand_makes(pattern: str) ->
     except UnbalancedBracesError:
         expected = None
     try:
-        got: int | None = inputs._pattern_count(pattern)
+        got: int | None = _braces.pattern_count(pattern)
     except ValueError:
         got = None
     assert got == expected

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._args import positive_int
+from ._defaults import DASK_WORKERS_PER_CPU
 
 
 def dask_options(p: argparse.ArgumentParser, verb: str) -> None:
@@ -23,7 +24,8 @@ def dask_options(p: argparse.ArgumentParser, verb: str) -> None:
         "--dask-workers",
         type=positive_int,
         metavar="N",
-        help=f"start a local Dask cluster of N worker processes to {verb} on",
+        help=f"start a local Dask cluster of N worker processes to {verb} on "
+        f"(at most {DASK_WORKERS_PER_CPU} per CPU)",
     )
 
 
@@ -42,7 +44,10 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     if args.dask_workers is None:
         yield None
         return
-    cluster, client = local_cluster(workers=args.dask_workers)
+    try:
+        cluster, client = local_cluster(workers=args.dask_workers)
+    except ValueError as exc:  # too many for this machine
+        raise ValueError(f"--dask-workers {args.dask_workers}: {exc}") from None
     try:
         yield client
     finally:

@@ -47,10 +47,10 @@ def _register_encode(sub: Any) -> None:
     )
     p.add_argument(
         "--record-size",
-        type=int,
+        type=byte_size,
         default=DEFAULT_RECORD_SIZE,
-        metavar="BYTES",
-        help=f"target bytes per record (default {DEFAULT_RECORD_SIZE})",
+        metavar="SIZE",
+        help=f"source bytes per record, e.g. 4MB or 64MiB (default {DEFAULT_RECORD_SIZE})",
     )
     p.add_argument(
         "--workers", type=int, default=None, help="parallel transcodes (default: all cores)"
@@ -60,7 +60,7 @@ def _register_encode(sub: Any) -> None:
         action="store_true",
         help="run workers as processes instead of threads (for Pillow-heavy, non-JPEG sources)",
     )
-    p.add_argument("--labels", metavar="CSV", help="CSV with a file,label header")
+    p.add_argument("--labels", metavar="CSV", help="CSV with a file,label header (at most 256 MiB)")
     p.add_argument("--no-shuffle", action="store_true", help="keep sorted order")
     p.add_argument("--seed", type=int, default=0, help="shuffle seed")
     p.add_argument("--strict", action="store_true", help="stop at the first unreadable file")

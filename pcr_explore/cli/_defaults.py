@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "BUILTIN_MODELS",
+    "DASK_WORKERS_PER_CPU",
     "DEFAULT_DATASET_SAMPLE",
     "DEFAULT_DEADLINE",
     "DEFAULT_RECORD_SIZE",
@@ -38,6 +39,8 @@ MAX_QUALITY_PIXELS = 1 << 22
 SCRIPT_LEVELS: dict[str, int] = {"standard": 10, "lean": 9, "spectral": 5, "hybrid": 7}
 # pcr_explore.encode.encoder.DEFAULT_RECORD_SIZE
 DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
+# pcr_explore.encode.distributed.WORKERS_PER_CPU
+DASK_WORKERS_PER_CPU = 4
 # pcr_explore.storage.remote
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_RETRIES = 3

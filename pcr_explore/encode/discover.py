@@ -9,6 +9,7 @@ the dataset encoded from it list the same images with the same labels.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import warnings
 from dataclasses import dataclass
@@ -19,7 +20,11 @@ from .._public import public
 from ..errors import DatasetError, LabelWarning, no_such_path
 from ..jpeg.transcode import IMAGE_SUFFIXES
 
-__all__ = ["SourceItem", "display_name", "find_sources"]
+__all__ = ["MAX_LABELS_BYTES", "SourceItem", "display_name", "find_sources"]
+
+#: The largest label CSV read: a line per image, so millions of images (ImageNet's
+#: 1.28 million take about 60 MB).
+MAX_LABELS_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,9 @@ def find_sources(
         A folder of images, searched recursively.
     labels : path, optional
         A CSV with a ``file,label`` header; ``file`` relative to *src*. Images
-        not in the CSV are unlabelled. Without it, the first sub-folder of an
-        image is its class when every image sits in a sub-folder.
+        not in the CSV are unlabelled; at most ``MAX_LABELS_BYTES`` (256 MiB).
+        Without it, the first sub-folder of an image is its class when every
+        image sits in a sub-folder.
 
     Returns
     -------
@@ -56,7 +62,8 @@ def find_sources(
     FileNotFoundError
         If *src* does not exist.
     DatasetError
-        If *src* is not a folder, holds no images, or the CSV is malformed.
+        If *src* is not a folder, holds no images, or the CSV is malformed
+        or too large.
     """
     root = Path(src)
     if not root.exists():
@@ -109,15 +116,25 @@ def display_name(name: str) -> str:
 
 def _read_label_csv(path: Path) -> dict[str, str]:
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames is None or not {"file", "label"} <= set(reader.fieldnames):
-                raise DatasetError(f"{path}: label CSV needs a 'file,label' header line")
-            out: dict[str, str] = {}
-            for line, row in enumerate(reader, start=2):
-                if not row["file"] or row["label"] is None or row["label"] == "":
-                    raise DatasetError(f"{path}: line {line}: empty file or label")
-                out[Path(row["file"]).as_posix()] = row["label"]
-            return out
+        with path.open("rb") as f:  # bounded: /dev/zero or a huge file must not fill memory
+            big = os.fstat(f.fileno()).st_size > MAX_LABELS_BYTES
+            raw = b"" if big else f.read(MAX_LABELS_BYTES + 1)
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read label CSV: {exc.strerror or exc}") from exc
+    if big or len(raw) > MAX_LABELS_BYTES:
+        raise DatasetError(
+            f"{path}: label CSV is larger than {MAX_LABELS_BYTES:,} bytes, the most read "
+            "(a line per image); is it the right file?"
+        )
+    try:
+        reader = csv.DictReader(io.StringIO(raw.decode("utf-8"), newline=""))
+        if reader.fieldnames is None or not {"file", "label"} <= set(reader.fieldnames):
+            raise DatasetError(f"{path}: label CSV needs a 'file,label' header line")
+        out: dict[str, str] = {}
+        for line, row in enumerate(reader, start=2):
+            if not row["file"] or row["label"] is None or row["label"] == "":
+                raise DatasetError(f"{path}: line {line}: empty file or label")
+            out[Path(row["file"]).as_posix()] = row["label"]
+    except (UnicodeDecodeError, csv.Error) as exc:  # not UTF-8; a field past csv's limit
+        raise DatasetError(f"{path}: label CSV is not UTF-8 comma-separated text: {exc}") from None
+    return out

@@ -17,6 +17,8 @@ the dashboard.
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -26,9 +28,22 @@ from ..errors import DatasetError, MissingExtraError, WorkerError
 from ._plan import EncodePlan
 from ._shard import encode_shard
 
-__all__ = ["connect", "local_cluster", "require_distributed", "run_on_dask"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "WORKERS_PER_CPU",
+    "connect",
+    "local_cluster",
+    "max_local_workers",
+    "require_distributed",
+    "run_on_dask",
+]
 
 _EXTRA = "pip install 'pcr-explore[dask]'"
+#: Local worker processes per CPU at most: more only queue for the same cores,
+#: and each one is a Python process of its own to start.
+WORKERS_PER_CPU = 4
+#: Seconds to wait for a scheduler to answer.
+CONNECT_TIMEOUT = 5.0
 
 
 def require_distributed() -> Any:
@@ -48,6 +63,11 @@ def require_distributed() -> Any:
     return distributed
 
 
+def max_local_workers() -> int:
+    """The most worker processes :func:`local_cluster` starts: ``WORKERS_PER_CPU`` per CPU."""
+    return WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
 @public("pcr_explore.encode")
 def local_cluster(*, workers: int, threads_per_worker: int = 1) -> tuple[Any, Any]:
     """Start a Dask cluster of *workers* processes on this machine; return (cluster, client).
@@ -56,12 +76,19 @@ def local_cluster(*, workers: int, threads_per_worker: int = 1) -> tuple[Any, An
 
     Raises
     ------
+    ValueError
+        If *workers* is below 1 or above :func:`max_local_workers`.
     MissingExtraError
         If ``pcr-explore[dask]`` is not installed.
     """
     distributed = require_distributed()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"dask workers must be at least 1, got {workers!r}")
+    if workers > max_local_workers():
+        raise ValueError(
+            f"at most {max_local_workers()} local worker processes ({WORKERS_PER_CPU} per CPU; "
+            f"this machine has {os.cpu_count() or 1}), got {workers}"
+        )
     cluster = distributed.LocalCluster(
         n_workers=workers,
         threads_per_worker=threads_per_worker,
@@ -71,15 +98,32 @@ def local_cluster(*, workers: int, threads_per_worker: int = 1) -> tuple[Any, An
     return cluster, distributed.Client(cluster)
 
 
-def connect(address: str) -> Any:
+def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
     """A client of the Dask scheduler at *address* (``tcp://host:port``).
+
+    A TCP or TLS address is tried with a plain connection first, so that a
+    refused port or an unknown host fails at once, and Dask's own connection
+    waits at most *timeout* seconds (its default is 30).
 
     Raises
     ------
+    ConnectionError
+        Naming *address*, if it is malformed or no scheduler answers there.
     MissingExtraError
         If ``pcr-explore[dask]`` is not installed.
     """
-    return require_distributed().Client(address)
+    distributed = require_distributed()
+    try:
+        scheme, where = distributed.comm.parse_address(address)
+        if scheme in ("tcp", "tls"):
+            host, port = distributed.comm.parse_host_port(where)
+            socket.create_connection((host, port), timeout=timeout).close()
+        return distributed.Client(address, timeout=timeout)
+    except (OSError, ValueError, OverflowError, TimeoutError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConnectionError(
+            f"{address}: no Dask scheduler answers there ({why}); give its tcp://HOST:PORT"
+        ) from None
 
 
 def run_on_dask(

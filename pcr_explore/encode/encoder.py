@@ -20,9 +20,12 @@ A dataset is a directory of record files plus ``manifest.json``. The encoder:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,7 +51,8 @@ from ._journal import PLAN, Journal
 from ._plan import EncodePlan, make_plan
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
 from ._spool import Spool, spool_file
-from .inputs import is_staged_input, stage, staging_folder
+from ._staging import remove_staging, staging_path
+from .inputs import describe, identity, is_staged_input, stage
 
 __all__ = [
     "DEFAULT_RECORD_SIZE",
@@ -245,9 +249,10 @@ def encode_dataset(
     """
     o = options or EncodeOptions()
     _check_options(o.backend, o.quality, record_size, workers, o.parallel)
-    script = resolve_scan_script(scan_script)
-    rest = (
-        script,
+    job = _Job(
+        out,
+        o,
+        resolve_scan_script(scan_script),
         record_size,
         labels,
         seed,
@@ -258,87 +263,132 @@ def encode_dataset(
         storage_options,
     )
     if is_staged_input(src):
-        return _encode_staged(src, out, o, rest)
-    return _encode(Path(os.fspath(src)).resolve(), out, o, *rest, None)  # type: ignore[arg-type]
+        return _encode_staged(src, job)
+    return _encode(Path(os.fspath(src)).resolve(), job, None)  # type: ignore[arg-type]
 
 
-def _encode_staged(
-    src: Any, out: str | os.PathLike[str], o: EncodeOptions, rest: tuple[Any, ...]
-) -> EncodeSummary:
-    """Unpack tar shards, Parquet or a datasets.Dataset into a private folder, encode, clean up.
+@dataclass(frozen=True)
+class _Job:
+    """What :func:`encode_dataset` was asked, its options checked."""
 
-    *rest* is :func:`_encode`'s arguments after the options, up to the input's name.
+    out: str | os.PathLike[str]
+    options: EncodeOptions
+    script: ScanScript
+    record_size: int
+    labels: str | os.PathLike[str] | None
+    seed: int
+    workers: int | None
+    progress: bool
+    overwrite: bool
+    client: Any
+    storage_options: dict[str, Any] | None
+
+
+def _encode_staged(src: Any, job: _Job) -> EncodeSummary:
+    """Unpack tar shards, Parquet or a datasets.Dataset into a staging folder, then encode it.
+
+    For an output folder the staging folder lies beside it, found again by a
+    re-run (:mod:`pcr_explore.encode._staging`), and the output's lock is
+    held throughout; for object storage it is a private temporary folder.
     """
-    if hasattr(src, "features"):
-        info = getattr(src, "info", None)
-        described = f"datasets.Dataset({getattr(info, 'dataset_name', None) or len(src)})"
-    else:
-        described = src if isinstance(src, str) else ", ".join(map(str, src))
-    out_s = os.fspath(out)
-    if "://" not in out_s and Path(out_s).is_dir():
-        # Fail before unpacking anything when another encode holds the output;
-        # _encode takes the lock for the run itself.
-        with FolderLock(Path(out_s).resolve()):
-            pass
-    with staging_folder(out_s) as staging:
-        stage(src, staging, image=o.image_column, label=o.label_column)
-        return _encode(staging.resolve(), out, o, *rest, described)  # type: ignore[call-arg]
+    o, described = job.options, describe(src)
+    output = open_output(job.out, job.storage_options)
+    if isinstance(output, ObjectOutput):  # no journal to resume from: nothing to keep
+        with tempfile.TemporaryDirectory(prefix="pcr-staging-") as tmp:
+            folder = stage(src, Path(tmp).resolve(), image=o.image_column, label=o.label_column)
+            return _encode(folder, job, described)
+    out = output.folder
+    _check_folder(out)
+    made = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with FolderLock(out):  # before anything is unpacked: another encode may hold it
+            if job.overwrite:
+                remove_staging(out)
+            folder = staging_path(out, identity(src, o.image_column, o.label_column))
+            try:
+                stage(src, folder, out=out, image=o.image_column, label=o.label_column)
+                return _encode(folder, job, described, locked=True)
+            except BaseException:
+                if not (out / PLAN).exists():  # no journal to resume: the copy is of no use
+                    shutil.rmtree(folder, ignore_errors=True)
+                raise
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):  # empty unless records were written
+                out.rmdir()
+        raise
+
+
+def _check_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"{out}: exists and is not a folder; choose another output folder")
 
 
 def _encode(
-    src_p: Path,
-    out: str | os.PathLike[str],
-    o: EncodeOptions,
-    script: ScanScript,
-    record_size: int,
-    labels: str | os.PathLike[str] | None,
-    seed: int,
-    workers: int | None,
-    progress: bool,
-    overwrite: bool,
-    client: Any,
-    storage_options: dict[str, Any] | None,
-    described: str | None,
+    src_p: Path, job: _Job, described: str | None, *, locked: bool = False
 ) -> EncodeSummary:
-    """Encode the folder *src_p* (*described* names the input it was unpacked from)."""
-    backend, quality, shuffle, strict = o.backend, o.quality, o.shuffle, o.strict
-    output = open_output(out, storage_options)
+    """Encode the folder *src_p* (*described* names the input it was unpacked from).
+
+    *locked*: the caller holds the output folder's lock.
+    """
+    o = job.options
+    output = open_output(job.out, job.storage_options)
     if isinstance(output, FolderOutput):
         out_p = output.folder
         if out_p == src_p or src_p in out_p.parents:
             raise DatasetError(
                 f"{out_p}: output folder must not be inside the source folder {src_p}"
             )
-        if out_p.exists() and not out_p.is_dir():
-            raise DatasetError(f"{out_p}: exists and is not a folder; choose another output folder")
+        _check_folder(out_p)
     recorded = {  # the settings the manifest and the journal record
-        "backend": backend,
-        "quality": quality,
-        "record_size": record_size,
-        "shuffle": shuffle,
-        "seed": seed,
-        "labels": str(labels) if labels else None,
-        "scan_script": script_option(script),
+        "backend": o.backend,
+        "quality": o.quality,
+        "record_size": job.record_size,
+        "shuffle": o.shuffle,
+        "seed": job.seed,
+        # the file's name only: a manifest holds no path of the machine it was made on
+        "labels": Path(job.labels).name if job.labels else None,
+        "scan_script": script_option(job.script),
     }
     if described is not None:
         recorded["input"] = described
-    plan = make_plan(src_p, labels, shuffle, seed, record_size, recorded)
-    run = _Run(plan, output, recorded, strict, progress, o.on_record)
+    plan = make_plan(src_p, job.labels, o.shuffle, job.seed, job.record_size, recorded)
+    run = _Run(plan, output, recorded, o.strict, job.progress, o.on_record)
     if isinstance(output, ObjectOutput):
-        run.clear_remote(overwrite)
-        return run.encode(workers, o.parallel, client)
+        run.clear_remote(job.overwrite)
+        return run.encode(job.workers, o.parallel, job.client)
     output.folder.mkdir(parents=True, exist_ok=True)
-    with FolderLock(output.folder):
-        _tidy(output.folder, overwrite)
-        if output.exists(MANIFEST) and (done := _finished(output.folder, plan.digest, output.url)):
-            return done  # killed after the manifest, before its own clean-up: complete
-        if output.exists(MANIFEST):
+    with contextlib.nullcontext() if locked else FolderLock(output.folder):
+        _tidy(output.folder, job.overwrite)
+        if job.overwrite:  # what killed encodes of other inputs left beside it
+            remove_staging(output.folder, keep=src_p)
+        done = (
+            _finished(output.folder, plan.digest, output.url) if output.exists(MANIFEST) else None
+        )
+        if not done and output.exists(MANIFEST):
             raise DatasetError(
                 f"{output.folder}: already holds a dataset (manifest.json); "
                 "use overwrite=True (--overwrite)"
             )
-        run.journal = Journal(output.folder, plan.digest, recorded)
-        return run.encode(workers, o.parallel, client)
+        if not done:  # else: killed after the manifest, before its own clean-up: complete
+            run.journal = Journal(output.folder, plan.digest, recorded)
+            done = run.encode(job.workers, o.parallel, job.client)
+        remove_staging(output.folder)  # this run's, and any a killed run left
+        return done
+
+
+def _summary(typed: Manifest, url: str, resumed: int) -> EncodeSummary:
+    return EncodeSummary(
+        out=url,
+        images=typed.images,
+        records=len(typed.records),
+        skipped=len(typed.skipped),
+        source_bytes=typed.source_bytes,
+        total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
+        resumed_records=resumed,
+        lossy=len(typed.lossy_conversions),
+    )
 
 
 def _finished(out: Path, digest: str, url: str) -> EncodeSummary | None:
@@ -355,16 +405,7 @@ def _finished(out: Path, digest: str, url: str) -> EncodeSummary | None:
         return None
     typed = Manifest.from_json(json.loads((out / MANIFEST).read_text("utf-8")), str(out / MANIFEST))
     Journal(out, digest, {}).remove()
-    return EncodeSummary(
-        out=url,
-        images=typed.images,
-        records=len(typed.records),
-        skipped=len(typed.skipped),
-        source_bytes=typed.source_bytes,
-        total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
-        resumed_records=len(typed.records),
-        lossy=len(typed.lossy_conversions),
-    )
+    return _summary(typed, url, len(typed.records))
 
 
 def _check_options(
@@ -471,16 +512,7 @@ class _Run:
         if journal is not None:
             journal.remove()
         typed = Manifest.from_json(manifest, f"{self.output.url}/{MANIFEST}")  # as readers will
-        return EncodeSummary(
-            out=self.output.url,
-            images=typed.images,
-            records=len(typed.records),
-            skipped=len(typed.skipped),
-            source_bytes=typed.source_bytes,
-            total_bytes=sum(r.bytes_per_scan[-1] for r in typed.records),
-            resumed_records=len([r for r in done.values() if r["images"]]),
-            lossy=len(typed.lossy_conversions),
-        )
+        return _summary(typed, self.output.url, len([r for r in done.values() if r["images"]]))
 
     def _run_local(self, todo: list[int], workers: int | None, parallel: str, bar: Any) -> None:
         """Transcode the sources of the records in *todo* in a pool; write each record in order.
@@ -545,7 +577,7 @@ def _manifest(
         "scan_script": {"name": script.name, "scans": script.text()},
         "images": sum(r["images"] for r in kept),
         "classes": list(classes),
-        "source": str(options.get("input") or src),
+        "source": options.get("input") or src.name,  # portable: no path of this machine
         "source_bytes": sum(r["source_bytes"] for r in entries),
         "options": options,
         "records": [

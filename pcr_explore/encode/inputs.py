@@ -8,10 +8,13 @@ whatever the input.
 
 * **WebDataset**: a list of tar files or URLs, or a brace pattern
   (``shards-{000000..000009}.tar``, at most 1,000,000 shards). Members are
-  grouped by key (the path up to the first dot of the file name); a
-  sample's image is its one ``jpg``, ``jpeg``, ``png``, ``webp``, ``bmp``,
-  ``tif(f)`` or ``gif`` member; its class is the ``class`` field of its
-  ``json`` member, else its ``cls`` integer, else it has none.
+  read as one stream, grouped by key (the path up to the first dot of the
+  file name) as they come; only regular files and folders may be members,
+  and only image and label members are read, each after its size is
+  checked against the encoder's per-image limit. A sample's image is its
+  one ``jpg``, ``jpeg``, ``png``, ``webp``, ``bmp``, ``tif(f)`` or ``gif``
+  member; its class is the ``class`` field of its ``json`` member, else
+  its ``cls`` integer, else it has none.
 * **Parquet** (``pcr-explore[parquet]``): files with an image column
   (bytes, or Hugging Face's ``{"bytes", "path"}`` struct) and a label column
   (integers or names). The default label column, ``label``, may be absent
@@ -20,11 +23,10 @@ whatever the input.
   column (bytes, or the path of a local file) and a ``ClassLabel``, integer
   or name column, as for Parquet.
 
-Staging. :func:`staging_folder` makes a fresh folder of its own beside the
-output (``.<output>.pcr-staging-<random>``; a temporary folder for an
-output URL) and removes that folder, and only that one, afterwards; two
-runs never share one. Samples are written into it as they are read, so
-memory holds one sample, not the dataset.
+Staging. :func:`stage` writes the samples, as they are read, into a
+staging folder (:mod:`pcr_explore.encode._staging`: where it lies, how a
+re-run finds it, when it is removed); :func:`identity` is what names an
+input's content there.
 
 Labels. A label becomes a folder name only if it is a safe one: integers
 0 and up (-1 and None mean unlabelled), zero-padded to the width of the
@@ -43,34 +45,40 @@ and what was wrong; a shard that cannot be fetched names its URL.
 
 from __future__ import annotations
 
-import contextlib
 import io
+import itertools
 import json
 import os
 import posixpath
 import re
-import shutil
 import stat
 import tarfile
-import tempfile
+import uuid
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, MissingExtraError, no_such_path
 from ..jpeg.transcode import IMAGE_SUFFIXES, MAX_SOURCE_BYTES
+from ._braces import expand
+from ._staging import Sample, Staging
+from ._staging import shown as _shown
 
-__all__ = ["is_staged_input", "stage", "staging_folder"]
+__all__ = ["describe", "identity", "is_staged_input", "stage"]
 
 # Sorted: a sample's image member is looked up in this order, and a set's
 # order would change from run to run.
 _IMAGE_EXTS = tuple(sorted(s.lstrip(".") for s in IMAGE_SUFFIXES))
 _METADATA_EXTS = ("json", "cls")
-# More shards than any dataset has; a pattern beyond it is a typo, and
-# braceexpand lists every value of a range before yielding the first name.
-MAX_SHARDS = 1_000_000
+# What a member that is neither a file nor a folder is, for the message refusing it
+_NOT_A_FILE = {
+    tarfile.SYMTYPE: "a symbolic link",
+    tarfile.LNKTYPE: "a hard link",
+    tarfile.CHRTYPE: "a device",
+    tarfile.BLKTYPE: "a device",
+    tarfile.FIFOTYPE: "a FIFO",
+}
 # The label column EncodeOptions names by default: a file without it is
 # unlabelled. A column the caller named otherwise must exist.
 DEFAULT_LABEL_COLUMN = "label"
@@ -79,16 +87,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # images of one name.
 _MAX_FILE_NAME = 200
 _MAX_INT_LABEL = 2**63 - 1  # Arrow's and most datasets' widest integer
-
-
-@dataclass(frozen=True)
-class _Sample:
-    """One image to stage: its bytes, its file name and its checked label."""
-
-    name: str
-    data: bytes
-    label: str | int | None
-    where: str  # the shard and member (or file and row) the label came from
 
 
 def is_staged_input(src: Any) -> bool:
@@ -106,12 +104,6 @@ def is_staged_input(src: Any) -> bool:
 
 
 # -- names ---------------------------------------------------------------
-
-
-def _shown(value: Any) -> str:
-    """*value*'s repr, cut short for a one-line message."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _name_problem(name: str) -> str | None:
@@ -203,110 +195,14 @@ def _check_size(size: int, where: str) -> None:
         )
 
 
-# -- shard lists and brace patterns -------------------------------------
-
-# braceexpand's range forms ({1..10}, {a..e..2}), as its parser matches them
-_INT_RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?:\.\.-?(\d+))?$")
-_CHAR_RANGE = re.compile(r"^([A-Za-z])\.\.([A-Za-z])(?:\.\.-?(\d+))?$")
-
-
-def _split_sequence(expr: str) -> list[str] | None:
-    """*expr*'s comma-separated parts at brace depth 0 (None: not a sequence), as braceexpand."""
-    start = pos = depth = 0
-    parts = []
-    while pos < len(expr):
-        c = expr[pos]
-        if c == "\\":
-            pos += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(expr[start:pos])
-            start = pos + 1
-        pos += 1
-    if depth != 0 or not parts:
-        return None
-    return [*parts, expr[start:]]
-
-
-def _expression_count(expr: str) -> int:
-    if m := _INT_RANGE.match(expr):
-        first, last, step_text = m.groups()
-        step = (int(step_text) or 1) if step_text else 1
-        # len(range(...)) by arithmetic: the bounds may pass sys.maxsize
-        return abs(int(last) - int(first)) // step + 1
-    if m := _CHAR_RANGE.match(expr):
-        from braceexpand import alphabet
-
-        first, last, step_text = m.groups()
-        step = (int(step_text) or 1) if step_text else 1
-        a, b = alphabet.index(first), alphabet.index(last)
-        if a < b:
-            return len(alphabet[a : b + 1 : step])
-        return len(alphabet[a : (b or -len(alphabet)) - 1 : -step])
-    parts = _split_sequence(expr)
-    if parts is None:  # kept as literal braces around an expanded pattern
-        return _pattern_count(expr)
-    return sum(_pattern_count(p) for p in parts)
-
-
-def _pattern_count(pattern: str) -> int:
-    """How many names braceexpand makes of *pattern*, without making them.
-
-    Follows ``braceexpand.parse_pattern`` step by step (escapes, literal
-    braces, nesting); the property tests hold the two to the same count.
-    """
-    count, start, depth, pos = 1, 0, 0, 0
-    while pos < len(pattern):
-        c = pattern[pos]
-        if c == "\\":
-            pos += 2
-            continue
-        if c == "{":
-            if depth == 0 and pos > start:
-                start = pos
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                count *= _expression_count(pattern[start + 1 : pos])
-                start = pos + 1
-        pos += 1
-    if depth != 0:
-        raise ValueError("unbalanced braces")
-    return count
-
-
-def _expand(pattern: str) -> Iterator[str]:
-    """The names a brace pattern stands for, after checking how many there are.
-
-    Raises
-    ------
-    DatasetError
-        If the pattern is malformed or stands for more than ``MAX_SHARDS`` names.
-    """
-    from braceexpand import braceexpand
-
-    try:
-        n = _pattern_count(pattern)
-    except (ValueError, RecursionError) as exc:
-        raise DatasetError(f"{pattern}: not a usable brace pattern ({exc})") from None
-    if n > MAX_SHARDS:
-        raise DatasetError(
-            f"{pattern}: the brace pattern stands for {n:,} shards, more than the "
-            f"{MAX_SHARDS:,} allowed; check its ranges"
-        )
-    return braceexpand(pattern)
+# -- shards and files ---------------------------------------------------
 
 
 def _paths(src: Any) -> Iterator[str]:
     """Every shard or file *src* names, a pattern expanded as it is reached."""
     items = list(src) if isinstance(src, (list, tuple)) else [src]
     for s in items:
-        yield from _expand(os.fspath(s))
+        yield from expand(os.fspath(s))
 
 
 def _open(url: str) -> Any:
@@ -331,20 +227,22 @@ def _open(url: str) -> Any:
 # -- WebDataset ------------------------------------------------------------
 
 
-def _member_kind(m: tarfile.TarInfo) -> str:
-    if m.issym():
-        return f"a symbolic link to {_shown(m.linkname)}"
-    if m.islnk():
-        return f"a hard link to {_shown(m.linkname)}"
-    if m.ischr() or m.isblk():
-        return "a device"
-    if m.isfifo():
-        return "a FIFO"
-    return f"of tar type {m.type!r}"
+def _files(tar: tarfile.TarFile, url: str) -> Iterator[tuple[str, str, tarfile.TarInfo]]:
+    """(key, lower-case extension, member) of each file of a tar stream; folders pass by."""
+    for m in tar:
+        if not (m.isfile() or m.isdir()):
+            what = _NOT_A_FILE.get(m.type, f"of tar type {m.type!r}")
+            raise DatasetError(
+                f"{url}: member {_shown(m.name)} is {what}, not a regular file; a sample's "
+                "data must be stored in the shard itself"
+            )
+        if m.isfile():
+            folder, base = posixpath.split(m.name)
+            stem, _, ext = base.partition(".")
+            yield posixpath.join(folder, stem), ext.lower(), m
 
 
-def _read_member(tar: tarfile.TarFile, m: tarfile.TarInfo, url: str) -> bytes:
-    where = f"{url}: member {_shown(m.name)}"
+def _read_member(tar: tarfile.TarFile, m: tarfile.TarInfo, where: str) -> bytes:
     _check_size(m.size, where)  # from the header: nothing read yet
     f = tar.extractfile(m)
     data = f.read(MAX_SOURCE_BYTES + 1) if f is not None else b""
@@ -355,36 +253,23 @@ def _read_member(tar: tarfile.TarFile, m: tarfile.TarInfo, url: str) -> bytes:
 def _tar_groups(url: str) -> Iterator[tuple[str, dict[str, bytes | None]]]:
     """(key, {extension: bytes}) of each sample in one tar shard, in order, one at a time.
 
-    Only image and label members are read; others are noted (None) unread.
+    Only image and label members are read, each after its size is checked
+    from its header; others are noted (None) unread.
     """
     f = _open(url)
     try:
         with f, tarfile.open(fileobj=f, mode="r|*") as tar:
-            key: str | None = None
-            parts: dict[str, bytes | None] = {}
-            for m in tar:
-                if m.isdir():
-                    continue
-                if not m.isfile():
-                    raise DatasetError(
-                        f"{url}: member {_shown(m.name)} is {_member_kind(m)}, not a regular "
-                        "file; a sample's data must be stored in the shard itself"
-                    )
-                folder, base = posixpath.split(m.name)
-                stem, _, ext = base.partition(".")
-                k = posixpath.join(folder, stem)
-                if k != key and key is not None:
-                    yield key, parts
-                    parts = {}
-                key, ext = k, ext.lower()
-                if ext in parts:
-                    raise DatasetError(
-                        f"{url}: member {_shown(m.name)}: sample {_shown(k)} already has a "
-                        f"{ext!r} member; one sample holds one of each"
-                    )
-                wanted = ext in _IMAGE_EXTS or ext in _METADATA_EXTS
-                parts[ext] = _read_member(tar, m, url) if wanted else None
-            if key is not None:
+            for key, members in itertools.groupby(_files(tar, url), key=lambda t: t[0]):
+                parts: dict[str, bytes | None] = {}
+                for _, ext, m in members:
+                    where = f"{url}: member {_shown(m.name)}"
+                    if ext in parts:
+                        raise DatasetError(
+                            f"{where}: sample {_shown(key)} already has a {ext!r} member; "
+                            "one sample holds one of each"
+                        )
+                    wanted = ext in _IMAGE_EXTS or ext in _METADATA_EXTS
+                    parts[ext] = _read_member(tar, m, where) if wanted else None
                 yield key, parts
     except (tarfile.TarError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{url}: not a readable tar shard: {exc}") from exc
@@ -413,7 +298,7 @@ def _tar_label(url: str, key: str, parts: dict[str, bytes | None]) -> tuple[str 
     return None, f"{url}: {key}"
 
 
-def _tar_samples(url: str) -> Iterator[_Sample]:
+def _tar_samples(url: str) -> Iterator[Sample]:
     fallback = _safe_stem(url.rstrip("/").rsplit("/", 1)[-1])
     for n, (key, parts) in enumerate(_tar_groups(url)):
         exts = [e for e in _IMAGE_EXTS if e in parts]
@@ -429,7 +314,7 @@ def _tar_samples(url: str) -> Iterator[_Sample]:
         name = _file_name(
             f"{posixpath.basename(key)}.{exts[0]}", f"{fallback}-{n:08d}.{exts[0]}", data
         )
-        yield _Sample(name, data, label, where)
+        yield Sample(name, data, label, where)
 
 
 # -- Parquet and Hugging Face ----------------------------------------------
@@ -500,7 +385,7 @@ def _read_local(path: str, where: str) -> bytes:
     return data
 
 
-def _parquet_samples(path: str, image: str, label: str | None) -> Iterator[_Sample]:
+def _parquet_samples(path: str, image: str, label: str | None) -> Iterator[Sample]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -527,14 +412,14 @@ def _parquet_samples(path: str, image: str, label: str | None) -> Iterator[_Samp
                     lab = _label(rec[use_label], lab_where) if use_label else None
                     raw_name = value.get("path") if isinstance(value, dict) else None
                     name = _file_name(raw_name, f"{fallback}-{row:08d}", data)
-                    yield _Sample(name, data, lab, lab_where)
+                    yield Sample(name, data, lab, lab_where)
                     row += 1
     except (pa.ArrowException, OSError) as exc:
         what = "not a readable Parquet file" if row == 0 else f"row {row} cannot be read"
         raise DatasetError(f"{path}: {what}: {exc}") from None
 
 
-def _hf_samples(ds: Any, image: str, label: str | None) -> Iterator[_Sample]:
+def _hf_samples(ds: Any, image: str, label: str | None) -> Iterator[Sample]:
     try:
         import pyarrow as pa
         from datasets import Image as HFImage
@@ -564,89 +449,10 @@ def _hf_samples(ds: Any, image: str, label: str | None) -> Iterator[_Sample]:
             lab = names[lab]
         raw_name = value.get("path") if isinstance(value, dict) else None
         name = _file_name(raw_name, f"{i:08d}", data)
-        yield _Sample(name, data, _label(lab, lab_where), lab_where)
+        yield Sample(name, data, _label(lab, lab_where), lab_where)
 
 
-# -- the staging folder -----------------------------------------------------
-
-
-class _Staging:
-    """A staging folder being filled, one sample written at a time.
-
-    Integer classes go into unpadded folders (``7``) while the largest is
-    not known yet, and are renamed to their padded names (``007``) at the
-    end; nothing else can take those names, since staged file names end in
-    an image suffix and integer labels never mix with names.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.count = 0
-        self._taken: set[str] = set()
-        self._classes: dict[str | int, str] = {}
-        self._first: dict[type, tuple[Any, str]] = {}  # int / str: its first label and where
-
-    def add(self, sample: _Sample) -> None:
-        """Write *sample* into its class folder under a name not taken yet."""
-        sub = "" if sample.label is None else self._class_folder(sample.label, sample.where)
-        stem, _, ext = sample.name.rpartition(".")
-        candidate, tries = sample.name, 0
-        while True:
-            rel = f"{sub}/{candidate}" if sub else candidate
-            if rel not in self._taken:
-                self._taken.add(rel)
-                try:
-                    with open(self.folder / rel, "xb") as f:
-                        f.write(sample.data)
-                    break
-                except FileExistsError:  # a name this file system folds onto one staged
-                    pass
-            tries += 1  # two images of one name: keep both
-            candidate = f"{stem}-{self.count}" + (f"-{tries}" if tries > 1 else "") + f".{ext}"
-        self.count += 1
-
-    def _class_folder(self, label: str | int, where: str) -> str:
-        if label in self._classes:
-            return self._classes[label]
-        kind = int if isinstance(label, int) else str
-        self._first.setdefault(kind, (label, where))
-        if len(self._first) > 1:
-            (a, a_where), (b, b_where) = self._first[int], self._first[str]
-            raise DatasetError(
-                f"{b_where}: class name {_shown(b)} in a dataset with integer labels "
-                f"(first: {a_where}: {a}); labels must be all integers or all names, since "
-                "integers are stored as zero-padded names and could merge with one"
-            )
-        sub = str(label)
-        try:
-            (self.folder / sub).mkdir()
-        except FileExistsError:
-            other = next(
-                (
-                    f"class {_shown(c)}"
-                    for c, s in self._classes.items()
-                    if os.path.samefile(self.folder / s, self.folder / sub)
-                ),
-                "an image's file name",
-            )
-            raise DatasetError(
-                f"{where}: class {_shown(label)} and {other} are one folder name on this "
-                "file system (it folds case or Unicode forms); rename one of them"
-            ) from None
-        self._classes[label] = sub
-        return sub
-
-    def finish(self) -> None:
-        """Give the integer classes their zero-padded names."""
-        ints = [c for c in self._classes if isinstance(c, int)]
-        width = len(str(max(ints))) if ints else 0
-        for c in ints:
-            padded = f"{c:0{width}d}"
-            if padded != self._classes[c]:
-                (self.folder / self._classes[c]).rename(self.folder / padded)
-
-
-def _samples(src: Any, image: str, label: str | None) -> Iterator[_Sample]:
+def _samples(src: Any, image: str, label: str | None) -> Iterator[Sample]:
     if hasattr(src, "features"):
         yield from _hf_samples(src, image, label)
         return
@@ -658,17 +464,25 @@ def _samples(src: Any, image: str, label: str | None) -> Iterator[_Sample]:
 
 
 def stage(
-    src: Any, folder: Path, *, image: str = "image", label: str | None = DEFAULT_LABEL_COLUMN
+    src: Any,
+    folder: Path,
+    *,
+    out: Path | None = None,
+    image: str = "image",
+    label: str | None = DEFAULT_LABEL_COLUMN,
 ) -> Path:
-    """Unpack *src* into *folder*, an empty folder, as a folder source; return the folder.
+    """Unpack *src* into *folder* as a folder source, unless an earlier run did; return *folder*.
 
     Parameters
     ----------
     src : str, list of str or datasets.Dataset
         Tar shards (paths, URLs or a brace pattern), Parquet files, or a dataset.
     folder : Path
-        An empty folder the caller owns (see :func:`staging_folder`); only
-        files and folders inside it are written.
+        The staging folder (:func:`~pcr_explore.encode._staging.staging_path`),
+        emptied first unless it was staged whole for *out*; only files and
+        folders inside it are written.
+    out : Path, optional
+        The output folder it is staged for (None: a private temporary folder).
     image, label : str
         The image and label columns of Parquet files and datasets (label
         None: unlabelled). The default label column may be absent.
@@ -686,44 +500,53 @@ def stage(
         too large, an unreadable shard or file; each names the shard or file
         and the member or row.
     """
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = _Staging(folder)
+    staging = Staging(folder, out)
+    if staging.whole():
+        return folder
+    staging.start()
     for sample in _samples(src, image, label):
         staging.add(sample)
-    staging.finish()
     if not staging.count:
         raise DatasetError(f"{src}: no samples")
+    staging.finish()
     return folder
 
 
-@contextlib.contextmanager
-def staging_folder(out: str | os.PathLike[str]) -> Iterator[Path]:
-    """A fresh, private folder to unpack an input into while it is encoded to *out*.
+def identity(src: Any, image: str, label: str | None) -> list[Any]:
+    """What names *src*'s content, for the staging folder's name.
 
-    Made beside a local *out* (the disk that takes the dataset, not a
-    possibly small temporary one) under a new random name, and in the
-    temporary folder for an output URL; removed on exit. Only the folder
-    made here is ever removed: another run's staging, or a user's folder of
-    a similar name, is never touched.
+    Per shard or file its absolute path, size and modification time (a URL:
+    its address), or a dataset's fingerprint; and the columns read.
 
-    Parameters
-    ----------
-    out : path or URL
-        The encode's output.
-
-    Yields
+    Raises
     ------
-    Path
-        The empty folder.
+    DatasetError
+        If a brace pattern is malformed or stands for too many shards.
     """
-    out_s = os.fspath(out)
-    if "://" in out_s:
-        path = tempfile.mkdtemp(prefix="pcr-staging-")
-    else:
-        p = Path(out_s).resolve()
-        p.parent.mkdir(parents=True, exist_ok=True)
-        path = tempfile.mkdtemp(prefix=f".{p.name}.pcr-staging-", dir=p.parent)
-    try:
-        yield Path(path)
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    if hasattr(src, "features"):  # no fingerprint: a folder of its own, never found again
+        return [getattr(src, "_fingerprint", None) or uuid.uuid4().hex, image, label]
+    found: list[Any] = []
+    for p in _paths(src):
+        try:
+            st = None if "://" in p else os.stat(p)
+        except OSError:  # the staging says why
+            st = None
+        found.append(
+            [p, None, None] if st is None else [os.path.abspath(p), st.st_size, st.st_mtime_ns]
+        )
+    return [found, image, label]
+
+
+def describe(src: Any) -> str:
+    """*src* as the manifest names it: local paths by their base name, URLs without a query.
+
+    Examples
+    --------
+    >>> describe(["/data/s-0000.tar", "https://host/s-0001.tar?token=x"])
+    's-0000.tar, https://host/s-0001.tar'
+    """
+    if hasattr(src, "features"):
+        info = getattr(src, "info", None)
+        return f"datasets.Dataset({getattr(info, 'dataset_name', None) or len(src)})"
+    items = [os.fspath(s) for s in (src if isinstance(src, (list, tuple)) else [src])]
+    return ", ".join(s.split("?", 1)[0] if "://" in s else os.path.basename(s) for s in items)
