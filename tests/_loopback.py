@@ -4,8 +4,9 @@
   with switches for the faults real servers show: no Range support, a 503 on
   every Nth request, a connection dropped half-way through every Nth body,
   requests that stall without an answer, answers that come late, a part
-  other than the one asked for, a redirect. Every request is logged with its headers, the TCP
-  connection it came on and the bytes of body actually written.
+  other than the one asked for, a body that never ends, a redirect; HTTP/1.1 or, as
+  Python's ``http.server`` answers by default, HTTP/1.0. Every request is logged with its
+  headers, the TCP connection it came on and the bytes of body actually written.
 * :func:`s3_server`: moto's S3 API (its server mode, a real HTTP server on
   loopback) behind a WSGI layer that logs each request and the body bytes
   it sent.
@@ -19,6 +20,8 @@ import http.server
 import logging
 import os
 import re
+import select
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -74,14 +77,25 @@ class FileServer:
         Answer every request under ``/moved/`` with a 302 to this URL prefix
         followed by the rest of the path (``"/"``: this server; another
         server's URL and ``/``: another origin).
-    only : str
-        Faults hit only GETs of paths ending with this (default: every GET).
+    endless : bool
+        Answer range requests with the part asked for (Content-Range saying
+        so) but no Content-Length, and then send bytes without end.
+    only : str or tuple of str
+        Faults hit only GETs of paths ending with this, or with one of these
+        (default: every GET).
         HEAD requests are always answered.
+    protocol : str
+        ``"HTTP/1.1"`` (kept-alive connections) or ``"HTTP/1.0"`` (one
+        connection per request, as ``http.server`` answers by default).
 
     Attributes
     ----------
     connections : int
         TCP connections accepted so far.
+    dropped : int
+        Connections whose client hung up before its answer was all sent.
+    threads : set of int
+        Idents of the server's own threads alive now (to tell them from the client's).
     """
 
     root: Path
@@ -96,10 +110,14 @@ class FileServer:
     extra: int = 0
     shift: int = 0
     redirect: str = ""
-    only: str = ""
+    endless: bool = False
+    only: str | tuple[str, ...] = ""
+    protocol: str = "HTTP/1.1"
     log: list[Request] = field(default_factory=list)
     url: str = ""
     connections: int = 0
+    dropped: int = 0
+    threads: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._count = 0
@@ -114,14 +132,23 @@ class FileServer:
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+            protocol_version = self.protocol
             conn = 0
 
             def setup(self) -> None:
                 super().setup()
                 with owner._lock:
                     owner.connections += 1
+                    owner.threads.add(threading.get_ident())
                     self.conn = owner.connections
+
+            def finish(self) -> None:
+                with owner._lock:
+                    owner.threads.discard(threading.get_ident())
+                try:
+                    super().finish()
+                except OSError:  # the client hung up
+                    pass
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -135,6 +162,7 @@ class FileServer:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+        self.threads.add(self._thread.ident or 0)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         return self
 
@@ -164,8 +192,7 @@ class FileServer:
         if n and self.delay:
             self._stop.wait(self.delay)
         if n and self.stall and (self.stall < 0 or n <= self.stall):
-            self._stop.wait(60)  # no answer; the client must give up first
-            h.close_connection = True
+            self._stall(h)
             return
         if n and self.fail_every and n % self.fail_every == 0:
             req.status = 503
@@ -196,6 +223,9 @@ class FileServer:
             req.status = 206
             h.send_response(206)
             h.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+            if n and self.endless:
+                self._endless(h, req, payload if body else b"")
+                return
         else:
             payload = data
             req.status = 200
@@ -229,6 +259,37 @@ class FileServer:
             req.sent -= len(chunk)
             h.close_connection = True
 
+    def _stall(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        """No answer until the client hangs up (then counted in ``dropped``) or the server stops."""
+        h.close_connection = True
+        for _ in range(600):  # 60 s at most; the client must give up first
+            if self._stop.wait(0.1):
+                return
+            try:  # a read that finds the end of the stream: the client is gone
+                readable, _, _ = select.select([h.connection], [], [], 0)
+                if readable and not h.connection.recv(1, socket.MSG_PEEK):
+                    with self._lock:
+                        self.dropped += 1
+                    return
+            except OSError:
+                with self._lock:
+                    self.dropped += 1
+                return
+
+    def _endless(self, h: http.server.BaseHTTPRequestHandler, req: Request, part: bytes) -> None:
+        """The part asked for, then more bytes until the client hangs up or the server stops."""
+        h.close_connection = True
+        h.end_headers()  # no Content-Length: the body ends when the connection does
+        try:
+            h.wfile.write(part)
+            req.sent = len(part)
+            while part and not self._stop.is_set():
+                h.wfile.write(b"\0" * 65536)
+                req.sent += 65536
+        except OSError:
+            with self._lock:
+                self.dropped += 1
+
     def _slow(self, h: http.server.BaseHTTPRequestHandler, req: Request, payload: bytes) -> None:
         """A body that trickles, or stops half-way and then says nothing."""
         h.close_connection = True
@@ -237,7 +298,7 @@ class FileServer:
                 req.sent = len(payload) // 2
                 h.wfile.write(payload[: req.sent])
                 h.wfile.flush()
-                self._stop.wait(60)
+                self._stall(h)
                 return
             for i in range(len(payload)):
                 if self._stop.wait(self.trickle):
@@ -246,7 +307,8 @@ class FileServer:
                 h.wfile.flush()
                 req.sent += 1
         except OSError:  # the client gave up
-            pass
+            with self._lock:
+                self.dropped += 1
 
 
 class _Counting:

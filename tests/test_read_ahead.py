@@ -7,6 +7,7 @@ record's images; the bound, by which reads have started at that moment.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -206,6 +207,70 @@ def test_a_corrupt_record_read_ahead_names_its_file(six_records: Path, tmp_path:
     with pytest.warns(SkippedWarning, match="1 unreadable item"):
         got = list(open_dataset(str(bad), read_ahead="1MB").iter(scan=1, on_error="skip"))
     assert len(got) == len(ds) - rec.images
+
+
+def _ahead_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("pcr-read-ahead")]
+
+
+def _stalling(folder: Path, records: range) -> FileServer:
+    """A server that never answers the GETs of these records (until the client hangs up)."""
+    return FileServer(folder, stall=-1, only=tuple(f"record-{r:05d}.pcr" for r in records))
+
+
+# Hang guards: without the cancel, leaving a pass waits out each stalled read's 60 s timeout.
+@pytest.mark.timeout(60)
+def test_closing_a_pass_ends_its_reads_in_flight_at_once(six_records: Path) -> None:
+    with _stalling(six_records, range(1, 6)) as srv:
+        ds = open_dataset(srv.url, timeout=60, deadline=None)
+        items = ds.iter_jpeg(scan=2)
+        next(items)
+        _wait_for(lambda: len(srv.gets()) == 6, "the requests of records 1..5, in flight")
+        items.close()
+        assert not _ahead_threads()  # close() returned: the reads were ended, not awaited
+        _wait_for(lambda: srv.dropped == 5, "the server sees the 5 stalled requests dropped")
+        assert len(srv.gets()) == 6 and ds._fs.retried == 0  # ended, not retried
+
+
+@pytest.mark.timeout(60)
+def test_an_error_reaches_the_consumer_without_waiting_for_the_reads_in_flight(
+    six_records: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    folder = shutil.copytree(six_records, tmp_path / "ds")
+    ds = open_dataset(str(folder))
+    (folder / ds.records[1].file).unlink()  # its HEAD answers 404 at once
+    with _stalling(folder, range(2, 6)) as srv:
+        ds = open_dataset(srv.url, timeout=60, deadline=None)
+        items = ds.iter_jpeg(scan=2)
+        next(items)
+        _wait_for(lambda: len(srv.gets()) == 5, "the requests of records 0 and 2..5")
+        with pytest.raises(DatasetError, match="record-00001.pcr: record file is missing"):
+            list(items)
+        assert not _ahead_threads()
+        _wait_for(lambda: srv.dropped == 4, "the server sees the 4 stalled requests dropped")
+        assert len(srv.gets()) == 5
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="no pthread_kill")
+def test_ctrl_c_while_waiting_for_a_read_ends_the_reads_in_flight(six_records: Path) -> None:
+    with _stalling(six_records, range(6)) as srv:
+        ds = open_dataset(srv.url, timeout=60, deadline=None)
+        items = ds.iter_jpeg(scan=2)
+        main = threading.get_ident()
+
+        def interrupt() -> None:  # as Ctrl-C does, once every read is in flight
+            _wait_for(lambda: len(srv.gets()) == 6, "the requests of all 6 records")
+            signal.pthread_kill(main, signal.SIGINT)
+
+        threading.Thread(target=interrupt).start()
+        with pytest.raises(KeyboardInterrupt):
+            next(items)  # waits for record 0, which never comes
+        assert not _ahead_threads()
+        _wait_for(lambda: srv.dropped == 6, "the server sees the 6 stalled requests dropped")
+        assert len(srv.gets()) == 6
 
 
 def test_a_span_reads_its_groups_concurrently_and_joins_adjacent_ranges(six_records: Path) -> None:

@@ -6,8 +6,10 @@ import json
 import os
 import random
 import threading
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +20,7 @@ from pcr_explore.cli import main
 from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.errors import DatasetError, RangeIgnoredWarning, RemoteReadError
 from pcr_explore.read.reader import PCRDataset, open_dataset
-from pcr_explore.storage import remote
+from pcr_explore.storage import _retry, remote
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,15 @@ def _images(ds: PCRDataset, scan: int) -> list[np.ndarray]:
 
 def _same(a: list[np.ndarray], b: list[np.ndarray]) -> bool:
     return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def _wait_for(cond: Callable[[], bool], what: str, limit: float = 20.0) -> None:
+    """Wait until *cond* holds; fail, naming *what*, if it never does (not a timing assertion)."""
+    end = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > end:
+            pytest.fail(f"never happened: {what}")
+        time.sleep(0.005)
 
 
 @pytest.fixture
@@ -111,7 +122,7 @@ def test_a_retry_waits_as_long_as_the_server_asks(
     server: FileServer, local: PCRDataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slept: list[float] = []
-    monkeypatch.setattr(remote.time, "sleep", slept.append)
+    monkeypatch.setattr(_retry, "_pause", slept.append)  # the wait before a retry
     ds = open_dataset(f"{server.url}/ds")
     assert _same(_images(ds, 3), _images(local, 3))
     assert slept and set(slept) == {2.0}  # Retry-After, not the backoff
@@ -239,6 +250,108 @@ def test_the_deadline_bounds_the_whole_read_of_a_trickling_server(server: FileSe
     assert get.sent < 1000
 
 
+def _client_threads(server: FileServer) -> int:
+    """Threads of this process, less the loopback server's own."""
+    return len([t for t in threading.enumerate() if t.ident not in server.threads])
+
+
+@pytest.mark.timeout(60)  # a hang guard: the read ends at its 3 s deadline
+@pytest.mark.parametrize(
+    "server", [{"trickle": 0.3, "only": ".pcr", "protocol": "HTTP/1.0"}], indirect=True
+)
+def test_a_trickling_http10_server_is_cut_at_the_deadline_by_the_reading_threads(
+    server: FileServer,
+) -> None:
+    """Every read ahead ends at the deadline, and no thread is started per request."""
+    from pcr_explore.read.pipeline import READ_AHEAD_THREADS
+
+    ds = open_dataset(f"{server.url}/ds", timeout=2, retries=1, deadline=3)
+    baseline, peak, done = _client_threads(server), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], _client_threads(server))
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with pytest.raises(RemoteReadError, match=r"the deadline of 3 s .*timed out at the dead"):
+            list(ds.iter(1, size=16))
+    finally:
+        done.set()
+        sampler.join()
+    gets = server.gets()
+    assert len(gets) == len(ds.records)  # each record's read once, all in flight together
+    assert all(g.sent < ds.records[0].bytes_per_scan[0] for g in gets)  # cut short, every one
+    assert not [t for t in threading.enumerate() if t.name.startswith("pcr-read-ahead")]
+    # the sampler, the read-ahead's threads, and nothing per request (was one timer each)
+    assert peak[0] <= baseline + 1 + READ_AHEAD_THREADS
+
+
+@pytest.mark.parametrize(
+    "server", [{"fail_every": 1, "retry_after": "3600", "only": ".pcr"}], indirect=True
+)
+def test_a_retry_after_past_the_deadline_fails_at_once_however_long_it_is(
+    server: FileServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An hour asked: more than MAX_RETRY_AFTER, which must not hide that it ends past 120 s."""
+    slept: list[float] = []
+    monkeypatch.setattr(_retry, "_pause", slept.append)
+    store = remote.HTTPStore(remote.RetryPolicy(retries=3, deadline=120))
+    with pytest.raises(RemoteReadError, match=r"HTTP 503; the server asked to wait 3600 s\)"):
+        store.cat_file(f"{server.url}/ds/record-00000.pcr", 0, 5000)
+    assert slept == [] and len(server.gets()) == 1
+
+
+@pytest.mark.parametrize("protocol", ["HTTP/1.1", "HTTP/1.0"])
+def test_an_endless_body_is_not_read_past_the_bytes_asked_for(served: Path, protocol: str) -> None:
+    """A 206 of the right part, then bytes without end: refused, naming the URL; no retry."""
+    with FileServer(served, endless=True, only=".pcr", protocol=protocol) as srv:
+        url = f"{srv.url}/ds/record-00000.pcr"
+        store = remote.HTTPStore()
+        want = rf"^{url}: bytes 100..1100: .*HTTP 206\) is longer than the 1,000 bytes asked for"
+        with pytest.raises(RemoteReadError, match=want):
+            store.cat_file(url, 100, 1100)
+        with pytest.raises(remote.TooLargeError, match=rf"^{url}: longer than 5,000 bytes"):
+            store.cat_file(url, 100, None, limit=5000)
+        ds = open_dataset(f"{srv.url}/ds")
+        with pytest.raises(RemoteReadError, match=r"record 0: .* is longer than the [\d,]+ bytes"):
+            ds.read_record(0, 2)
+        _wait_for(lambda: srv.dropped == 3, "the server sees each of the 3 reads hang up")
+        assert len(srv.gets()) == 3
+
+
+@pytest.mark.timeout(60)  # a hang guard: without the cancel, each read waits 50 s
+@pytest.mark.parametrize("fault", [{"stall": -1}, {"stall_mid": True}, {"trickle": 0.3}])
+def test_a_cancel_ends_a_read_in_flight_and_every_later_one(
+    served: Path, fault: dict[str, object]
+) -> None:
+    """No answer, half a body then silence, or a byte now and then: cancelled, it ends now."""
+    stop = remote.Cancel()
+    store = remote.HTTPStore(remote.RetryPolicy(timeout=50, deadline=None))
+    with FileServer(served, only=".pcr", **fault) as srv:
+        url = f"{srv.url}/ds/record-00000.pcr"
+        ended: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                stop.run(store.cat_file, url, 0, 5000)
+            except BaseException as exc:
+                ended.append(exc)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        _wait_for(lambda: len(srv.gets()) == 1, "the request")
+        stop.cancel()
+        reader.join(20)
+        assert not reader.is_alive()
+        assert [type(e) for e in ended] == [CancelledError]
+        _wait_for(lambda: srv.dropped == 1, "the server sees the connection dropped")
+        with pytest.raises(CancelledError):  # a read begun later makes no request
+            stop.run(store.cat_file, url, 0, 5000)
+        assert len(srv.gets()) == 1 and store.retried == 0
+
+
 @pytest.mark.parametrize(
     "server", [{"fail_every": 1, "retry_after": "5", "only": ".pcr"}], indirect=True
 )
@@ -246,7 +359,7 @@ def test_a_retry_that_would_wait_past_the_deadline_is_not_made(
     server: FileServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slept: list[float] = []
-    monkeypatch.setattr(remote.time, "sleep", slept.append)
+    monkeypatch.setattr(_retry, "_pause", slept.append)  # the wait before a retry
     store = remote.HTTPStore(remote.RetryPolicy(retries=3, deadline=1.0))
     url = f"{server.url}/ds/record-00000.pcr"
     want = (

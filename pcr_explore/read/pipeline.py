@@ -50,6 +50,7 @@ from ..jpeg._decoders import carried
 from ..jpeg._orient import decode_upright
 from ..records.format import RecordHeader
 from ..records.prefix import RecordPrefix
+from ..storage.remote import Cancel
 from ._stats import StageClock
 
 __all__ = [
@@ -273,9 +274,13 @@ def fetch(
     starts the next one at once, even while the consumer is busy. What is
     held is then the record being consumed plus at most *read_ahead* bytes
     (or one record, if a record is larger). Results come in order, and an
-    error is handled at its record's place. Without them, one read at a
-    time; *release* is called once the consumer is done with a record, so
-    that at most one record is held.
+    error is handled at its record's place. When the pass stops early (the
+    iterator closed, ``break``, an error, ``KeyboardInterrupt``), reads not
+    begun are dropped and HTTP reads in flight are ended at once (see
+    :class:`~pcr_explore.storage.remote.Cancel`), so that it returns without
+    waiting for their bytes and leaves no read-ahead thread behind. Without
+    them, one read at a time; *release* is called once the consumer is done
+    with a record, so that at most one record is held.
 
     With a *clock*, the seconds the consumer waits for a read that has not
     ended (without read-ahead: each whole read) are added to its
@@ -306,6 +311,7 @@ class _ReadAhead:
         self.pending: deque[tuple[Any, int, Future[Any]]] = deque()
         self.queued = 0  # bytes of the reads in flight or done and not yet handed out
         self.closed = False
+        self.stop = Cancel()  # ends the HTTP reads in flight when the pass stops
         # re-entrant: a read that is already done calls its callback in the submitting thread
         self.lock = threading.RLock()
 
@@ -322,7 +328,7 @@ class _ReadAhead:
                 ):
                     return
                 item = self.next
-                done = self.pool.submit(self.read, item)
+                done = self.pool.submit(self.stop.run, self.read, item)
                 self.pending.append((item, need, done))
                 self.queued += need
                 self.next = next(self.todo, _END)
@@ -355,6 +361,9 @@ class _ReadAhead:
                     self.closed = True
                     for *_, f in self.pending:
                         f.cancel()
+                # the reads in flight end now, not when their bytes come: the pool's
+                # threads are joined as the block ends
+                self.stop.cancel()
 
 
 _END = object()

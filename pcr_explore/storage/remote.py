@@ -1,4 +1,4 @@
-"""Remote reads that survive real servers: ranges checked, retries, a deadline.
+"""Remote stores that survive real servers: ranges checked, retries, a deadline, a cancel.
 
 :class:`HTTPStore` has the few file-system verbs the reader uses (``cat_file``,
 ``info``, ``isfile``, ``exists``, ``ls``) and speaks HTTP(S) through urllib3:
@@ -6,36 +6,36 @@ one pool of kept-alive connections per store, shared by the threads that read
 through it (a forked child opens its own). It reads the status line before
 the body, so a server that answers a range request with ``200`` and the whole
 file is detected and that body is not downloaded; the reader then downloads
-each record once into its cache, or fails at once. A redirect to another
-origin drops every header the caller gave: credentials never follow it.
+each record once into its cache, or fails at once. No body is read past the
+bytes asked for. A redirect to another origin drops every header the caller
+gave: credentials never follow it.
 
-:func:`with_retries` is the one retry loop (urllib3's own retries are off but
-for redirects); :class:`FsspecStore` wraps it around an fsspec file system's
-reads (``s3://``). A
-5xx, 408 or 429, a dropped connection or a timeout is retried
-:data:`DEFAULT_RETRIES` times, after :data:`BACKOFF` seconds (with jitter),
-doubled each time, or what the server's ``Retry-After`` asks; a body cut short
-is resumed from where it stopped. Then :class:`~pcr_explore.errors.RemoteReadError`
-names the URL, the bytes asked for and the last status.
+Both stores try each read with :func:`with_retries` (of :mod:`._retry`, like
+:class:`RetryPolicy` and :class:`Cancel`; all re-exported here);
+:class:`FsspecStore` wraps it around an fsspec file system's reads
+(``s3://``). urllib3's own retries are off but for redirects: its ``Retry``
+would start a body cut short again instead of resuming it, count the
+retries of a status apart from those of a timeout or a cut, and sleep what
+``Retry-After`` asks whatever the deadline, and through a cancel.
 
 ``timeout`` (:data:`DEFAULT_TIMEOUT`) bounds each wait: to connect, and for the
 next bytes. ``deadline`` (:data:`DEFAULT_DEADLINE`) bounds the whole read, from
-its first request to its last byte, retries and their waits included: a server
-trickling a byte now and then is cut off at it, and a retry whose wait would
-end past it is not made.
+its first request to its last byte, retries and their waits included: a body
+is read a packet at a time, each wait for the next one cut to the time left,
+so a server trickling a byte now and then is cut off at the deadline (by the
+reading thread itself: no thread per request), and a retry whose wait would
+end past it is not made. A :class:`Cancel` ends the reads made under it at
+once, from another thread (the reader's read-ahead, when its consumer stops).
 """
 
 from __future__ import annotations
 
-import email.utils
 import os
-import random
 import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
@@ -43,19 +43,36 @@ from urllib3.exceptions import (
     HTTPError,
     LocationValueError,
     MaxRetryError,
-    NewConnectionError,
     ProtocolError,
     ResponseError,
 )
 from urllib3.response import BaseHTTPResponse
 
 from ..errors import RemoteReadError, TooLargeError
+from ._retry import (
+    _SCOPE,
+    BACKOFF,
+    DEFAULT_DEADLINE,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    MAX_RETRY_AFTER,
+    Cancel,
+    RetryPolicy,
+    _check_cancel,
+    _describe,
+    _Retry,
+    _span,
+    _until,
+    retry_after,
+    with_retries,
+)
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 __all__ = [
     "BACKOFF",
+    "Cancel",
     "DEFAULT_DEADLINE",
     "DEFAULT_RETRIES",
     "DEFAULT_TIMEOUT",
@@ -68,92 +85,14 @@ __all__ = [
     "with_retries",
 ]
 
-DEFAULT_RETRIES = 3
-DEFAULT_TIMEOUT = 10.0
-# A 64 MiB record at 1 MB/s takes about a minute: two leave room for slow links.
-DEFAULT_DEADLINE = 120.0
-BACKOFF = 0.2
-# The longest Retry-After honoured: a server asking for more is treated as down.
-MAX_RETRY_AFTER = 60.0
 _REDIRECTS = 5
 _RETRY_STATUS = frozenset({408, 429})
 # Idle connections kept per host: more than a reader's threads (more threads
 # still work; their extra connections are closed after use).
 _POOL_SIZE = 16
-# A body is read in chunks: a cut loses at most one chunk of what came.
+# The most one read of a body asks for (it gets what one packet brings, up to this).
 _CHUNK = 1 << 16
 _T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently a remote read is tried.
-
-    Parameters
-    ----------
-    retries : int
-        Retries after the first attempt (so ``retries + 1`` requests at most).
-    timeout : float
-        Seconds to wait to connect, or for the next bytes of an answer,
-        after which a request counts as failed.
-    backoff : float
-        Seconds before the first retry; doubled before each next one.
-    deadline : float or None
-        Seconds the whole read may take, from its first request to its last
-        byte, retries and the waits before them included (None: no limit).
-        A transfer still running then is cut off; a retry whose wait would
-        end past it is not made.
-
-    Examples
-    --------
-    >>> RetryPolicy().delays()
-    [0.2, 0.4, 0.8]
-    """
-
-    retries: int = DEFAULT_RETRIES
-    timeout: float = DEFAULT_TIMEOUT
-    backoff: float = BACKOFF
-    deadline: float | None = DEFAULT_DEADLINE
-
-    def __post_init__(self) -> None:
-        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
-            raise ValueError(f"retries must be an integer >= 0, got {self.retries!r}")
-        if not self.timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        if self.deadline is not None and not self.deadline > 0:
-            raise ValueError(
-                f"deadline must be a positive number of seconds or None, got {self.deadline!r}"
-            )
-        if not self.backoff >= 0:
-            raise ValueError(f"backoff must be >= 0 seconds, got {self.backoff!r}")
-
-    def delays(self) -> list[float]:
-        """Seconds before each retry without jitter: *backoff*, doubled each time."""
-        return [self.backoff * 2**i for i in range(self.retries)]
-
-    def wait(self, attempt: int, asked: float | None = None) -> float:
-        """Seconds to sleep before retry *attempt* (0-based).
-
-        What the server asked for (``Retry-After``, up to
-        :data:`MAX_RETRY_AFTER`), else the backoff with jitter: a uniform
-        draw between half and all of it, so that many readers that failed
-        together do not all come back at the same moment.
-        """
-        if asked is not None:
-            return min(asked, MAX_RETRY_AFTER)
-        base = self.delays()[attempt]
-        return base * (0.5 + 0.5 * random.random())
-
-
-def _until(policy: RetryPolicy) -> float | None:
-    """The ``time.monotonic()`` by which a read that starts now must end."""
-    return None if policy.deadline is None else time.monotonic() + policy.deadline
-
-
-def _span(start: int | None, end: int | None) -> str:
-    if start is None and end is None:
-        return "the whole file"
-    return f"bytes {start or 0}..{end if end is not None else 'end'}"
 
 
 def _length(value: str | None, url: str) -> int | None:
@@ -163,127 +102,6 @@ def _length(value: str | None, url: str) -> int | None:
     if not value.strip().isdigit():
         raise RemoteReadError(f"{url}: the server sent Content-Length {value!r:.40}, not a number")
     return int(value)
-
-
-class _Retry(Exception):
-    """One attempt failed in a way that a later attempt may not.
-
-    *retry_after* is the wait the server asked for (its ``Retry-After``), in seconds.
-    """
-
-    def __init__(self, status: int | None, why: str, retry_after: float | None = None) -> None:
-        super().__init__(why)
-        self.status = status
-        self.why = why
-        self.retry_after = retry_after
-
-
-def retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP date), or None.
-
-    urllib3's ``Retry.parse_retry_after`` reads the clock itself and raises
-    on a value it cannot parse; this one takes *now* and answers None.
-
-    Examples
-    --------
-    >>> retry_after("3"), retry_after("soon"), retry_after(None)
-    (3.0, None, None)
-    >>> retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0)
-    10.0
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def with_retries(
-    policy: RetryPolicy,
-    fn: Callable[[], _T],
-    url: str,
-    start: int | None = None,
-    end: int | None = None,
-    *,
-    transient: Callable[[BaseException], bool] = lambda exc: isinstance(exc, _Retry),
-    on_retry: Callable[[], None] | None = None,
-    until: float | None = None,
-) -> _T:
-    """Call *fn* until it succeeds, retrying the failures *transient* accepts.
-
-    Parameters
-    ----------
-    policy : RetryPolicy
-        The retries, their backoff, and the deadline of the whole call.
-    fn : callable
-        One attempt; its result is returned.
-    url, start, end
-        The file and the bytes *fn* reads (``end`` exclusive), for the error.
-    transient : callable
-        Whether a failure may pass on a later attempt (default: those
-        :class:`HTTPStore` marks so).
-    on_retry : callable, optional
-        Called before each retry.
-    until : float, optional
-        The ``time.monotonic()`` by which the call must end (default:
-        ``policy.deadline`` seconds from now).
-
-    Raises
-    ------
-    RemoteReadError
-        Once ``policy.retries`` retries have failed too, or at once when the
-        wait before the next retry would end past the deadline; it names
-        *url*, the bytes *start*..*end* and the last status or error.
-    """
-    if until is None:
-        until = _until(policy)
-    for attempt in range(policy.retries + 1):
-        try:
-            return fn()
-        except Exception as exc:
-            if not transient(exc):
-                raise
-            status = getattr(exc, "status", None)
-            if isinstance(exc, _Retry) or status is None:
-                last = _describe(exc)  # "timed out" even when a 206 had begun
-            else:
-                last = f"HTTP {status}"
-            asked = getattr(exc, "retry_after", None)
-            wait = policy.wait(attempt, asked) if attempt < policy.retries else None
-            if wait is None:
-                why = (
-                    f"failed {attempt + 1} times (last: {last}); the server may be down or "
-                    "overloaded: try again later, or raise retries/timeout"
-                )
-            elif until is not None and time.monotonic() + wait >= until:
-                if asked is not None:
-                    last += f"; the server asked to wait {asked:g} s"
-                why = (
-                    f"the deadline of {policy.deadline:g} s for the whole read was reached after "
-                    f"{attempt + 1} attempt{'s' if attempt else ''} (last: {last}): raise "
-                    "deadline, or try again later"
-                )
-            else:
-                time.sleep(wait)
-                if on_retry is not None:
-                    on_retry()
-                continue
-            raise RemoteReadError(
-                f"{url}: {_span(start, end)}: {why}",
-                url=url,
-                start=start,
-                end=end,
-                status=status if isinstance(status, int) else None,
-                attempts=attempt + 1,
-            ) from exc
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 class HTTPStore:
@@ -324,7 +142,6 @@ class HTTPStore:
         with self._lock:
             if self._manager is None or self._pid != os.getpid():
                 self._retire()
-                t = self.policy.timeout
                 retries = urllib3.Retry(
                     total=None,
                     connect=False,  # False: raise the error itself, for with_retries to judge
@@ -335,9 +152,7 @@ class HTTPStore:
                     remove_headers_on_redirect=set(self.headers)
                     | urllib3.Retry.DEFAULT_REMOVE_HEADERS_ON_REDIRECT,
                 )
-                self._manager = urllib3.PoolManager(
-                    maxsize=_POOL_SIZE, timeout=urllib3.Timeout(connect=t, read=t), retries=retries
-                )
+                self._manager = urllib3.PoolManager(maxsize=_POOL_SIZE, retries=retries)
                 self._manager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
                 self._pid = os.getpid()
             return self._manager
@@ -362,23 +177,24 @@ class HTTPStore:
         if hasattr(self, "_manager"):
             self.close()
 
-    def __getstate__(self) -> _HTTPState:
-        return {"policy": self.policy, "headers": self.headers}
-
-    def __setstate__(self, state: _HTTPState) -> None:
-        HTTPStore.__init__(self, state["policy"], state["headers"])
+    def __reduce__(self) -> tuple[type[HTTPStore], tuple[RetryPolicy, dict[str, str]]]:
+        return HTTPStore, (self.policy, self.headers)  # its settings, not its connections
 
     def _count_retry(self) -> None:
         with self._lock:
             self.retried += 1
 
-    def _open(self, method: str, url: str, headers: dict[str, str]) -> BaseHTTPResponse:
+    def _open(
+        self, method: str, url: str, headers: dict[str, str], until: float | None
+    ) -> BaseHTTPResponse:
         """Send one request, following redirects; a GET's body is left unread."""
+        wait = _budget(self.policy.timeout, until)
         try:
             return self._pool().urlopen(
                 method,
                 url,
                 headers={**self.headers, **headers},
+                timeout=urllib3.Timeout(connect=wait, read=wait),
                 preload_content=method == "HEAD",  # no body: the connection goes back at once
                 decode_content=False,  # the bytes as stored: offsets count them
             )
@@ -390,10 +206,6 @@ class HTTPStore:
             raise RemoteReadError(f"{url}: not an http(s) URL ({exc})", url=url) from exc
         except (HTTPError, OSError) as exc:
             raise _Retry(None, _describe(exc)) from exc
-
-    def _head(self, path: str, until: float | None) -> BaseHTTPResponse:
-        with _Watchdog(until):
-            return self._open("HEAD", path, {})
 
     # -- file-system verbs -------------------------------------------------
     def cat_file(
@@ -412,8 +224,9 @@ class HTTPStore:
             The file's http(s) URL.
         start, end : int, optional
             The bytes wanted (neither: the whole file, asked without Range).
+            A body longer than *end* - *start* is not read past that.
         limit : int, optional
-            A body longer than this many bytes is not read further.
+            Without *end*: a body longer than this many bytes is not read further.
 
         Returns
         -------
@@ -427,17 +240,16 @@ class HTTPStore:
             With *limit*, when the body is longer (not retried).
         RemoteReadError
             When retries are spent or the deadline is reached, on another
-            4xx, on a 206 of another part, or (``range_ignored`` set) when
-            the server answers a range request with the whole file, whose
-            body is not downloaded.
+            4xx, on a 206 of another part, on a body longer than the bytes
+            asked for, or (``range_ignored`` set) when the server answers a
+            range request with the whole file, whose body is not downloaded.
         """
         got = bytearray()
         until = _until(self.policy)
 
         def once() -> bytes:
             if end is None or (start or 0) + len(got) < end:
-                with _Watchdog(until):
-                    self._get(path, start, end, got, limit)
+                self._get(path, start, end, got, limit, until)
             return bytes(got)
 
         return with_retries(
@@ -445,26 +257,33 @@ class HTTPStore:
         )
 
     def _get(
-        self, path: str, start: int | None, end: int | None, got: bytearray, limit: int | None
+        self,
+        path: str,
+        start: int | None,
+        end: int | None,
+        got: bytearray,
+        limit: int | None,
+        until: float | None,
     ) -> None:
         """One GET of what *got* still lacks of bytes *start*..*end*, appended to it."""
         lo = (start or 0) + len(got)
         ranged = start is not None or end is not None
         headers = {"Range": f"bytes={lo}-{'' if end is None else end - 1}"} if ranged else {}
-        resp = self._open("GET", path, headers)
+        resp = self._open("GET", path, headers, until)
         try:
-            cap = self._accept(resp, path, lo, start, end, bool(got), limit)
-            _read(resp, got, cap)
-            if cap is not None and len(got) > cap:  # never read an endless body to its end
-                if resp.status != 206 or end is None:
+            self._accept(resp, path, lo, start, end, bool(got))
+            cap = limit if end is None else end - (start or 0)
+            _read(resp, got, cap, self.policy.timeout, until)
+            if cap is not None and len(got) > cap:  # never read a body past the bytes asked for
+                if end is None:
                     raise TooLargeError(f"{path}: longer than {limit:,} bytes")
                 raise RemoteReadError(
-                    f"{path}: {_span(start, end)}: the server's 206 answer is longer than the "
-                    f"{cap:,} bytes asked for",
+                    f"{path}: {_span(start, end)}: the server's answer (HTTP {resp.status}) is "
+                    f"longer than the {cap:,} bytes asked for",
                     url=path,
                     start=start,
                     end=end,
-                    status=206,
+                    status=resp.status,
                 )
         except BaseException:
             if resp.length_remaining == 0:  # an empty body, as of most errors: keep the connection
@@ -482,22 +301,21 @@ class HTTPStore:
         start: int | None,
         end: int | None,
         resumed: bool,
-        limit: int | None,
-    ) -> int | None:
-        """The bytes the body may hold in all (None: any), once its status line is right."""
+    ) -> None:
+        """Return if the status line says the body is the bytes asked for; else raise."""
         if resp.status == 206:
             self.range_support = True
             _check_content_range(resp, path, lo, end)
-            return limit if end is None else end - (start or 0)
+            return
         if resp.status != 200:
             _refuse(resp, path, _span(start, end), start, end)
         if start is None and end is None:
-            return limit
+            return
         if resumed:
             raise _Retry(200, "server stopped honouring Range")  # resuming needs Range
         size = resp.headers.get("Content-Length")
         if (start or 0) == 0 and end is not None and _length(size, path) == end:
-            return limit  # asked for the whole file: the answer is right either way
+            return  # asked for the whole file: the answer is right either way
         self.range_support = False
         raise RemoteReadError(
             f"{path}: the server ignores Range requests (it answered a request for "
@@ -525,7 +343,7 @@ class HTTPStore:
         until = _until(self.policy)
 
         def once() -> dict[str, str | int | None]:
-            resp = self._head(path, until)
+            resp = self._open("HEAD", path, {}, until)
             if resp.status >= 400:
                 _refuse(resp, path, "HEAD")
             size = _length(resp.headers.get("Content-Length"), path)
@@ -538,7 +356,7 @@ class HTTPStore:
         if path.endswith("/"):
             return False
         try:
-            resp = self._head(path, _until(self.policy))
+            resp = self._open("HEAD", path, {}, _until(self.policy))
         except (_Retry, RemoteReadError):
             return False
         html = resp.headers.get("Content-Type", "").startswith("text/html")
@@ -548,7 +366,7 @@ class HTTPStore:
         """Whether a HEAD of *path* (or of *path* + ``/``) answers below 400."""
         for p in (path, path.rstrip("/") + "/"):
             try:
-                if self._head(p, _until(self.policy)).status < 400:
+                if self._open("HEAD", p, {}, _until(self.policy)).status < 400:
                     return True
             except (_Retry, RemoteReadError):
                 pass
@@ -563,13 +381,6 @@ class HTTPStore:
             Always.
         """
         raise OSError(f"{path}: an HTTP server cannot list a folder")
-
-
-class _HTTPState(TypedDict):
-    """What a pickled :class:`HTTPStore` carries: its settings, not its connections."""
-
-    policy: RetryPolicy
-    headers: dict[str, str]
 
 
 # fsspec stores report "not there" and "not allowed" as these; retrying cannot help.
@@ -712,119 +523,84 @@ def _check_content_range(resp: BaseHTTPResponse, path: str, lo: int, end: int | 
     )
 
 
-def _read(resp: BaseHTTPResponse, got: bytearray, cap: int | None) -> None:
-    """Append *resp*'s body to *got*, up to one byte past *cap*; a cut keeps what came."""
-    try:
-        while cap is None or len(got) <= cap:
-            chunk = resp.read(_CHUNK if cap is None else min(_CHUNK, cap + 1 - len(got)))
-            if not chunk:
-                return
-            got += chunk
-    except (HTTPError, OSError) as exc:
-        why = "connection dropped mid-body" if isinstance(exc, ProtocolError) else _describe(exc)
-        raise _Retry(resp.status, why) from exc
+def _budget(timeout: float, until: float | None, status: int | None = None) -> float:
+    """Seconds the next wait (to connect, for bytes) may take: *timeout*, or the time left.
+
+    At the deadline, the attempt fails.
+    """
+    if until is None:
+        return timeout
+    left = until - time.monotonic()
+    if left <= 0:
+        raise _Retry(status, "timed out at the deadline")
+    return min(timeout, left)
 
 
-_local = threading.local()
+def _read(
+    resp: BaseHTTPResponse, got: bytearray, cap: int | None, timeout: float, until: float | None
+) -> None:
+    """Append *resp*'s body to *got*, up to one byte past *cap*; a cut keeps what came.
+
+    A packet at a time (``read1``), each wait cut to the time left: no read
+    blocks past the deadline, however slowly the bytes come.
+    """
+    wire = getattr(resp.connection, "wire", None)
+    while cap is None or len(got) <= cap:
+        wait = _budget(timeout, until, resp.status)
+        if wire is not None and wire.fileno() != -1:  # -1: the body has ended, closing it
+            wire.settimeout(wait)
+        try:
+            chunk = resp.read1(_CHUNK if cap is None else min(_CHUNK, cap + 1 - len(got)))
+        except (HTTPError, OSError) as exc:
+            _check_cancel()
+            why = (
+                "connection dropped mid-body" if isinstance(exc, ProtocolError) else _describe(exc)
+            )
+            if wait < timeout and why == "timed out":
+                why = "timed out at the deadline"
+            raise _Retry(resp.status, why) from exc
+        _check_cancel()  # a socket shut by a cancel reads as the end of the body
+        if not chunk:
+            return
+        got += chunk
 
 
-class _Watchdog:
-    """Cuts the connection of this thread's read when it runs past its deadline.
+class _Conn(HTTPConnection):
+    """A connection that a :class:`Cancel` can cut, and whose socket each body read can time.
 
-    urllib3's timeouts bound each socket operation, so a server that sends a
-    byte a second would hold a read for hours. At *until* the socket is shut
-    down, whatever call is blocked on it returns at once, and the failure
-    reads "timed out at the deadline". Connections (:class:`_GuardedHTTP`)
-    report to the watchdog of the thread that uses them, since urllib3 does
-    not tell which connection a request gets.
+    ``wire`` is the socket it connected: http.client hands an HTTP/1.0
+    answer's socket over to the response and sets ``sock`` to None.
     """
 
-    def __init__(self, until: float | None) -> None:
-        self.expired = False
-        self._conn: HTTPConnection | None = None
-        self._lock = threading.Lock()  # the timer's thread and the reading one
-        self._timer: threading.Timer | None = None
-        if until is not None:
-            self._timer = threading.Timer(max(0.0, until - time.monotonic()), self._expire)
-            self._timer.daemon = True
-
-    def guard(self, conn: HTTPConnection) -> None:
-        """Watch *conn*, which this thread is about to use."""
-        with self._lock:
-            self._conn = conn
-            if self.expired:  # expired while conn was connecting
-                self._cut()
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            self._cut()
-
-    def _cut(self) -> None:
-        sock = None if self._conn is None else self._conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:  # already closed
-                pass
-
-    def __enter__(self) -> _Watchdog:
-        _local.watchdog = self
-        if self._timer is not None:
-            self._timer.start()
-        return self
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        _local.watchdog = None
-        if self._timer is not None:
-            self._timer.cancel()
-        with self._lock:
-            self._conn = None  # back in the pool: another thread's now
-        if self.expired and isinstance(exc, _Retry):
-            raise _Retry(exc.status, "timed out at the deadline") from exc
-
-
-class _GuardedHTTP(HTTPConnection):
-    """A connection that the watchdog of the thread using it can cut."""
+    wire: socket.socket | None = None
+    owner: Cancel | None = None
 
     def connect(self) -> None:
         super().connect()
-        _guard(self)
+        self.wire = self.sock
+        self._watched()
 
     def request(self, *args: Any, **kwargs: Any) -> None:
-        _guard(self)  # a kept-alive connection does not connect() again
+        self._watched()  # a kept-alive connection does not connect() again
         super().request(*args, **kwargs)
 
+    def _watched(self) -> None:
+        """Let the :class:`Cancel` in force, if any, cut this connection (or fail if it has)."""
+        self.owner = _SCOPE.get()
+        if self.owner is not None:
+            self.owner._watch(self)
 
-def _guard(conn: HTTPConnection) -> None:
-    watchdog = getattr(_local, "watchdog", None)
-    if watchdog is not None:
-        watchdog.guard(conn)
 
-
-class _GuardedHTTPS(_GuardedHTTP, HTTPSConnection):
+class _ConnTLS(_Conn, HTTPSConnection):
     """The same over TLS (the method order puts HTTPSConnection's connect under ours)."""
 
 
 class _HTTPPool(urllib3.HTTPConnectionPool):
-    ConnectionCls = _GuardedHTTP
+    ConnectionCls = _Conn
 
 
 class _HTTPSPool(urllib3.HTTPSConnectionPool):
-    ConnectionCls = _GuardedHTTPS
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, _Retry):
-        return exc.why
-    if isinstance(exc, MaxRetryError) and exc.reason is not None:
-        exc = exc.reason
-    # NewConnectionError subclasses urllib3's TimeoutError, for history
-    timeouts = (TimeoutError, urllib3.exceptions.TimeoutError)
-    if isinstance(exc, timeouts) and not isinstance(exc, NewConnectionError):
-        why = str(exc)
-        return why if why.startswith("timed out") else "timed out"
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    ConnectionCls = _ConnTLS
 
 
 # fsspec's own backends for the schemes it knows; only s3 has an extra here.
