@@ -75,7 +75,7 @@ EXTRAS: dict[str, frozenset[str]] = {
     "audit": frozenset({"bokeh", "imagehash", "scipy"}),
     "swap": frozenset({"lz4", "zstandard", "scipy"}),
     "zfp": frozenset({"zfpy"}),
-    "torch": frozenset({"torch", "torchdata", "scipy"}),
+    "torch": frozenset({"torch", "torchdata", "scipy", "pooch"}),
     "lab": frozenset(
         {"bokeh", "imagehash", "scipy", "lz4", "zstandard"}
         | {"jupyterlab", "ipywidgets", "jupyter_bokeh", "IPython", "skimage"}
