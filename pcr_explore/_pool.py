@@ -11,12 +11,15 @@ work out: to this process, to such a pool, or to the workers of a Dask
 cluster (``client=``, as :func:`~pcr_explore.encode_dataset` takes it), with
 results in input order either way, so the same inputs give the same results
 wherever they ran.
+
+:func:`end_with` ends a DataLoader worker when the run that started it ends.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import select
 import sys
 import threading
 import time
@@ -40,6 +43,7 @@ __all__ = [
     "parallel_map",
     "progress_bar",
     "worker_pool",
+    "end_with",
 ]
 
 
@@ -67,21 +71,6 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _exit_with_parent(parent: int) -> None:
-    """Worker initialiser: end this worker soon after the process that made the pool.
-
-    A parent killed with SIGKILL cannot shut its pool down; without this, its
-    workers would wait on their queue forever.
-    """
-
-    def watch() -> None:
-        while _alive(parent):
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="pcr-parent-watch", daemon=True).start()
-
-
 @contextmanager
 def worker_pool(workers: int, preload: Sequence[str] = ()) -> Iterator[ProcessPoolExecutor]:
     """A process pool of *workers*; a dead worker raises :class:`WorkerError`.
@@ -100,7 +89,7 @@ def worker_pool(workers: int, preload: Sequence[str] = ()) -> Iterator[ProcessPo
         with ProcessPoolExecutor(
             max_workers=workers,
             mp_context=ctx,
-            initializer=_exit_with_parent,
+            initializer=end_with,
             initargs=(os.getpid(),),
         ) as pool:
             yield pool
@@ -350,3 +339,35 @@ def _text_when_closed() -> type:
                 handle.update({"text/plain": str(self) if self.leave or stopped else ""}, raw=True)
 
     return TextWhenClosed
+
+
+_watched: set[int] = set()
+
+
+def end_with(pid: int) -> None:
+    """End this worker process as soon as process *pid* (its run) has ended.
+
+    A run killed with SIGKILL cannot shut its workers down. The package's
+    pools start their workers with this; the PyTorch adapter calls it in
+    each DataLoader worker, whose own watch looks at the process that
+    started it: under the forkserver and spawn contexts the fork server,
+    which lives as long as any worker does, so a killed run would leave its
+    workers, the fork server and its resource tracker behind for good. A
+    daemon thread waits on *pid* (a ``pidfd`` where Linux has one; else a
+    check every half second).
+    """
+    if pid in _watched or pid == os.getpid():
+        return
+    _watched.add(pid)
+    threading.Thread(target=_exit_when_gone, args=(pid,), daemon=True, name="pcr-parent").start()
+
+
+def _exit_when_gone(pid: int) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3+ (or it is gone already)
+        while _alive(pid):
+            time.sleep(0.5)
+    else:
+        select.select([fd], [], [])  # readable once the process has ended
+    os._exit(1)

@@ -42,9 +42,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import select
-import threading
-import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .._pool import end_with
 from ..errors import DatasetError
 from ..jpeg import Size
 from ._tally import Reporter
@@ -103,46 +101,6 @@ def worker_info() -> tuple[int, int, bool]:
     if info is None:
         return 0, 1, False
     return int(info.id), int(info.num_workers), True
-
-
-_watched: set[int] = set()
-
-
-def end_with(pid: int) -> None:
-    """End this process (a DataLoader worker) as soon as process *pid* has ended.
-
-    PyTorch's workers watch the process that started them: under the
-    forkserver and spawn contexts that is the fork server, which lives as
-    long as any worker does, so a killed training run would leave its
-    workers, the fork server and its resource tracker behind for good. A
-    daemon thread here waits on the process that handed the dataset over
-    (``pidfd``: no polling where Linux has it).
-    """
-    if pid in _watched or pid == os.getpid():
-        return
-    _watched.add(pid)
-    threading.Thread(target=_exit_when_gone, args=(pid,), daemon=True, name="pcr-parent").start()
-
-
-def _exit_when_gone(pid: int) -> None:
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):  # not Linux 5.3+ (or it is gone already)
-        while _alive(pid):
-            time.sleep(1.0)
-    else:
-        select.select([fd], [], [])  # readable once the process has ended
-    os._exit(1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process took the number
-        return False
-    return True
 
 
 def show(value: Any) -> str:
