@@ -17,6 +17,7 @@ Both listen on 127.0.0.1 only and stop when their ``with`` block ends.
 from __future__ import annotations
 
 import http.server
+import itertools
 import logging
 import os
 import re
@@ -29,6 +30,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: The bytes an ``endless`` answer sends at most: far more than any test asks for.
+ENDLESS_STOP = 64 << 20
 
 
 @dataclass
@@ -78,15 +82,24 @@ class FileServer:
         followed by the rest of the path (``"/"``: this server; another
         server's URL and ``/``: another origin).
     endless : bool
-        Answer range requests with the part asked for (Content-Range saying
-        so) but no Content-Length, and then send bytes without end.
+        Answer GETs with no Content-Length, the part asked for (Content-Range
+        saying so) or, with *ranges* False, the whole file, and then send
+        bytes without end (:data:`ENDLESS_STOP` at most, so that a client
+        that reads them all fails instead of filling memory).
     only : str or tuple of str
         Faults hit only GETs of paths ending with this, or with one of these
         (default: every GET).
+    spare : int
+        The first *spare* of those GETs get no fault (they are counted, and
+        *stall* counts on from them).
         HEAD requests are always answered.
     protocol : str
         ``"HTTP/1.1"`` (kept-alive connections) or ``"HTTP/1.0"`` (one
         connection per request, as ``http.server`` answers by default).
+    sndbuf : int
+        The send buffer of each connection's socket, in bytes (0: the
+        system's, which grows to megabytes on loopback): what a body's
+        ``sent`` may count past the bytes the client took before hanging up.
 
     Attributes
     ----------
@@ -112,7 +125,9 @@ class FileServer:
     redirect: str = ""
     endless: bool = False
     only: str | tuple[str, ...] = ""
+    spare: int = 0
     protocol: str = "HTTP/1.1"
+    sndbuf: int = 0
     log: list[Request] = field(default_factory=list)
     url: str = ""
     connections: int = 0
@@ -136,11 +151,20 @@ class FileServer:
             conn = 0
 
             def setup(self) -> None:
+                if owner.sndbuf:
+                    self.request.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, owner.sndbuf)
                 super().setup()
                 with owner._lock:
                     owner.connections += 1
                     owner.threads.add(threading.get_ident())
                     self.conn = owner.connections
+
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except ConnectionResetError:  # the client hung up on an answer it did not read
+                    with owner._lock:
+                        owner.dropped += 1
 
             def finish(self) -> None:
                 with owner._lock:
@@ -189,6 +213,8 @@ class FileServer:
             with self._lock:
                 self._count += 1
                 n = self._count
+        if n and n <= self.spare:
+            n = 0
         if n and self.delay:
             self._stop.wait(self.delay)
         if n and self.stall and (self.stall < 0 or n <= self.stall):
@@ -230,6 +256,9 @@ class FileServer:
             payload = data
             req.status = 200
             h.send_response(200)
+            if n and self.endless:
+                self._endless(h, req, payload if body else b"")
+                return
         h.send_header("Content-Length", str(len(payload)))
         h.send_header("Content-Type", "application/octet-stream")
         if self.ranges:
@@ -255,9 +284,11 @@ class FileServer:
                 # may finish and a test read the log before this thread runs on
                 req.sent += len(chunk)
                 h.wfile.write(chunk)
-        except OSError:  # the client hung up (as a reader that refuses a whole file does)
+        except OSError:  # the client hung up (as a reader that takes a file's first bytes does)
             req.sent -= len(chunk)
             h.close_connection = True
+            with self._lock:
+                self.dropped += 1
 
     def _stall(self, h: http.server.BaseHTTPRequestHandler) -> None:
         """No answer until the client hangs up (then counted in ``dropped``) or the server stops."""
@@ -280,13 +311,17 @@ class FileServer:
         """The part asked for, then more bytes until the client hangs up or the server stops."""
         h.close_connection = True
         h.end_headers()  # no Content-Length: the body ends when the connection does
+        chunks = (part[i : i + 65536] for i in range(0, len(part), 65536))
+        filler = (b"\0" * 65536 for _ in iter(int, 1))
+        chunk = b""
         try:
-            h.wfile.write(part)
-            req.sent = len(part)
-            while part and not self._stop.is_set():
-                h.wfile.write(b"\0" * 65536)
-                req.sent += 65536
+            for chunk in itertools.chain(chunks, filler if part else ()):
+                if self._stop.is_set() or req.sent >= ENDLESS_STOP:
+                    return
+                req.sent += len(chunk)  # counted first, as in _serve
+                h.wfile.write(chunk)
         except OSError:
+            req.sent -= len(chunk)
             with self._lock:
                 self.dropped += 1
 

@@ -15,9 +15,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _loopback import FileServer
 
 from pcr_explore.encode.encoder import encode_dataset
-from pcr_explore.errors import CorruptRecordError, DatasetError, SkippedWarning
+from pcr_explore.errors import (
+    CorruptRecordError,
+    DatasetError,
+    RangeIgnoredWarning,
+    SkippedWarning,
+)
 from pcr_explore.read.reader import open_dataset
 from pcr_explore.read.sources import open_source
 
@@ -373,6 +379,30 @@ def test_http_prefix_reads(http_root: tuple[str, list[int]], dataset_dir: Path) 
     assert all(np.array_equal(a, b) for a, b in zip(imgs, ref))
     assert ds.jpeg_bytes(3, scan=7) == local.jpeg_bytes(3, scan=7)
     assert isinstance(open_source(url), type(ds))
+
+
+def test_parts_of_a_record_from_a_server_without_range_are_one_read_from_byte_0(
+    dataset_dir: Path,
+) -> None:
+    """A span's groups, or an image's pieces: one GET of the bytes up to the last of them."""
+    local = open_dataset(str(dataset_dir))
+    r = next(i for i, rec in enumerate(local.records) if rec.images >= 3)
+    first, n = int(local._starts[r]), local.records[r].images
+    with FileServer(dataset_dir, ranges=False) as srv:
+        ds = open_dataset(srv.url)
+        with pytest.warns(RangeIgnoredWarning, match="ignores Range"):
+            ds.header(r)
+        srv.log.clear()
+        ds.stats.reset()
+        span = ds.read_span(r, 1, n - 1, 5)
+        end = int(ds.header(r).piece_ranges(n - 2, 5)[0][-1] + ds.header(r).piece_lengths[n - 2, 4])
+        assert [g.range for g in srv.gets()] == [f"bytes=0-{end - 1}"]
+        assert (ds.stats.requests, ds.stats.bytes_read) == (1, end)  # the bytes moved
+        for i in range(1, n - 1):
+            assert span.jpeg_bytes(i) == local.jpeg_bytes(first + i, 5)
+        srv.log.clear()
+        assert ds.jpeg_bytes(first + 1, 7) == local.jpeg_bytes(first + 1, 7)
+        assert len(srv.gets()) == 1
 
 
 def test_threaded_decoding_keeps_order_and_pixels(dataset_dir: Path) -> None:

@@ -8,9 +8,10 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import CancelledError
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -73,39 +74,149 @@ def test_a_level_read_is_one_ranged_get_per_record(server: FileServer, local: PC
         )
 
 
-@pytest.mark.parametrize("server", [{"ranges": False}], indirect=True)
-def test_no_range_server_without_a_cache_fails_at_the_first_answer(
-    server: FileServer, local: PCRDataset
+@pytest.fixture(scope="module")
+def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding ``ds``: 2 records of about 1.3 MB (noisy 512x512 photos).
+
+    Far larger than a socket's buffers once they are bounded (``sndbuf``):
+    a read that hangs up after its first bytes leaves most of a record unsent.
+    """
+    from PIL import Image
+
+    root = tmp_path_factory.mktemp("large")
+    src = root / "src" / "a"
+    src.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(24):
+        ramp = np.linspace(0, 255, 512)[None, :, None] * rng.random(3)
+        x = ramp + rng.integers(0, 60, (512, 512, 3))
+        Image.fromarray(x.clip(0, 255).astype(np.uint8)).save(src / f"{i:02d}.jpg", quality=90)
+    total = sum(f.stat().st_size for f in src.iterdir())
+    encode_dataset(root / "src", root / "ds", record_size=total // 2 + 1, workers=1, progress=False)
+    return root
+
+
+# Python's http.server ignores Range: every GET is answered 200 with the whole file.
+_NO_RANGE: dict[str, Any] = {"ranges": False, "sndbuf": 1 << 14, "only": ".pcr"}
+# What a GET's `sent` may count past the bytes the reader took before it hung up: the
+# server's 16 KiB send buffer (doubled by the kernel) and the client's receive window
+# (which the kernel grows as bytes are read: a few hundred KiB for the reads here)
+_SLACK = 1 << 20
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_level_from_a_server_without_range_moves_about_its_own_bytes(
+    large: Path, tmp_path: Path, cached: bool
 ) -> None:
-    ds = open_dataset(f"{server.url}/ds")
-    with pytest.raises(RemoteReadError, match=r"record 0: .*ignores Range.*cache_dir") as info:
-        ds.read_record(0, 2)
-    assert info.value.attempts == 1  # no retries: another try cannot help
-    assert info.value.range_ignored and info.value.status == 200
-    assert ds.stats.bytes_read == 0 and len(server.gets()) == 1
-    # The full level asks for the whole file: a 200 with all of it is the right answer.
-    assert ds.read_record(0).header.num_images == local.records[0].images
+    """Each record's GET takes the level's first bytes of the whole file, then hangs up."""
+    local = open_dataset(str(large / "ds"))
+    with FileServer(large, **_NO_RANGE) as srv:
+        ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path if cached else None)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            assert _same(_images(ds, 3), _images(local, 3))
+        gets = srv.gets()
+        assert len(gets) == len(ds.records) and all(g.status == 200 for g in gets)
+        assert ds.stats.bytes_read == local.bytes_at(3) < local.total_bytes / 8
+        asked = {f"/ds/{r.file}": r.bytes_per_scan[2] for r in local.records}
+        whole = min(r.bytes_per_scan[-1] for r in local.records)
+        for g in gets:  # a write the hang-up cut is not counted: up to 64 KiB less than taken
+            assert asked[g.path] - (1 << 16) < g.sent <= asked[g.path] + _SLACK < whole
+        _wait_for(lambda: srv.dropped == len(gets), "the server sees each GET hang up")
+    assert [w.category for w in seen] == [RangeIgnoredWarning]  # once, not once per record
+    msg = str(seen[0].message)
+    assert "ignores Range" in msg and "nginx" in msg and "=" not in msg  # no Python syntax
+
+
+def test_a_raised_level_from_a_server_without_range_reads_from_byte_0(
+    large: Path, tmp_path: Path
+) -> None:
+    """The groups a cached prefix lacks come with every byte before them: one GET a record."""
+    local = open_dataset(str(large / "ds"))
+    with FileServer(large, **_NO_RANGE) as srv:
+        ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+        with pytest.warns(RangeIgnoredWarning):
+            ds.prefetch(2)
+        srv.log.clear()
+        assert ds.prefetch(4).bytes_read == local.bytes_at(4)  # counted as moved: from byte 0
+        assert len(srv.gets()) == len(ds.records)
+        assert _same(_images(ds, 4), _images(local, 4)) and len(srv.gets()) == len(ds.records)
+
+
+def test_the_cli_reads_a_level_from_a_server_without_range(
+    served: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m http.server``'s behaviour: the read works, with one line of advice."""
+    with FileServer(served, ranges=False, protocol="HTTP/1.0") as srv:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            code = main(["read", f"{srv.url}/ds", "--scan", "3", "--quiet", "--json"])
+        out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["images"] == 7
+    (line,) = err.splitlines()
+    assert line.startswith(f"pcr-explore: warning: {srv.url}/ds: the server ignores Range")
+    assert "cache_dir" not in line and "npx http-server" in line
 
 
 @pytest.mark.parametrize("server", [{"ranges": False}], indirect=True)
-def test_no_range_server_with_a_cache_downloads_each_record_once(
-    server: FileServer, local: PCRDataset, tmp_path: Path
+def test_a_read_from_a_later_byte_is_refused_unread_by_the_store(
+    server: FileServer, served: Path
 ) -> None:
-    ds = open_dataset(f"{server.url}/ds", cache_dir=tmp_path)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        assert _same(_images(ds, 1), _images(local, 1))
-    assert [w.category for w in seen] == [RangeIgnoredWarning]
-    assert "ignores Range" in str(seen[0].message) and f"{local.total_bytes:,}" in str(
-        seen[0].message
-    )
-    assert ds.stats.bytes_read == local.total_bytes
-    # the first answer was refused unread; every record then came whole, once
-    assert len(server.gets()) == len(ds.records) + 1
-    n = len(server.log)
-    ds.stats.reset()
-    assert _same(_images(ds, 10), _images(local, 10)) and _same(_images(ds, 3), _images(local, 3))
-    assert ds.stats.bytes_read == 0 and len(server.log) == n
+    """The store does not skip a whole file's first bytes itself: it says so, and why."""
+    url = f"{server.url}/ds/record-00000.pcr"
+    data = (served / "ds" / "record-00000.pcr").read_bytes()
+    store = remote.HTTPStore()
+    with pytest.raises(
+        RemoteReadError, match=r"ignores Range .*not read\): read from byte 0"
+    ) as info:
+        store.cat_file(url, 100, 200)
+    assert info.value.range_ignored and info.value.attempts == 1 and store.range_support is False
+    assert store.cat_file(url, 0, 200) == data[:200]
+    assert store.cat_file(url, 0, len(data)) == data
+
+
+@pytest.mark.parametrize(
+    "server",
+    [{"ranges": False, "drop_every": 2}, {"ranges": True, "drop_every": 2}],
+    indirect=True,
+    ids=["no-range", "range"],
+)
+def test_a_whole_file_cut_short_starts_over_or_resumes_never_appends(
+    server: FileServer, served: Path
+) -> None:
+    """The second GET is cut half-way: a 200 starts the file over, a 206 resumes it."""
+    url = f"{server.url}/ds/record-00000.pcr"
+    data = (served / "ds" / "record-00000.pcr").read_bytes()
+    store = remote.HTTPStore()
+    assert store.cat_file(url) == data and store.retried == 0
+    assert store.cat_file(url) == data and store.retried == 1
+    first, cut, again = server.gets()
+    assert (first.range, cut.range, cut.sent) == (None, None, len(data) // 2)
+    assert again.range == f"bytes={len(data) // 2}-"  # resumed where the server honours it
+    if server.ranges:
+        assert again.status == 206 and again.sent == len(data) - len(data) // 2
+    else:  # ignored: the whole file again, and what the cut attempt kept is dropped
+        assert again.status == 200 and again.sent == len(data)
+
+
+@pytest.mark.parametrize("server", [{"ranges": False, "drop_every": 2}], indirect=True)
+def test_a_cut_manifest_or_record_from_a_server_without_range_is_read_again_from_byte_0(
+    server: FileServer, served: Path, local: PCRDataset, tmp_path: Path
+) -> None:
+    """Every second GET is cut half-way; each is read again whole, never appended to."""
+    raw = (served / "ds" / "manifest.json").read_bytes()
+    first = open_dataset(f"{server.url}/ds")  # GET 1: whole
+    ds = open_dataset(f"{server.url}/ds", cache_dir=tmp_path, read_ahead=0)  # GET 2 cut, GET 3
+    assert ds.manifest == first.manifest
+    assert [(g.status, g.sent) for g in server.gets(".json")] == [
+        (200, len(raw)),
+        (200, len(raw) // 2),
+        (200, len(raw)),
+    ]
+    assert _same(_images(ds, 10), _images(local, 10))  # the full level: the whole file asked
+    sizes = [r.bytes_per_scan[-1] for r in local.records]
+    assert [g.sent for g in server.gets()] == [n for size in sizes for n in (size // 2, size)]
+    assert ds.stats.bytes_read == local.total_bytes and ds._fs.retried == 1 + len(sizes)
 
 
 @pytest.mark.parametrize("server", [{"fail_every": 2}], indirect=True)
@@ -321,6 +432,47 @@ def test_an_endless_body_is_not_read_past_the_bytes_asked_for(served: Path, prot
         assert len(srv.gets()) == 3
 
 
+@pytest.mark.timeout(120)  # a hang guard
+@pytest.mark.parametrize("protocol", ["HTTP/1.1", "HTTP/1.0"])
+def test_an_endless_whole_file_is_read_no_further_than_the_bytes_asked_for(
+    served: Path, local: PCRDataset, tmp_path: Path, protocol: str
+) -> None:
+    """No Range, no Content-Length, bytes without end: each read takes its own and hangs up.
+
+    At the full level the reader asks for the whole record: it reads the manifest's
+    size of it, never the 64 MiB the server has for it.
+    """
+    with FileServer(
+        served, ranges=False, endless=True, only=".pcr", sndbuf=1 << 14, protocol=protocol
+    ) as srv:
+        ds = open_dataset(f"{srv.url}/ds", cache_dir=tmp_path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RangeIgnoredWarning)
+            for k in (1, 3, 10):  # at 10, the whole record: the manifest's size of it, no more
+                assert _same(_images(ds, k), _images(local, k))
+        gets = srv.gets()
+        assert len(gets) == 3 * len(ds.records)
+        size = {f"/ds/{r.file}": r.bytes_per_scan[-1] for r in ds.records}
+        assert all(g.sent <= size[g.path] + _SLACK for g in gets)  # not the 64 MiB it has
+        assert ds.stats.bytes_read == sum(local.bytes_at(k) for k in (1, 3, 10))
+        _wait_for(lambda: srv.dropped == len(gets), "the server sees every GET hang up")
+
+
+@pytest.mark.parametrize("protocol", ["HTTP/1.1", "HTTP/1.0"])
+def test_the_store_reads_an_endless_whole_file_to_its_limit_or_the_bytes_asked_for(
+    served: Path, protocol: str
+) -> None:
+    data = (served / "ds" / "record-00000.pcr").read_bytes()
+    with FileServer(served, ranges=False, endless=True, only=".pcr", protocol=protocol) as srv:
+        url = f"{srv.url}/ds/record-00000.pcr"
+        store = remote.HTTPStore()
+        with pytest.raises(remote.TooLargeError, match=rf"^{url}: longer than 5,000 bytes"):
+            store.cat_file(url, limit=5000)
+        assert store.cat_file(url, 0, 1000) == data[:1000]
+        assert store.cat_file(url, 0, len(data)) == data
+        _wait_for(lambda: srv.dropped == 3, "the server sees each of the 3 reads hang up")
+
+
 @pytest.mark.timeout(60)  # a hang guard: without the cancel, each read waits 50 s
 @pytest.mark.parametrize("fault", [{"stall": -1}, {"stall_mid": True}, {"trickle": 0.3}])
 def test_a_cancel_ends_a_read_in_flight_and_every_later_one(
@@ -350,6 +502,49 @@ def test_a_cancel_ends_a_read_in_flight_and_every_later_one(
         with pytest.raises(CancelledError):  # a read begun later makes no request
             stop.run(store.cat_file, url, 0, 5000)
         assert len(srv.gets()) == 1 and store.retried == 0
+
+
+def _reading_threads() -> list[str]:
+    """Names of the threads of this process that are inside a store's read now."""
+    import sys
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    return [
+        names.get(ident, str(ident))
+        for ident, frame in sys._current_frames().items()
+        if any(f.name == "cat_file" for f in traceback.extract_stack(frame))
+    ]
+
+
+@pytest.mark.timeout(60)  # a hang guard: without the cancel, closing waits out a 60 s timeout
+def test_closing_a_pass_over_spans_ends_their_concurrent_requests_at_once(
+    served: Path,
+) -> None:
+    """A span's scan groups are requested by other threads: the pass's cancel reaches them."""
+    from pcr_explore.read import pipeline
+
+    n = open_dataset(str(served / "ds")).records[0].images
+    assert n >= 2
+    # answered: record 0's header and the 2 groups of the first span; every later GET stalls
+    with FileServer(served, stall=-1, spare=3, only=".pcr") as srv:
+        ds = open_dataset(f"{srv.url}/ds", timeout=60, deadline=None)
+        spans = [(0, 0, 1), (0, 1, n)]
+        parts = pipeline.fetch(  # a generator: what a loop that stops early closes
+            lambda s: ds.read_span(*s, 2),
+            spans,
+            on_error=pipeline.OnError(),
+            where=str,
+            cost=lambda s: 1,
+            read_ahead=1,  # one span in flight at a time: the second starts as the first ends
+        )
+        assert next(parts)[0] == spans[0]
+        _wait_for(lambda: len(srv.gets()) == 5, "the second span's 2 requests, in flight")
+        cast(Generator[Any, None, None], parts).close()
+        assert _reading_threads() == []  # close() returned: the requests ended, not awaited
+        assert not [t for t in threading.enumerate() if t.name.startswith("pcr-read-ahead")]
+        _wait_for(lambda: srv.dropped == 2, "the server sees the 2 stalled requests dropped")
+        assert len(srv.gets()) == 5 and ds._fs.retried == 0
 
 
 @pytest.mark.parametrize(

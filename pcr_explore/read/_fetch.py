@@ -7,8 +7,8 @@ fsspec's local file system), or takes the caller's own
 :class:`~pcr_explore.storage.Store`. :class:`RecordFetcher` reads byte ranges of
 records from it, counting every byte in :class:`ReadStats`; with a
 :class:`~pcr_explore.storage.cache.PrefixCache` it serves what the cache holds and
-fetches only the missing part of a prefix, and when a server ignores Range
-it downloads each record whole, once, into the cache.
+fetches only the missing part of a prefix. From a server that ignores Range
+it reads each span from the record's first byte, never the whole file.
 """
 
 from __future__ import annotations
@@ -124,6 +124,14 @@ def _own_store(url: str, storage_options: dict[str, Any] | None, store: object) 
 class RecordFetcher:
     """Byte ranges of a dataset's records, from the store or the prefix cache.
 
+    A server that ignores Range requests answers each read with the whole
+    record file: a read of bytes 0..*end* takes the first *end* bytes of it
+    and closes the connection (:class:`~pcr_explore.storage.remote.HTTPStore`),
+    so a level still moves its own bytes; a read of bytes *start*..*end*
+    takes bytes 0..*end* and keeps the last ones (the bytes moved are
+    counted). The first read that finds such a server warns once
+    (:class:`~pcr_explore.errors.RangeIgnoredWarning`).
+
     Parameters
     ----------
     fs : Store
@@ -154,20 +162,24 @@ class RecordFetcher:
         self._checked: set[int] = set()
         self._warned = False
         self._count = threading.Lock()  # reads run in several threads (read-ahead)
-        self._first = threading.Lock()  # one request at a time until Range support is known
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        del state["_count"], state["_first"]
+        del state["_count"]
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
-        self._count, self._first = threading.Lock(), threading.Lock()
+        self._count = threading.Lock()
 
     def path(self, r: int) -> str:
         """Record *r*'s path (or URL) in the store."""
         return posixpath.join(self.root, self.records[r].file)
+
+    @property
+    def ignores_range(self) -> bool:
+        """Whether the store has answered a range request with a whole file."""
+        return getattr(self.fs, "range_support", None) is False
 
     def _check_file(self, r: int) -> None:
         """One stat (or HEAD) per record before its first read: a regular file of the right size.
@@ -192,9 +204,38 @@ class RecordFetcher:
             )
         self._checked.add(r)
 
-    def fetch(self, r: int, start: int | None, end: int | None) -> bytes:
-        """Bytes *start*..*end* of record *r* from the store (None, None: all of it)."""
+    def fetch(self, r: int, start: int, end: int) -> bytes:
+        """Bytes *start*..*end* of record *r* from the store (*end* at most the record's size).
+
+        Raises
+        ------
+        CorruptRecordError
+            If fewer bytes come (the file is shorter than the manifest says).
+        RemoteReadError
+            If the store cannot serve them.
+        """
         self._check_file(r)
+        size = self.records[r].bytes_per_scan[-1]
+        if not 0 <= start <= end <= size:  # a read never asks past the record
+            raise ValueError(f"{self.path(r)}: bytes {start}..{end} are not within {size:,}")
+        if start and self.ignores_range:
+            return self._from_zero(r, start, end)
+        try:
+            buf = self._read(r, start, end)
+        except RemoteReadError as exc:
+            if not (exc.range_ignored and start):
+                raise
+            return self._from_zero(r, start, end)
+        self._check_range_support()
+        return buf
+
+    def _from_zero(self, r: int, start: int, end: int) -> bytes:
+        """Bytes *start*..*end* of record *r* from a server that ignores Range: 0..*end*, cut."""
+        self._check_range_support()
+        return self._read(r, 0, end)[start:]
+
+    def _read(self, r: int, start: int, end: int) -> bytes:
+        """One read of bytes *start*..*end* of record *r*, counted; all of them, or an error."""
         path = self.path(r)
         try:
             buf = self.fs.cat_file(path, start=start, end=end)
@@ -213,11 +254,31 @@ class RecordFetcher:
         with self._count:
             self.stats.bytes_read += len(buf)
             self.stats.requests += 1
-        if start is not None and end is not None and len(buf) != end - start:
+        if len(buf) != end - start:
             raise CorruptRecordError(
                 f"{path}: truncated: asked for bytes {start}..{end}, got {len(buf)}"
             )
         return bytes(buf)
+
+    def _check_range_support(self) -> None:
+        """Warn once when the store turns out to ignore Range requests."""
+        if not self.ignores_range:
+            return
+        with self._count:
+            if self._warned:
+                return
+            self._warned = True
+        warnings.warn(
+            f"{strip_credentials(self.root)}: the server ignores Range requests and answers "
+            "each read with the whole record file: a read takes the bytes it needs from its "
+            "start and hangs up, so a level still moves about its own bytes, but a read that "
+            "starts inside a record (one image, part of a record, the scan groups a cached "
+            "prefix lacks) also moves every byte before it; a server that honours Range "
+            "(nginx, Apache, npx http-server, an S3-compatible store) moves only the bytes asked "
+            "for",
+            RangeIgnoredWarning,
+            stacklevel=2,
+        )
 
     def prefix(self, r: int, end: int) -> tuple[bytes, int]:
         """The first *end* bytes of record *r*, and how many of them the cache held.
@@ -238,53 +299,11 @@ class RecordFetcher:
         except FileNotFoundError:  # another process dropped it just now: read it cold
             have, head = 0, b""
         self._served(have)
-        if getattr(self.fs, "range_support", True) is None:
-            # the first answer tells whether the server honours Range: until then one
-            # request at a time, so that reads ahead do not all ask a server that ignores it
-            with self._first:
-                return self._missing(r, head, have, end)
-        return self._missing(r, head, have, end)
-
-    def _missing(self, r: int, head: bytes, have: int, end: int) -> tuple[bytes, int]:
-        """Record *r*'s first *end* bytes: the cache's *head* and the rest from the store."""
-        if getattr(self.fs, "range_support", None) is False:
-            return self._whole(r, have, end)
-        try:
-            delta = self.fetch(r, have, end)
-        except RemoteReadError as exc:
-            if not exc.range_ignored:
-                raise
-            return self._whole(r, have, end)
-        return head + delta, have
+        return head + self.fetch(r, have, end), have
 
     def _served(self, nbytes: int) -> None:
         with self._count:
             self.stats.cache_bytes += nbytes
-
-    def _whole(self, r: int, have: int, end: int) -> tuple[bytes, int]:
-        """The server ignores Range: download record *r* once, whole, into the cache."""
-        cache = self.cache
-        if cache is None:  # pragma: no cover - only called with a cache
-            raise RuntimeError("no cache")
-        if not self._warned:
-            self._warned = True
-            total = sum(rec.bytes_per_scan[-1] for rec in self.records)
-            warnings.warn(
-                f"{strip_credentials(self.root)}: the server ignores Range requests, so every "
-                f"record is downloaded whole, once, into the cache at {cache.folder} (the "
-                f"whole dataset is {total:,} bytes, whatever level is read); later reads at "
-                "any level come from the cache",
-                RangeIgnoredWarning,
-                stacklevel=4,
-            )
-        data = self.fetch(r, None, None)
-        want = self.records[r].bytes_per_scan[-1]
-        if len(data) != want:
-            raise CorruptRecordError(
-                f"{self.path(r)}: downloaded {len(data):,} bytes, the manifest says {want:,}"
-            )
-        cache.extend(r, have, data[have:])
-        return data[:end], end
 
     def filling(self, r: int, end: int) -> contextlib.AbstractContextManager[None]:
         """Hold the cache's fill lock of record *r* while its first *end* bytes are fetched.

@@ -16,11 +16,12 @@ reads are retried and time out as :mod:`pcr_explore.storage.remote` describes.
 from __future__ import annotations
 
 import base64
+import contextvars
 import os
 import posixpath
 import warnings
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypeVar, cast
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -334,7 +335,14 @@ class PCRDataset:
         return span
 
     def _read_ranges(self, r: int, ranges: list[tuple[int, int]]) -> tuple[bytes, ...]:
-        """Byte ranges of record *r*: adjacent ones in one request, the others concurrently."""
+        """Byte ranges of record *r*: adjacent ones in one request, the others concurrently.
+
+        The requests run in this thread's context, so that the
+        :class:`~pcr_explore.storage.remote.Cancel` of the pass reading (its
+        read-ahead) ends them too; the read returns once every one of them
+        has ended. From a server that ignores Range, all of them are one
+        read from the record's first byte.
+        """
         runs: list[list[int]] = []  # [start, end, first range, last range]
         for i, (a, b) in enumerate(ranges):
             if b <= a:
@@ -343,9 +351,18 @@ class PCRDataset:
                 runs[-1][1], runs[-1][3] = b, i
             else:
                 runs.append([a, b, i, i])
+        if len(runs) > 1 and self._fetch.ignores_range:
+            # each request would move every byte before its range: one from byte 0 moves them once
+            lo, hi = min(run[0] for run in runs), max(run[1] for run in runs)
+            runs = [[lo, hi, runs[0][2], runs[-1][3]]]
         if len(runs) > 1 and not is_local(self._fs):
             pool = self._request_pool()
-            bufs = list(pool.map(lambda run: self._fetch.fetch(r, run[0], run[1]), runs))
+            reads = [
+                pool.submit(contextvars.copy_context().run, self._fetch.fetch, r, a, b)
+                for a, b, *_ in runs
+            ]
+            wait(reads)  # none outlives this read: a cancel ends them all at once
+            bufs = [f.result() for f in reads]
         else:
             bufs = [self._fetch.fetch(r, a, b) for a, b, *_ in runs]
         out = [b""] * len(ranges)
@@ -393,6 +410,10 @@ class PCRDataset:
             return prefix.header.assemble(j, [bytes(buf[o : o + n]) for o, n in zip(offs, lens)])
         h = self.header(r)
         offs, lens = h.piece_ranges(j, k)
+        if self._fetch.ignores_range:  # one read from byte 0 for all the pieces
+            return h.assemble(
+                j, list(self._read_ranges(r, [(o, o + n) for o, n in zip(offs, lens)]))
+            )
         return h.assemble(
             j, [self._fetch.fetch(r, o, o + n) if n else b"" for o, n in zip(offs, lens)]
         )
@@ -662,8 +683,11 @@ def open_dataset(
         ``headers``.
     cache_dir : path, optional
         Keep the record prefixes read under this folder and fetch only what
-        a higher level adds (see :mod:`pcr_explore.storage.cache`). Needed to read a
-        server that ignores Range requests.
+        a higher level adds (see :mod:`pcr_explore.storage.cache`). From a
+        server that ignores Range requests, what a higher level adds is read
+        from each record's first byte (and a level without a cache moves
+        about its own bytes too: a read takes the first bytes of the whole
+        file and closes the connection).
     cache_max_bytes : int or str, optional
         Hold the cache folder (every dataset in it) to this size ("2GB" or
         bytes), never more than one record over. When it fills, the least

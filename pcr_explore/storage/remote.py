@@ -4,11 +4,15 @@
 ``info``, ``isfile``, ``exists``, ``ls``) and speaks HTTP(S) through urllib3:
 one pool of kept-alive connections per store, shared by the threads that read
 through it (a forked child opens its own). It reads the status line before
-the body, so a server that answers a range request with ``200`` and the whole
-file is detected and that body is not downloaded; the reader then downloads
-each record once into its cache, or fails at once. No body is read past the
-bytes asked for. A redirect to another origin drops every header the caller
-gave: credentials never follow it.
+the body. A server that ignores Range answers with ``200`` and the whole
+file: asked for bytes 0..*end*, the first *end* bytes of that body are read
+and the connection is closed on the rest; asked for bytes from a later one,
+the read fails (``range_ignored``) before the body is read, and the reader
+asks for the bytes from 0 instead. No body is read past the bytes asked
+for. A read that fails part-way resumes with a Range only where the
+server honours it; a ``200`` starts it over from byte 0, never adding the
+file again to what the failed attempt kept. A redirect to another origin
+drops every header the caller gave: credentials never follow it.
 
 Both stores try each read with :func:`with_retries` (of :mod:`._retry`, like
 :class:`RetryPolicy` and :class:`Cancel`; all re-exported here);
@@ -224,7 +228,9 @@ class HTTPStore:
             The file's http(s) URL.
         start, end : int, optional
             The bytes wanted (neither: the whole file, asked without Range).
-            A body longer than *end* - *start* is not read past that.
+            A body longer than *end* - *start* is not read past that. A server
+            that ignores Range, asked for bytes 0..*end*, sends the whole
+            file: its first *end* bytes are read, the connection closed.
         limit : int, optional
             Without *end*: a body longer than this many bytes is not read further.
 
@@ -242,7 +248,8 @@ class HTTPStore:
             When retries are spent or the deadline is reached, on another
             4xx, on a 206 of another part, on a body longer than the bytes
             asked for, or (``range_ignored`` set) when the server answers a
-            range request with the whole file, whose body is not downloaded.
+            request for bytes from *start* > 0 with the whole file, whose
+            body is not read.
         """
         got = bytearray()
         until = _until(self.policy)
@@ -265,15 +272,33 @@ class HTTPStore:
         limit: int | None,
         until: float | None,
     ) -> None:
-        """One GET of what *got* still lacks of bytes *start*..*end*, appended to it."""
+        """One GET of what *got* still lacks of bytes *start*..*end*, appended to it.
+
+        A ``200`` is the file from its first byte, whatever was asked: it
+        answers a read from byte 0 (of the whole file, or of its first *end*
+        bytes: those are read and the connection closed on the rest), and it
+        starts such a read over when an attempt failed part-way; what that
+        attempt kept is dropped, never added to. A read from a later byte
+        answered with the whole file fails (``range_ignored``), its body unread.
+        """
+        if got and self.range_support is False:
+            del got[:]  # the server cannot resume: start again from the first byte
         lo = (start or 0) + len(got)
-        ranged = start is not None or end is not None
+        whole = start is None and end is None
+        # a resumed whole-file read asks for the rest where the server may honour Range
+        ranged = not whole or bool(got)
         headers = {"Range": f"bytes={lo}-{'' if end is None else end - 1}"} if ranged else {}
         resp = self._open("GET", path, headers, until)
         try:
-            self._accept(resp, path, lo, start, end, bool(got))
+            head = self._accept(resp, path, lo, start, end, ranged)
+            if resp.status == 200:
+                del got[:]  # the body starts at byte 0: what an earlier attempt kept is dropped
             cap = limit if end is None else end - (start or 0)
-            _read(resp, got, cap, self.policy.timeout, until)
+            if head:  # the first *end* bytes of the whole file: the rest is left on the wire
+                _read(resp, got, cap, self.policy.timeout, until)
+                _let_go(resp)
+                return
+            _read(resp, got, None if cap is None else cap + 1, self.policy.timeout, until)
             if cap is not None and len(got) > cap:  # never read a body past the bytes asked for
                 if end is None:
                     raise TooLargeError(f"{path}: longer than {limit:,} bytes")
@@ -286,11 +311,7 @@ class HTTPStore:
                     status=resp.status,
                 )
         except BaseException:
-            if resp.length_remaining == 0:  # an empty body, as of most errors: keep the connection
-                resp.read()
-            else:  # the rest is still on the wire: closed, it reconnects on its next use
-                resp.close()
-                resp.release_conn()
+            _let_go(resp)
             raise
 
     def _accept(
@@ -300,29 +321,32 @@ class HTTPStore:
         lo: int,
         start: int | None,
         end: int | None,
-        resumed: bool,
-    ) -> None:
-        """Return if the status line says the body is the bytes asked for; else raise."""
+        ranged: bool,
+    ) -> bool:
+        """Check the status line of the answer to a GET of bytes *lo*..*end* of *path*.
+
+        Returns True for a ``200`` whose first *end* bytes are the ones asked
+        for (a server that ignores Range, asked for bytes from 0 to *end*),
+        False for a body that is the bytes asked for; raises otherwise.
+        """
         if resp.status == 206:
             self.range_support = True
             _check_content_range(resp, path, lo, end)
-            return
+            return False
         if resp.status != 200:
             _refuse(resp, path, _span(start, end), start, end)
-        if start is None and end is None:
-            return
-        if resumed:
-            raise _Retry(200, "server stopped honouring Range")  # resuming needs Range
+        if not ranged or ((start or 0) == 0 and end is None):
+            return False  # the whole file, from byte 0, was asked for
         size = resp.headers.get("Content-Length")
-        if (start or 0) == 0 and end is not None and _length(size, path) == end:
-            return  # asked for the whole file: the answer is right either way
+        if (start or 0) == 0 and _length(size, path) == end:
+            return False  # asked for the whole file: the answer is right either way
         self.range_support = False
+        if (start or 0) == 0:
+            return True
         raise RemoteReadError(
             f"{path}: the server ignores Range requests (it answered a request for "
-            f"{_span(start, end)} with the whole file, {size or 'unknown'} bytes); reading a "
-            "level below the full one would download whole records: open the dataset with "
-            "cache_dir=... to download each record once, or serve it from a server that "
-            "supports Range",
+            f"{_span(start, end)} with the whole file, {size or 'unknown'} bytes, not read): "
+            "read from byte 0 instead, or serve the file from a server that honours Range",
             url=path,
             start=start,
             end=end,
@@ -537,20 +561,21 @@ def _budget(timeout: float, until: float | None, status: int | None = None) -> f
 
 
 def _read(
-    resp: BaseHTTPResponse, got: bytearray, cap: int | None, timeout: float, until: float | None
+    resp: BaseHTTPResponse, got: bytearray, upto: int | None, timeout: float, until: float | None
 ) -> None:
-    """Append *resp*'s body to *got*, up to one byte past *cap*; a cut keeps what came.
+    """Append *resp*'s body to *got* until it holds *upto* bytes or the body ends.
 
-    A packet at a time (``read1``), each wait cut to the time left: no read
-    blocks past the deadline, however slowly the bytes come.
+    A cut keeps what came. A packet at a time (``read1``), each wait cut to
+    the time left: no read blocks past the deadline, however slowly the
+    bytes come.
     """
     wire = getattr(resp.connection, "wire", None)
-    while cap is None or len(got) <= cap:
+    while upto is None or len(got) < upto:
         wait = _budget(timeout, until, resp.status)
         if wire is not None and wire.fileno() != -1:  # -1: the body has ended, closing it
             wire.settimeout(wait)
         try:
-            chunk = resp.read1(_CHUNK if cap is None else min(_CHUNK, cap + 1 - len(got)))
+            chunk = resp.read1(_CHUNK if upto is None else min(_CHUNK, upto - len(got)))
         except (HTTPError, OSError) as exc:
             _check_cancel()
             why = (
@@ -563,6 +588,19 @@ def _read(
         if not chunk:
             return
         got += chunk
+
+
+def _let_go(resp: BaseHTTPResponse) -> None:
+    """Hand *resp*'s connection back: kept if its body was all read, else closed.
+
+    A closed connection reconnects on its next use; a body left on the wire
+    is never drained (it may be a whole file, or never end).
+    """
+    if resp.length_remaining == 0:  # all read (an empty body, as of most errors): keep it
+        resp.read()
+    else:
+        resp.close()
+        resp.release_conn()
 
 
 class _Conn(HTTPConnection):
