@@ -175,7 +175,7 @@ class TooLargeError(ValueError):
 
 @public("pcr_explore")
 class RangeIgnoredWarning(UserWarning):
-    """A server ignores Range requests: each record is downloaded whole, once, into the cache."""
+    """A server ignores Range requests: each read takes the first bytes of the whole file it sends and hangs up."""
 
 
 @public("pcr_explore")
