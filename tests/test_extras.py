@@ -11,6 +11,7 @@ encodes, reads and tunes, and gets one line naming the extra for the rest.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -61,8 +62,13 @@ def _with_extras(requirement: Requirement) -> set[str]:
     return names
 
 
+@functools.cache
+def _providers() -> dict[str, list[str]]:
+    return packages_distributions()  # a walk over every installed distribution: once
+
+
 def _distributions(module: str) -> set[str]:
-    found = packages_distributions().get(module, [])
+    found = _providers().get(module, [])
     return {d.lower().replace("_", "-") for d in found}
 
 
