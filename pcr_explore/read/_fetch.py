@@ -13,6 +13,7 @@ it reads each span from the record's first byte, never the whole file.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import posixpath
@@ -20,6 +21,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import (
     CorruptRecordError,
@@ -49,6 +51,29 @@ def is_local(fs: object) -> bool:
     """Whether *fs* reads the local file system (where concurrent requests gain nothing)."""
     protocol = getattr(fs, "protocol", ())
     return "file" in ((protocol,) if isinstance(protocol, str) else tuple(protocol))
+
+
+def credentials_to_header(
+    url: str, storage_options: dict[str, Any] | None
+) -> tuple[str, dict[str, Any] | None]:
+    """An ``http(s)://user:password@host/...`` URL as the URL alone and a Basic auth header.
+
+    The header goes where every request of the dataset (and of its
+    DataLoader workers, which reopen it with its options) sends it; the URL
+    the dataset keeps, shows in messages and writes anywhere has no
+    credentials. Other schemes are left as they are.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
+        return url, storage_options
+    user, _, password = parts.netloc.rpartition("@")[0].partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    options = dict(storage_options or {})
+    headers = dict(options.get("headers") or {})
+    if not any(k.lower() == "authorization" for k in headers):  # the caller's own header wins
+        headers["Authorization"] = f"Basic {token}"
+    options["headers"] = headers
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), options
 
 
 def open_store(

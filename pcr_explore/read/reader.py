@@ -15,7 +15,6 @@ reads are retried and time out as :mod:`pcr_explore.storage.remote` describes.
 
 from __future__ import annotations
 
-import base64
 import contextvars
 import os
 import posixpath
@@ -23,7 +22,6 @@ import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypeVar, cast
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -42,7 +40,14 @@ from ..storage._units import parse_bytes
 from ..storage.cache import PrefixCache
 from ..storage.remote import DEFAULT_DEADLINE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, RetryPolicy
 from . import pipeline
-from ._fetch import ReadStats, RecordFetcher, is_local, load_manifest, open_store
+from ._fetch import (
+    ReadStats,
+    RecordFetcher,
+    credentials_to_header,
+    is_local,
+    load_manifest,
+    open_store,
+)
 from ._headers import HeaderCache
 from ._stats import StageClock
 from .pipeline import ErrorChoice, OnError, RecordSpan
@@ -752,7 +757,7 @@ def open_dataset(
 
     >>> ds = open_dataset("https://host/photos.pcr", cache_dir="~/.cache/pcr")  # doctest: +SKIP
     """
-    url, storage_options = _credentials_to_header(str(path), storage_options)
+    url, storage_options = credentials_to_header(str(path), storage_options)
     max_bytes = None if cache_max_bytes is None else int(parse_bytes(cache_max_bytes))
     if max_bytes is not None and cache_dir is None:
         raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
@@ -780,26 +785,3 @@ def open_dataset(
     ds = PCRDataset(fs, root, manifest, url, cache=cache, read_ahead=ahead, options=options)
     ds.stats.metadata_bytes += len(raw)
     return ds
-
-
-def _credentials_to_header(
-    url: str, storage_options: dict[str, Any] | None
-) -> tuple[str, dict[str, Any] | None]:
-    """An ``http(s)://user:password@host/...`` URL as the URL alone and a Basic auth header.
-
-    The header goes where every request of the dataset (and of its
-    DataLoader workers, which reopen it with its options) sends it; the URL
-    the dataset keeps, shows in messages and writes anywhere has no
-    credentials. Other schemes are left as they are.
-    """
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or "@" not in parts.netloc:
-        return url, storage_options
-    user, _, password = parts.netloc.rpartition("@")[0].partition(":")
-    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
-    options = dict(storage_options or {})
-    headers = dict(options.get("headers") or {})
-    if not any(k.lower() == "authorization" for k in headers):  # the caller's own header wins
-        headers["Authorization"] = f"Basic {token}"
-    options["headers"] = headers
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), options
