@@ -175,7 +175,7 @@ class TooLargeError(ValueError):
 
 @public("pcr_explore")
 class RangeIgnoredWarning(UserWarning):
-    """A server ignores Range requests: each read takes the first bytes of the whole file it sends and hangs up."""
+    """A server ignores Range requests: a read takes the bytes it needs from the whole file."""
 
 
 @public("pcr_explore")
