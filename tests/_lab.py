@@ -5,7 +5,10 @@ the tests only count). The server runs on a free loopback port
 with a random token and private config, runtime and workspace directories,
 and serves a copy of ``notebooks/`` (JupyterLab autosaves run notebooks,
 which must not write outputs into the repository's stripped notebooks).
-Every wait here waits on a condition in the page, never on a fixed time.
+Every wait here waits on a condition, never on a fixed time, and its limit is
+the time left to the test (``tests/_budget.py``; no limit outside pytest):
+on a busy machine a wait takes longer, it does not fail. Stopping the server
+also ends the kernels it started and their workers (``tests/_procs.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import _budget
+import _procs
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -111,32 +117,48 @@ def jupyterlab(
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=served)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 300  # a hang guard: a busy machine starts it slowly
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
-                    break
-            except OSError as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    raise RuntimeError(
-                        f"JupyterLab did not start:\n{log_path.read_text()}"
-                    ) from exc
-                time.sleep(0.5)  # polling the server's status endpoint
+        wait_until_serving(proc, f"{base}/api/status?token={token}", log, log_path)
         yield Lab(base, token, served, log_path)
     finally:
         stop_server(proc)
         log.close()
 
 
+def wait_until_serving(proc: subprocess.Popen[Any], url: str, log: Any, log_path: Path) -> None:
+    """Wait until *url* answers, for as long as the server runs and the test has time.
+
+    *log* is the server's log file (open), *log_path* its path: a server that ended, or
+    did not answer in the test's time, fails the wait with its log.
+    """
+    while True:
+        left = _budget.seconds_left()
+        try:
+            with urllib.request.urlopen(url, timeout=left):
+                return
+        except OSError as exc:
+            if proc.poll() is not None or _budget.out_of_time():
+                log.flush()
+                where = url.split("?")[0]
+                raise RuntimeError(f"{where} did not answer:\n{log_path.read_text()}") from exc
+            time.sleep(0.5)  # polling the server
+
+
 def stop_server(proc: subprocess.Popen[Any]) -> None:
-    """Stop a server the tests started: politely, then for good after 20 s."""
+    """Stop a server the tests started, and whatever it started that still runs.
+
+    SIGTERM, then SIGKILL after 20 s; then the same for the kernels it started (and their
+    workers), which a server killed, or slow to stop on a busy machine, leaves behind.
+    """
+    started = _procs.watch(proc.pid)
     proc.terminate()
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=_procs.GRACE_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    ended = started.end()
+    if ended:
+        print(f"ended what the server left running: {ended}")
 
 
 KERNEL_IDLE = """() => {
@@ -145,16 +167,23 @@ KERNEL_IDLE = """() => {
   return !!k && k.status === "idle";
 }"""
 
-# Every code cell's prompt shows an execution count above *after* (the highest before the run).
-ALL_CELLS_RAN = """after => {
-  const prompts = [...document.querySelectorAll(".jp-CodeCell .jp-InputPrompt")];
-  return prompts.length > 0 && prompts.every(p => {
-    const m = /\\[(\\d+)\\]/.exec(p.textContent); return m && Number(m[1]) > after; });
-}"""
+# The notebook's code cells (their models: the notebook keeps only the cells near the view
+# in the page).
+_CODE_CELLS = """window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(c => c.model.type === 'code')"""
 
-HIGHEST_COUNT = """() => Math.max(0,
-  ...[...document.querySelectorAll(".jp-CodeCell .jp-InputPrompt")]
-  .map(p => Number((/\\[(\\d+)\\]/.exec(p.textContent) || [0, 0])[1])))"""
+# Once every code cell has an execution count above *after* (the highest before the run),
+# or once a cell shows an error (the cells after it are not run then): {failed, error},
+# failed the index of the first cell with an error (null: none).
+ALL_CELLS_RAN = f"""after => {{ const cells = {_CODE_CELLS};
+  for (const [i, c] of cells.entries()) {{
+    const e = c.model.outputs.toJSON().find(o => o.output_type === 'error');
+    if (e) return {{failed: i, error: e.ename + ': ' + e.evalue}};
+  }}
+  return cells.length > 0 && cells.every(c => (c.model.executionCount || 0) > after)
+    ? {{failed: null, error: ''}} : null; }}"""
+
+HIGHEST_COUNT = f"""() => Math.max(0, ...({_CODE_CELLS}).map(c => c.model.executionCount || 0))"""
 
 CANVAS_INK = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }"""
@@ -162,20 +191,50 @@ CANVAS_INK = """c => { const d = c.getContext('2d').getImageData(0, 0, c.width, 
 TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 
+def new_page(browser: Any, **options: Any) -> Any:
+    """``browser.new_page(**options)`` whose actions and navigations wait as long as the test may.
+
+    (Playwright's own default is 30 s, which a busy machine outlasts.)
+    """
+    page = browser.new_page(**options)
+    page.set_default_timeout(_budget.ms())
+    page.set_default_navigation_timeout(_budget.ms())
+    return page
+
+
 def open_notebook(page: Any, lab: Lab, name: str, workspace: str) -> None:
     """Open ``notebooks/<name>.ipynb`` and wait for its kernel."""
-    page.goto(lab.url(f"notebooks/{name}.ipynb", workspace), wait_until="domcontentloaded")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+    page.goto(
+        lab.url(f"notebooks/{name}.ipynb", workspace),
+        wait_until="domcontentloaded",
+        timeout=_budget.ms(),
+    )
+    wait_for_kernel(page)
 
 
-def run_all(page: Any, timeout_ms: int = 240_000) -> None:
-    """Run every cell and wait until each has an execution count and the kernel is idle."""
+def wait_for_kernel(page: Any) -> None:
+    """Wait until the notebook shows its cells and its kernel is idle."""
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=_budget.ms())
+    page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
+
+
+def run_all(page: Any, timeout_ms: int | None = None) -> None:
+    """Run every cell and wait until each has an execution count and the kernel is idle.
+
+    A cell that fails (an error in its output) fails the test at once, with the error.
+
+    *timeout_ms*: the limit of the wait (Playwright's; 0: none); by default the test's
+    time left.
+    """
     # A reloaded notebook shows the counts of its last run: wait for new ones.
     after = page.evaluate(HIGHEST_COUNT)
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(ALL_CELLS_RAN, arg=after, timeout=timeout_ms, polling=250)
-    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    # started, not awaited in the page: the wait below, with its limit, waits for the run
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    limit = _budget.ms() if timeout_ms is None else timeout_ms
+    ran = page.wait_for_function(ALL_CELLS_RAN, arg=after, timeout=limit, polling=250)
+    state = ran.json_value()
+    assert state["failed"] is None, f"code cell {state['failed']} failed: {state['error']}"
+    page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
 
 
 # Every canvas of the page, inside Bokeh's (nested) shadow roots too.
@@ -194,7 +253,7 @@ def wait_for_plots(page: Any, count: int, minimum: int = 1000) -> None:
     page.wait_for_function(
         f"() => ({ALL_CANVASES})().filter(c => c.width > 0 && ({CANVAS_INK})(c) > {minimum})"
         f".length >= {count}",
-        timeout=60_000,
+        timeout=_budget.ms(),
         polling=250,
     )
 
@@ -293,8 +352,8 @@ def drag(
         if probe is not None:
             seen.append(page.evaluate(probe, arg))
     page.mouse.up()
-    page.wait_for_function(settled, arg=arg, timeout=60_000, polling=50)
-    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.wait_for_function(settled, arg=arg, timeout=_budget.ms(), polling=50)
+    page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
     page.evaluate(TWO_FRAMES)
     seconds = time.perf_counter() - t0
     got = page.evaluate(_COLLECT)
@@ -354,13 +413,16 @@ def caption_text(page: Any) -> str:
     return str(got)
 
 
-def wait_caption(page: Any, text: str, *, start: bool = True, timeout: float = 30_000) -> None:
-    """Wait until the byte counter of the level shown starts with (or holds) *text*."""
+def wait_caption(page: Any, text: str, *, start: bool = True, timeout: float | None = None) -> None:
+    """Wait until the byte counter of the level shown starts with (or holds) *text*.
+
+    *timeout*: the limit of the wait in ms (0: none); by default the test's time left.
+    """
     test = "startsWith" if start else "includes"
     page.wait_for_function(
         f"t => {{ const c = {SHOWN_CAPTION}(); return !!c && c.innerText.{test}(t); }}",
         arg=text,
-        timeout=timeout,
+        timeout=_budget.ms() if timeout is None else timeout,
     )
 
 
@@ -414,13 +476,15 @@ class latency_probe:  # noqa: N801 - a namespace of three page helpers
     @staticmethod
     def quiet(page: Any, ms: int = 400) -> None:
         page.wait_for_function(
-            f"() => performance.now() - window.__pcrLat.last > {ms}", timeout=60_000, polling=50
+            f"() => performance.now() - window.__pcrLat.last > {ms}",
+            timeout=_budget.ms(),
+            polling=50,
         )
 
     @staticmethod
     def wait(page: Any, settled: str, arg: Any = None) -> float:
-        page.wait_for_function(settled, arg=arg, timeout=60_000, polling=20)
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000, polling=20)
+        page.wait_for_function(settled, arg=arg, timeout=_budget.ms(), polling=20)
+        page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms(), polling=20)
         latency_probe.quiet(page)
         t, t0 = page.evaluate("() => [window.__pcrLat.last, window.__pcrLat.t0]")
         return float(t - t0)

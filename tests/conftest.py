@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import _budget
+import _procs
 import numpy as np
 import pytest
 from _photos import jpeg_bytes, photo
@@ -20,6 +22,17 @@ from pcr_explore.jpeg.transcode import find_jpegtran
 settings.register_profile("default", max_examples=100, deadline=None)
 settings.register_profile("long", max_examples=5000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """pytest-timeout starts a test's timer: the waits of the test take their limit from it."""
+    _budget.start(settings.timeout)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    _budget.stop()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -65,7 +78,11 @@ def photo_copy(photo_folder: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's Chromium through Playwright, one per test module (skips without it)."""
+    """Debian's Chromium through Playwright, one per test module (skips without it).
+
+    Ended with its module however its tests went: the browser is closed, Playwright's
+    driver stopped, and any of their processes still running then is ended.
+    """
     from _lab import CHROMIUM_ARGS, chromium_path
 
     path = chromium_path()
@@ -73,9 +90,19 @@ def browser() -> Iterator[Any]:
         pytest.skip("no chromium binary (Debian: apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    before = set(_procs.children(os.getpid()))
+    started = _procs.Started()
+    try:
+        with sync_playwright() as pw:
+            driver = [pid for pid in _procs.children(os.getpid()) if pid not in before]
+            b = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, timeout=_budget.ms())
+            try:
+                yield b
+            finally:
+                for pid in driver:  # Playwright's driver, the browser and its helpers
+                    started.add(pid)
+                b.close()
+    finally:
+        ended = started.end()
+        if ended:
+            print(f"ended what the browser left running: {ended}")

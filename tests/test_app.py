@@ -8,6 +8,8 @@ anyway): the explorer's picture and its Bokeh plot render, no cell shows an
 error, and a key on the level slider goes through the kernel and back
 (the byte counter follows). Screenshots at 1440x900 and 1280x720 go to
 ``test-artifacts/``. Skipped where Voila (the ``[app]`` extra) is missing.
+Every wait waits on a condition, for as long as the test may take
+(``tests/_budget.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import _budget
 import pytest
 from _lab import (
     ALL_CANVASES,
@@ -30,6 +33,7 @@ from _lab import (
     TWO_FRAMES,
     _free_port,
     caption_text,
+    new_page,
     stop_server,
     wait_caption,
 )
@@ -49,6 +53,7 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         os.environ,
         PCR_QUICK="1",
         PCR_SAMPLE_DIR=str(tmp / "sample"),
+        PCR_RESULTS_CACHE=str(tmp / "results"),  # the test's own, not the user's
         JUPYTER_CONFIG_DIR=str(tmp / "config"),
         JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
     )
@@ -73,13 +78,14 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 90
-        while True:
+        while True:  # until the port takes connections, while Voila runs and the test has time
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                socket.create_connection(
+                    ("127.0.0.1", port), timeout=_budget.seconds_left()
+                ).close()
                 break
             except OSError as exc:
-                if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is not None or _budget.out_of_time():
                     log.flush()
                     raise RuntimeError(f"Voila did not start:\n{log_path.read_text()}") from exc
                 time.sleep(0.5)  # polling the server's port
@@ -97,23 +103,23 @@ def _local_only(route: Any) -> None:
         route.abort()
 
 
-@pytest.mark.timeout(900)  # Voila's first paint may wait 400 s on a busy machine
+@pytest.mark.timeout(900)  # Voila's first run builds the sample: minutes on a busy machine
 @pytest.mark.parametrize(
     "viewport", [{"width": 1440, "height": 900}, {"width": 1280, "height": 720}], ids=str
 )
 def test_notebook_01_runs_as_an_app(browser: Any, voila: str, viewport: dict[str, int]) -> None:
-    page = browser.new_page(viewport=viewport)
+    page = new_page(browser, viewport=viewport)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.route("**/*", _local_only)
     try:
         # Voila sends the page as it executes the cells (the first run builds the sample).
-        page.goto(voila, wait_until="commit", timeout=60_000)
-        page.wait_for_selector("img.widget-image:visible", timeout=400_000)
+        page.goto(voila, wait_until="commit", timeout=_budget.ms())
+        page.wait_for_selector("img.widget-image:visible", timeout=_budget.ms())
         page.wait_for_function(
             f"() => ({ALL_CANVASES})().filter(c => c.width > 0 && ({CANVAS_INK})(c) > 1000)"
             ".length >= 1",
-            timeout=120_000,
+            timeout=_budget.ms(),
             polling=500,
         )
         assert page.locator(".jp-CodeCell .jp-InputArea").count() == 0  # no code shown
@@ -127,7 +133,7 @@ def test_notebook_01_runs_as_an_app(browser: Any, voila: str, viewport: dict[str
         slider.locator(".noUi-handle").first.focus()
         page.keyboard.press("ArrowLeft" if level > 1 else "ArrowRight")
         want = level - 1 if level > 1 else level + 1
-        wait_caption(page, f"scan {want} of 10", timeout=60_000)  # in the page
+        wait_caption(page, f"scan {want} of 10")  # in the page
         assert caption_text(page) != before
         page.evaluate(TWO_FRAMES)
         ARTIFACTS.mkdir(exist_ok=True)

@@ -29,8 +29,9 @@ open beside it) and take screenshots at 1440x900 and 1280x720 into
   has every level's line, and a reload shows the same curves and bars, not
   empty plots.
 
-Every wait waits on a condition in the page, and no assertion is about time:
-the checks count what the page shows and receives. The drag figures (long
+Every wait waits on a condition in the page, for as long as the test may take
+(``tests/_budget.py``), and no assertion is about time: the checks count what
+the page shows and receives. The drag figures (long
 tasks from a ``PerformanceObserver``, gaps between animation frames) are only
 printed and written to ``test-artifacts/drag_timings.json``; the latency
 targets are measured by ``bench/bench_browser_latency.py``.
@@ -46,6 +47,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import _budget
 import pytest
 from _lab import (
     ARTIFACTS,
@@ -59,10 +61,12 @@ from _lab import (
     caption_text,
     drag,
     jupyterlab,
+    new_page,
     open_notebook,
     page_changes,
     run_all,
     wait_caption,
+    wait_for_kernel,
     wait_for_plots,
 )
 
@@ -79,7 +83,12 @@ TIMINGS: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("lab")
-    env = {"PCR_QUICK": "1", "PCR_SAMPLE_DIR": str(tmp / "sample")}
+    # the kernels' sample and results cache are the test's own, not the user's
+    env = {
+        "PCR_QUICK": "1",
+        "PCR_SAMPLE_DIR": str(tmp / "sample"),
+        "PCR_RESULTS_CACHE": str(tmp / "results"),
+    }
     with jupyterlab(tmp, env) as server:
         try:
             yield server
@@ -95,7 +104,7 @@ class Session:
 
     def __init__(self, browser: Any, name: str) -> None:
         self.name = name
-        self.page = browser.new_page(viewport=VIEWPORT)
+        self.page = new_page(browser, viewport=VIEWPORT)
         self.console: list[str] = []
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.console.append(f"[{m.type}] {m.text}"))
@@ -187,7 +196,7 @@ class Session:
         self.page.evaluate(
             "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')", cell
         )
-        locator.scroll_into_view_if_needed()
+        locator.scroll_into_view_if_needed(timeout=_budget.ms())
 
     def bokeh_errors(self) -> list[str]:
         return [
@@ -274,16 +283,16 @@ def _documents(page: Any, within: Any = None) -> dict[str, Any]:
 
 
 def _save(page: Any) -> None:
-    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+    # started, not awaited in the page: the wait below, with its limit, waits for the save
+    page.evaluate("() => { window.jupyterapp.commands.execute('docmanager:save'); }")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=_budget.ms())
 
 
 def _reload_same_kernel(page: Any) -> None:
     """Save, then reload the page: the notebook reconnects to the kernel that runs."""
     _save(page)
-    page.reload(wait_until="domcontentloaded")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+    page.reload(wait_until="domcontentloaded", timeout=_budget.ms())
+    wait_for_kernel(page)
 
 
 # The saved picture shown before each explorer's live view (a hidden output while it runs).
@@ -291,12 +300,24 @@ _PICTURES = """() => [...document.querySelectorAll('[class*="pcr-fallback-"] img
   .map(i => i.getAttribute('src'))"""
 
 
+def _saved_pictures(notebook: Path) -> list[str]:
+    """The ``src`` of each saved picture in the notebook file, in the order of the page."""
+    cells = json.loads(notebook.read_text())["cells"]
+    html = [
+        "".join(o.get("data", {}).get("text/html", "")) for c in cells for o in c.get("outputs", [])
+    ]
+    return [m.group(1) for h in html if "pcr-fallback-" in h for m in _IMG_SRC.finditer(h)]
+
+
+_IMG_SRC = re.compile(r"<img src='(data:image/jpeg;base64,[^']+)'")
+
+
 def _wait_picture_changes(page: Any, before: list[str]) -> list[str]:
     """Wait until the saved picture of the first explorer is drawn again; return them all."""
     page.wait_for_function(
         f"old => {{ const now = ({_PICTURES})(); return now.length && now[0] !== old[0]; }}",
         arg=before,
-        timeout=30_000,
+        timeout=_budget.ms(),
     )
     return page.evaluate(_PICTURES)  # type: ignore[no-any-return]
 
@@ -307,7 +328,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         open_notebook(page, lab, s.name, "w01")
         run_all(page)
         image = page.locator(".widget-image:visible").first
-        image.wait_for(state="visible", timeout=30_000)
+        image.wait_for(state="visible", timeout=_budget.ms())
         _all_canvases_drawn(page, 1)
         out = s.widget_output(".widget-image")
         cell = s.cell_of(out)
@@ -318,7 +339,8 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         page.locator(".widget-toggle-button", has_text="presentation").first.click()
         page.wait_for_function(
             "() => Bokeh.index.roots.some(v => v.model.title"
-            " && v.model.title.text_font_size === '18px')"
+            " && v.model.title.text_font_size === '18px')",
+            timeout=_budget.ms(),
         )
         s.assert_no_overlap(out)
         s.shot(out, "01_progressive_scans_presentation")
@@ -347,7 +369,9 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         # kernel), no picture arrives, and the last value is shown
         levels = page.locator(".pcr-levels").first
         page.wait_for_function(
-            "el => !el.querySelector('.pcr-stale')", arg=levels.element_handle(), timeout=60_000
+            "el => !el.querySelector('.pcr-stale')",
+            arg=levels.element_handle(),
+            timeout=_budget.ms(),
         )
         slider = _slider(page, "scan level")
         track = slider.locator(".noUi-target").first
@@ -379,7 +403,7 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         handle.press("ArrowLeft")
         wait_caption(page, "scan 8 of")
         page.locator(".widget-play button").first.click()
-        wait_caption(page, "scan 10 of", timeout=30_000)
+        wait_caption(page, "scan 10 of")
         s.shot(out, "01_progressive_scans_level10")
         # stop: the player would go on from wherever the slider is moved to
         page.locator(".widget-play button").nth(1).click()
@@ -390,12 +414,14 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         page.locator(".widget-toggle-button", has_text="in dB").first.click()
         page.wait_for_function(
             "() => [...document.querySelectorAll('.widget-html')]"
-            ".some(e => e.innerText.includes('of 255'))"
+            ".some(e => e.innerText.includes('of 255'))",
+            timeout=_budget.ms(),
         )
         page.wait_for_function(
             "() => Bokeh.index.roots.some(v => v.model.title"
             " && v.model.title.text.startsWith('Bytes read vs quality')"
-            " && v.model.left[0].axis_label.startsWith('MS-SSIM in dB'))"
+            " && v.model.left[0].axis_label.startsWith('MS-SSIM in dB'))",
+            timeout=_budget.ms(),
         )
         s.assert_fits(out)
         # every legend swatch still drawn after the level moved (a swatch whose
@@ -428,7 +454,8 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         page.wait_for_function(
             "() => Bokeh.index.roots.some(v => v.model.title"
             " && v.model.title.text.startsWith('Bytes read vs quality')"
-            " && v.model.left[0].axis_label.startsWith('MS-SSIM in dB'))"
+            " && v.model.left[0].axis_label.startsWith('MS-SSIM in dB'))",
+            timeout=_budget.ms(),
         )
         assert not s.bokeh_errors(), s.bokeh_errors()
         s.shot(s.widget_output(".widget-image"), "01_progressive_scans_reloaded")
@@ -444,9 +471,10 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         for _ in range(4):  # from level 5, where the notebook's "from code" cell put it
             handle.press("ArrowRight")
         wait_caption(page, "scan 9 of")
-        at_save = _wait_picture_changes(page, pictures)
+        _wait_picture_changes(page, pictures)
         _save(page)
-        saved = json.loads((lab.root / "notebooks" / f"{s.name}.ipynb").read_text())
+        notebook = lab.root / "notebooks" / f"{s.name}.ipynb"
+        saved = json.loads(notebook.read_text())
         outputs = [o for c in saved["cells"] for o in c.get("outputs", [])]
         loaders = [
             o for o in outputs if "application/vnd.bokehjs_load.v0+json" in o.get("data", {})
@@ -455,19 +483,22 @@ def test_01_scans(lab: Lab, browser: Any) -> None:
         live = [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
         assert len(live) == 2 and not any("image/jpeg" in o["data"] for o in live)
         assert not s.errors, s.errors
-        _check_nbconvert(browser, lab.root / "notebooks" / f"{s.name}.ipynb", pictures=2)
+        _check_nbconvert(browser, notebook, pictures=2)
 
         # end the kernel, reopen: the picture as saved stands in for the widget, no error text
         _end_sessions(lab)
-        page.reload(wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+        page.reload(wait_until="domcontentloaded", timeout=_budget.ms())
+        wait_for_kernel(page)
         picture = page.locator('[class*="pcr-fallback-"] img').first
-        picture.wait_for(state="visible", timeout=30_000)
+        picture.wait_for(state="visible", timeout=_budget.ms())
+        # the pictures of the last save (the kernel redraws them a moment after the level
+        # stops, which may come after the save above, and JupyterLab may save again)
+        at_save = _saved_pictures(notebook)
+        assert len(at_save) == 2 and at_save[0] != pictures[0]  # they followed the level
         assert page.evaluate(_PICTURES) == at_save
         assert picture.evaluate("img => img.naturalWidth") > 300
         failed = page.locator(".jp-OutputArea-output.jupyter-widgets").first
-        failed.wait_for(state="attached", timeout=30_000)
+        failed.wait_for(state="attached", timeout=_budget.ms())
         assert failed.is_hidden()
         assert "model not found" not in page.locator(".jp-Notebook").inner_text()
         s.shot(picture, "01_progressive_scans_saved_without_kernel")
@@ -482,12 +513,12 @@ def _check_nbconvert(browser: Any, notebook: Path, pictures: int) -> None:
     assert "model not found" not in body
     out = notebook.with_suffix(".html")
     out.write_text(body)
-    page = browser.new_page(viewport=VIEWPORT)
+    page = new_page(browser, viewport=VIEWPORT)
     try:
         page.route(
             "**/*", lambda r: r.abort() if r.request.url.startswith("http") else r.continue_()
         )
-        page.goto(out.as_uri(), wait_until="load")
+        page.goto(out.as_uri(), wait_until="load", timeout=_budget.ms())
         seen = page.evaluate(
             """() => {
               const visible = e => e.getClientRects().length > 0
@@ -513,13 +544,13 @@ def _check_nbconvert(browser: Any, notebook: Path, pictures: int) -> None:
 def _end_sessions(lab: Lab) -> None:
     """Shut down every kernel session through the server's REST API."""
     url = f"{lab.base}/api/sessions?token={lab.token}"
-    with urllib.request.urlopen(url, timeout=10) as r:
+    with urllib.request.urlopen(url, timeout=_budget.seconds_left()) as r:
         sessions = json.loads(r.read())
     for sess in sessions:
         req = urllib.request.Request(
             f"{lab.base}/api/sessions/{sess['id']}?token={lab.token}", method="DELETE"
         )
-        with urllib.request.urlopen(req, timeout=30):
+        with urllib.request.urlopen(req, timeout=_budget.seconds_left()):
             pass
 
 
@@ -534,7 +565,7 @@ _CELL_TEXT = """([code, want]) => { const nb = window.jupyterapp.shell.currentWi
 
 
 def _cell_text(page: Any, code: str, want: str) -> str:
-    found = page.wait_for_function(_CELL_TEXT, arg=[code, want], timeout=60_000, polling=250)
+    found = page.wait_for_function(_CELL_TEXT, arg=[code, want], timeout=_budget.ms(), polling=250)
     return str(found.json_value())
 
 
@@ -550,7 +581,7 @@ def _one_recommendation(s: Session) -> None:
     assert levels == [int(verdicts[0])] * 2, (levels, verdicts)
     assert "5th percentile" in tuner and "p5 quality >= 0.95" in budget  # one statistic
     # the budget plot's legend sits above its plot, not on the curves
-    page.wait_for_function(f"() => ({_EPOCH_PLOT}).length === 1", timeout=60_000)
+    page.wait_for_function(f"() => ({_EPOCH_PLOT}).length === 1", timeout=_budget.ms())
     assert page.evaluate(_EPOCH_PLOT) == [["Legend"]]
     s.shots(page.locator(".widget-html", has_text="Level ").first, "02_tune_and_audit_budget")
 
@@ -588,8 +619,9 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
             page.wait_for_function(
                 "([el, want]) => el.innerText.includes(want)",
                 arg=[recommendation.element_handle(), target],
+                timeout=_budget.ms(),
             )
-            page.wait_for_function(KERNEL_IDLE)
+            page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
             # the slider on show is the metric's, at its default; the kernel agrees
             slider = page.locator(".widget-slider:visible", has_text="target")
             assert slider.count() == 1
@@ -598,7 +630,9 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
 
         page.locator(".widget-toggle-button", has_text="mean of images").first.click()
         page.wait_for_function(
-            "el => el.innerText.includes('mean MS-SSIM')", arg=recommendation.element_handle()
+            "el => el.innerText.includes('mean MS-SSIM')",
+            arg=recommendation.element_handle(),
+            timeout=_budget.ms(),
         )
         s.shot(out, "02_tune_and_audit_mean")
         s.shots(out, "02_tune_and_audit")
@@ -616,8 +650,9 @@ def test_02_tuner(lab: Lab, browser: Any) -> None:
                 .some(x => x.rows === 1 && x.cols.label && x.cols.label[0] === 'scan ' + m[1]);
             }}""",
             arg=recommendation.element_handle(),
+            timeout=_budget.ms(),
         )
-        page.wait_for_function(KERNEL_IDLE)
+        page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
         star = [x for x in _documents(page)["sources"] if x["rows"] == 1 and "label" in x["cols"]]
         _reload_same_kernel(page)
         s.reveal(s.widget_output(".widget-dropdown"), cell)
@@ -652,7 +687,7 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
                  return [r.left + v.frame.bbox.left + 20, r.top + v.frame.bbox.top + 12]; } }"""
         )
         page.mouse.move(*bars)
-        page.wait_for_selector(".bk-Tooltip", state="visible", timeout=10_000)
+        page.wait_for_selector(".bk-Tooltip", state="visible", timeout=_budget.ms())
         tips = page.locator(".bk-Tooltip:visible")
         assert tips.count() == 1, tips.count()
 
@@ -684,7 +719,8 @@ def test_03_swap(lab: Lab, browser: Any) -> None:
         page.locator(".widget-toggle-button", has_text="presentation").first.click()
         page.wait_for_function(
             "() => Bokeh.index.roots.some(v => v.model.title"
-            " && v.model.title.text_font_size === '18px')"
+            " && v.model.title.text_font_size === '18px')",
+            timeout=_budget.ms(),
         )
         s.assert_fits(out)
         s.assert_no_overlap(out)
@@ -714,7 +750,7 @@ def test_04_reading(lab: Lab, browser: Any) -> None:
         run_all(page)
         _all_canvases_drawn(page, 2)
         strip = page.locator(".jp-OutputArea-output[data-mime-type='image/png'] img").first
-        strip.wait_for(state="visible")
+        strip.wait_for(state="visible", timeout=_budget.ms())
         assert strip.evaluate("img => img.naturalWidth") > 5 * 224
         out = page.locator(".jp-OutputArea-output", has=page.locator(".bk-Canvas")).first
         s.assert_fits(out)
@@ -723,12 +759,12 @@ def test_04_reading(lab: Lab, browser: Any) -> None:
         assert not s.errors, s.errors
 
 
-@pytest.mark.timeout(900)  # its notebook may take the 8 minutes run_all allows below
+@pytest.mark.timeout(900)  # its notebook trains (PCR_QUICK: tiny runs), slowly on a busy machine
 def test_05_training(lab: Lab, browser: Any) -> None:
     with _session(browser, "05_train_at_levels") as s:
         page = s.page
         open_notebook(page, lab, s.name, "w05")
-        run_all(page, timeout_ms=480_000)  # PCR_QUICK: a generated stand-in, tiny runs
+        run_all(page)  # PCR_QUICK: a generated stand-in, tiny runs
         _all_canvases_drawn(page, 7)  # the explorer's four, the sharp-or-soft task's three
         # nothing empty: each level's line is drawn in the explorer and in the second plot
         drawn = [x["name"] for x in _documents(page)["sources"] if x["name"] and x["rows"]]

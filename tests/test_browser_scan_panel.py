@@ -6,7 +6,8 @@ what the scan adds all change), then opens notebook 01 and checks that the
 explorer's "what each scan adds" toggle shows the same panel, following the
 explorer's own level slider. Screenshots at 1440x900 and 1280x720 go to
 ``test-artifacts/``; at both sizes nothing of the panel reaches past the
-notebook's width. Every wait waits on a condition in the page.
+notebook's width. Every wait waits on a condition in the page, for as long as the
+test may take (``tests/_budget.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import _budget
 import pytest
 from _lab import (
     ARTIFACTS,
@@ -23,6 +25,7 @@ from _lab import (
     Lab,
     caption_text,
     jupyterlab,
+    new_page,
     open_notebook,
     run_all,
     wait_for_plots,
@@ -36,7 +39,12 @@ SIZES = ({"width": 1440, "height": 900}, {"width": 1280, "height": 720})
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("lab_scan_panel")
-    env = {"PCR_QUICK": "1", "PCR_SAMPLE_DIR": str(tmp / "sample")}
+    # the kernels' sample and results cache are the test's own, not the user's
+    env = {
+        "PCR_QUICK": "1",
+        "PCR_SAMPLE_DIR": str(tmp / "sample"),
+        "PCR_RESULTS_CACHE": str(tmp / "results"),
+    }
     with jupyterlab(tmp, env) as server:
         try:
             yield server
@@ -71,7 +79,7 @@ class Page:
 
     def __init__(self, browser: Any, name: str) -> None:
         self.name = name
-        self.page = browser.new_page(viewport=SIZES[0])
+        self.page = new_page(browser, viewport=SIZES[0])
         self.console: list[str] = []
         self.errors: list[str] = []
         self.page.on("console", lambda m: self.console.append(f"[{m.type}] {m.text}"))
@@ -117,7 +125,7 @@ def _wait_grid(
         f"""([el, part, old]) => {{ const g = ({_GRID})(el);
           return g && g.ink > 5000 && g.title.includes(part) && g.sum !== old; }}""",
         arg=[panel.element_handle(), title_part, old_sum],
-        timeout=60_000,
+        timeout=_budget.ms(),
         polling=100,
     )
     return _grid(panel)
@@ -153,7 +161,7 @@ def _lesson(lab: Lab, s: Page) -> None:
     run_all(page)
     wait_for_plots(page, 1)
     panel = page.locator(".pcr-scan-panel").first
-    panel.wait_for(state="attached", timeout=30_000)
+    panel.wait_for(state="attached", timeout=_budget.ms())
     panel.evaluate("el => el.scrollIntoView({block: 'start'})")  # off-screen cells are not drawn
     g2 = _wait_grid(page, panel, "Known after scan 2 of 10: Y AC 1-5")
     caption = _caption(panel)
@@ -171,15 +179,19 @@ def _lesson(lab: Lab, s: Page) -> None:
     handle.press("ArrowRight")
     g3 = _wait_grid(page, panel, "Known after scan 3 of 10: Cr AC 1-63", g2["sum"])
     page.wait_for_function(
-        "el => el.textContent.includes('scan 3 of 10')", arg=caption.element_handle()
+        "el => el.textContent.includes('scan 3 of 10')",
+        arg=caption.element_handle(),
+        timeout=_budget.ms(),
     )
     page.wait_for_function(
-        "([el, old]) => el.getAttribute('src') !== old", arg=[added.element_handle(), src2]
+        "([el, old]) => el.getAttribute('src') !== old",
+        arg=[added.element_handle(), src2],
+        timeout=_budget.ms(),
     )
     assert "AC coefficients 1-63" in readout.text_content() and "Cr" in readout.text_content()
     handle.press("End")
     _wait_grid(page, panel, "Known after scan 10 of 10: Y AC 1-63, bit 0", g3["sum"])
-    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
     s.shot(panel, "scan_panel_lesson_level10")
 
     # the smaller screen: the same panel, still inside the notebook
@@ -207,7 +219,7 @@ def _explorer(lab: Lab, s: Page) -> None:
     toggle = out.locator(".widget-toggle-button", has_text="what each scan adds").first
     toggle.click()
     panel = out.locator(".pcr-scan-panel").first
-    panel.wait_for(state="visible", timeout=30_000)
+    panel.wait_for(state="visible", timeout=_budget.ms())
     panel.evaluate("el => el.scrollIntoView({block: 'start'})")
     level = caption_text(page).split(" of ")[0].split()[-1]
     g = _wait_grid(page, panel, f"Known after scan {level} of 10")
@@ -221,8 +233,9 @@ def _explorer(lab: Lab, s: Page) -> None:
     page.wait_for_function(
         "([el, k]) => el.textContent.includes('scan ' + k + ' of 10')",
         arg=[_caption(panel).element_handle(), nxt],
+        timeout=_budget.ms(),
     )
-    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
     _assert_fits(page, out)
     s.shot(panel, "scan_panel_in_explorer")
     page.set_viewport_size(SIZES[1])
@@ -232,5 +245,5 @@ def _explorer(lab: Lab, s: Page) -> None:
     s.shot(panel, "scan_panel_in_explorer")
     # hidden again by the same toggle
     toggle.click()
-    panel.wait_for(state="detached", timeout=30_000)
+    panel.wait_for(state="detached", timeout=_budget.ms())
     assert not s.errors, s.errors

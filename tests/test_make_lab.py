@@ -15,6 +15,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
+import _budget
 import pytest
 from _lab import ROOT, jupyterlab
 
@@ -48,7 +49,7 @@ def test_make_lab_turns_off_the_news_pop_up(tmp_path: Path) -> None:
     settings = f"--LabApp.app_settings_dir={target.parent.parent}"
     with jupyterlab(tmp_path / "lab", {}, args=[settings], news_answered=False) as lab:
         url = f"{lab.base}/lab/api/settings/{PLUGIN}?token={lab.token}"
-        with urllib.request.urlopen(url, timeout=30) as r:
+        with urllib.request.urlopen(url, timeout=_budget.seconds_left()) as r:
             served = json.loads(r.read())
     assert served["schema"]["properties"]["fetchNews"]["default"] == "false"
     assert "fetchNews" not in json.loads(served["raw"] or "{}")  # no user answered it

@@ -1,4 +1,9 @@
-"""Every notebook runs top to bottom in a real kernel, with CI's small parameters."""
+"""Every notebook runs top to bottom in a real kernel, with CI's small parameters.
+
+A cell may run for as long as the test may take (``tests/_budget.py``): on a busy
+machine a notebook runs longer, it does not fail. The kernel, and any worker it
+started, ends with the test however the notebook went (``tests/_procs.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+import _budget
+import _procs
 import nbformat
 import pytest
 from nbclient import NotebookClient
@@ -83,14 +90,26 @@ def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyP
     for var in ("PCR_OWN_DATA", "PCR_TRACE", "PCR_FLOWERS_DIR"):
         monkeypatch.delenv(var, raising=False)
     book = nbformat.read(path, as_version=4)
+    kernel = _procs.Started()
     client = NotebookClient(
         book,
-        timeout=300,
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOKS)}},
+        # every wait for the kernel lasts as long as the test may: a cell's run, the
+        # kernel's start, the outputs that follow a cell's reply
+        timeout_func=lambda cell: _budget.seconds_left(),
+        startup_timeout=_budget.whole_seconds(),
+        iopub_timeout=_budget.whole_seconds(),
+        raise_on_iopub_timeout=True,  # a cell's outputs are all there, or the test fails
+        on_notebook_start=lambda notebook: kernel.add(client.km.provisioner.pid),
     )
     kept = len(list(results.rglob("*.pickle")))
-    client.execute()  # raises CellExecutionError, naming the cell, on any error
+    try:
+        client.execute()  # raises CellExecutionError, naming the cell, on any error
+    finally:
+        ended = kernel.end()  # the kernel is shut down: what of it still runs
+        if ended:
+            print(f"ended what the kernel left running: {ended}")
     if path.stem in CACHING_NOTEBOOKS:  # its measurements were kept for the next run
         assert len(list(results.rglob("*.pickle"))) > kept
     outputs = [o for c in book.cells if c.cell_type == "code" for o in c.outputs]
