@@ -20,9 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _budget
 import numpy as np
 import pytest
-from _lab import ARTIFACTS, TWO_FRAMES
+from _lab import ARTIFACTS, TWO_FRAMES, new_page
 from PIL import Image
 from playwright.sync_api import expect
 
@@ -72,13 +73,13 @@ class Offline:
     """A page opened from a file, with every request and page error recorded."""
 
     def __init__(self, browser: Any, path: Path, viewport: dict[str, int], ready: str) -> None:
-        self.page = browser.new_page(viewport=viewport)
+        self.page = new_page(browser, viewport=viewport)
         self.left: list[str] = []  # requests that would have left the page
         self.errors: list[str] = []
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.route("**/*", self._route)
         self.page.goto(path.as_uri())
-        self.page.wait_for_function(READY.format(name=ready), timeout=30_000)
+        self.page.wait_for_function(READY.format(name=ready), timeout=_budget.ms())
         self.page.evaluate(TWO_FRAMES)
 
     def _route(self, route: Any) -> None:
@@ -181,8 +182,8 @@ def test_scan_demo_from_a_file(
 def _announces(s: Offline, level: int) -> None:
     """The slider's handle tells a screen reader the level shown, not its position from 0."""
     handle = s.page.locator("#pcr-slot-level .noUi-handle").first
-    expect(handle).to_have_attribute("aria-valuenow", str(level))
-    expect(handle).to_have_attribute("aria-valuetext", f"scan {level} of 10")
+    expect(handle).to_have_attribute("aria-valuenow", str(level), timeout=_budget.ms())
+    expect(handle).to_have_attribute("aria-valuetext", f"scan {level} of 10", timeout=_budget.ms())
     assert (handle.get_attribute("aria-valuemin"), handle.get_attribute("aria-valuemax")) == (
         "1",
         "10",
@@ -220,7 +221,7 @@ def _play_runs_to_the_last_level(s: Offline) -> None:
     s.page.wait_for_function(
         f"() => ({MODEL})('pcr-level').value === '10' "
         f"&& ({MODEL})('pcr-play').label.includes('play')",
-        timeout=30_000,
+        timeout=_budget.ms(),
     )
     seen = [int(k) for k in dict.fromkeys(s.page.evaluate("window.__seen"))]
     assert seen == list(range(3, 11))  # from level 2, one level at a time
@@ -261,7 +262,7 @@ def test_budget_page_shows_its_chart_offline(
     browser: Any, budget_page: tuple[pcr.BudgetReport, Path], viewport: dict[str, int]
 ) -> None:
     report, path = budget_page
-    page = browser.new_page(viewport=viewport)
+    page = new_page(browser, viewport=viewport)
     requests: list[str] = []
     errors: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
