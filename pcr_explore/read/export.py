@@ -38,7 +38,6 @@ mixing its files with the first's.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -493,25 +492,9 @@ def _to_folder(
     return files
 
 
-@contextlib.contextmanager
-def _locked(out: Path) -> Iterator[None]:
-    """Hold *out*'s lock (the encoder's): another export into it is refused at once."""
-    lock = FolderLock(out)
-    try:
-        lock.__enter__()
-    except DatasetError:
-        try:
-            holder = lock.path.read_text("utf-8", "replace").strip() or "unknown"
-        except OSError:
-            holder = "unknown"
-        raise DatasetError(
-            f"{out}: another export is writing to this folder ({holder}); wait for it to "
-            "finish, then run again"
-        ) from None
-    try:
-        yield
-    finally:
-        lock.__exit__(None, None, None)
+def _locked(out: Path) -> FolderLock:
+    """*out*'s lock (the encoder's): another export into it is refused at once."""
+    return FolderLock(out, doing="export")
 
 
 @public("pcr_explore")

@@ -37,6 +37,8 @@ class FolderLock:
     ----------
     folder : Path
         An existing folder.
+    doing : str
+        What holds the lock ("encode", "export"), for the message.
 
     Raises
     ------
@@ -44,10 +46,11 @@ class FolderLock:
         On entry, if another process holds the lock; the message names it.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, doing: str = "encode") -> None:
         from filelock import FileLock  # imported by the encoder only, not by readers
 
         self.path = folder / LOCK
+        self.doing = doing
         self._lock = FileLock(self.path, timeout=0, thread_local=False, on_acquired=_sign)
 
     def __enter__(self) -> FolderLock:
@@ -61,8 +64,8 @@ class FolderLock:
             except OSError:
                 holder = "unknown"
             raise DatasetError(
-                f"{self.path.parent}: another encode is writing to this folder ({holder}); "
-                "wait for it to finish or stop it, then run again"
+                f"{self.path.parent}: another {self.doing} is writing to this folder "
+                f"({holder}); wait for it to finish, then run again"
             ) from None
         return self
 
