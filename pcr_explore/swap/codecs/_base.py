@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -63,10 +64,7 @@ class Encoded:
     @property
     def nbytes(self) -> int:
         """Measured encoded size in bytes (sum of all parts)."""
-        total = 0
-        for part in self.parts.values():
-            total += part.nbytes if isinstance(part, np.ndarray) else len(part)
-        return total
+        return sum(p.nbytes if isinstance(p, np.ndarray) else len(p) for p in self.parts.values())
 
     @property
     def ratio(self) -> float:
@@ -177,10 +175,16 @@ def _check_sparsity(s: object) -> None:
 class Codec(abc.ABC):
     """Base class of the tensor codecs.
 
-    Subclasses are small frozen dataclasses; their parameters are part of
-    :attr:`name`, which :func:`pcr_explore.swap.get_codec` parses back.
+    Subclasses are small frozen dataclasses whose one field, if any, is the
+    parameter of the spec string (``zstd:9``): :attr:`name` and the check of
+    that parameter come from :attr:`spec` and :attr:`param_range`, which
+    :func:`pcr_explore.swap.get_codec` parses back.
     """
 
+    #: Name in spec strings (``"zvc"``); the parameter, if any, follows a colon.
+    spec: ClassVar[str]
+    #: Smallest and largest value of the parameter (``None``: no largest).
+    param_range: ClassVar[tuple[int, int | None]] = (1, None)
     #: ``True`` when ``decode(encode(x))`` is bit-identical to ``x``.
     lossless: ClassVar[bool] = True
     #: How :meth:`encoded_size` relates to the measured size: ``"exact"``
@@ -191,10 +195,21 @@ class Codec(abc.ABC):
     #: ``True`` when the size depends on the shape, not only on ``n``.
     shape_dependent: ClassVar[bool] = False
 
+    def __post_init__(self) -> None:
+        low, high = self.param_range
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            if not isinstance(v, int | np.integer) or v < low or (high is not None and v > high):
+                bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+                raise SwapError(f"{self.spec}: {f.name} must be an integer {bound}, got {v!r}")
+
     @property
-    @abc.abstractmethod
     def name(self) -> str:
-        """Spec string, e.g. ``"zvc"`` or ``"zstd:3"``."""
+        """Spec string, e.g. ``"zvc"`` or ``"zstd:9"`` (the parameter where not the default)."""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if getattr(self, f.name) != f.default:
+                return f"{self.spec}:{getattr(self, f.name)}"
+        return self.spec
 
     @abc.abstractmethod
     def encode(self, array: np.ndarray) -> Encoded:

@@ -86,15 +86,8 @@ class LZ4(_ByteCodec):
         LZ4 fast-mode acceleration (1 = default ratio, higher = faster).
     """
 
+    spec: ClassVar[str] = "lz4"
     acceleration: int = 1
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.acceleration, int) or self.acceleration < 1:
-            raise SwapError(f"lz4: acceleration must be an integer >= 1, got {self.acceleration!r}")
-
-    @property
-    def name(self) -> str:
-        return "lz4" if self.acceleration == 1 else f"lz4:{self.acceleration}"
 
     def _compress(self, data: memoryview) -> bytes:
         import lz4.block
@@ -122,15 +115,9 @@ class Zstd(_ByteCodec):
         Compression level, 1 (fast) to 22 (small); default 3.
     """
 
+    spec: ClassVar[str] = "zstd"
+    param_range: ClassVar[tuple[int, int | None]] = (-7, 22)
     level: int = 3
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.level, int) or not -7 <= self.level <= 22:
-            raise SwapError(f"zstd: level must be an integer in [-7, 22], got {self.level!r}")
-
-    @property
-    def name(self) -> str:
-        return "zstd" if self.level == 3 else f"zstd:{self.level}"
 
     def _compress(self, data: memoryview) -> bytes:
         import zstandard

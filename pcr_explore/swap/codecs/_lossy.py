@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..._public import public
-from ...errors import MissingExtraError, SwapError
+from ...errors import SwapError
 from ._base import Codec, Encoded, as_tensor
 
 __all__ = ["ZFP", "Binarize", "zfp_available"]
@@ -32,14 +32,6 @@ def zfp_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _zfpy():
-    try:
-        import zfpy
-    except ImportError as exc:
-        raise MissingExtraError("the zfp codec needs zfpy: pip install 'pcr-explore[zfp]'") from exc
-    return zfpy
 
 
 def _zfp_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -76,18 +68,11 @@ class ZFP(Codec):
        tensors to CSWAP, IEEE CLUSTER 2021).
     """
 
-    rate: int = 16
-    lossless = False
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.rate, int) or not 4 <= self.rate <= 64:
-            raise SwapError(f"zfp: rate must be an integer in [4, 64], got {self.rate!r}")
-
+    spec: ClassVar[str] = "zfp"
+    param_range: ClassVar[tuple[int, int | None]] = (4, 64)
+    lossless: ClassVar[bool] = False
     shape_dependent: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return "zfp" if self.rate == 16 else f"zfp:{self.rate}"
+    rate: int = 16
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)
@@ -100,7 +85,8 @@ class ZFP(Codec):
             return self._encoded(arr, {"stream": b""})  # zfpy crashes on empty arrays
         if not np.all(np.isfinite(work)):
             raise SwapError(f"{self.name}: cannot encode NaN or infinite values")
-        zfpy = _zfpy()
+        import zfpy  # a missing one raises MissingExtraError naming the [zfp] extra
+
         stream = zfpy.compress_numpy(work.reshape(_zfp_shape(arr.shape)), rate=self.rate)
         return self._encoded(arr, {"stream": bytes(stream)})
 
@@ -108,7 +94,8 @@ class ZFP(Codec):
         stream = self._stream(encoded)
         if encoded.n == 0:
             return np.zeros(encoded.shape, dtype=encoded.dtype)
-        zfpy = _zfpy()
+        import zfpy
+
         if len(stream) * 8 < _ZFP_HEADER_BITS:
             raise SwapError(f"{self.name}: corrupt stream ({len(stream)} bytes)")
         out = zfpy.decompress_numpy(stream)
@@ -140,11 +127,8 @@ class Binarize(Codec):
     elsewhere) differ from the activations. ``bytes = ceil(n / 8)``.
     """
 
-    lossless = False
-
-    @property
-    def name(self) -> str:
-        return "binarize"
+    spec: ClassVar[str] = "binarize"
+    lossless: ClassVar[bool] = False
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)

@@ -8,6 +8,7 @@ for 1024 threads), ``bitmap``, ``csr``, ``delta8``, ``rle``, ``lz4``
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,18 +22,8 @@ from ._byte import LZ4, Zstd
 from ._lossy import ZFP, Binarize, zfp_available
 from ._sparse import CSR, ZVC, Bitmap, Delta8, ZeroRLE
 
-_FACTORIES: dict[str, Callable[..., Codec]] = {
-    "zvc": ZVC,
-    "bitmap": Bitmap,
-    "csr": CSR,
-    "delta8": Delta8,
-    "rle": ZeroRLE,
-    "lz4": LZ4,
-    "zstd": Zstd,
-    "zfp": ZFP,
-    "binarize": Binarize,
-}
-_TAKES_PARAM = {"zvc", "lz4", "zstd", "zfp"}
+_CODECS: tuple[type[Codec], ...] = (ZVC, Bitmap, CSR, Delta8, ZeroRLE, LZ4, Zstd, ZFP, Binarize)
+_FACTORIES: dict[str, Callable[..., Codec]] = {c.spec: c for c in _CODECS}
 
 
 @public("pcr_explore.swap")
@@ -86,7 +77,7 @@ def get_codec(spec: str | Codec) -> Codec:
         raise SwapError(f"unknown codec {spec!r}; known: {', '.join(_FACTORIES)}")
     if not param:
         return factory()
-    if name not in _TAKES_PARAM:
+    if not dataclasses.fields(factory):  # type: ignore[arg-type]
         raise SwapError(f"codec {name!r} takes no parameter (got {spec!r})")
     try:
         value = int(param)

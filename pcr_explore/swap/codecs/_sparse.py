@@ -96,15 +96,8 @@ class ZVC(Codec):
     3.37
     """
 
+    spec: ClassVar[str] = "zvc"
     threads: int = 512 * 32
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.threads, int | np.integer) or self.threads < 1:
-            raise SwapError(f"zvc: threads must be a positive integer, got {self.threads!r}")
-
-    @property
-    def name(self) -> str:
-        return "zvc" if self.threads == 512 * 32 else f"zvc:{self.threads}"
 
     def _layout(self, n: int) -> tuple[int, int, int]:
         chunk = -(-n // self.threads)
@@ -172,9 +165,7 @@ class Bitmap(Codec):
     tensors pay off too.
     """
 
-    @property
-    def name(self) -> str:
-        return "bitmap"
+    spec: ClassVar[str] = "bitmap"
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)
@@ -216,11 +207,8 @@ class CSR(Codec):
     above 50% sparsity for float32.
     """
 
+    spec: ClassVar[str] = "csr"
     shape_dependent: ClassVar[bool] = True
-
-    @property
-    def name(self) -> str:
-        return "csr"
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)
@@ -274,11 +262,8 @@ class Delta8(Codec):
     escapes.
     """
 
+    spec: ClassVar[str] = "delta8"
     size_model: ClassVar[SizeModel] = "expected"
-
-    @property
-    def name(self) -> str:
-        return "delta8"
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)
@@ -320,11 +305,8 @@ class ZeroRLE(Codec):
     runs, which is where RLE wins.
     """
 
+    spec: ClassVar[str] = "rle"
     size_model: ClassVar[SizeModel] = "expected"
-
-    @property
-    def name(self) -> str:
-        return "rle"
 
     def encode(self, array: np.ndarray) -> Encoded:
         arr = as_tensor(array)

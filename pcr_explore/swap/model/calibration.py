@@ -8,7 +8,6 @@ elsewhere, for example codec kernels timed on a GPU.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -16,12 +15,12 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ..codecs import get_codec
-from ..codecs._base import Codec
+from ..codecs import get_codec, measure
+from ..codecs._base import Codec, nonzero_mask
 from ..codecs._byte import iid_sample
 from .costs import CodecCost, KernelCost
 
-__all__ = ["fit_kernel_cost", "Calibration", "calibrate", "time_codec"]
+__all__ = ["fit_kernel_cost", "Calibration", "calibrate"]
 
 
 def fit_kernel_cost(
@@ -244,45 +243,13 @@ def calibrate(
             if not 0 <= s <= 1:
                 raise SwapError(f"sparsity must lie in [0, 1], got {s}")
         arrays = [iid_sample(n, s, "float32", seed) for n in sizes for s in sparsities]
-    rows = [(*_counts(x), *time_codec(c, x, repeats)) for x in arrays]
-    n_a, nnz_a, ce, de = np.array(rows, dtype=float).T
+    timed = [measure(c, x, repeats=repeats) for x in arrays]
+    n_a, nnz_a = np.array([_counts(x) for x in arrays], dtype=float).T
+    ce, de = [m.encode_seconds for m in timed], [m.decode_seconds for m in timed]
     return Calibration.from_times(c, n_a, nnz_a, ce, de)
 
 
 def _counts(x: np.ndarray) -> tuple[float, float]:
     """Elements and bit-pattern non-zeros of *x*, in float32 equivalents."""
     w = x.dtype.itemsize / 4.0
-    flat = x.reshape(-1)
-    nz = int(np.count_nonzero(flat.view(f"u{x.dtype.itemsize}"))) if x.dtype.kind == "f" else None
-    return x.size * w, (nz if nz is not None else int(np.count_nonzero(flat))) * w
-
-
-def time_codec(codec: str | Codec, x: np.ndarray, repeats: int = 3) -> tuple[float, float]:
-    """Best-of-*repeats* encode and decode seconds of *codec* on *x*, on this machine.
-
-    Parameters
-    ----------
-    codec : str or Codec
-    x : ndarray
-    repeats : int
-
-    Returns
-    -------
-    encode_s, decode_s : float
-
-    Examples
-    --------
-    >>> enc, dec = time_codec("zvc", np.zeros(4096, np.float32))
-    >>> enc > 0 and dec > 0
-    True
-    """
-    c = get_codec(codec)
-    enc_t = dec_t = np.inf
-    for _ in range(max(1, repeats)):
-        t0 = time.perf_counter()
-        enc = c.encode(x)
-        t1 = time.perf_counter()
-        c.decode(enc)
-        t2 = time.perf_counter()
-        enc_t, dec_t = min(enc_t, t1 - t0), min(dec_t, t2 - t1)
-    return float(enc_t), float(dec_t)
+    return x.size * w, int(np.count_nonzero(nonzero_mask(x.reshape(-1)))) * w

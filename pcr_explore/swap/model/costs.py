@@ -92,23 +92,6 @@ class CodecCost:
     decompress: KernelCost
 
 
-def _bandwidth_cost(
-    launch_s: float, hbm: float, eff: float, read_write_n: float, per_nnz: float
-) -> KernelCost:
-    """Price a memory-bound kernel.
-
-    It moves ``read_write_n`` bytes per element and ``per_nnz`` bytes per
-    non-zero at ``eff`` of the HBM bandwidth ``hbm`` (bytes/s).
-    """
-    bw = eff * hbm
-    return KernelCost(launch_s, read_write_n / bw, per_nnz / bw)
-
-
-def _symmetric(cost: KernelCost) -> CodecCost:
-    # decompression moves the same bytes the other way
-    return CodecCost(cost, cost)
-
-
 def gpu_codec_costs(hbm_gbps: float) -> dict[str, CodecCost]:
     """Return default GPU codec kernel costs derived from the memory bandwidth.
 
@@ -135,21 +118,25 @@ def gpu_codec_costs(hbm_gbps: float) -> dict[str, CodecCost]:
     >>> round(zvc.alpha * 1e6), round(1 / zvc.beta / 1e9, 1)  # us, G elements/s
     (10, 54.5)
     """
-    hbm = hbm_gbps * 1e9
     launch = 10e-6  # two kernel launches (count/scan + compact) at ~5 us each
     compact = 0.25  # CSWAP's per-thread contiguous chunks: uncoalesced accesses
     coalesced = 0.5  # warp-cooperative bitmap/scan kernels
     streaming = 0.8  # pure elementwise kernels
     zfp = 0.15  # cuZFP fixed-rate: transform + bit-plane coding is compute-heavy
-    return {
-        # read 4n + write n/8 mask bits; write 4 per non-zero
-        "zvc": _symmetric(_bandwidth_cost(launch, hbm, compact, 4.125, 4.0)),
-        "bitmap": _symmetric(_bandwidth_cost(launch, hbm, coalesced, 4.125, 4.0)),
+    # launch cost, share of the HBM bandwidth, bytes moved per element and per non-zero
+    kernels = {
+        "zvc": (launch, compact, 4.125, 4.0),  # read 4n + write n/8 mask bits; 4 per non-zero
+        "bitmap": (launch, coalesced, 4.125, 4.0),
         # values + int32 index per non-zero; decompress zero-fills 4n then scatters
-        "csr": _symmetric(_bandwidth_cost(launch, hbm, coalesced, 4.0, 8.0)),
-        "delta8": _symmetric(_bandwidth_cost(1.5 * launch, hbm, coalesced, 4.0, 5.0)),
-        "rle": _symmetric(_bandwidth_cost(1.5 * launch, hbm, coalesced, 4.5, 4.0)),
-        # read 4n, write rate/8 = 2n at rate 16
-        "zfp": _symmetric(_bandwidth_cost(launch, hbm, zfp, 6.0, 0.0)),
-        "binarize": _symmetric(_bandwidth_cost(launch / 2, hbm, streaming, 4.125, 0.0)),
+        "csr": (launch, coalesced, 4.0, 8.0),
+        "delta8": (1.5 * launch, coalesced, 4.0, 5.0),
+        "rle": (1.5 * launch, coalesced, 4.5, 4.0),
+        "zfp": (launch, zfp, 6.0, 0.0),  # read 4n, write rate/8 = 2n at rate 16
+        "binarize": (launch / 2, streaming, 4.125, 0.0),
     }
+    out = {}
+    for name, (alpha, share, per_n, per_nnz) in kernels.items():
+        bw = share * (hbm_gbps * 1e9)
+        cost = KernelCost(alpha, per_n / bw, per_nnz / bw)
+        out[name] = CodecCost(cost, cost)  # decompression moves the same bytes the other way
+    return out

@@ -19,7 +19,7 @@ speeds that make the decision interesting are those of host-side offload
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +27,8 @@ import numpy as np
 
 from ..._json import json_safe
 from ...errors import SwapError
-from ..codecs import get_codec
-from .calibration import _counts, fit_kernel_cost, time_codec
+from ..codecs import get_codec, measure
+from .calibration import _counts, fit_kernel_cost
 
 __all__ = [
     "FAMILIES",
@@ -110,9 +110,8 @@ def measure_times(
     nbytes, enc, dec = np.empty(shape), np.empty(shape), np.empty(shape)
     for i, c in enumerate(cs):
         for j, t in enumerate(tensors):
-            x = np.asarray(t)
-            nbytes[i, j] = c.encode(x).nbytes
-            enc[i, j], dec[i, j] = time_codec(c, x, repeats)
+            m = measure(c, t, repeats=repeats)
+            nbytes[i, j], enc[i, j], dec[i, j] = m.encoded_bytes, m.encode_seconds, m.decode_seconds
     raw = np.array([np.asarray(t).nbytes for t in tensors], dtype=float)
     return MeasuredTimes(
         tuple(c.name for c in cs),
@@ -126,38 +125,36 @@ def measure_times(
     )
 
 
-class _Family:
-    """Fit seconds on (n, nnz); predict for new (n, nnz)."""
+Predictor = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-    def __init__(self, name: str, n: np.ndarray, nnz: np.ndarray, y: np.ndarray) -> None:
-        if name not in FAMILIES:
-            raise SwapError(f"unknown predictor family {name!r}; choose from {', '.join(FAMILIES)}")
-        self.name = name
-        if name == "linear-nnls":
-            self.cost = fit_kernel_cost(n, nnz, y)
-        elif name == "power-law":
-            a = np.column_stack([np.ones_like(n), np.log(n + 1), np.log(nnz + 1)])
-            self.coef, *_ = np.linalg.lstsq(a, np.log(np.maximum(y, 1e-9)), rcond=None)
-        else:
-            self.x = self._features(n, nnz)
-            self.scale = self.x.std(axis=0) + 1e-12
-            self.logy = np.log(np.maximum(y, 1e-9))
 
-    @staticmethod
-    def _features(n: np.ndarray, nnz: np.ndarray) -> np.ndarray:
-        return np.column_stack([np.log(n + 1), nnz / np.maximum(n, 1)])
+def _power_law(n: np.ndarray, nnz: np.ndarray) -> np.ndarray:
+    return np.column_stack([np.ones_like(n), np.log(n + 1), np.log(nnz + 1)])
 
-    def predict(self, n: np.ndarray, nnz: np.ndarray) -> np.ndarray:
-        if self.name == "linear-nnls":
-            return np.asarray(self.cost.time(n, nnz), dtype=float)
-        if self.name == "power-law":
-            a = np.column_stack([np.ones_like(n), np.log(n + 1), np.log(nnz + 1)])
-            return np.exp(a @ self.coef)
-        q = self._features(n, nnz) / self.scale
-        d = np.linalg.norm(q[:, None, :] - (self.x / self.scale)[None], axis=2)
-        k = min(3, self.x.shape[0])
-        near = np.argsort(d, axis=1)[:, :k]
-        return np.exp(self.logy[near].mean(axis=1))
+
+def _knn_features(n: np.ndarray, nnz: np.ndarray) -> np.ndarray:
+    return np.column_stack([np.log(n + 1), nnz / np.maximum(n, 1)])
+
+
+def _fit(family: str, n: np.ndarray, nnz: np.ndarray, y: np.ndarray) -> Predictor:
+    """Seconds for new ``(n, nnz)``, as *family* fitted to seconds *y* at *n*, *nnz* predicts."""
+    if family == "linear-nnls":
+        cost = fit_kernel_cost(n, nnz, y)
+        return lambda n2, nnz2: np.asarray(cost.time(n2, nnz2), dtype=float)
+    logy = np.log(np.maximum(y, 1e-9))
+    if family == "power-law":
+        coef, *_ = np.linalg.lstsq(_power_law(n, nnz), logy, rcond=None)
+        return lambda n2, nnz2: np.exp(_power_law(n2, nnz2) @ coef)
+    if family != "knn":
+        raise SwapError(f"unknown predictor family {family!r}; choose from {', '.join(FAMILIES)}")
+    x = _knn_features(n, nnz)
+    scale = x.std(axis=0) + 1e-12
+
+    def knn(n2: np.ndarray, nnz2: np.ndarray) -> np.ndarray:
+        d = np.linalg.norm((_knn_features(n2, nnz2) / scale)[:, None] - (x / scale)[None], axis=2)
+        return np.exp(logy[np.argsort(d, axis=1)[:, : min(3, len(x))]].mean(axis=1))
+
+    return knn
 
 
 @dataclass(frozen=True, eq=False)
@@ -313,34 +310,21 @@ def evaluate_predictors(
     rows: list[dict[str, Any]] = []
     errors: dict[str, dict[str, dict[str, float]]] = {}
     for fam in families:
-        pe, pd = np.empty((len(names), int(held.sum()))), np.empty((len(names), int(held.sum())))
-        errors[fam] = {}
+        kernels = np.zeros((len(names), int(held.sum())))  # predicted encode + decode seconds
+        errors[fam] = {c: {} for c in names}
         for i, c in enumerate(names):
-            fe = _Family(fam, n[fit], nnz[fit], times.encode_s[i, fit])
-            fd = _Family(fam, n[fit], nnz[fit], times.decode_s[i, fit])
-            pe[i], pd[i] = fe.predict(n[held], nnz[held]), fd.predict(n[held], nnz[held])
-            errors[fam][c] = {
-                "encode": float(np.median(np.abs(pe[i] / times.encode_s[i, held] - 1))),
-                "decode": float(np.median(np.abs(pd[i] / times.decode_s[i, held] - 1))),
-            }
+            for side, seconds in (("encode", times.encode_s[i]), ("decode", times.decode_s[i])):
+                p = _fit(fam, n[fit], nnz[fit], seconds[fit])(n[held], nnz[held])
+                kernels[i] += p
+                errors[fam][c][side] = float(np.median(np.abs(p / seconds[held] - 1)))
         for s in sets:
             idx = [names.index(c) for c in s]
+            copied = np.vstack([times.raw_bytes[held], times.bytes[idx][:, held]])
+            measured = (times.encode_s + times.decode_s)[idx][:, held]
             for gbps in link_gbps:
-
-                def copy(b: np.ndarray, gbps: float = gbps) -> np.ndarray:
-                    return 2 * (latency_s + b / (gbps * 1e9))
-
-                raw = copy(times.raw_bytes[held])
-                meas = np.vstack(
-                    [raw]
-                    + [
-                        times.encode_s[i, held]
-                        + times.decode_s[i, held]
-                        + copy(times.bytes[i, held])
-                        for i in idx
-                    ]
-                )
-                pred = np.vstack([raw] + [pe[i] + pd[i] + copy(times.bytes[i, held]) for i in idx])
+                copy = 2 * (latency_s + copied / (gbps * 1e9))
+                meas = copy + np.vstack([np.zeros(copy.shape[1]), measured])
+                pred = copy + np.vstack([np.zeros(copy.shape[1]), kernels[idx]])
                 choice, best = np.argmin(pred, axis=0), np.argmin(meas, axis=0)
                 cols = np.arange(meas.shape[1])
                 got, opt = meas[choice, cols].sum(), meas[best, cols].sum()
@@ -353,7 +337,7 @@ def evaluate_predictors(
                         "agreement": float(np.mean(choice == best)),
                         "predicted_stall_s": float(got),
                         "oracle_stall_s": float(opt),
-                        "raw_stall_s": float(raw.sum()),
+                        "raw_stall_s": float(copy[0].sum()),
                         "compressed_by_oracle": int(np.sum(best > 0)),
                         "tensors_fit": int(fit.sum()),
                         "tensors_heldout": int(held.sum()),

@@ -18,7 +18,7 @@ from ...errors import SwapError
 from ...storage._atomic import atomic_write
 from ..model.profiles import DeviceProfile, get_profile
 from ..traces import Trace
-from ..traces._trace import MAX_ITERATIONS
+from ..traces._trace import MAX_ITERATIONS, check_iterations
 from ..traces.architectures import builtin_trace
 from ..traces.catalog import load_trace
 from ..traces.sparsity import SparsitySpec
@@ -228,10 +228,7 @@ def report(
     """
     if not isinstance(batch, int) or batch < 1:
         raise SwapError(f"batch must be an integer >= 1, got {batch!r}")
-    if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
-        raise SwapError(
-            f"iterations must be an integer in [1, {MAX_ITERATIONS}], got {iterations!r}"
-        )
+    check_iterations(iterations)
     if trace is None:
         tr = builtin_trace(
             model,

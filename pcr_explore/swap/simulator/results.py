@@ -8,7 +8,9 @@ streams under the timing model of :mod:`pcr_explore.swap.simulator.simulate`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +21,7 @@ from ..._public import public
 from ..model.profiles import DeviceProfile
 from ..traces import Trace
 
-__all__ = ["Decision", "SimResult"]
+__all__ = ["Decision", "SimResult", "explain"]
 
 
 @public("pcr_explore.swap")
@@ -137,10 +139,16 @@ class SimResult:
     warmup_stall_seconds: float
     refits: int
     per_iteration: dict[str, np.ndarray] = field(repr=False)
+    # per iteration and tensor, the Decision fields that come from the simulation
     _arrays: dict[str, np.ndarray] = field(repr=False)
-    _reasons: Any = field(repr=False)
+    _explain: Callable[[], np.ndarray] = field(repr=False)
     _cf: np.ndarray = field(repr=False)
     _cb: np.ndarray = field(repr=False)
+
+    @functools.cached_property
+    def _reasons(self) -> np.ndarray:
+        # built on first read: most simulations never show them
+        return self._explain()
 
     def __repr__(self) -> str:
         # One line: a list of results must stay readable (details: summary(), to_dict()).
@@ -240,28 +248,18 @@ class SimResult:
             One per tensor, in forward order.
         """
         k, a = self._at(iteration)
-        out = []
-        for t, rec in enumerate(self.trace.tensors):
-            out.append(
-                Decision(
-                    tensor=t,
-                    name=rec.name,
-                    codec=self.options[self.choice[k, t]],
-                    raw_bytes=rec.nbytes,
-                    bytes=float(a["bytes"][t]),
-                    sparsity=float(self.trace.sparsity[k, t]),
-                    predicted_compress=float(a["pred_tc"][t]),
-                    predicted_decompress=float(a["pred_td"][t]),
-                    actual_compress=float(a["tc"][t]),
-                    actual_decompress=float(a["td"][t]),
-                    transfer_out=float(a["x"][t]),
-                    transfer_in=float(a["x"][t]),
-                    predicted_stall=float(a["pred_stall"][t]),
-                    actual_stall=float(a["stall"][t]),
-                    reason=str(self._reasons[k, t]),
-                )
+        return [
+            Decision(
+                tensor=t,
+                name=rec.name,
+                codec=self.options[self.choice[k, t]],
+                raw_bytes=rec.nbytes,
+                sparsity=float(self.trace.sparsity[k, t]),
+                reason=str(self._reasons[k, t]),
+                **{key: float(v[t]) for key, v in a.items()},
             )
-        return out
+            for t, rec in enumerate(self.trace.tensors)
+        ]
 
     def timeline(self, iteration: int = -1) -> dict[str, list]:
         """Lay one iteration out as events on the compute and copy streams.
@@ -287,7 +285,7 @@ class SimResult:
         k, a = self._at(iteration)
         s, cb = self._cf, self._cb
         T = len(self.trace.tensors)
-        tc, td, x = a["tc"], a["td"], a["x"]
+        tc, td, x = a["actual_compress"], a["actual_decompress"], a["transfer_out"]
         ov_out, ov_in = s[1 : T + 1], cb[2 : T + 2]
         names = [r.name for r in self.trace.tensors]
         codecs = np.asarray(self.options)[self.choice[k]]
@@ -296,42 +294,30 @@ class SimResult:
         }
 
         def add(tensor, phase, stream, kind, start, end) -> None:
-            keep = np.asarray(end) > np.asarray(start)
-            tensor = np.broadcast_to(tensor, keep.shape)[keep]
+            tensor, start, end = np.broadcast_arrays(tensor, start, end)
+            keep = end > start
+            tensor = tensor[keep]
             cols["tensor"] += tensor.tolist()
             cols["name"] += [names[i] if 0 <= i < T else "tail" for i in tensor]
             cols["phase"] += [phase] * int(keep.sum())
             cols["stream"] += [stream] * int(keep.sum())
             cols["kind"] += [kind] * int(keep.sum())
             cols["codec"] += [str(codecs[i]) if 0 <= i < T else "" for i in tensor]
-            cols["start"] += np.asarray(start)[keep].tolist()
-            cols["end"] += np.asarray(end)[keep].tolist()
+            cols["start"] += start[keep].tolist()
+            cols["end"] += end[keep].tolist()
 
         idx = np.arange(T)
         # forward: a[i] = end of compress i, when copy i starts
         block = np.maximum(ov_out, x)
         steps = np.concatenate(([tc[0]], block[:-1] + tc[1:]))
         a_i = s[0] + np.cumsum(steps)
-        add(np.array([0]), "forward", "compute", "compute", np.array([0.0]), np.array([s[0]]))
-        add(
-            np.array([0]),
-            "forward",
-            "compute",
-            "compress",
-            np.array([s[0]]),
-            np.array([s[0] + tc[0]]),
-        )
+        add([0], "forward", "compute", "compute", 0.0, s[0])
+        add([0], "forward", "compute", "compress", s[0], s[0] + tc[0])
         nxt = np.where(idx + 1 < T, idx + 1, -1)
         add(nxt, "forward", "compute", "compute", a_i, a_i + ov_out)
         add(idx, "forward", "compute", "stall", a_i + ov_out, a_i + block)
-        add(
-            idx[1:],
-            "forward",
-            "compute",
-            "compress",
-            (a_i + block)[:-1],
-            (a_i + block)[:-1] + tc[1:],
-        )
+        compressed = (a_i + block)[:-1]
+        add(idx[1:], "forward", "compute", "compress", compressed, compressed + tc[1:])
         add(idx, "forward", "copy", "copy", a_i, a_i + x)
         fwd_end = a_i[-1] + block[-1]
         # backward, tensors in descending order; b[i] = start of tensor i's prefetch
@@ -346,14 +332,8 @@ class SimResult:
         add(idx, "backward", "compute", "decompress", wait_end, wait_end + td)
         add(idx, "backward", "copy", "copy", b_i, b_i + x)
         end = b_i[0] + bblock[0]
-        add(
-            np.array([1 if T > 1 else -1, 0]),
-            "backward",
-            "compute",
-            "compute",
-            np.array([end, end + cb[1]]),
-            np.array([end + cb[1], end + cb[1] + cb[0]]),
-        )
+        add([1 if T > 1 else -1], "backward", "compute", "compute", end, end + cb[1])
+        add([0], "backward", "compute", "compute", end + cb[1], end + cb[1] + cb[0])
         return cols
 
     def _repr_html_(self) -> str:
@@ -364,3 +344,51 @@ class SimResult:
             f"stall {sm['stall_seconds'] * 1e3:.2f} ms, "
             f"link {sm['link_bytes'] / 2**30:.3f} GiB, codecs {sm['codec_counts']}"
         )
+
+
+def explain(
+    kind: str,
+    codec: str | None,
+    options: Sequence[str],
+    choice: np.ndarray,
+    stall: np.ndarray,
+    allowed: np.ndarray,
+    raw_bytes: np.ndarray,
+    predicted_bytes: np.ndarray,
+) -> Callable[[], np.ndarray]:
+    """A function that explains each choice of a policy of ``kind`` (vdnn, always, cswap, oracle).
+
+    ``stall`` (options, iterations, tensors) is what the policy compared:
+    predicted stall for cswap, true stall for the oracle; ``allowed``
+    (options, tensors) masks the options it could pick.
+    """
+    basis = "predicted" if kind == "cswap" else "true"
+
+    def one(k: int, t: int) -> str:
+        o = int(choice[k, t])
+        name = options[o]
+        if kind == "vdnn":
+            return "vdnn swaps every tensor raw"
+        if kind == "always":
+            return f"always {name}" if o else f"{codec} not applicable to this tensor; sent raw"
+        st = np.where(allowed[:, t], stall[:, k, t], np.inf)
+        raw = st[0]
+        if o:
+            return (
+                f"{name}: {basis} stall {st[o] * 1e3:.3f} ms vs raw {raw * 1e3:.3f} ms, "
+                f"ratio {raw_bytes[t] / predicted_bytes[o, k, t]:.2f}x"
+            )
+        alt = np.argsort(st)[1] if np.isfinite(st).sum() > 1 else 0
+        if raw == 0:
+            return "copy hidden under compute; a codec would only add kernel time"
+        if alt:
+            return (
+                f"raw: {basis} stall {raw * 1e3:.3f} ms beats {options[alt]} {st[alt] * 1e3:.3f} ms"
+            )
+        return "no codec applicable"
+
+    def build() -> np.ndarray:
+        n_iter, n_tensors = choice.shape
+        return np.array([[one(k, t) for t in range(n_tensors)] for k in range(n_iter)], object)
+
+    return build

@@ -32,10 +32,9 @@ from ..codecs import get_codec
 from ..model.predictor import KernelTimePredictor
 from ..model.profiles import DeviceProfile, get_profile
 from ..traces import Trace
-from ._reasons import reasons
 from .applicability import applies
 from .policies import Policy, default_policies, loses_values, parse_policy
-from .results import SimResult
+from .results import SimResult, explain
 
 __all__ = ["simulate", "simulate_many"]
 
@@ -95,20 +94,13 @@ class _Setup:
                 self.bytes_act[o] = self.raw
                 continue
             codec = get_codec(name)
-            size = np.empty((K, T))
             for t, r in enumerate(recs):
-                size[:, t] = codec._size(
-                    self.n[t],
-                    self.nnz[:, t],
-                    r.itemsize,
-                    r.shape if codec.shape_dependent else None,
-                )
-            self.bytes_pred[o] = size
-            corr = np.ones(T)
-            for t, r in enumerate(recs):
-                if r.measured_bytes and name in r.measured_bytes and size[0, t] > 0:
-                    corr[t] = r.measured_bytes[name] / size[0, t]
-            self.bytes_act[o] = size * corr
+                dims = r.shape if codec.shape_dependent else None
+                self.bytes_pred[o, :, t] = codec._size(self.n[t], self.nnz[:, t], r.itemsize, dims)
+                # sizes measured on the real tensor (first iteration) scale the analytic ones
+                measured, first = (r.measured_bytes or {}).get(name), self.bytes_pred[o, 0, t]
+                corr = measured / first if measured is not None and first > 0 else 1.0
+                self.bytes_act[o, :, t] = self.bytes_pred[o, :, t] * corr
             cost = profile.codecs[name]
             self.tc_nom[o] = cost.compress.time(self.n * w, self.nnz * w)
             self.td_nom[o] = cost.decompress.time(self.n * w, self.nnz * w)
@@ -235,18 +227,19 @@ def _result(s: _Setup, policy: Policy, allowed: np.ndarray, made: _Choices) -> S
         "stall_seconds": stall.sum(axis=1),
         "link_bytes": 2 * nbytes.sum(axis=1),
     }
-    arrays = {
-        "tc": tc,
-        "td": td,
-        "x": x,
-        "stall": stall,
+    arrays = {  # keyed by the Decision fields they fill
         "bytes": nbytes,
-        "pred_tc": take(made.pred_tc),
-        "pred_td": take(made.pred_td),
-        "pred_stall": take(made.pred_stall),
+        "predicted_compress": take(made.pred_tc),
+        "predicted_decompress": take(made.pred_td),
+        "actual_compress": tc,
+        "actual_decompress": td,
+        "transfer_out": x,
+        "transfer_in": x,
+        "predicted_stall": take(made.pred_stall),
+        "actual_stall": stall,
     }
     basis = made.pred_stall if policy.kind == "cswap" else s.stall_act
-    why = reasons(policy.kind, policy.codec, s.options, choice, basis, allowed, s.raw, s.bytes_pred)
+    why = explain(policy.kind, policy.codec, s.options, choice, basis, allowed, s.raw, s.bytes_pred)
     return SimResult(
         policy=policy.name,
         trace=s.trace,
@@ -261,7 +254,7 @@ def _result(s: _Setup, policy: Policy, allowed: np.ndarray, made: _Choices) -> S
         refits=made.refits,
         per_iteration=per_it,
         _arrays=arrays,
-        _reasons=why,
+        _explain=why,
         _cf=s.cf,
         _cb=s.cb,
     )
@@ -373,16 +366,13 @@ def simulate(
     >>> r.summary()["codec_counts"], round(r.link_bytes / (2 * r.trace.total_bytes), 3)
     ({'zvc': 21}, 0.392)
     """
-    return next(
-        iter(
-            simulate_many(
-                trace,
-                profile=profile,
-                policies=[policy],
-                noise=noise,
-                seed=seed,
-                warmup=warmup,
-                drift_threshold=drift_threshold,
-            ).values()
-        )
-    )
+    (result,) = simulate_many(
+        trace,
+        profile=profile,
+        policies=[policy],
+        noise=noise,
+        seed=seed,
+        warmup=warmup,
+        drift_threshold=drift_threshold,
+    ).values()
+    return result

@@ -40,6 +40,14 @@ MAX_TRACE_BYTES = 16 << 20
 MAX_ITERATIONS = 1000
 
 
+def check_iterations(iterations: object) -> None:
+    """Refuse an iteration count that is not an integer in [1, :data:`MAX_ITERATIONS`]."""
+    if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+        raise SwapError(
+            f"iterations must be an integer in [1, {MAX_ITERATIONS}], got {iterations!r}"
+        )
+
+
 def _by_kind(spec: SparsitySpec, tensors: tuple[TensorRecord, ...]) -> dict[str, list] | None:
     """Per kind, the source's sparsities of that kind, when both sides have ReLUs and pools."""
     if not isinstance(spec, SparsitySource):
@@ -224,10 +232,7 @@ class Trace:
         >>> t.with_drift(3, change=0.2, jitter=0.0).sparsity.ravel().round(2).tolist()
         [0.5, 0.6, 0.7]
         """
-        if not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
-            raise SwapError(
-                f"iterations must be an integer in [1, {MAX_ITERATIONS}], got {iterations!r}"
-            )
+        check_iterations(iterations)
         rng = np.random.default_rng(seed)
         base = self.sparsity[0]
         sparse = np.array([t.kind in SPARSE_KINDS for t in self.tensors])
