@@ -12,9 +12,12 @@ what the IDCT reads. Two measurements say whether they can:
    replaced by an end-of-band scan, as ``_eighth`` does) and another leaves its
    scan out; both decode at every scale with Pillow and simplejpeg and are
    compared with the whole file's pixels. A coefficient is *read* at a scale
-   when declaring it zero changes the pixels there (it changes them at full
-   size for every coefficient, so each is nonzero somewhere). Printed as 8x8
-   maps in natural order (row = vertical frequency), ``#`` read, ``.`` not.
+   when declaring it zero changes the pixels there (the photo is saved at
+   quality 100, so nearly every coefficient is nonzero somewhere: the full
+   size map shows which). Printed as 8x8 maps in natural order (row =
+   vertical frequency), ``#`` read, ``.`` not, with the coefficients not
+   read as runs of zig-zag indices (the bands a script would need to drop
+   exactly them).
 
 2. **Cost.** Per output scale, CPU per image (median of ``--repeat``
    interleaved rounds, one thread, the decoder forced) and MS-SSIM (three
@@ -28,7 +31,13 @@ what the IDCT reads. Two measurements say whether they can:
      corners), whole;
    - ``corner, cut``: that file with the bands beyond the corner the
      component's IDCT size holds declared zero (lossy where the IDCT reads
-     coefficients outside its corner).
+     coefficients outside its corner);
+   - ``corner, cut, smoothed``: the same scans left out, not declared zero,
+     as a level (a prefix of a script in that order) decodes: libjpeg's block
+     smoothing estimates the missing low coefficients;
+   - ``corner, cut as at 1/4`` (1/2 only): the 1/4 cut decoded at 1/2;
+   - ``DC only (a floor)``: every AC band declared zero, the least work a
+     progressive file can ask for at that scale.
 
 Sources: ../shared/data/kodak24 saved as baseline 4:2:0 JPEGs (Pillow,
 quality 90) and photos of ../shared/data/flowers5/train as stored (baseline
@@ -172,9 +181,9 @@ def one_coefficient_script(n_components: int, target: int) -> str:
 
 def reads(photo: Image.Image, backends: dict[str, object]) -> dict[str, dict]:
     cases = {
-        "grey, Y": (baseline_jpeg(photo.convert("L"), 0, 95), 0),
-        "4:4:4, Y": (baseline_jpeg(photo, 0, 95), 0),
-        "4:2:0, Cb": (baseline_jpeg(photo, 2, 95), 1),
+        "grey, Y": (baseline_jpeg(photo.convert("L"), 0, 100), 0),
+        "4:4:4, Y": (baseline_jpeg(photo, 0, 100), 0),
+        "4:2:0, Cb": (baseline_jpeg(photo, 2, 100), 1),
     }
     out: dict[str, dict] = {}
     for label, (base, target) in cases.items():
@@ -207,6 +216,18 @@ def reads(photo: Image.Image, backends: dict[str, object]) -> dict[str, dict]:
     return out
 
 
+def _runs(qs: list[int]) -> str:
+    """Sorted integers as runs, and how many: ``[1, 2, 3, 7]`` -> ``"1-3,7 (2 runs)"``."""
+    runs: list[list[int]] = []
+    for q in qs:
+        if runs and q == runs[-1][1] + 1:
+            runs[-1][1] = q
+        else:
+            runs.append([q, q])
+    text = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"{text} ({len(runs)} runs)" if runs else ""
+
+
 def print_maps(found: dict[str, dict]) -> None:
     for label, res in found.items():
         for variant in ("declared zero", "left out"):
@@ -229,6 +250,10 @@ def print_maps(found: dict[str, dict]) -> None:
                 print("  ".join(title))
                 for r in range(8):
                     print("  ".join(g[r].ljust(16) for g in grids))
+            for s in SCALES:
+                pos = set(res["read"].get(f"{variant} | {names[0]} | 1/{s}", []))
+                unread = [q for q in range(1, 64) if int(ZIGZAG[q]) not in pos]
+                print(f"  1/{s}: not read, in zig-zag order: {_runs(unread) or 'none'}")
 
 
 # ---------------------------------------------------------------- 2. cost
@@ -282,6 +307,8 @@ def variants(base: bytes, scale: int) -> dict[str, bytes]:
     out["corner, all scans"] = corner
     out["corner, cut"] = corner_cut(corner, scale)
     out["corner, cut, smoothed"] = corner_cut(corner, scale, declare_zero=False)
+    if scale == 2:
+        out["corner, cut as at 1/4"] = corner_cut(corner, 4)
     out["DC only (a floor)"] = rewrite(corner, lambda scan: scan.ss == 0, declare_zero=True)
     return out
 
@@ -303,11 +330,14 @@ def cost(kind: str, files: list[bytes], backends: dict[str, object], repeat: int
         for b, be in backends.items():
             cpu: dict[str, list[float]] = {v: [] for v in names}
             for _ in range(repeat):
-                for v in names:  # interleaved: each round times every variant once
-                    c = time.process_time()
-                    for vs in per_file:
+                spent = dict.fromkeys(names, 0.0)
+                for vs in per_file:
+                    for v in names:  # interleaved: each image decoded in every variant in turn
+                        c = time.process_time()
                         decode_at(be, vs[v], scale)
-                    cpu[v].append((time.process_time() - c) / len(files) * 1e3)
+                        spent[v] += time.process_time() - c
+                for v in names:
+                    cpu[v].append(spent[v] / len(files) * 1e3)
             base_ms = statistics.median(cpu["baseline + draft"])
             for v in names:
                 ms = statistics.median(cpu[v])
