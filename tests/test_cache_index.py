@@ -135,7 +135,8 @@ def test_a_write_lists_no_folder_however_many_prefixes(
     del listings[:]  # opening may list (the cache folder, once); writing never
     for r in range(n, n + writes):
         _fill(cache, recs, r)
-        cache.read(r - 1, recs[r - 1].bytes_per_scan[-1])
+        if cache.length(r - 1):  # kept (a pass does not fit: some records stream)
+            cache.read(r - 1, recs[r - 1].bytes_per_scan[-1])
     assert listings == []
     assert cache.evicted >= writes // 2  # the writes made room
     _check_agrees(cache, tmp_path)
@@ -161,30 +162,71 @@ def test_memory_of_a_write_does_not_grow_with_the_prefixes(tmp_path: Path) -> No
 # -- what is evicted, and when -------------------------------------------------------
 
 
-def test_eviction_follows_the_last_use_the_index_keeps(tmp_path: Path) -> None:
-    recs = _records(40, seed=3)
-    full = [r.bytes_per_scan[-1] for r in recs]
-    limit = 600
-    cache = _open(tmp_path, recs, limit)
-    model: OrderedDict[int, int] = OrderedDict()  # record -> bytes, least recently used first
+def test_where_a_pass_fits_eviction_follows_the_last_use_the_index_keeps(
+    tmp_path: Path,
+) -> None:
+    recs = {url: _records(8, seed=i) for i, url in enumerate((URL, URL + "/other"))}
+    full = {(u, r): rec.bytes_per_scan[-1] for u in recs for r, rec in enumerate(recs[u])}
+    limit = max(sum(full[u, r] for r in range(8)) for u in recs) + 40  # one dataset fits
+    assert limit < sum(full.values())
+    caches = {u: _open(tmp_path, recs[u], limit, url=u) for u in recs}
+    model: OrderedDict[tuple[str, int], int] = OrderedDict()  # least recently used first
     rng = random.Random(7)
-    for _ in range(400):
-        r = rng.choice(list(model)) if model and rng.random() < 0.4 else rng.randrange(len(recs))
-        if r in model:  # held: a read, which marks it used
-            assert cache.read(r, full[r]) == _content(r, full[r])
-            model.move_to_end(r)
+    for _ in range(300):
+        u, r = rng.choice(list(recs)), rng.randrange(8)
+        if (u, r) in model:  # held: a read, which marks it used
+            assert caches[u].read(r, full[u, r]) == _content(r, full[u, r])
+            model.move_to_end((u, r))
             continue
-        _fill(cache, recs, r)
-        model[r] = full[r]
-        model.move_to_end(r)
+        _fill(caches[u], recs[u], r)
+        model[u, r] = full[u, r]
         for old in list(model):  # the least recently used go first; the one written stays
             if sum(model.values()) <= limit:
                 break
-            if old != r:
+            if old != (u, r):
                 del model[old]
-        assert {int(n.split("-")[1][:6]) for _, n in _on_disk(tmp_path)} == set(model)
+        held = {(f, int(n.split("-")[1][:6])) for f, n in _on_disk(tmp_path)}
+        assert held == {(caches[u].folder.name, r) for u, r in model}
+    for cache in caches.values():
+        _check_agrees(cache, tmp_path)
+    assert sum(_on_disk(tmp_path).values()) <= limit
+
+
+def test_where_a_pass_cannot_fit_the_records_ranked_first_stay(tmp_path: Path) -> None:
+    recs = _records(40, seed=3)
+    full = [r.bytes_per_scan[-1] for r in recs]
+    rank = [ix.rank(f"{r.file}.{r.checksum}") for r in recs]
+    limit = 600  # about a fifth of a pass
+    cache = _open(tmp_path, recs, limit)
+    model: dict[int, int] = {}
+    rng = random.Random(7)
+    fetched = []
+    for _ in range(4):  # shuffled passes
+        order = rng.sample(range(len(recs)), len(recs))
+        fetched.append(sum(full[r] for r in order if r not in model))
+        for r in order:
+            if r in model:
+                assert cache.read(r, full[r]) == _content(r, full[r])
+                continue
+            _fill(cache, recs, r)
+            over = sum(model.values()) + full[r] - limit
+            while over > 0:  # the last ranked go, while they rank after the one written
+                worse = [x for x in model if rank[x] > rank[r]]
+                if not worse:
+                    break
+                last = max(worse, key=rank.__getitem__)
+                over -= model.pop(last)
+            if over <= 0:
+                model[r] = full[r]
+            held = {int(n.split("-")[1][:6]) for _, n in _on_disk(tmp_path)}
+            assert held == set(model)
     _check_agrees(cache, tmp_path)
     assert sum(_on_disk(tmp_path).values()) <= limit
+    # after the first pass, each fetches what the kept records leave out, and they are
+    # the first ranked: no record outside ranks before one inside
+    cannot_fit = sum(full) - sum(model.values())
+    assert fetched[2] == fetched[3] == cannot_fit
+    assert max(rank[r] for r in model) < min(rank[r] for r in range(40) if r not in model)
 
 
 def test_a_lower_level_trims_the_oldest_prefixes_above_it_first(tmp_path: Path) -> None:
@@ -378,15 +420,18 @@ def test_an_index_damaged_while_open_is_made_anew_and_every_holder_goes_on(
 def test_prefixes_removed_by_hand_are_uncounted_as_eviction_meets_them(tmp_path: Path) -> None:
     recs, _ = _filled(tmp_path)
     folder = tmp_path / cache_folder_name()
-    for r in range(1, 30, 2):  # the oldest half, by hand
+    # a pass does not fit the limit below: the records ranked last go first
+    order = sorted(range(30), key=lambda r: ix.rank(f"{recs[r].file}.{recs[r].checksum}"))
+    first = next(r for r in order if r % 3 == 0)  # held at level 1
+    for r in order[15:]:  # the half ranked last, by hand
         (folder / f"{recs[r].file}.{recs[r].checksum}").unlink()
     left = sum(_on_disk(tmp_path).values())
-    grows = recs[0].bytes_per_scan[-1] - recs[0].bytes_per_scan[0]
+    grows = recs[first].bytes_per_scan[-1] - recs[first].bytes_per_scan[0]
     cache = _open(tmp_path, recs, left + grows)  # the index still counts the removed ones
     assert cache.reconciled == 0
-    _fill(cache, recs, 0)  # level 1 to 3, over the stale total: rows of missing files go
+    _fill(cache, recs, first)  # level 1 to 3, over the stale total: rows of missing files go
     assert cache.evicted == 0  # no prefix on disk had to go for them
-    assert all(cache.length(r) for r in range(0, 30, 2))
+    assert all(cache.length(r) for r in order[:15])
     _check_agrees(cache, tmp_path)
 
 
@@ -492,7 +537,7 @@ def test_a_row_naming_a_file_outside_the_cache_never_deletes_it(tmp_path: Path, 
     victim.write_bytes(b"mine")
     folder = ".." if where == "parent" else str(outside)
     # the oldest row of the shared index, and big enough to be evicted first
-    _tamper(root, "INSERT INTO {rows} VALUES (?, 'notes.txt', 100000, NULL, 0)", folder)
+    _tamper(root, "INSERT INTO {rows} VALUES (?, 'notes.txt', 100000, NULL, 0, 0)", folder)
     limit = sum(recs[r].bytes_per_scan[-1] for r in range(4))
     cache = _open(root, recs, limit)
     _fill(cache, recs, 3)  # over the limit by the row's count: makes room
@@ -549,12 +594,15 @@ def test_a_tampered_total_does_not_lift_the_limit(tmp_path: Path) -> None:
     _fill(cache, recs, 0)
     # a row that says the cache is a gigabyte smaller than it is, never the oldest
     _tamper(
-        tmp_path, "INSERT INTO {rows} VALUES (?, 'x.00000000', -1000000000, NULL, ?)", "f", 2**62
+        tmp_path,
+        "INSERT INTO {rows} VALUES (?, 'x.00000000', -1000000000, NULL, ?, 0)",
+        "f",
+        2**62,
     )
     for r in range(1, 60):
         _fill(cache, recs, r)
     assert sum(_on_disk(tmp_path).values()) <= limit
-    assert cache.evicted > 40
+    assert cache.evicted > 10  # room was made: the row did not lift the limit
 
 
 def test_a_record_larger_than_the_limit_keeps_only_the_levels_that_fit(tmp_path: Path) -> None:

@@ -698,8 +698,10 @@ def open_dataset(
         bytes), never more than one record over. When it fills, the least
         recently used records lose the scan groups above the level being
         read before any record is evicted whole, so a lower-level pass after
-        a higher one keeps every record. A read whose level does not fit
-        warns once (:class:`~pcr_explore.CacheTooSmallWarning`);
+        a higher one keeps every record. Where the level being read does not
+        fit, the cache keeps a fixed part of the dataset and streams the
+        rest, so each shuffled pass fetches again only about what cannot
+        fit. A read whose level does not fit warns once (:class:`~pcr_explore.CacheTooSmallWarning`);
         :meth:`PCRDataset.level_that_fits` says which level does. Needs
         *cache_dir*.
     timeout : float

@@ -3,11 +3,13 @@
 One SQLite database per cache folder, ``.pcr-cache.sqlite``, shared by every
 process that opens the cache. Table ``prefixes`` holds a row per cached
 prefix (dataset folder, file name, bytes, the lowest level whose prefix is
-that long, last use in nanoseconds); table ``datasets`` the dataset folders
-the rows were taken from, with the digest of the manifest whose levels they
-carry (None: levels unknown). The size of the cache is the sum of the rows,
-never a running total kept beside them; the least recently used prefix,
-overall or of one dataset above a level, is one step down an index.
+that long, last use in nanoseconds, and its rank: where it stands in the
+order a dataset's records are kept in when a pass cannot fit); table
+``datasets`` the dataset folders the rows were taken from, with the digest
+of the manifest whose levels they carry (None: levels unknown). The size of
+the cache is the sum of the rows, never a running total kept beside them;
+the least recently used prefix, overall or of one dataset above a level,
+and the last ranked prefix of a dataset are each one step down an index.
 
 The database's write transactions (``BEGIN IMMEDIATE``, rollback journal) are
 the cache's lock: :mod:`.cache` changes a prefix file and its row inside one,
@@ -25,6 +27,7 @@ removed or replaced meanwhile connects to the new one.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import sqlite3
 import stat
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 INDEX = ".pcr-cache.sqlite"
-LAYOUT = 2  # PRAGMA user_version of this layout; 0 is a new (empty) database
+LAYOUT = 3  # PRAGMA user_version of this layout; 0 is a new (empty) database
 _BUSY_SECONDS = 300.0  # filling the index lists every folder inside one transaction
 
 # (file name, bytes, level or None, last use in ns) of one prefix
@@ -47,14 +50,25 @@ T = TypeVar("T")
 _TABLES = (
     "CREATE TABLE datasets (folder TEXT PRIMARY KEY, manifest_sha256 TEXT) WITHOUT ROWID",
     "CREATE TABLE prefixes (folder TEXT NOT NULL, name TEXT NOT NULL, size INTEGER NOT NULL, "
-    "level INTEGER, used INTEGER NOT NULL, PRIMARY KEY (folder, name)) WITHOUT ROWID",
+    "level INTEGER, used INTEGER NOT NULL, rank INTEGER NOT NULL, "
+    "PRIMARY KEY (folder, name)) WITHOUT ROWID",
     "CREATE INDEX prefixes_by_use ON prefixes (used, folder, name)",
+    "CREATE INDEX prefixes_by_rank ON prefixes (folder, rank)",
     "CREATE INDEX prefixes_by_level ON prefixes (folder, level, used, name)",
 )
 
 # Connections a forked child inherited: never used nor closed there (SQLite's rule:
 # closing one could roll back a transaction the parent has open).
 _INHERITED: list[sqlite3.Connection] = []
+
+
+def rank(name: str) -> int:
+    """Where prefix *name* stands in the order a dataset's records are kept in: lower stays.
+
+    A hash of the name, so every process agrees on it and it is spread evenly
+    over the records whatever their order in the manifest.
+    """
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=7).digest(), "big")
 
 
 def _damaged(exc: sqlite3.DatabaseError) -> bool:
@@ -236,9 +250,9 @@ def put(
 ) -> None:
     """Set prefix *name*'s bytes and level, and its last use unless *used* is None."""
     db.execute(
-        "INSERT INTO prefixes VALUES (?, ?, ?, ?, ?) ON CONFLICT (folder, name) DO UPDATE "
+        "INSERT INTO prefixes VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (folder, name) DO UPDATE "
         "SET size = excluded.size, level = excluded.level, used = coalesce(?, used)",
-        (folder, name, size, level, time.time_ns() if used is None else used, used),
+        (folder, name, size, level, time.time_ns() if used is None else used, rank(name), used),
     )
 
 
@@ -263,6 +277,19 @@ def oldest(db: sqlite3.Connection, keep: tuple[str, str]) -> tuple[str, str, int
         keep,
     ).fetchone()
     return None if got is None else (str(got[0]), str(got[1]), int(got[2]))
+
+
+def last_kept(db: sqlite3.Connection, folder: str, keep: str) -> tuple[str, int] | None:
+    """The prefix of *folder* that is kept last (the highest rank) if it ranks after *keep*.
+
+    (name, bytes), or None where every other prefix of *folder* ranks before *keep*.
+    """
+    got = db.execute(
+        "SELECT name, max(size, 0) FROM prefixes WHERE folder = ? AND rank > ? "
+        "ORDER BY rank DESC LIMIT 1",
+        (folder, rank(keep)),
+    ).fetchone()
+    return None if got is None else (str(got[0]), int(got[1]))
 
 
 def oldest_above(
@@ -301,8 +328,8 @@ def put_folder(
     """Replace *folder*'s rows by *rows*."""
     db.execute("DELETE FROM prefixes WHERE folder = ?", (folder,))
     db.executemany(
-        "INSERT OR REPLACE INTO prefixes VALUES (?, ?, ?, ?, ?)",
-        ((folder, name, size, level, used) for name, size, level, used in rows),
+        "INSERT OR REPLACE INTO prefixes VALUES (?, ?, ?, ?, ?, ?)",
+        ((folder, name, size, level, used, rank(name)) for name, size, level, used in rows),
     )
     db.execute("INSERT OR REPLACE INTO datasets VALUES (?, ?)", (folder, digest))
 

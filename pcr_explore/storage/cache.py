@@ -37,9 +37,17 @@ Before a prefix grows to level *k* (0: the header alone), the least recently
 used prefixes of the same dataset that hold more than level *k* are trimmed
 to level *k*, until the total fits: a pass at a lower level after one at a
 higher level keeps what it needs of every record instead of losing whole
-records. Only when trimming is not enough are the least recently used
-prefixes deleted, whole (other datasets' prefixes only ever whole: a level of
-this dataset says nothing about what their readers need). A prefix larger
+records. Only when trimming is not enough are prefixes deleted, whole
+(other datasets' prefixes only ever whole: a level of this dataset says
+nothing about what their readers need): the least recently used, unless
+every record of this dataset at level *k* cannot fit in ``max_bytes``. A
+pass at such a level refetches something whatever the cache does, and with
+shuffled passes the least recently used prefix is the next one needed, so
+the cache instead keeps a fixed part of the dataset: the records first in an
+order set by a hash of their names (the same in every process), a record
+ranked after every prefix it holds being read from the store and not kept.
+Each later pass then fetches about the bytes that cannot fit, where least
+recently used would fetch nearly every byte again. A prefix larger
 than the limit by itself is kept only up to the highest level that fits, or
 not at all (the reader's :class:`~pcr_explore.errors.CacheTooSmallWarning`
 says that level does not fit). Every read of a bounded cache marks its
@@ -233,6 +241,7 @@ class PrefixCache:
         self._digest = hashlib.sha256(manifest_raw).hexdigest()
         self._index: CacheIndex | None = CacheIndex(self.root, functools.partial(_rows, self.root))
         self._bad: set[int] = set()  # records whose cached bytes failed, kept while read-only
+        self._passes: dict[int, int] = {}  # bytes of a pass by level
         try:
             self._open()
         except _FAILURES as exc:
@@ -392,8 +401,10 @@ class PrefixCache:
                 return  # another writer was first, or it changed since length()
             if (ix.row(db, self.folder.name, name) or 0) != start:
                 self._reconcile(db, self.folder, self._digest)  # the rows lag the folder
-            if self.max_bytes is not None:
-                self._make_room(db, r, start, end)
+            if self.max_bytes is not None and not self._make_room(db, r, start, end):
+                if start == 0:  # the records ranked before it fill the room: it streams
+                    path.unlink()
+                return
             try:
                 os.pwrite(fd, data[: end - start], start)
             except OSError:
@@ -413,12 +424,16 @@ class PrefixCache:
             return end
         return max((b for b in self._bounds[r] if b <= self.max_bytes), default=0)
 
-    def _make_room(self, db: sqlite3.Connection, r: int, start: int, end: int) -> None:
-        """Trim, then delete, the least recently used prefixes until record *r* fits at *end*.
+    def _make_room(self, db: sqlite3.Connection, r: int, start: int, end: int) -> bool:
+        """Trim, then delete, prefixes until record *r* fits at *end*: whether it does.
 
-        This dataset's prefixes beyond *end*'s level are cut back to it
-        first. The total is the rows' sum, taken once; each victim is one
-        step down an index of the rows.
+        This dataset's least recently used prefixes beyond *end*'s level are
+        cut back to it first, then the least recently used prefixes go whole,
+        except where a pass at *end*'s level cannot fit: there this dataset
+        keeps the records it ranks first (:func:`._cache_index.rank`), and a
+        record ranked after every one it holds is not kept (it streams). The
+        total is the rows' sum, taken once; each victim is one step down an
+        index of the rows.
         """
         assert self.max_bytes is not None
         folder, keep = self.folder.name, self._names[r]
@@ -433,12 +448,23 @@ class PrefixCache:
             cut, now = self._cut(db, victim, self._bounds[victim][level])
             self.trimmed += cut
             over -= head[1] - now
+        ranked = self._pass_bytes(level) > self.max_bytes
         while over > 0:
             old = ix.oldest(db, (folder, keep))
+            if old is not None and ranked and old[0] == folder:
+                last = ix.last_kept(db, folder, keep)
+                old = None if last is None else (folder, *last)
             if old is None:
-                break
+                return False
             self.evicted += self._remove(db, old[0], old[1])
             over -= old[2]
+        return True
+
+    def _pass_bytes(self, level: int) -> int:
+        """Bytes of every record of this dataset at *level* (0: the headers)."""
+        if level not in self._passes:
+            self._passes[level] = sum(b[min(level, len(b) - 1)] for b in self._bounds)
+        return self._passes[level]
 
     def _cut(self, db: sqlite3.Connection, r: int, size: int | None) -> tuple[bool, int]:
         """Truncate record *r*'s cache file to *size* bytes: whether it was, and its bytes now.
