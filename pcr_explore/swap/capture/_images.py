@@ -89,14 +89,8 @@ def _pick(names: list[str], labels: np.ndarray, per_class: int | None) -> np.nda
     """Indices in hash order per class, at most *per_class* of each, sorted."""
     if per_class is None:
         return np.arange(len(names))
-    order = sorted(range(len(names)), key=lambda i: _hash(names[i]))
-    count: dict[int, int] = {}
-    keep = []
-    for i in order:
-        if count.get(labels[i], 0) < per_class:
-            count[labels[i]] = count.get(labels[i], 0) + 1
-            keep.append(i)
-    return np.array(sorted(keep), dtype=np.int64)
+    order = np.array(sorted(range(len(names)), key=lambda i: _hash(names[i])), dtype=np.int64)
+    return _at_most(order, labels, int(labels.max()) + 1, per_class)
 
 
 def _decoded(
@@ -140,6 +134,7 @@ def _split(
 
 
 def _at_most(idx: np.ndarray, y: np.ndarray, classes: int, per_class: int) -> np.ndarray:
+    """The first *per_class* of each class's indices in *idx*, sorted."""
     return np.sort(np.concatenate([idx[y[idx] == c][:per_class] for c in range(classes)]))
 
 

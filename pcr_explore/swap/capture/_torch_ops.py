@@ -18,49 +18,31 @@ from ...errors import MissingExtraError
 
 INSTALL = "pip install 'pcr-explore[torch]'"
 
-# grad_fn class names (without the trailing "Backward<k>") -> short op labels.
+# short op label -> the grad_fn class names (without the trailing "Backward<k>") of that op
 _OPS = {
-    "Convolution": "conv",
-    "MkldnnConvolution": "conv",
-    "ConvolutionOverrideable": "conv",
-    "NativeBatchNorm": "bn",
-    "CudnnBatchNorm": "bn",
-    "MiopenBatchNorm": "bn",
-    "Relu": "relu",
-    "Threshold": "relu",
-    "MaxPool2DWithIndices": "maxpool",
-    "MaxPool1DWithIndices": "maxpool",
-    "MaxPool3DWithIndices": "maxpool",
-    "AvgPool2D": "avgpool",
-    "AdaptiveAvgPool2D": "avgpool",
-    "Mean": "avgpool",
-    "Add": "add",
-    "Addmm": "linear",
-    "Mm": "linear",
-    "Linear": "linear",
-    "View": "view",
-    "UnsafeView": "view",
-    "ReshapeAlias": "view",
-    "LogSoftmax": "log_softmax",
+    "conv": ("Convolution", "MkldnnConvolution", "ConvolutionOverrideable"),
+    "bn": ("NativeBatchNorm", "CudnnBatchNorm", "MiopenBatchNorm"),
+    "relu": ("Relu", "Threshold"),
+    "maxpool": ("MaxPool1DWithIndices", "MaxPool2DWithIndices", "MaxPool3DWithIndices"),
+    "avgpool": ("AvgPool2D", "AdaptiveAvgPool2D", "Mean"),
+    "add": ("Add",),
+    "linear": ("Addmm", "Mm", "Linear"),
+    "view": ("View", "UnsafeView", "ReshapeAlias"),
+    "log_softmax": ("LogSoftmax",),
 }
+_OP_OF_GRAD_FN = {name: op for op, names in _OPS.items() for name in names}
 
-# leaf module class names -> the label of the op they run
+# short op label -> the leaf module classes that run it
 _MODULES = {
-    "Conv1d": "conv",
-    "Conv2d": "conv",
-    "Conv3d": "conv",
-    "BatchNorm1d": "bn",
-    "BatchNorm2d": "bn",
-    "BatchNorm3d": "bn",
-    "ReLU": "relu",
-    "MaxPool1d": "maxpool",
-    "MaxPool2d": "maxpool",
-    "MaxPool3d": "maxpool",
-    "AvgPool2d": "avgpool",
-    "AdaptiveAvgPool2d": "avgpool",
-    "Linear": "linear",
-    "Flatten": "view",
+    "conv": ("Conv1d", "Conv2d", "Conv3d"),
+    "bn": ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"),
+    "relu": ("ReLU",),
+    "maxpool": ("MaxPool1d", "MaxPool2d", "MaxPool3d"),
+    "avgpool": ("AvgPool2d", "AdaptiveAvgPool2d"),
+    "linear": ("Linear",),
+    "view": ("Flatten",),
 }
+_OP_OF_MODULE = {name: op for op, names in _MODULES.items() for name in names}
 
 #: Ops whose backward reads only where a ReLU output was positive (the ReLU)
 #: or nothing of the values at all (a max-pool reads its saved indices).
@@ -83,7 +65,7 @@ def op_label(tensor: Any) -> str:
         return "input"
     name = type(fn).__name__
     base = name[: name.rfind("Backward")] if "Backward" in name else name
-    return _OPS.get(base, base.lower())
+    return _OP_OF_GRAD_FN.get(base, base.lower())
 
 
 def kind_of(op: str) -> str:
@@ -180,7 +162,7 @@ def track_modules(torch: ModuleType, model: Any = None) -> Iterator[ModuleTracke
 
     def pre(module: Any, inputs: Any) -> None:
         if _is_leaf(module):
-            label = _MODULES.get(type(module).__name__, type(module).__name__.lower())
+            label = _OP_OF_MODULE.get(type(module).__name__, type(module).__name__.lower())
             tr.stack.append((tr.names.get(module, type(module).__name__.lower()), label))
 
     def post(module: Any, inputs: Any, output: Any) -> None:

@@ -199,29 +199,20 @@ def cnn_trace(
     acts = cnn_activations(images, size=size, seed=seed)
     x0 = sample_images(size) if images is None else np.asarray(images, dtype=np.float32)
     cs = [get_codec(c) for c in codecs]
+    layers = [("input", x0, 0.0), *acts]
     recs = [
         TensorRecord(
-            "input",
-            x0.shape,
-            kind="input",
-            measured_bytes={c.name: c.encode(x0).nbytes for c in cs},
+            name,
+            a.shape,
+            fwd_flops=flops,
+            fwd_mem_bytes=4.0 * 3 * a.size if i else 0.0,
+            kind="input" if i == 0 else "pool" if name.startswith("pool") else "relu",
+            binarizable=i + 1 < len(layers) and layers[i + 1][0].startswith("pool"),
+            measured_bytes={c.name: c.encode(a).nbytes for c in cs},
         )
+        for i, (name, a, flops) in enumerate(layers)
     ]
-    sp = [bit_sparsity(x0)]
-    for i, (name, a, flops) in enumerate(acts):
-        feeds_pool = i + 1 < len(acts) and acts[i + 1][0].startswith("pool")
-        recs.append(
-            TensorRecord(
-                name,
-                a.shape,
-                fwd_flops=flops,
-                fwd_mem_bytes=4.0 * 3 * a.size,
-                kind="pool" if name.startswith("pool") else "relu",
-                binarizable=feeds_pool,
-                measured_bytes={c.name: c.encode(a).nbytes for c in cs},
-            )
-        )
-        sp.append(bit_sparsity(a))
+    sp = [bit_sparsity(a) for _, a, _ in layers]
     meta = {
         "model": "numpy-cnn",
         "images": int(x0.shape[0]),

@@ -13,6 +13,7 @@ the network trains, which CSWAP builds on.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -23,6 +24,7 @@ import numpy as np
 from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec
+from ..codecs._registry import applies
 from ..traces import TensorRecord, Trace
 from ._saved import _TORCH_DTYPES
 from ._torch_ops import (
@@ -346,23 +348,20 @@ def _build(
     first = captured[0][1]
     records = []
     for s in first:
-        binarizable = s.op == "relu" and s.savers <= MASK_SAVERS
-        measured = None
-        if codecs and s.array is not None:
-            measured = {c.name: int(c.encode(s.array).nbytes) for c in codecs if _fits(c, s)}
-        records.append(
-            TensorRecord(
-                s.name,
-                s.shape,
-                s.dtype,
-                fwd_flops=s.flops,
-                fwd_mem_bytes=s.mem,
-                kind=kind_of(s.op),
-                binarizable=binarizable,
-                measured_bytes=measured,
-                op=s.op,
-            )
+        rec = TensorRecord(
+            s.name,
+            s.shape,
+            s.dtype,
+            fwd_flops=s.flops,
+            fwd_mem_bytes=s.mem,
+            kind=kind_of(s.op),
+            binarizable=s.op == "relu" and s.savers <= MASK_SAVERS,
+            op=s.op,
         )
+        if codecs and s.array is not None:
+            sizes = {c.name: int(c.encode(s.array).nbytes) for c in codecs if applies(c, rec)}
+            rec = dataclasses.replace(rec, measured_bytes=sizes)
+        records.append(rec)
     sparsity = np.array([[s.sparsity for s in rec] for _, rec in captured])
     steps = [step for step, _ in captured]
     info = {
@@ -386,10 +385,3 @@ def _build(
     }
     savers = tuple(tuple(sorted(s.savers)) for s in first)
     return TrainingCapture(trace, tuple(losses), savers, tensors)
-
-
-def _fits(codec: Any, s: _Saved) -> bool:
-    """ZFP takes only float tensors; binarize only mask-only ReLU outputs."""
-    if codec.name == "binarize":
-        return s.op == "relu" and s.savers <= MASK_SAVERS
-    return codec.lossless or np.dtype(s.dtype).kind == "f"

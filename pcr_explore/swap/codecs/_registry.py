@@ -86,6 +86,28 @@ def get_codec(spec: str | Codec) -> Codec:
     return factory(value)
 
 
+def applies(codec: str | Codec, record: object) -> bool:
+    """Return whether *codec* can encode the tensor *record* (a ``TensorRecord``).
+
+    The rule of the simulator and of the sizes a capture measures: binarize
+    needs a ReLU output that feeds a max-pool (``record.binarizable``), ZFP a
+    floating-point tensor; every other codec takes any tensor.
+
+    Examples
+    --------
+    >>> from pcr_explore.swap import TensorRecord
+    >>> relu = TensorRecord("r", (4, 8), kind="relu")
+    >>> applies("zvc", relu), applies("binarize", relu)
+    (True, False)
+    """
+    c = get_codec(codec)
+    if isinstance(c, Binarize):
+        return bool(getattr(record, "binarizable", False))
+    if isinstance(c, ZFP):
+        return str(getattr(record, "dtype", "float32")).startswith("float")
+    return True
+
+
 @public("pcr_explore.swap")
 @dataclass(frozen=True)
 class Measurement:

@@ -12,34 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..codecs import get_codec
-from ..codecs._lossy import ZFP
+from ..codecs._registry import applies
 from ..model.profiles import DeviceProfile, get_profile
 from ..traces import Trace
 from .policies import candidate_codecs, loses_values
 
 __all__ = ["applies", "applicable_tensors", "applicable_codecs", "codec_notes"]
-
-
-def applies(codec: str, record: object) -> bool:
-    """Return whether *codec* can encode the tensor *record* (a ``TensorRecord``).
-
-    The simulator's rule: binarize needs a ReLU output that feeds a max-pool
-    (``record.binarizable``), ZFP a floating-point tensor; every other codec
-    takes any tensor.
-
-    Examples
-    --------
-    >>> from pcr_explore.swap import TensorRecord
-    >>> relu = TensorRecord("r", (4, 8), kind="relu")
-    >>> applies("zvc", relu), applies("binarize", relu)
-    (True, False)
-    """
-    name = get_codec(codec).name
-    if name == "binarize":
-        return bool(getattr(record, "binarizable", False))
-    if isinstance(get_codec(codec), ZFP):
-        return str(getattr(record, "dtype", "float32")).startswith("float")
-    return True
 
 
 def applicable_tensors(trace: Trace, codec: str) -> int:

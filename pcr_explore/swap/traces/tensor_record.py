@@ -7,6 +7,7 @@ tensor, so the simulator can price the compute a swap overlaps.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -134,20 +135,14 @@ class TensorRecord:
         dict
             Every field; ``measured_bytes`` and ``op`` only when set.
         """
-        out: dict[str, Any] = {
-            "name": self.name,
-            "shape": list(self.shape),
-            "dtype": self.dtype,
-            "fwd_flops": self.fwd_flops,
-            "fwd_mem_bytes": self.fwd_mem_bytes,
-            "bwd_factor": self.bwd_factor,
-            "kind": self.kind,
-            "binarizable": self.binarizable,
-        }
-        if self.measured_bytes is not None:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["shape"] = list(self.shape)
+        if self.measured_bytes is None:
+            del out["measured_bytes"]
+        else:
             out["measured_bytes"] = {k: int(v) for k, v in self.measured_bytes.items()}
-        if self.op:
-            out["op"] = self.op
+        if not self.op:
+            del out["op"]
         return out
 
     @classmethod

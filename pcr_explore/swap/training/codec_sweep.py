@@ -20,7 +20,7 @@ from ..._json import json_safe
 from ..._public import public
 from ..capture._images import LabelledImages
 from ..codecs import Codec, get_codec
-from .codec_training import Net, TrainRun, train_runs
+from .codec_training import Net, TrainRun, activation_mean, train_runs
 
 __all__ = ["CodecSweep", "codec_sweep"]
 
@@ -49,7 +49,6 @@ class CodecSweep:
         base = float(np.mean([r.val_accuracy for r in self.runs["none"]]))
         out = []
         for codec, runs in self.runs.items():
-            acts = [r.activations or {} for r in runs]
             acc = [r.val_accuracy for r in runs]
             out.append(
                 {
@@ -57,12 +56,8 @@ class CodecSweep:
                     "val_accuracy": float(np.mean(acc)),
                     "per_seed": acc,
                     "accuracy_change": float(np.mean(acc)) - base,
-                    "saved_fraction": float(np.mean([a.get("saved_fraction", 0) for a in acts])),
-                    "codec_ms_per_step": float(
-                        np.mean(
-                            [a.get("encode_seconds", 0) + a.get("decode_seconds", 0) for a in acts]
-                        )
-                    )
+                    "saved_fraction": activation_mean(runs, "saved_fraction"),
+                    "codec_ms_per_step": activation_mean(runs, "encode_seconds", "decode_seconds")
                     / self.steps
                     * 1e3,
                     "identical_losses": all(

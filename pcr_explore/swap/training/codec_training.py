@@ -84,6 +84,11 @@ def _lr(net: Net, lr: float | None) -> float:
     return (DEFAULT_LR.get(net, 0.05) if isinstance(net, str) else 0.05) if lr is None else lr
 
 
+def activation_mean(runs: Sequence[TrainRun], *keys: str) -> float:
+    """Mean over *runs* of the sum of *keys* of their activation summaries (0 when absent)."""
+    return float(np.mean([sum((r.activations or {}).get(k, 0) for k in keys) for r in runs]))
+
+
 def _net_name(net: Net) -> str:
     return net if isinstance(net, str) else getattr(net, "__name__", type(net).__name__)
 
@@ -224,13 +229,11 @@ class SwapTrainResult:
             step, fraction saved) and ``overhead`` (codec seconds per step,
             step time of both runs).
         """
-        steps = self.settings["steps"]
-        acts = [c.activations or {} for c in self.compressed]
-        raw = float(np.mean([a.get("raw_bytes", 0) for a in acts])) / steps
-        stored = float(np.mean([a.get("stored_bytes", 0) for a in acts])) / steps
-        codec_s = float(
-            np.mean([a.get("encode_seconds", 0) + a.get("decode_seconds", 0) for a in acts])
-        )
+        steps, compressed = self.settings["steps"], self.compressed
+        raw = activation_mean(compressed, "raw_bytes") / steps
+        stored = activation_mean(compressed, "stored_bytes") / steps
+        codec_s = activation_mean(compressed, "encode_seconds", "decode_seconds")
+        by_codec = (compressed[0].activations or {}).get("by_codec", {}) if compressed else {}
 
         def side(runs: tuple[TrainRun, ...]) -> dict[str, Any]:
             return {
@@ -266,7 +269,7 @@ class SwapTrainResult:
                     if base["seconds_per_step"]
                     else None,
                 },
-                "by_codec": acts[0].get("by_codec", {}) if acts else {},
+                "by_codec": by_codec,
             }
         )
 
