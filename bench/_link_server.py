@@ -13,14 +13,21 @@ counted as the client's. The link it models:
 
 The rate can be changed while the server runs (:meth:`LinkServer.set_rate`);
 chunks already waiting keep the slot they were given.
+
+:class:`LinkProxy` puts the same link in front of a server this module does
+not run (moto's S3 server for bench_epochs.py): a TCP proxy, in a process of
+its own, whose answers to the client share one bucket and are counted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import multiprocessing as mp
 import os
 import re
+import socket
+import socketserver
 import threading
 import time
 import urllib.parse
@@ -183,3 +190,108 @@ class LinkServer:
     def counters(self) -> tuple[int, int]:
         """(body bytes sent, requests answered) since the server started."""
         return int(self._sent.value), int(self._requests.value)
+
+
+# -- a TCP proxy through the same link, for servers this module does not run ----------------
+
+
+def _pump_up(src: socket.socket, dst: socket.socket) -> None:
+    """Client to server, unthrottled: requests are small, the link models the answers."""
+    try:
+        while data := src.recv(CHUNK):
+            dst.sendall(data)
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        dst.shutdown(socket.SHUT_WR)
+
+
+def _forward(target: tuple[str, int], rate: Any, sent: Any, port: Any) -> None:
+    """The proxy process: forward every connection to *target* until terminated."""
+    bucket = _Bucket(rate)
+    count = threading.Lock()
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            client: socket.socket = self.request
+            try:
+                upstream = socket.create_connection(target)
+            except OSError:
+                return
+            up = threading.Thread(target=_pump_up, args=(client, upstream), daemon=True)
+            up.start()
+            pending = 0
+            try:
+                while data := upstream.recv(CHUNK):
+                    bucket.wait(len(data))
+                    with count:  # counted before the write, as LinkServer does
+                        sent.value += len(data)
+                    pending = len(data)
+                    client.sendall(data)
+                    pending = 0
+                client.shutdown(socket.SHUT_WR)
+            except OSError:  # the client hung up: this chunk did not go
+                with count:
+                    sent.value -= pending
+            finally:
+                upstream.close()
+                up.join(10)
+
+    class Server(socketserver.ThreadingTCPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+        request_queue_size = 64
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port.value = server.server_address[1]
+    server.serve_forever()
+
+
+class LinkProxy:
+    """Forward a free loopback port to *target* through a modelled link; use as a context manager.
+
+    For servers this module does not run (moto's S3 server, say): the bytes
+    the server sends back go through one token bucket shared by every
+    connection, as :class:`LinkServer`'s bodies do, and are counted; what
+    the client sends goes through as it is. The count is of every byte
+    forwarded, the answers' status lines and headers with their bodies.
+
+    Parameters
+    ----------
+    target : (host, port)
+        Where each connection is forwarded to.
+    rate : float
+        Bytes per second shared by all connections (0: no limit).
+    """
+
+    def __init__(self, target: tuple[str, int], rate: float = 0.0) -> None:
+        ctx = mp.get_context("spawn")
+        self._rate = ctx.RawValue("d", float(rate))
+        self._sent = ctx.RawValue("q", 0)
+        self._port = ctx.RawValue("i", 0)
+        self._proc = ctx.Process(
+            target=_forward, args=(tuple(target), self._rate, self._sent, self._port), daemon=True
+        )
+        self.url = ""
+
+    def __enter__(self) -> LinkProxy:
+        self._proc.start()
+        t = time.monotonic()
+        while not self._port.value:
+            if not self._proc.is_alive() or time.monotonic() - t > 60:
+                raise RuntimeError("the link proxy did not start")
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self._port.value}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.terminate()
+        self._proc.join(10)
+
+    def set_rate(self, rate: float) -> None:
+        """Bytes per second from now on (0: no limit)."""
+        self._rate.value = float(rate)
+
+    def sent(self) -> int:
+        """Bytes forwarded to clients since the proxy started."""
+        return int(self._sent.value)
