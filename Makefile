@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 SAMPLE ?= data/sample
 PORT   ?= 8888
 
-.PHONY: lab app sample flowers install install-test system-deps torch test test-fast bench lint clean
+.PHONY: lab app sample flowers install install-test constraints system-deps torch test test-fast bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,19 @@ torch: $(BIN)/python
 	else $(BIN)/python -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu; fi
 
 # The torch extra adds torchdata; its torch requirement is met by the CPU build the
-# torch target installed, which pip keeps.
+# torch target installed, which pip keeps. The test stack is held to the versions in
+# .ci/constraints.txt (`make constraints` writes it from a working venv): the suite
+# runs against what it last passed with, and pip resolves in a minute, not ten.
 install-test: $(BIN)/python system-deps torch
 	@echo "installing pcr-explore with its test, dev and torch extras into $(VENV) ..."
-	$(BIN)/python -m pip install --quiet -e ".[test,dev,torch]"
+	$(BIN)/python -m pip install --quiet -c .ci/constraints.txt -e ".[test,dev,torch]"
+
+# The versions of the test stack now in $(VENV), for install-test (not torch, which
+# the torch target installs, nor the benchmark-only packages).
+constraints:
+	$(BIN)/python -m pip freeze --exclude-editable \
+	  | grep -viE '^(torch[ =]|nvidia-|triton[ =]|cleanvision=|litdata=|lightning-utilities=|mosaicml-streaming=)' \
+	  > .ci/constraints.txt
 
 # jpegtran (lossless transcode) and chromium (browser test) from Debian.
 system-deps:
