@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -153,9 +152,9 @@ def cycle_batches(loader: Iterable[Any]) -> Callable[[], Any]:
 
 
 def _record_step(
-    torch: Any, model: Any, forward: Callable[[], Any], keep: bool
+    torch: Any, model: Any, loss_fn: Callable[[Any, Any], Any], batch: Any, keep: bool
 ) -> tuple[list[_Saved], tuple[float, float], Any]:
-    """Run forward and backward under a recording pack hook.
+    """Run forward and backward on *batch* (inputs, targets) under a recording pack hook.
 
     Returns the distinct saved tensors in save order, the FLOPs and bytes
     after the last one (the trace's tail), and the loss.
@@ -197,7 +196,7 @@ def _record_step(
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = forward()
+            loss = loss_fn(model(batch[0]), batch[1])
         tail = tr.take()
     loss.backward()
     return list(saved.values()), tail, loss
@@ -301,9 +300,7 @@ def capture_training(
         opt.zero_grad(set_to_none=True)
         if (step - 1) % every == 0 or step == steps:
             keep = keep_tensors or (bool(codecs) and not captured)
-            rec, step_tail, loss = _record_step(
-                torch, model, partial(_forward, model, lf, x, y), keep
-            )
+            rec, step_tail, loss = _record_step(torch, model, lf, (x, y), keep)
             if not rec:
                 raise SwapError(f"step {step} saved no activations (does the model train?)")
             if captured:
@@ -317,10 +314,6 @@ def capture_training(
         opt.step()
         losses.append(float(loss.detach()))
     return _build(model, name, captured, tail, losses, codecs, keep_tensors, meta or {})
-
-
-def _forward(model: Any, loss_fn: Callable[[Any, Any], Any], x: Any, y: Any) -> Any:
-    return loss_fn(model(x), y)
 
 
 def _check_same(first: tuple[int, list[_Saved]], other: tuple[int, list[_Saved]]) -> None:

@@ -133,11 +133,6 @@ class _Setup:
         return np.array([o == RAW or o in chosen for o in self.options])
 
 
-def _pick(cost: np.ndarray) -> np.ndarray:
-    """Argmin over options (axis 0); ties go to the lowest index, i.e. raw first."""
-    return np.argmin(cost, axis=0)
-
-
 class _Choices(NamedTuple):
     """What a policy chose per iteration and tensor, and the costs it chose by."""
 
@@ -173,7 +168,8 @@ def _fixed_choice(s: _Setup, policy: Policy, allowed: np.ndarray) -> np.ndarray:
         o = s.options.index(policy.codec)
         choice[:] = np.where(s.applicable[o], o, 0)
     elif policy.kind == "oracle":
-        choice[:] = _pick(np.where(allowed[:, None, :], s.stall_act, np.inf))
+        # argmin over the options: ties go to the lowest index, raw
+        choice[:] = np.argmin(np.where(allowed[:, None, :], s.stall_act, np.inf), axis=0)
     return choice
 
 
@@ -207,7 +203,7 @@ def _cswap_choices(
             refits += 1
         tc, td = pred.predict(k)
         stall = np.where(allowed, s.stall(tc, td, s.x_pred[:, k]), np.inf)
-        choice[k] = _pick(stall)
+        choice[k] = np.argmin(stall, axis=0)  # ties go to raw, as the oracle's
         pred_tc[:, k], pred_td[:, k], pred_stall[:, k] = tc, td, stall
         pred.observe(k, choice[k], s.tc_act[:, k], s.td_act[:, k])
     return _Choices(choice, pred_tc, pred_td, pred_stall, warm_stall, refits)

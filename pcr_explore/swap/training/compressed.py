@@ -214,18 +214,6 @@ class _Packed:
         self.device = t.device
 
 
-def _decide(
-    info: SavedTensorInfo, codec: Codec | None, policy: ActivationPolicy | None
-) -> tuple[Codec | None, str]:
-    if policy is not None:
-        choice = policy(info)
-        if choice is None:
-            return None, "policy: raw"
-        c = get_codec(choice)
-        return c, f"policy: {c.name}"
-    return codec, "codec given"
-
-
 @public("pcr_explore.swap")
 @contextlib.contextmanager
 def compressed_activations(
@@ -363,7 +351,11 @@ class _Hooks:
             op_label(t),
             self.tr.saver,
         )
-        chosen, why = _decide(info, self.fixed, self.policy)
+        chosen, why = self.fixed, "codec given"
+        if self.policy is not None:
+            pick = self.policy(info)
+            chosen = None if pick is None else get_codec(pick)
+            why = f"policy: {'raw' if chosen is None else chosen.name}"
         rec = SavedActivation(len(self.log.records), info, "raw", why, nbytes, nbytes)
         if first is not None:  # a second copy for a saver the first encoding cannot serve
             rec.same_as = first.index
