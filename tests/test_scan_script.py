@@ -45,12 +45,25 @@ def test_the_grayscale_script_is_derived_as_libjpeg_writes_it() -> None:
     assert [SCRIPTS["spectral"].gray_scans_at(k) for k in range(1, 6)] == [1, 2, 2, 2, 3]
 
 
+def test_the_reduced_scripts_bands_end_at_the_corners_of_reduced_idcts() -> None:
+    # zig-zag 0, 4 and 24 close the 1x1, 2x2 and 4x4 corners of a block
+    reduced = SCRIPTS["reduced"]
+    assert [(s.ss, s.se) for s in reduced.color] == [(0, 0)] + [
+        band for band in ((1, 4), (5, 24), (25, 63)) for _ in range(3)
+    ]
+    assert [s.components for s in reduced.color[1:4]] == [(1,), (2,), (0,)]  # chroma first
+    assert all(s.ah == s.al == 0 for s in reduced.color)  # each band sent whole
+    assert reduced.gray_levels == (1, 4, 7, 10)
+    assert [reduced.gray_scans_at(k) for k in (1, 3, 4, 6, 7, 10)] == [1, 1, 2, 2, 3, 4]
+    assert not reduced.is_standard and resolve_scan_script("reduced") is reduced
+
+
 def test_named_scripts_are_valid_and_round_trip_through_text() -> None:
     for name, script in SCRIPTS.items():
         again = ScanScript.parse(script.text(), name=name)
         assert again.color == script.color
         assert script_from_record(script.text(), source="x") is script
-    assert [s.num_levels for s in SCRIPTS.values()] == [10, 9, 5, 7]
+    assert [s.num_levels for s in SCRIPTS.values()] == [10, 9, 5, 7, 10]
     assert script_from_record(None, source="x") is STANDARD
     assert script_from_record("", source="x") is STANDARD
 

@@ -36,7 +36,13 @@ DEFAULT_STATISTIC = "p5"
 MAX_QUALITY_PIXELS = 1 << 22
 
 # pcr_explore.jpeg.scan_script.SCRIPTS: each built-in script's name and levels
-SCRIPT_LEVELS: dict[str, int] = {"standard": 10, "lean": 9, "spectral": 5, "hybrid": 7}
+SCRIPT_LEVELS: dict[str, int] = {
+    "standard": 10,
+    "lean": 9,
+    "spectral": 5,
+    "hybrid": 7,
+    "reduced": 10,
+}
 # pcr_explore.encode.encoder.DEFAULT_RECORD_SIZE
 DEFAULT_RECORD_SIZE = 64 * 1024 * 1024
 # pcr_explore.encode.distributed.WORKERS_PER_CPU

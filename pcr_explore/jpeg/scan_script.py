@@ -16,8 +16,9 @@ the colour levels where that luminance information is complete
 fidelity as the colour images.
 
 :data:`SCRIPTS` holds the named scripts: ``standard`` (libjpeg's
-``jpeg_simple_progression``, the default) and alternatives trading middle-level
-quality for decode speed. See ``docs/FORMAT.md`` and ``bench/bench_scans.py``.
+``jpeg_simple_progression``, the default), alternatives trading middle-level
+quality for decode speed, and ``reduced``, whose bands line up with decoding at
+1/8, 1/4 and 1/2 scale. See ``docs/FORMAT.md`` and ``bench/bench_scans.py``.
 """
 
 from __future__ import annotations
@@ -311,6 +312,27 @@ SCRIPTS: dict[str, ScanScript] = {
         0: 6-63, 0, 0;
         0,1,2: 0-0, 1, 0;
         0: 1-5, 1, 0;
+        """,
+    ),
+    # The DC is sent whole: a 1/8 decode needs every bit of it, and a
+    # refinement scan would cost every reduced decode one more pass.
+    "reduced": _named(
+        "reduced",
+        "for decoding at a reduced size: spectral bands that end at the corners a "
+        "reduced inverse DCT starts from (zig-zag 4: 2x2, 24: 4x4), each sent whole, "
+        "chroma before luminance; the level after the 1-4 bands decodes at 1/4 close "
+        "to the full file (lossy: libjpeg's 2x2 IDCT reads beyond its corner)",
+        """
+        0,1,2: 0-0, 0, 0;
+        1: 1-4, 0, 0;
+        2: 1-4, 0, 0;
+        0: 1-4, 0, 0;
+        1: 5-24, 0, 0;
+        2: 5-24, 0, 0;
+        0: 5-24, 0, 0;
+        1: 25-63, 0, 0;
+        2: 25-63, 0, 0;
+        0: 25-63, 0, 0;
         """,
     ),
 }
