@@ -39,13 +39,23 @@ what the IDCT reads. Two measurements say whether they can:
    - ``DC only (a floor)``: every AC band declared zero, the least work a
      progressive file can ask for at that scale.
 
+3. **Levels.** The same per scale for every level of the ``reduced`` named
+   script (``pcr_explore.jpeg.scan_script.SCRIPTS``: DC; Cb, Cr, Y 1-4; Cb,
+   Cr, Y 5-24; Cb, Cr, Y 25-63) and of the standard script, each level
+   decoded as a reader decodes it (a prefix of the file; at 1/8 through
+   ``_eighth`` where it applies), against the whole file's decode at that
+   scale. Each ``reduced`` level is paired with the first standard level
+   whose mean MS-SSIM at that scale is at least as high (the nearest from
+   above: the bytes the standard script needs for the same quality), and
+   their bytes and CPU compared.
+
 Sources: ../shared/data/kodak24 saved as baseline 4:2:0 JPEGs (Pillow,
 quality 90) and photos of ../shared/data/flowers5/train as stored (baseline
 4:4:4).
 
 Usage::
 
-    python bench/bench_reduced.py [--images 12] [--repeat 5]
+    python bench/bench_reduced.py [--images 12] [--repeat 5] [--skip-reads] [--only-levels]
 
 Prints the maps and a table, writes bench/results/reduced.json.
 """
@@ -75,7 +85,7 @@ from pcr_explore.jpeg import _decoders, _eighth, split_scans  # noqa: E402
 from pcr_explore.jpeg._coverage import ZIGZAG  # noqa: E402
 from pcr_explore.jpeg._frame import read_frame  # noqa: E402
 from pcr_explore.jpeg._progressive import ScanHeader  # noqa: E402
-from pcr_explore.jpeg.scan_script import STANDARD  # noqa: E402
+from pcr_explore.jpeg.scan_script import SCRIPTS, STANDARD  # noqa: E402
 from pcr_explore.jpeg.transcode import find_jpegtran  # noqa: E402
 from pcr_explore.quality.metrics import ms_ssim  # noqa: E402
 
@@ -358,11 +368,104 @@ def cost(kind: str, files: list[bytes], backends: dict[str, object], repeat: int
     return rows
 
 
+# ---------------------------------------------------------------- 3. levels
+
+LEVEL_SCRIPTS = ("reduced", "standard")
+
+
+def script_levels(base: bytes, scale: int) -> tuple[dict[str, bytes], dict[str, int]]:
+    """Every level of the reduced and standard scripts as a reader decodes it at 1/scale,
+    and the bytes each level reads."""
+    out = {"baseline + draft": base}
+    nbytes = {"baseline + draft": len(base)}
+    for name in LEVEL_SCRIPTS:
+        pj = split_scans(jpegtran(base, SCRIPTS[name].text()))
+        for k in range(1, pj.num_scans + 1):
+            level = pj.level(k)
+            lean = _eighth.at_eighth(level) if scale == 8 else None
+            out[f"{name} {k}"] = level if lean is None else lean
+            nbytes[f"{name} {k}"] = len(level)
+    return out, nbytes
+
+
+def levels_cost(
+    kind: str, files: list[bytes], backends: dict[str, object], repeat: int
+) -> list[dict]:
+    rows = []
+    for scale in SCALES:
+        both = [script_levels(f, scale) for f in files]
+        per_file = [vs for vs, _ in both]
+        names = list(per_file[0])
+        quality: dict[str, list[float]] = {v: [] for v in names}
+        for vs in per_file:
+            ref = decode_at(None, vs["baseline + draft"], scale)
+            for v, data in vs.items():
+                got = decode_at(None, data, scale)
+                quality[v].append(1.0 if np.array_equal(got, ref) else ms_ssim(ref, got, scales=3))
+        kb = {v: statistics.fmean(nb[v] for _, nb in both) / 1e3 for v in names}
+        mean = {v: statistics.fmean(quality[v]) for v in names}
+        for b, be in backends.items():
+            cpu: dict[str, list[float]] = {v: [] for v in names}
+            for _ in range(repeat):
+                spent = dict.fromkeys(names, 0.0)
+                for vs in per_file:
+                    for v in names:
+                        c = time.process_time()
+                        decode_at(be, vs[v], scale)
+                        spent[v] += time.process_time() - c
+                for v in names:
+                    cpu[v].append(spent[v] / len(files) * 1e3)
+            med = {v: statistics.median(cpu[v]) for v in names}
+            for v in names:
+                if not v.startswith("reduced"):
+                    continue
+                # the first standard level at least as good (mean MS-SSIM), else its last
+                standard = [u for u in names if u.startswith("standard")]
+                peer = next((u for u in standard if mean[u] >= mean[v]), standard[-1])
+                rows.append(
+                    {
+                        "images": kind,
+                        "scale": f"1/{scale}",
+                        "decoder": b,
+                        "level": v,
+                        "kB": kb[v],
+                        "cpu_ms": med[v],
+                        "ratio": med[v] / med["baseline + draft"],
+                        "ms_ssim_mean": mean[v],
+                        "ms_ssim_min": min(quality[v]),
+                        "standard_peer": peer,
+                        "peer_kB": kb[peer],
+                        "peer_ratio": med[peer] / med["baseline + draft"],
+                        "peer_ms_ssim_mean": mean[peer],
+                        "bytes_vs_peer": kb[v] / kb[peer],
+                    }
+                )
+    return rows
+
+
+def print_levels(rows: list[dict]) -> None:
+    print(
+        f"\n{'images':14} {'scale':5} {'decoder':10} {'level':10} {'kB':>6} {'x base':>7} "
+        f"{'MS-SSIM':>7} {'min':>7} | {'nearest':11} {'kB':>6} {'x base':>7} {'MS-SSIM':>7} "
+        f"{'bytes':>6}"
+    )
+    for r in rows:
+        print(
+            f"{r['images']:14} {r['scale']:5} {r['decoder']:10} {r['level']:10} {r['kB']:6.1f} "
+            f"{r['ratio']:7.2f} {r['ms_ssim_mean']:7.4f} {r['ms_ssim_min']:7.4f} | "
+            f"{r['standard_peer']:11} {r['peer_kB']:6.1f} {r['peer_ratio']:7.2f} "
+            f"{r['peer_ms_ssim_mean']:7.4f} {r['bytes_vs_peer']:6.3f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--images", type=int, default=12, help="kodak and flowers photos each")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-reads", action="store_true")
+    ap.add_argument(
+        "--only-levels", action="store_true", help="only the levels of the named scripts (3.)"
+    )
     args = ap.parse_args()
     backends: dict[str, object] = {"pillow": None}
     try:
@@ -375,15 +478,19 @@ def main() -> None:
         "libjpeg_turbo": features.version("libjpeg_turbo"),
         "command": " ".join(sys.argv),
     }
-    if not args.skip_reads:
+    if not (args.skip_reads or args.only_levels):
         photo = Image.open(sorted((DATA / "kodak24").glob("*.png"))[22]).convert("RGB")
         found = reads(photo, backends)
         print_maps(found)
         report["reads"] = found
     rows = []
+    level_rows = []
     for kind, files in corpus(args.images).items():
-        rows += cost(kind, files, backends, args.repeat)
+        if not args.only_levels:
+            rows += cost(kind, files, backends, args.repeat)
+        level_rows += levels_cost(kind, files, backends, args.repeat)
     report["cost"] = rows
+    report["levels"] = level_rows
     print(
         f"\n{'images':14} {'scale':5} {'decoder':10} {'variant':22} {'kB':>6} {'CPU ms':>7} "
         f"{'x base':>7} {'MS-SSIM':>7} {'min':>7} {'same px':>7}"
@@ -394,6 +501,7 @@ def main() -> None:
             f"{r['cpu_ms']:7.2f} {r['ratio']:7.2f} {r['ms_ssim_mean']:7.4f} "
             f"{r['ms_ssim_min']:7.4f} {r['identical']:>7}"
         )
+    print_levels(level_rows)
     out = HERE / "results" / "reduced.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
