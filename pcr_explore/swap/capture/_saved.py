@@ -132,14 +132,9 @@ def capture_saved_tensors(
         n = t.numel()
         op = type(t.grad_fn).__name__ if t.grad_fn is not None else "leaf"
         low = op.lower()
-        if "relu" in low:
-            kind = "relu"
-        elif "pool" in low:
-            kind = "pool"
-        elif op == "leaf" and t.is_floating_point():
+        kind = "relu" if "relu" in low else "pool" if "pool" in low else "activation"
+        if op == "leaf" and t.is_floating_point():
             kind = "input"
-        else:
-            kind = "activation"
         cap.records.append(
             {
                 "name": f"{len(cap.records):03d}.{op.removesuffix('Backward0').lower()}",

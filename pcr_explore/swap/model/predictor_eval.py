@@ -299,10 +299,9 @@ def evaluate_predictors(
     )
     if codec_sets is None and len(names) > 1:
         sets.append(tuple(names))
-    for s in sets:
-        missing = [c for c in s if c not in names]
-        if missing:
-            raise SwapError(f"codecs {missing} were not timed; timed: {names}")
+    missing = sorted({c for s in sets for c in s} - set(names))
+    if missing:
+        raise SwapError(f"codecs {missing} were not timed; timed: {names}")
     fit_g, held_g = _split(times.groups, holdout, seed)
     groups = np.array(times.groups)
     fit, held = np.isin(groups, fit_g), np.isin(groups, held_g)

@@ -121,15 +121,18 @@ class _Setup:
         return tc + np.maximum(0.0, x - self.ov_out) + td + np.maximum(0.0, x - self.ov_in)
 
     def candidates(self, policy: Policy) -> np.ndarray:
-        if policy.kind not in ("cswap", "oracle"):
-            return ~self.lossy | policy.lossy
-        chosen = policy.choices(self.profile)
+        """The options *policy* may pick; a codec it names must have a kernel cost."""
+        searches = policy.kind in ("cswap", "oracle")
+        named = [policy.codec] if policy.codec else []  # always:<codec>'s
+        chosen = policy.choices(self.profile) if searches else named
         missing = [c for c in chosen if c not in self.options]
         if missing:
             raise SwapError(
                 f"profile {self.profile.name!r} has no kernel cost for {', '.join(missing)}; "
                 f"it has: {', '.join(self.options[1:])}"
             )
+        if not searches:
+            return ~self.lossy | policy.lossy
         return np.array([o == RAW or o in chosen for o in self.options])
 
 
@@ -160,11 +163,6 @@ def _fixed_choice(s: _Setup, policy: Policy, allowed: np.ndarray) -> np.ndarray:
     """The choices of vDNN (always raw), of one codec where it applies, or of the oracle."""
     choice = np.zeros((s.K, s.T), dtype=np.int64)
     if policy.kind == "always":
-        if policy.codec not in s.options:
-            raise SwapError(
-                f"profile {s.profile.name!r} has no kernel cost for codec {policy.codec!r}; "
-                f"it has: {', '.join(s.options[1:])}"
-            )
         o = s.options.index(policy.codec)
         choice[:] = np.where(s.applicable[o], o, 0)
     elif policy.kind == "oracle":

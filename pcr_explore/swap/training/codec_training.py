@@ -162,10 +162,7 @@ def train_run(
     if not isinstance(steps, int) or steps < 1:
         raise SwapError(f"steps must be an integer >= 1, got {steps!r}")
     next_batch = cycle_batches(ImageBatches(images, batch_size, seed=seed))
-    if policy is not None:
-        name = "policy"
-    else:
-        name = "none" if codec is None else get_codec(codec).name
+    name = "policy" if policy is not None else "none" if codec is None else get_codec(codec).name
     torch.manual_seed(seed)
     model = _model(net, len(images.classes))
     opt = torch.optim.SGD(model.parameters(), lr=_lr(net, lr), momentum=0.9)
