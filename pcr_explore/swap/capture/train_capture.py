@@ -49,18 +49,12 @@ class _Saved:
     name: str
     shape: tuple[int, ...]
     dtype: str
-    nbytes: int
-    zeros: int
+    sparsity: float
     op: str
     savers: set[str]
     flops: float
     mem: float
     array: np.ndarray | None = None
-
-    @property
-    def sparsity(self) -> float:
-        n = int(np.prod(self.shape))
-        return self.zeros / n if n else 0.0
 
 
 @public("pcr_explore.swap")
@@ -185,8 +179,7 @@ def _record_step(
                 name=name,
                 shape=tuple(int(d) for d in t.shape),
                 dtype=_TORCH_DTYPES.get(str(t.dtype), "float32"),
-                nbytes=int(t.numel() * t.element_size()),
-                zeros=zero_count(torch, t),
+                sparsity=zero_count(torch, t) / max(1, t.numel()),
                 op=op,
                 savers={tr.saver},
                 flops=flops,
