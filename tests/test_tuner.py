@@ -13,7 +13,8 @@ from pcr_explore.errors import DatasetError
 from pcr_explore.jpeg import ProgressiveJPEG
 from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.quality import QualityCurve
-from pcr_explore.quality.tune import TuneOptions, recommend, tune
+from pcr_explore.quality.tune import TuneOptions, TuneResult, recommend, tune
+from pcr_explore.read.sources import FolderSource
 
 MEANS = np.array([0.6, 0.8, 0.85, 0.9, 0.94, 0.96, 0.97, 0.98, 0.99, 1.0])
 BYTES = np.array([6, 14, 16, 18, 47, 60, 62, 65, 68, 100])
@@ -251,6 +252,32 @@ def test_tune_builtin_metric_on_photos(
         tune(tmp_path, metric="vif")
     with pytest.raises(ValueError, match="need 2 <= start <= budget"):
         tune(tmp_path, sample="auto", options=TuneOptions(start=8, budget=4))
+
+
+@pytest.mark.jpegtran
+def test_the_training_size_decides_the_level_of_the_reduced_script(
+    tmp_path: Path, sk_photo: Callable[..., np.ndarray], encode_jpeg: Callable[..., bytes]
+) -> None:
+    # 512x512 and 600x400: at most 128 * 128 pixels is 1/4 of each side for both
+    for n in ("astronaut", "coffee"):
+        (tmp_path / f"{n}.jpg").write_bytes(encode_jpeg(sk_photo(n)))
+    source = FolderSource(tmp_path, scan_script="reduced")
+
+    def at(max_pixels: int | None) -> TuneResult:
+        return tune(
+            source, target=0.995, sample=None, workers=1, progress=False, max_pixels=max_pixels
+        )
+
+    quarter = at(128 * 128)
+    # the level after the 1-4 bands of every component (DC; Cb, Cr, Y 1-4)
+    assert quarter.scan == 4 and quarter.met and quarter.decided
+    assert quarter.curve.p5[2] < 0.995 <= quarter.curve.p5[3]
+    assert quarter.bytes_fraction < 0.4
+    full = at(None)
+    assert full.scan > 4 and full.curve.p5[3] < 0.95  # at full size the 1-4 level is far off
+    assert np.array_equal(full.curve.per_image.bytes, quarter.curve.per_image.bytes)
+    with pytest.raises(ValueError, match="max_pixels must be a positive int"):
+        at(0)
 
 
 def test_each_metric_gets_its_own_default_target() -> None:

@@ -274,6 +274,7 @@ def tune(
     workers: int | None = None,
     progress: bool = True,
     luminance: bool = False,
+    max_pixels: int | None = None,
     options: TuneOptions | None = None,
     client: Any = None,
 ) -> TuneResult:
@@ -305,6 +306,13 @@ def tune(
         Seed of the sample and of the bootstrap.
     workers, progress, luminance
         As for :func:`~pcr_explore.quality_curve`.
+    max_pixels : int, optional
+        Measure every level, and the full level it is compared with, at
+        the size a training decode produces: an image over this many pixels
+        is decoded at 1/2, 1/4 or 1/8 scale (libjpeg's reduced inverse DCT,
+        as a reader decoding to a smaller size does), box-reduced further
+        past 1/8. At 1/4 of the stored size a level needs fewer scans than
+        at full size. Default: full size.
     options : TuneOptions, optional
         The bootstrap and the ``"auto"`` schedule.
     client : dask.distributed.Client, optional
@@ -349,6 +357,8 @@ def tune(
     target = _target(metric_name(metric), target)  # bad arguments fail before any image opens
     if statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose mean or p5")
+    if max_pixels is not None and max_pixels < 1:
+        raise ValueError(f"max_pixels must be a positive int, got {max_pixels!r}")
     sampler = Sampler(
         source,
         seed=seed,
@@ -356,6 +366,7 @@ def tune(
         luminance=luminance,
         workers=workers,
         progress=progress,
+        max_pixels=max_pixels,
         client=client,
     )
     pop = sampler.population
