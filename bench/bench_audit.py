@@ -11,22 +11,26 @@
    runs on the same folder where it is installed (``pip install
    pcr-explore[bench]``), and its findings are listed beside ours.
 
-2. Speed and memory on real photos: ``../shared/data/flowers5`` (1,500
-   Flickr JPEGs, mostly 320x240 to 500x375), every check and the 64-image
-   quality sample, against cleanvision's default checks in the same run,
-   each tool in a fresh process with 2 workers, ``--repeat`` rounds of one
-   run each, interleaved (the tool that goes first alternates). On a shared
-   machine the other work changes from minute to minute, so the figure is
-   the ratio within each round (wall time, and CPU time of every process
-   the tool starts), with their median; the best runs are shown too.
+2. Speed and memory on photos of the size users have: 500 photos of about
+   110 kB (600x450 crops of the Kodak suite, JPEG quality 95, flipped and
+   turned: ImageNet's bytes per photo), among them planted exact duplicates,
+   near duplicates, dark photos and truncated files (``--photos DIR`` times
+   another folder instead, e.g. ``../shared/data/flowers5``). The default
+   audit (``pcr``) against cleanvision's default checks, each tool in a
+   fresh process with 2 workers, ``--repeat`` rounds of one run each,
+   interleaved (the tool that goes first alternates). cleanvision cannot
+   open a truncated file (its whole run fails, part 1), so it runs on a copy
+   of the folder without them. The figure is CPU time per image (every
+   process the tool starts, so other work on a shared machine counts
+   less than in wall time) and the ratio within each round, with their
+   median; whether each tool found each planted problem is listed beside.
    Memory: the peak resident set (VmHWM) of every process the tool starts,
    polled every 50 ms; the table gives the largest worker and the main
-   process, against the 1 GB per worker the audit aims for. Ratios, never
-   asserted. The flags raised on these unplanted photos are counted per
-   issue type. With ``--bytes-sample N`` a third run per round,
-   ``pcr-quick``, audits with ``bytes_sample=N`` (only N images transcoded,
-   the bytes per level estimated from them), and its estimate is compared
-   with the exact bytes of the default run.
+   process, against the 1 GB per worker the audit aims for. With
+   ``--exact`` a third run per round, ``pcr-exact``, audits with
+   ``AuditOptions(bytes_sample=None)`` (every image transcoded: the exact
+   bytes per level), and the default run's estimate and its 95% interval
+   are compared with them.
 
 3. ``--huge``: a PNG that decodes to 13,000 x 13,000 pixels (a few hundred
    KB on disk) among three photos, audited with every image in the quality
@@ -34,7 +38,7 @@
    such images at a reduced size.
 
 Usage: ``python bench/bench_audit.py [--repeat 3] [--huge] [--photos DIR]
-[--bytes-sample N]``.
+[--exact]``.
 Prints tables and writes bench/results/audit.json.
 """
 
@@ -59,8 +63,8 @@ from _procs import measure  # noqa: E402
 
 SHARED = HERE.parent.parent / "shared" / "data"
 KODAK = SHARED / "kodak24"
-FLOWERS = SHARED / "flowers5"
 OUT = HERE / "results" / "audit.json"
+PHOTOS = HERE / "_data" / "audit-photos"
 
 # planted file -> the issue type the audit must flag it with
 PLANTED = {
@@ -154,6 +158,68 @@ def build_planted(root: Path) -> tuple[Path, list[str]]:
     return root, clean
 
 
+# the speed folder's planted files -> the issue type each must be flagged with
+PHOTO_PLANTS = {
+    # copies sit in their original's class (c0): duplicates, not label leaks
+    **{f"c0/exact_copy{k}.jpg": "exact_duplicate" for k in range(3)},
+    **{f"c0/near_copy{k}.jpg": "near_duplicate" for k in range(3)},
+    **{f"c{k % 2}/dark{k}.jpg": "dark" for k in range(3)},
+    **{f"c{k % 2}/truncated{k}.jpg": "bad_file" for k in range(2)},
+}
+_DIHEDRAL = [None, *Image.Transpose]  # the 8 ways to flip and turn a picture
+
+
+def build_photos(root: Path, n: int = 500) -> Path:
+    """*n* distinct photos of about 110 kB from the Kodak suite, with planted problems (cached).
+
+    Each photo is a 600x450 crop (at 1x or 1.15x, from the left or the
+    right) of a Kodak photo, flipped and turned one of 8 ways, saved at JPEG
+    quality 95: about 110 kB, ImageNet's bytes per photo. Among them, as in
+    :data:`PHOTO_PLANTS`: exact copies, resized re-compressed copies (near
+    duplicates), darkened photos and truncated files.
+    """
+    done = root / f".complete-{n}-v2"
+    if done.exists():
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "c0").mkdir(parents=True)
+    (root / "c1").mkdir()
+    photos = [
+        im if im.width >= im.height else im.transpose(Image.Transpose.ROTATE_90)
+        for im in _photos(24)
+    ]
+    variants = [
+        (p, s, x, t) for p in range(24) for s in (1.0, 1.15) for x in (0, 1) for t in range(8)
+    ]
+    rng = np.random.default_rng(0)
+    picks = rng.permutation(len(variants))[: n - len(PHOTO_PLANTS)]
+    names = []
+    for k, v in enumerate(picks):
+        p, s, x, t = variants[v]
+        im = photos[p]
+        if s != 1.0:
+            im = im.resize((round(im.width * s), round(im.height * s)), Image.Resampling.BICUBIC)
+        left, top = (im.width - 600) * x, (im.height - 450) * x
+        im = im.crop((left, top, left + 600, top + 450))
+        if _DIHEDRAL[t] is not None:
+            im = im.transpose(_DIHEDRAL[t])
+        name = f"c{k % 2}/photo{k:04d}.jpg"
+        im.save(root / name, "JPEG", quality=95)
+        names.append(name)
+    for k in range(3):
+        shutil.copy(root / names[2 * k], root / f"c0/exact_copy{k}.jpg")
+        with Image.open(root / names[2 * k + 10]) as im:
+            near = im.resize((im.width * 4 // 5, im.height * 4 // 5), Image.Resampling.LANCZOS)
+        near.save(root / f"c0/near_copy{k}.jpg", quality=80)
+        dark = np.asarray(Image.open(root / names[2 * k + 20]), np.float32) * 0.2
+        Image.fromarray(dark.astype(np.uint8)).save(root / f"c{k % 2}/dark{k}.jpg", quality=95)
+    for k in range(2):
+        whole = (root / names[2 * k + 30]).read_bytes()
+        (root / f"c{k % 2}/truncated{k}.jpg").write_bytes(whole[: len(whole) // 2])
+    done.write_text("1\n")
+    return root
+
+
 def build_huge(root: Path) -> Path:
     """Three photos and a PNG that decodes to 13,000 x 13,000 pixels (cached)."""
     done = root / ".complete"
@@ -177,7 +243,7 @@ def build_huge(root: Path) -> Path:
 # -- one tool in a fresh process ---------------------------------------------------------
 
 
-def _run_pcr(folder: str, out: str, sample: int, bytes_sample: int | None = None) -> None:
+def _run_pcr(folder: str, out: str, sample: int, exact: bool = False) -> None:
     from pcr_explore.auditing import AuditOptions, audit
 
     t = time.perf_counter()
@@ -186,7 +252,7 @@ def _run_pcr(folder: str, out: str, sample: int, bytes_sample: int | None = None
         sample=sample,
         workers=2,
         progress=False,
-        options=AuditOptions(bytes_sample=bytes_sample),
+        options=AuditOptions(bytes_sample=None) if exact else AuditOptions(),
     )
     seconds = time.perf_counter() - t
     res = {
@@ -199,6 +265,8 @@ def _run_pcr(folder: str, out: str, sample: int, bytes_sample: int | None = None
         "recommended_scan": r.recommended_scan,
         "duplicate_sets": r.duplicate_sets,
         "level_bytes": [int(b) for b in r.level_bytes],
+        "bytes_measured": r.bytes_measured,
+        "bytes_interval": None if r.bytes_interval is None else r.bytes_interval.tolist(),
     }
     Path(out).write_text(json.dumps(res))
 
@@ -220,7 +288,7 @@ def _run_cleanvision(folder: str, out: str) -> None:
                 kind = col[3:-6]
                 files = issues.index[issues[col]].tolist()
                 flagged[kind] = [os.path.relpath(f, folder) for f in files]
-        res = {"flagged": flagged}
+        res = {"flagged": flagged, "images": len(issues)}
     res["seconds"] = time.perf_counter() - t
     Path(out).write_text(json.dumps(res))
 
@@ -331,14 +399,44 @@ def bench_planted(root: Path, have_cv: bool) -> dict[str, Any]:
     }
 
 
-def bench_speed(
-    folder: Path, repeat: int, have_cv: bool, bytes_sample: int | None = None
-) -> dict[str, Any]:
+def _found_in_photos(res: dict[str, Any], tool: str, folder: Path) -> dict[str, Any]:
+    """Per planted file of the photo folder: found, missed, or why not looked at."""
+    rows: dict[str, Any] = {}
+    by_file: dict[str, set[str]] = {}
+    for p in res.get("problems", []):
+        by_file.setdefault(p["file"], set()).add(p["type"])
+    for file, kind in PHOTO_PLANTS.items():
+        if tool != "cleanvision":
+            rows[file] = _found(res, by_file, file, kind)
+        elif kind == "bad_file":
+            rows[file] = "left out: it crashes cleanvision"
+        else:
+            rows[file] = os.path.join(str(folder), file) in {
+                os.path.join(str(folder), f) for f in res["flagged"].get(CLEANVISION[kind], [])
+            }
+    return rows
+
+
+def bench_speed(folder: Path, repeat: int, have_cv: bool, exact: bool = False) -> dict[str, Any]:
+    planted = folder == PHOTOS
+    if planted:
+        build_photos(folder)
+    bad = {f for f, k in PHOTO_PLANTS.items() if k == "bad_file"} if planted else set()
+    readable = folder.with_name(folder.name + "-readable")
+    if have_cv:  # cleanvision's copy: without the files it cannot open
+        shutil.rmtree(readable, ignore_errors=True)
+        shutil.copytree(
+            folder,
+            readable,
+            ignore=lambda d, names: [
+                n for n in names if os.path.relpath(Path(d) / n, folder) in bad
+            ],
+        )
     runs: dict[str, list[dict[str, Any]]] = {"pcr": [], "cleanvision": []}
-    args = {"pcr": ["pcr", str(folder), "64"], "cleanvision": ["cleanvision", str(folder)]}
-    if bytes_sample is not None:
-        runs["pcr-quick"] = []
-        args["pcr-quick"] = ["pcr-quick", str(folder), "64", str(bytes_sample)]
+    args = {"pcr": ["pcr", str(folder), "64"], "cleanvision": ["cleanvision", str(readable)]}
+    if exact:
+        runs["pcr-exact"] = []
+        args["pcr-exact"] = ["pcr-exact", str(folder), "64"]
     rounds = []
     for k in range(repeat):
         order = [t for t in runs if have_cv or t != "cleanvision"]
@@ -346,28 +444,40 @@ def bench_speed(
         for tool in order:
             load = os.getloadavg()[0]
             res, mem = run_tool(args[tool])
-            runs[tool].append({**res, "memory": mem, "load_at_start": load})
+            if "error" in res:
+                raise SystemExit(f"{tool} failed on {args[tool][1]}: {res['error']}")
+            per_image = mem["cpu_s"] / res["images"]
+            runs[tool].append({**res, "memory": mem, "load_at_start": load, "cpu_ms": per_image})
         if have_cv:
             cv = runs["cleanvision"][-1]
             rnd: dict[str, Any] = {"first": order[0]}
-            for tool, key in (("pcr", ""), ("pcr-quick", "quick_")):
+            for tool, key in (("pcr", ""), ("pcr-exact", "exact_")):
                 if tool in runs:
                     ours = runs[tool][-1]
-                    rnd[f"{key}wall_ratio"] = ours["seconds"] / cv["seconds"]
-                    rnd[f"{key}cpu_ratio"] = ours["memory"]["cpu_s"] / cv["memory"]["cpu_s"]
+                    rnd[f"{key}wall_ratio"] = (ours["seconds"] / ours["images"]) / (
+                        cv["seconds"] / cv["images"]
+                    )
+                    rnd[f"{key}cpu_ratio"] = ours["cpu_ms"] / cv["cpu_ms"]
             rounds.append(rnd)
-    best = {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items() if v}
     keys = [k for k in (rounds[0] if rounds else {}) if k.endswith("_ratio")]
-    median = {key: float(np.median([r[key] for r in rounds])) for key in keys}
+    found = {
+        tool: _found_in_photos(v[-1], tool, readable if tool == "cleanvision" else folder)
+        for tool, v in runs.items()
+        if v and planted
+    }
     return {
         "folder": str(folder),
+        "images": runs["pcr"][0]["images"],
+        "mean_kb": float(np.mean([f.stat().st_size for f in folder.rglob("*.jpg")]) / 1e3),
         "repeat": repeat,
         "runs": runs,
-        "best": best,
         "rounds": rounds,
-        "median": median if rounds else None,
+        "median": {key: float(np.median([r[key] for r in rounds])) for key in keys} or None,
+        "median_cpu_ms": {
+            t: float(np.median([r["cpu_ms"] for r in v])) for t, v in runs.items() if v
+        },
+        "found": found,
         "worker_max_mb": max(r["memory"]["worker_max_mb"] for r in runs["pcr"]),
-        "bytes_sample": bytes_sample,
     }
 
 
@@ -411,10 +521,13 @@ def _print_planted(p: dict[str, Any]) -> None:
 
 
 def _print_speed(s: dict[str, Any]) -> None:
-    print(f"\n2. {s['folder']}: {s['repeat']} rounds, 2 workers each")
     print(
-        f"{'round':<7}{'tool':<13}{'load':>6}{'wall s':>8}{'CPU s':>8}{'main MB':>9}"
-        f"{'worker MB':>11}{'jpegtran MB':>13}"
+        f"\n2. {s['folder']}: {s['images']} images, {s['mean_kb']:.0f} kB on average; "
+        f"{s['repeat']} rounds, 2 workers each"
+    )
+    print(
+        f"{'round':<7}{'tool':<13}{'load':>6}{'images':>8}{'wall s':>8}{'CPU s':>8}"
+        f"{'CPU ms/img':>12}{'main MB':>9}{'worker MB':>11}"
     )
     for k in range(s["repeat"]):
         for name in s["runs"]:
@@ -423,65 +536,80 @@ def _print_speed(s: dict[str, Any]) -> None:
             r = s["runs"][name][k]
             m = r["memory"]
             print(
-                f"{k + 1:<7}{name:<13}{r['load_at_start']:6.1f}{r['seconds']:8.1f}"
-                f"{m['cpu_s']:8.1f}{m['main_mb']:9.0f}{m['worker_max_mb']:11.0f}"
-                f"{m['other_child_max_mb']:13.0f}"
+                f"{k + 1:<7}{name:<13}{r['load_at_start']:6.1f}{r['images']:8}{r['seconds']:8.1f}"
+                f"{m['cpu_s']:8.1f}{r['cpu_ms'] * 1e3:12.1f}{m['main_mb']:9.0f}"
+                f"{m['worker_max_mb']:11.0f}"
             )
-    if s["rounds"]:
-        walls = ", ".join(f"{r['wall_ratio']:.2f}" for r in s["rounds"])
+    med = s["median"]
+    if med:
         cpus = ", ".join(f"{r['cpu_ratio']:.2f}" for r in s["rounds"])
-        med = s["median"]
-        print(f"pcr-explore / cleanvision, per round: wall time {walls}; CPU time {cpus}")
-        wall, cpu = med["wall_ratio"], med["cpu_ratio"]
-        print(f"median of the rounds: wall time {wall:.2f}, CPU time {cpu:.2f}")
-        best = s["best"]
-        ours, theirs = best["pcr"]["seconds"], best["cleanvision"]["seconds"]
-        print(f"best runs: {ours:.1f} s / {theirs:.1f} s = {ours / theirs:.2f}")
-        if "quick_wall_ratio" in med:
-            quick = s["runs"]["pcr-quick"]
-            walls = ", ".join(f"{r['quick_wall_ratio']:.2f}" for r in s["rounds"])
-            cpus = ", ".join(f"{r['quick_cpu_ratio']:.2f}" for r in s["rounds"])
+        walls = ", ".join(f"{r['wall_ratio']:.2f}" for r in s["rounds"])
+        ms = s["median_cpu_ms"]
+        print(
+            f"CPU per image, median: pcr-explore {ms['pcr'] * 1e3:.1f} ms, cleanvision "
+            f"{ms['cleanvision'] * 1e3:.1f} ms; pcr-explore / cleanvision per round: CPU {cpus} "
+            f"(median {med['cpu_ratio']:.2f}); wall per image {walls} (median "
+            f"{med['wall_ratio']:.2f})"
+        )
+        if "exact_cpu_ratio" in med:
             print(
-                f"pcr-quick (audit(..., bytes_sample={s['bytes_sample']})) / cleanvision, per "
-                f"round: wall time {walls}; CPU time {cpus}; median: wall time "
-                f"{med['quick_wall_ratio']:.2f}, CPU time {med['quick_cpu_ratio']:.2f}"
+                "pcr-exact (AuditOptions(bytes_sample=None)) / cleanvision, CPU per image: "
+                + ", ".join(f"{r['exact_cpu_ratio']:.2f}" for r in s["rounds"])
+                + f" (median {med['exact_cpu_ratio']:.2f})"
             )
-            exact = np.array(s["runs"]["pcr"][0]["level_bytes"], np.float64)
-            est = np.array(quick[0]["level_bytes"], np.float64)
-            err = np.abs(est / exact - 1).max() if exact.all() else float("nan")
-            print(f"its estimated bytes per level against the exact ones: at most {err:.2%} off")
+    if "pcr-exact" in s["runs"]:
+        ours = s["runs"]["pcr"][0]
+        exact = np.array(s["runs"]["pcr-exact"][0]["level_bytes"], np.float64)
+        est = np.array(ours["level_bytes"], np.float64)
+        err = np.abs(est / exact - 1).max() if exact.all() else float("nan")
+        line = f"the default's bytes per level, estimated from {ours['bytes_measured']} images: "
+        line += f"at most {err:.2%} from the exact ones"
+        if ours["bytes_interval"] is not None:
+            lo, hi = np.array(ours["bytes_interval"], np.float64)
+            inside = int(((lo <= exact) & (exact <= hi)).sum())
+            half = ((hi - lo) / 2 / est).max()
+            line += f"; 95% interval at most +-{half:.2%}, holding the exact value at "
+            line += f"{inside} of {len(exact)} levels"
+        print(line)
+    if s["found"]:
+        tools = list(s["found"])
+        print(f"{'planted file':<24}{'issue':<17}" + "".join(f"{t:>16}" for t in tools))
+        for file, kind in PHOTO_PLANTS.items():
+            cells = []
+            for t in tools:
+                v = s["found"][t][file]
+                cells.append(("found" if v else "MISSED") if isinstance(v, bool) else "crashes it")
+            print(f"{file:<24}{kind:<17}" + "".join(f"{c:>16}" for c in cells))
     print(f"largest pcr-explore worker: {s['worker_max_mb']:.0f} MB (aim: under 1,024 MB)")
-    best_pcr = s["best"]["pcr"]
-    t = best_pcr["timings"]
+    last = s["runs"]["pcr"][-1]
     print(
-        "pcr-explore, best run: "
-        + ", ".join(f"{k} {v:.1f} s" for k, v in t.items())
-        + f"; flags on these photos: {best_pcr['issue_counts']}"
+        "pcr-explore, last run: "
+        + ", ".join(f"{k} {v:.1f} s" for k, v in last["timings"].items())
+        + f"; flags: {last['issue_counts']}; recommended level {last['recommended_scan']}"
     )
-    if "cleanvision" in s["best"] and "flagged" in s["best"]["cleanvision"]:
-        counts = {k: len(v) for k, v in s["best"]["cleanvision"]["flagged"].items() if v}
+    cv = s["runs"]["cleanvision"]
+    if cv and "flagged" in cv[-1]:
+        counts = {k: len(v) for k, v in cv[-1]["flagged"].items() if v}
         print(f"cleanvision flags: {counts}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3, help="rounds: one timed run per tool each")
-    ap.add_argument("--photos", type=Path, default=FLOWERS, help="folder of photos to time")
+    ap.add_argument(
+        "--photos", type=Path, default=None, help="time this folder (default: 500 Kodak crops)"
+    )
     ap.add_argument("--huge", action="store_true", help="also audit a 13,000 x 13,000 PNG")
     ap.add_argument(
-        "--bytes-sample",
-        type=int,
-        default=None,
-        metavar="N",
-        help="also time audit(..., bytes_sample=N) (pcr-quick) in every round",
+        "--exact",
+        action="store_true",
+        help="also time audit(..., options=AuditOptions(bytes_sample=None)) in every round",
     )
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        if args.one[0] == "pcr":
-            _run_pcr(args.one[1], args.one[3], int(args.one[2]) or 10**9)
-        elif args.one[0] == "pcr-quick":
-            _run_pcr(args.one[1], args.one[4], int(args.one[2]), int(args.one[3]))
+        if args.one[0] in ("pcr", "pcr-exact"):
+            _run_pcr(args.one[1], args.one[3], int(args.one[2]) or 10**9, args.one[0] != "pcr")
         else:
             _run_cleanvision(args.one[1], args.one[2])
         return
@@ -497,11 +625,12 @@ def main() -> None:
     planted = bench_planted(HERE / "_data" / "audit-planted", have_cv)
     _print_planted(planted)
     speed = None
-    if args.photos.is_dir():
-        speed = bench_speed(args.photos, args.repeat, have_cv, args.bytes_sample)
+    photos = PHOTOS if args.photos is None else args.photos
+    if photos == PHOTOS or photos.is_dir():
+        speed = bench_speed(photos, args.repeat, have_cv, args.exact)
         _print_speed(speed)
     else:
-        print(f"\n2. skipped: no photos at {args.photos}")
+        print(f"\n2. skipped: no photos at {photos}")
     huge = None
     if args.huge:
         huge = bench_huge(HERE / "_data" / "audit-huge")

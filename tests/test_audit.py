@@ -194,17 +194,34 @@ def test_a_bytes_sample_estimates_bytes_and_checks_every_file(
         (planted / src.names[i]).stat().st_size for i in coded
     )
     np.testing.assert_array_equal(quick.level_bytes, np.rint(per_byte * quick.source_bytes))
-    assert any("estimated from the 4 of" in n for n in quick.notes)
-    assert "estimated from the 4 of" in quick.summary() and "bytes (est.)" in quick.summary()
-    assert "bytes (estimated)" in quick._repr_html_()
-    assert "estimated from the 4 transcoded" in quick._repr_html_()
+    # its 95% interval: the ratio estimate's t interval (3 degrees of freedom), with the
+    # finite population correction for 4 of 9 readable images
+    y = np.array([src.level_bytes(i) for i in coded], np.float64)
+    x = np.array([(planted / src.names[i]).stat().st_size for i in coded], np.float64)
+    resid = y - x[:, None] * per_byte
+    half = 3.182 * 9 * np.sqrt((1 - 4 / 9) / 4 * resid.var(axis=0, ddof=1))
+    assert quick.bytes_interval is not None and quick.bytes_interval.shape == (2, 10)
+    np.testing.assert_allclose(quick.bytes_interval[1] - quick.level_bytes, half, rtol=2e-3, atol=1)
+    np.testing.assert_allclose(quick.level_bytes - quick.bytes_interval[0], half, rtol=2e-3, atol=1)
+    row = quick.levels()[4]
+    assert row["bytes_low"] == quick.bytes_interval[0, 4] < row["bytes"] < row["bytes_high"]
+    assert quick.to_dict()["levels"][4]["bytes_high"] == row["bytes_high"]
+    assert any("estimated from the 4 of" in n and "95% interval" in n for n in quick.notes)
+    text = quick.summary()
+    assert "estimated from the 4 of" in text and "bytes (est.)" in text and "95% interval" in text
+    assert f"+-{half[4] / quick.level_bytes[4]:7.1%}" in text
+    html = quick._repr_html_()
+    assert "bytes (estimated, 95% interval)" in html
+    assert f"{row['bytes']:,} ({row['bytes_low']:,} to {row['bytes_high']:,})" in html
+    assert "estimated from the 4 transcoded (ratio estimate; its t interval)" in html
     # all of them: the exact figures, and nothing said about estimates
     whole = audit(
         planted, sample=2, workers=1, seed=1, progress=False, options=AuditOptions(bytes_sample=100)
     )
     np.testing.assert_array_equal(whole.level_bytes, report.level_bytes)
     assert whole.bytes_measured is None and not any("estimated" in n for n in whole.notes)
-    assert "(est" not in whole.summary()
+    assert whole.bytes_interval is None and "bytes_low" not in whole.levels()[0]
+    assert "(est" not in whole.summary() and "+-" not in whole.summary()
 
 
 @pytest.mark.skipif(not _tjtransform.available(), reason="libturbojpeg not installed")

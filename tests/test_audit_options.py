@@ -13,7 +13,7 @@ from PIL import Image
 
 from pcr_explore.auditing import DEFAULT_TARGETS, AuditOptions, audit
 from pcr_explore.auditing import _audit as audit_module
-from pcr_explore.auditing._options import MAX_QUALITY_PIXELS
+from pcr_explore.auditing._options import MAX_QUALITY_PIXELS, QUALITY_PIXELS
 from pcr_explore.cli import main
 from pcr_explore.jpeg.transcode import transcode
 from pcr_explore.quality import level_quality
@@ -38,6 +38,7 @@ MISSING = Path("/nonexistent/pcr-explore-audit")
         ({"seed": 1.5}, "seed must be an integer >= 0"),
         ({"max_pixels": 0}, "max_pixels must be an integer >= 1"),
         ({"bytes_sample": 0}, "bytes_sample must be an integer >= 1, got 0"),
+        ({"quality_pixels": 0}, "quality_pixels must be an integer >= 1, got 0"),
         ({"luminance": "yes"}, "luminance must be True or False"),
         ({"backend": "magick"}, "unknown backend 'magick'"),
         ({"quality": 200}, "quality must be an integer in 1..100, got 200"),
@@ -128,12 +129,25 @@ def test_level_quality_bounds_the_pixels_it_measures() -> None:
 
 def test_audit_says_when_quality_was_measured_small(tmp_path: Path) -> None:
     (tmp_path / "big.jpg").write_bytes(_big_jpeg(1200, 900))
-    r = audit(
-        tmp_path, sample=1, workers=1, progress=False, options=AuditOptions(max_pixels=200000)
-    )
+    memory = AuditOptions(max_pixels=200000, quality_pixels=None)
+    r = audit(tmp_path, sample=1, workers=1, progress=False, options=memory)
     assert r.curve is not None
     assert r.curve.notes == (
         ("big.jpg", "measured at 1/3 size: 1200x900 px is over the 200,000-pixel bound"),
     )
     assert any(n.startswith("1 sampled image(s) larger than 200,000 pixels") for n in r.notes)
-    assert "larger than 200,000 pixels" in r.summary()
+    assert "larger than 200,000 pixels had their quality measured" in r.summary()
+    assert "to bound memory" in r.summary()
+    # by default the CPU bound is the tighter one: 1,080,000 px over 131,072 is 1/3 again
+    cpu = audit(tmp_path, sample=1, workers=1, progress=False)
+    assert cpu.options["quality_pixels"] == QUALITY_PIXELS == 131_072
+    assert cpu.curve is not None
+    assert cpu.curve.notes == (
+        ("big.jpg", "measured at 1/3 size: 1200x900 px is over the 131,072-pixel bound"),
+    )
+    assert "to bound CPU (quality_pixels)" in cpu.summary()
+    # quality_pixels=None measures at full size, up to max_pixels
+    full = audit(
+        tmp_path, sample=1, workers=1, progress=False, options=AuditOptions(quality_pixels=None)
+    )
+    assert full.curve is not None and full.curve.notes == ()

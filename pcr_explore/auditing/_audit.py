@@ -57,20 +57,56 @@ def _problems(
     return sorted(problems, key=lambda d: (d["file"], d["type"], d["issue"]))
 
 
-def _level_bytes(ok: list[FileInfo], levels: int) -> tuple[np.ndarray, int]:
-    """The readable images' bytes at each level, and how many of them were measured.
+def _t975(df: int) -> float:
+    """Student's t 97.5% quantile (Cornish-Fisher, within 1% from 2 degrees of freedom)."""
+    if df == 1:
+        return 12.706204736174694  # exact: tan(0.475 pi)
+    z = 1.959963984540054
+    return float(
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+        + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * df**4)
+    )
 
-    Where only some were transcoded, the total is their bytes at each level
-    over their source bytes, times every readable image's source bytes.
+
+class LevelBytes(NamedTuple):
+    """The readable images' bytes at each level, how many were measured, and how sure."""
+
+    total: np.ndarray
+    measured: int
+    interval: np.ndarray | None = None  # (2, levels): 95% bounds of an estimated total
+
+
+def _level_bytes(ok: list[FileInfo], levels: int) -> LevelBytes:
+    """The readable images' bytes at each level: exact, or estimated with a 95% interval.
+
+    Where only some were transcoded (a simple random sample: the start of a
+    seeded permutation), the total is the ratio estimate: their bytes at each
+    level over their source bytes, times every readable image's source
+    bytes. Its interval is the ratio estimator's t interval with the finite
+    population correction (Cochran, Sampling Techniques, 6.4): zero wide
+    when every image was measured.
     """
-    coded = [(i.level_bytes, i.file_bytes) for i in ok if i.level_bytes is not None]
+    coded = [i for i in ok if i.level_bytes is not None]
     if not coded:
-        return np.zeros(levels, np.int64), 0
-    total = np.sum([b for b, _ in coded], axis=0).astype(np.int64)
-    if len(coded) < len(ok):
-        scale = sum(i.file_bytes for i in ok) / max(1, sum(n for _, n in coded))
-        total = np.rint(total * scale).astype(np.int64)
-    return total, len(coded)
+        return LevelBytes(np.zeros(levels, np.int64), 0)
+    y = np.array([i.level_bytes for i in coded], np.float64)
+    total = y.sum(axis=0)
+    n, big_n = len(coded), len(ok)
+    if n == big_n:
+        return LevelBytes(total.astype(np.int64), n)
+    x = np.array([i.file_bytes for i in coded], np.float64)
+    ratio = total / x.sum()
+    x_all = float(sum(i.file_bytes for i in ok))
+    estimate = np.rint(ratio * x_all).astype(np.int64)
+    if n < 2:
+        return LevelBytes(estimate, n)
+    resid = y - x[:, None] * ratio  # the ratio's errors, per image and level
+    se = big_n * np.sqrt((1 - n / big_n) / n * resid.var(axis=0, ddof=1))
+    half = _t975(n - 1) * se
+    return LevelBytes(estimate, n, np.rint([estimate - half, estimate + half]).astype(np.int64))
 
 
 def _notes(
@@ -84,9 +120,10 @@ def _notes(
     if measured < readable:
         notes.append(
             f"bytes per level are estimated from the {measured:,} of {readable:,} readable "
-            "images transcoded (bytes_sample): their bytes at each level per source byte, "
-            "times all readable images' source bytes; the other JPEGs had their coefficients "
-            "read as the transcode would, without the progressive encode"
+            "images transcoded (bytes_sample; None for exact bytes): their bytes at each level "
+            "per source byte, times all readable images' source bytes, with a 95% interval; "
+            "the other JPEGs had their coefficients read as the transcode would, without the "
+            "progressive encode"
             + ("" if tj_available() else " (not here: libturbojpeg is not installed)")
         )
     curve = sampled.tune.curve if sampled.tune is not None else None
@@ -94,9 +131,10 @@ def _notes(
         n for n, text in (curve.notes if curve is not None else ()) if "measured at 1/" in text
     ]
     if shrunk:
+        why = "memory" if o.measured_pixels == o.max_pixels else "CPU (quality_pixels)"
         notes.append(
-            f"{len(shrunk)} sampled image(s) larger than {o.max_pixels:,} pixels had their "
-            f"quality measured at a reduced size, to bound memory (first: {shrunk[0]})"
+            f"{len(shrunk)} sampled image(s) larger than {o.measured_pixels:,} pixels had "
+            f"their quality measured at a reduced size, to bound {why} (first: {shrunk[0]})"
         )
     if not found.colour_dataset:
         notes.append("most images are grayscale, so grayscale images are not flagged")
@@ -124,7 +162,7 @@ def _sample(
         worst=o.worst,
         workers=o.workers,
         progress=bar,
-        max_pixels=o.max_pixels,
+        max_pixels=o.measured_pixels,
         measured=p.measured,
         client=client,
     )
@@ -162,6 +200,7 @@ def _checked(
         thresholds=a.thresholds,
         max_pixels=a.max_pixels,
         bytes_sample=a.bytes_sample,
+        quality_pixels=a.quality_pixels,
     )
 
 
@@ -171,8 +210,7 @@ class _Measured(NamedTuple):
     infos: list[FileInfo]
     found: ImageFindings
     ok: list[FileInfo]
-    level_bytes: np.ndarray
-    measured: int
+    level_bytes: LevelBytes
     sampled: SampleQuality
     t_files: float
     t_checks: float
@@ -202,14 +240,14 @@ def _inspect_and_measure(
         t_files = time.perf_counter()
         found = find_issues(p.infos, t.names, [t.class_of(i) for i in range(n)], o.thresholds)
         ok = [i for i in p.infos if not i.broken]
-        level_bytes, measured = _level_bytes(ok, t.source.num_scans)
+        level_bytes = _level_bytes(ok, t.source.num_scans)
         t_checks = time.perf_counter()
         if curve is None:
-            sampled = _sample(t, p, level_bytes, o, sample_bar, client)
+            sampled = _sample(t, p, level_bytes.total, o, sample_bar, client)
         else:
-            sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes, o=o)
+            sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes.total, o=o)
     return _Measured(
-        p.infos, found, ok, level_bytes, measured, sampled, t_files, t_checks, time.perf_counter()
+        p.infos, found, ok, level_bytes, sampled, t_files, t_checks, time.perf_counter()
     )
 
 
@@ -238,6 +276,7 @@ def _options_record(o: Options) -> dict[str, Any]:
         "max_pixels": o.max_pixels,
         "analysis_side": ANALYSIS_SIDE,
         "bytes_sample": o.bytes_sample,
+        "quality_pixels": o.quality_pixels,
     }
 
 
@@ -357,14 +396,8 @@ def audit(
             f"this source holds {n}"
         )
     m = _inspect_and_measure(t, o, curve, progress, client)
-    infos, found, ok, level_bytes, measured, sampled = (
-        m.infos,
-        m.found,
-        m.ok,
-        m.level_bytes,
-        m.measured,
-        m.sampled,
-    )
+    infos, found, ok, sampled = m.infos, m.found, m.ok, m.sampled
+    level_bytes, measured = m.level_bytes.total, m.level_bytes.measured
     t_files, t_checks, t_sample = m.t_files, m.t_checks, m.t_sample
     problems = _problems(t, infos, found, sampled)
     examples, thumbs = gallery(problems, found.scores, found.duplicate_sets, t.load, o.worst)
@@ -405,4 +438,5 @@ def audit(
             "report": end - t_sample,
         },
         bytes_measured=None if measured == len(ok) else measured,
+        bytes_interval=m.level_bytes.interval,
     )

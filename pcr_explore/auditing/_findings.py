@@ -68,6 +68,7 @@ class AuditFindings:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     bytes_measured: int | None = None
+    bytes_interval: np.ndarray | None = None
 
     @property
     def issue_counts(self) -> dict[str, int]:
@@ -157,7 +158,9 @@ class AuditFindings:
         -------
         list of dict
             ``scan``, ``bytes``, ``bytes_fraction`` and the metric's ``mean``,
-            ``p5``, ``p50``, ``p95`` (None when nothing was measured).
+            ``p5``, ``p50``, ``p95`` (None when nothing was measured); where
+            the bytes are estimated, ``bytes_low`` and ``bytes_high``, their
+            95% interval.
         """
         curve = self.curve
         frac = self.bytes_fraction
@@ -168,6 +171,8 @@ class AuditFindings:
                 "bytes": int(self.level_bytes[k]),
                 "bytes_fraction": float(frac[k]),
             }
+            if self.bytes_interval is not None:
+                row["bytes_low"], row["bytes_high"] = (int(b) for b in self.bytes_interval[:, k])
             for stat in ("mean", "p5", "p50", "p95"):
                 row[stat] = float(curve.statistic(stat)[k]) if curve is not None else None
             out.append(row)

@@ -61,7 +61,8 @@ def _levels(r: AuditFindings) -> str:
         rows.append(
             (
                 str(d["scan"]),
-                f"{d['bytes']:,}",
+                f"{d['bytes']:,}"
+                + (f" ({d['bytes_low']:,} to {d['bytes_high']:,})" if "bytes_low" in d else ""),
                 f"{d['bytes_fraction']:.1%}",
                 _fmt(d["mean"]),
                 _fmt(d["p5"]),
@@ -72,7 +73,9 @@ def _levels(r: AuditFindings) -> str:
     table = _table(
         (
             "scan",
-            "bytes" if r.bytes_measured is None else "bytes (estimated)",
+            "bytes"
+            if r.bytes_measured is None
+            else "bytes (estimated" + (", 95% interval)" if r.bytes_interval is not None else ")"),
             "of full",
             f"{metric} mean",
             "p5",
@@ -89,6 +92,7 @@ def _levels(r: AuditFindings) -> str:
         "all readable images"
         if r.bytes_measured is None
         else f"all readable images, estimated from the {r.bytes_measured:,} transcoded"
+        + (" (ratio estimate; its t interval)" if r.bytes_interval is not None else "")
     )
     return (
         f"<h2>Bytes and quality per scan level</h2><p class='meta'>Bytes: {bytes_from}; "

@@ -15,7 +15,9 @@ from ._checks import check_thresholds
 
 __all__ = [
     "DEFAULT_TARGETS",
+    "BYTES_SAMPLE",
     "MAX_QUALITY_PIXELS",
+    "QUALITY_PIXELS",
     "AuditOptions",
     "Options",
     "check_options",
@@ -26,6 +28,16 @@ __all__ = [
 # scaling, then a box reduction): all-level MS-SSIM costs about 250 bytes of
 # memory per pixel, so this keeps a worker near 1 GB at most.
 MAX_QUALITY_PIXELS = 1 << 22
+
+# By default a sampled image larger than this is measured at a reduced size,
+# so the quality sample's CPU does not grow with the photos: an ImageNet-sized
+# photo (500x375 or 600x450) is measured at half size, where each of its
+# levels costs a quarter of the full-size MS-SSIM.
+QUALITY_PIXELS = 1 << 17
+
+# Folder images transcoded by default for the bytes per level: the quality
+# sample's (transcoded anyway); the rest is estimated from them, with an interval.
+BYTES_SAMPLE = 64
 
 
 @public("pcr_explore")
@@ -45,18 +57,27 @@ class AuditOptions:
     max_pixels : int
         A sampled image larger than this is measured for quality at a reduced
         size, so a worker's memory stays bounded (the report says so).
+    quality_pixels : int, optional
+        The same, to bound the quality sample's CPU: a sampled image larger
+        than this (default 131,072 pixels: a 500x375 photo is measured at
+        half size) is measured at a reduced size (DCT scaling, every level
+        alike), and the report says so. None: at full size, up to
+        *max_pixels*.
     bytes_sample : int, optional
         Transcode only this many folder images for their bytes at each level
         (the start of the quality sample's seeded order, so they include the
-        quality sample), and estimate the dataset's bytes per level from
-        them: their bytes at each level over their source bytes, times all
-        readable images' source bytes. The others are still read, decoded
-        and checked, and a JPEG among them has its coefficients read as the
-        transcode would (libjpeg-turbo's TurboJPEG library, about a tenth of
-        the transcode's time), so corrupt data that Pillow decodes anyway is
-        still found; only without that library is it not. Default None:
-        every image is transcoded and the bytes are exact. A PCR dataset's
-        bytes always come from its record index.
+        quality sample; default 64, the quality sample itself), and estimate
+        the dataset's bytes per level from them: their bytes at each level
+        over their source bytes, times all readable images' source bytes,
+        with a 95% interval (a ratio estimate's t interval, finite population
+        corrected) that the report shows beside it. The others are still
+        read, decoded and checked, and a JPEG among them has its
+        coefficients read as the transcode would (libjpeg-turbo's TurboJPEG
+        library, about a tenth of the transcode's time), so corrupt data
+        that Pillow decodes anyway is still found; only without that library
+        is it not. None: every image is transcoded and the bytes are exact
+        (so are they when the folder holds no more images than the sample).
+        A PCR dataset's bytes always come from its record index.
     """
 
     worst: int = 6
@@ -64,7 +85,8 @@ class AuditOptions:
     quality: int = 90
     thresholds: Mapping[str, float] | None = None
     max_pixels: int = MAX_QUALITY_PIXELS
-    bytes_sample: int | None = None
+    quality_pixels: int | None = QUALITY_PIXELS
+    bytes_sample: int | None = BYTES_SAMPLE
 
 
 @dataclass(frozen=True)
@@ -84,6 +106,12 @@ class Options:
     thresholds: dict[str, float]
     max_pixels: int
     bytes_sample: int | None = None
+    quality_pixels: int | None = None
+
+    @property
+    def measured_pixels(self) -> int:
+        """The pixels a sampled image is measured at, at most: the memory or the CPU bound."""
+        return min(self.max_pixels, self.quality_pixels or self.max_pixels)
 
 
 def _count(name: str, value: object, low: int, *, none: bool = False) -> None:
@@ -108,6 +136,7 @@ def check_options(
     thresholds: Mapping[str, float] | None,
     max_pixels: int,
     bytes_sample: int | None = None,
+    quality_pixels: int | None = None,
 ) -> Options:
     """Validate every audit option at once, before any work (see :func:`~pcr_explore.audit`).
 
@@ -144,6 +173,7 @@ def check_options(
     _count("worst", worst, 0)
     _count("max_pixels", max_pixels, 1)
     _count("bytes_sample", bytes_sample, 1, none=True)
+    _count("quality_pixels", quality_pixels, 1, none=True)
     if not isinstance(luminance, bool):
         raise ValueError(f"luminance must be True or False, got {luminance!r}")
     check_backend_and_quality(backend, quality)
@@ -161,4 +191,5 @@ def check_options(
         thresholds=check_thresholds(thresholds),
         max_pixels=max_pixels,
         bytes_sample=bytes_sample,
+        quality_pixels=quality_pixels,
     )

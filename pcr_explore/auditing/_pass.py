@@ -103,7 +103,7 @@ def _jobs(
         t.source.num_scans,
         script,
         luminance=o.luminance,
-        max_pixels=o.max_pixels,
+        max_pixels=o.measured_pixels,
     )
     sampled = set(first)
     if t.dataset is None:

@@ -75,9 +75,10 @@ class AuditReport(AuditFindings):
         ``{"file": ..., "note": ...}`` for sources that could not be
         transcoded losslessly (non-JPEG formats, CMYK, EXIF rotations).
     level_bytes : ndarray of int
-        Bytes of all readable images at each scan level (cumulative); with
-        ``bytes_sample``, estimated from the images transcoded (see
-        ``bytes_measured`` and ``notes``).
+        Bytes of all readable images at each scan level (cumulative); where
+        the bytes sample holds only some (the default on a folder of more
+        than 64 images), estimated from the images transcoded (see
+        ``bytes_measured``, ``bytes_interval`` and ``notes``).
     source_bytes : int
         Bytes of the readable source files.
     tune : TuneResult or None
@@ -91,8 +92,11 @@ class AuditReport(AuditFindings):
     seconds : float
         Wall time of the audit.
     bytes_measured : int or None
-        Readable images whose bytes per level were measured, where
-        ``audit(..., bytes_sample=...)`` measured only some (None: all).
+        Readable images whose bytes per level were measured, where the
+        bytes sample (``AuditOptions.bytes_sample``) held only some (None: all).
+    bytes_interval : ndarray of int or None
+        (2, levels): the 95% interval of each estimated ``level_bytes``
+        (None when the bytes are exact, or estimated from one image).
 
     Examples
     --------

@@ -16,17 +16,22 @@ _MAX_SETS = 10
 def _levels(r: AuditFindings) -> list[str]:
     metric = r.options.get("metric", "")
     head = "bytes" if r.bytes_measured is None else "bytes (est.)"  # from a bytes sample
+    ci = r.bytes_interval is not None  # the estimate's 95% interval, as +- a share of it
     lines = [
-        f"{'scan':>4} {head:>14} {'of full':>8} {metric + ' mean':>12} {'p5':>8} "
-        f"{'p50':>8} {'p95':>8}"
+        f"{'scan':>4} {head:>14}{'95% interval' if ci else '':>14} {'of full':>8} "
+        f"{metric + ' mean':>12} {'p5':>8} {'p50':>8} {'p95':>8}"
     ]
     for d in r.levels():
+        half = (d["bytes_high"] - d["bytes_low"]) / 2 / max(d["bytes"], 1) if ci else 0.0
+        pm = f"{'+-':>7}{half:7.1%}" if ci else ""
         mark = "  <- recommended" if d["scan"] == r.recommended_scan else ""
         q = "".join(
             f" {d[s]:8.4f}" if d[s] is not None else f" {'-':>8}" for s in ("p5", "p50", "p95")
         )
         mean = f"{d['mean']:12.4f}" if d["mean"] is not None else f"{'-':>12}"
-        lines.append(f"{d['scan']:>4} {d['bytes']:>14,} {d['bytes_fraction']:8.3f} {mean}{q}{mark}")
+        lines.append(
+            f"{d['scan']:>4} {d['bytes']:>14,}{pm} {d['bytes_fraction']:8.3f} {mean}{q}{mark}"
+        )
     lines.append(
         "bytes: the images' JPEG bytes at each level (a PCR dataset's records add their "
         "headers: pcr-explore inspect)"

@@ -94,14 +94,26 @@ def register(sub: Any) -> None:
         help="measure the quality of larger sampled images at a reduced size "
         f"(bounds memory; default {MAX_QUALITY_PIXELS:,})",
     )
-    p.add_argument(
+    bytes_count = p.add_mutually_exclusive_group()
+    bytes_count.add_argument(
         "--bytes-sample",
         type=_positive,
-        default=None,
+        default=64,
         metavar="N",
-        help="transcode only N images (the quality sample among them) and estimate the "
-        "bytes per level from them; the other JPEGs only have their coefficients read "
-        "(default: every image transcoded, exact bytes)",
+        help="transcode N images (the quality sample among them; default 64) and estimate "
+        "the bytes per level from them, with a 95%% interval; the other JPEGs only have "
+        "their coefficients read",
+    )
+    bytes_count.add_argument(
+        "--exact-bytes",
+        action="store_true",
+        help="transcode every image: the exact bytes per level (slower)",
+    )
+    p.add_argument(
+        "--full-size-quality",
+        action="store_true",
+        help="measure the quality sample at full size (up to --max-pixels); by default an "
+        "image over 131,072 pixels is measured at a reduced size, to bound the CPU",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar, no table")
     dask_options(p, "audit")
@@ -110,6 +122,7 @@ def register(sub: Any) -> None:
 
 def _audit(args: argparse.Namespace) -> int:
     from ..auditing import AuditOptions, audit
+    from ..auditing._options import QUALITY_PIXELS
 
     with dask_client(args) as client:
         report = audit(
@@ -125,7 +138,8 @@ def _audit(args: argparse.Namespace) -> int:
             options=AuditOptions(
                 thresholds=dict(args.threshold),
                 max_pixels=args.max_pixels,
-                bytes_sample=args.bytes_sample,
+                bytes_sample=None if args.exact_bytes else args.bytes_sample,
+                quality_pixels=None if args.full_size_quality else QUALITY_PIXELS,
             ),
             client=client,
         )
