@@ -113,8 +113,9 @@ def measure_times(
             m = measure(c, t, repeats=repeats)
             nbytes[i, j], enc[i, j], dec[i, j] = m.encoded_bytes, m.encode_seconds, m.decode_seconds
     raw = np.array([np.asarray(t).nbytes for t in tensors], dtype=float)
+    n, nnz = counts.T
     names = tuple(c.name for c in cs)
-    return MeasuredTimes(names, tuple(map(str, groups)), *counts.T, raw, nbytes, enc, dec)
+    return MeasuredTimes(names, tuple(map(str, groups)), n, nnz, raw, nbytes, enc, dec)
 
 
 Predictor = Callable[[np.ndarray, np.ndarray], np.ndarray]

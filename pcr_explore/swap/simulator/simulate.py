@@ -22,7 +22,7 @@ profile's coefficients.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def _fixed_choice(s: _Setup, policy: Policy, allowed: np.ndarray) -> np.ndarray:
     """The choices of vDNN (always raw), of one codec where it applies, or of the oracle."""
     choice = np.zeros((s.K, s.T), dtype=np.int64)
     if policy.kind == "always":
-        o = s.options.index(policy.codec)
+        o = s.options.index(cast(str, policy.codec))  # candidates() found it there
         choice[:] = np.where(s.applicable[o], o, 0)
     elif policy.kind == "oracle":
         # argmin over the options: ties go to the lowest index, raw
