@@ -23,6 +23,8 @@ __all__ = [
 ]
 
 SizeModel = Literal["exact", "expected", "sampled"]
+#: The named buffers of an encoding.
+Parts = dict[str, np.ndarray | bytes]
 
 _ALLOWED_KINDS = "fiu"
 
@@ -211,7 +213,6 @@ class Codec(abc.ABC):
                 return f"{self.spec}:{getattr(self, f.name)}"
         return self.spec
 
-    @abc.abstractmethod
     def encode(self, array: np.ndarray) -> Encoded:
         """Encode a tensor.
 
@@ -230,8 +231,9 @@ class Codec(abc.ABC):
         SwapError
             If the array is not numeric or the codec cannot take it.
         """
+        arr = as_tensor(array)
+        return Encoded(self.name, tuple(arr.shape), arr.dtype.name, self._encode(arr))
 
-    @abc.abstractmethod
     def decode(self, encoded: Encoded) -> np.ndarray:
         """Decode an :class:`Encoded` back to an array of the original shape and dtype.
 
@@ -259,6 +261,19 @@ class Codec(abc.ABC):
         value, a bitmap or a delta decodes to a wrong value without an error.
         Where that matters, checksum ``Encoded.parts`` yourself.
         """
+        if not isinstance(encoded, Encoded):
+            raise SwapError(f"{self.name}: expected an Encoded, got {type(encoded).__name__}")
+        if encoded.codec != self.name:
+            raise SwapError(f"{self.name}: cannot decode data encoded by {encoded.codec!r}")
+        return self._decode(encoded)
+
+    @abc.abstractmethod
+    def _encode(self, arr: np.ndarray) -> Parts:
+        """The buffers of a tensor :func:`as_tensor` checked."""
+
+    @abc.abstractmethod
+    def _decode(self, encoded: Encoded) -> np.ndarray:
+        """The tensor of an encoding made by this codec (:meth:`decode` checked whose)."""
 
     @abc.abstractmethod
     def _size(self, n: Any, nnz: Any, itemsize: int, shape: tuple[int, ...] | None) -> Any:
@@ -352,18 +367,8 @@ class Codec(abc.ABC):
             return CodecError(0.0, 0.0)
         return CodecError.between(original, decoded)
 
-    def _encoded(self, arr: np.ndarray, parts: dict[str, np.ndarray | bytes]) -> Encoded:
-        return Encoded(self.name, tuple(arr.shape), arr.dtype.name, parts)
-
-    def _check_encoded(self, enc: Encoded) -> None:
-        if not isinstance(enc, Encoded):
-            raise SwapError(f"{self.name}: expected an Encoded, got {type(enc).__name__}")
-        if enc.codec != self.name:
-            raise SwapError(f"{self.name}: cannot decode data encoded by {enc.codec!r}")
-
     def _stream(self, enc: Encoded) -> bytes:
         """The byte stream of a codec that stores one, checked."""
-        self._check_encoded(enc)
         stream = enc.parts.get("stream")
         if not isinstance(stream, bytes):
             raise SwapError(f"{self.name}: encoded data lacks its byte stream")

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import Codec, Encoded, SizeModel, as_tensor, nonzero_share
+from ._base import Codec, Encoded, Parts, SizeModel, nonzero_share
 
 __all__ = ["LZ4", "Zstd", "iid_sample"]
 
@@ -48,12 +48,11 @@ class _ByteCodec(Codec):
     def _decompress(self, data: bytes, size: int) -> bytes:
         raise NotImplementedError
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         data = memoryview(arr.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
-        return self._encoded(arr, {"stream": self._compress(data)})
+        return {"stream": self._compress(data)}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         stream = self._stream(encoded)
         try:
             raw = self._decompress(stream, encoded.raw_nbytes)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import Codec, Encoded, as_tensor
+from ._base import Codec, Encoded, Parts
 
 __all__ = ["ZFP", "Binarize", "zfp_available"]
 
@@ -74,23 +74,22 @@ class ZFP(Codec):
     shape_dependent: ClassVar[bool] = True
     rate: int = 16
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         if arr.dtype.kind != "f":
             raise SwapError(f"{self.name}: takes float tensors, got {arr.dtype}")
         work = arr.astype(np.float32) if arr.dtype.itemsize < 4 else arr
         if self.rate > 8 * work.dtype.itemsize:
             raise SwapError(f"{self.name}: rate {self.rate} exceeds the bits of {arr.dtype}")
         if arr.size == 0:
-            return self._encoded(arr, {"stream": b""})  # zfpy crashes on empty arrays
+            return {"stream": b""}  # zfpy crashes on empty arrays
         if not np.all(np.isfinite(work)):
             raise SwapError(f"{self.name}: cannot encode NaN or infinite values")
         import zfpy  # a missing one raises MissingExtraError naming the [zfp] extra
 
         stream = zfpy.compress_numpy(work.reshape(_zfp_shape(arr.shape)), rate=self.rate)
-        return self._encoded(arr, {"stream": bytes(stream)})
+        return {"stream": bytes(stream)}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         stream = self._stream(encoded)
         if encoded.n == 0:
             return np.zeros(encoded.shape, dtype=encoded.dtype)
@@ -130,13 +129,11 @@ class Binarize(Codec):
     spec: ClassVar[str] = "binarize"
     lossless: ClassVar[bool] = False
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         bits = np.packbits(arr.reshape(-1) > 0, bitorder="little")
-        return self._encoded(arr, {"bits": bits})
+        return {"bits": bits}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         bits = encoded.parts.get("bits")
         if not isinstance(bits, np.ndarray) or bits.size != (encoded.n + 7) // 8:
             raise SwapError(f"binarize: corrupt data for {encoded.n} elements")

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import Codec, Encoded, SizeModel, as_tensor, bit_view, nonzero_mask, nonzero_share
+from ._base import Codec, Encoded, Parts, SizeModel, bit_view, nonzero_mask, nonzero_share
 
 __all__ = ["ZVC", "Bitmap", "CSR", "Delta8", "ZeroRLE"]
 
@@ -104,8 +104,7 @@ class ZVC(Codec):
         words = -(-chunk // 32)
         return self.threads, chunk, words
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         flat = arr.reshape(-1)
         n = flat.size
         if n >= 2**32:
@@ -127,10 +126,9 @@ class ZVC(Codec):
         if words:
             np.cumsum(_chunk_counts(masks, threads, words)[:-1], out=offsets[1:], dtype=np.uint64)
         values = np.compress(nz, flat)
-        return self._encoded(arr, {"values": values, "masks": masks, "offsets": offsets})
+        return {"values": values, "masks": masks, "offsets": offsets}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         n = encoded.n
         threads, chunk, words = self._layout(n)
         masks = _part(encoded, "masks", "<u4")
@@ -167,15 +165,13 @@ class Bitmap(Codec):
 
     spec: ClassVar[str] = "bitmap"
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         flat = arr.reshape(-1)
         nz = nonzero_mask(flat)
         bitmap = np.packbits(nz, bitorder="little")
-        return self._encoded(arr, {"values": np.compress(nz, flat), "bitmap": bitmap})
+        return {"values": np.compress(nz, flat), "bitmap": bitmap}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         n = encoded.n
         bitmap = _part(encoded, "bitmap", "uint8")
         if bitmap.size != (n + 7) // 8:
@@ -210,8 +206,7 @@ class CSR(Codec):
     spec: ClassVar[str] = "csr"
     shape_dependent: ClassVar[bool] = True
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         if arr.size >= 2**31:
             raise SwapError(f"csr: {arr.size} elements overflow int32 indices")
         rows, cols = _csr_dims(arr.shape, arr.size)
@@ -223,12 +218,9 @@ class CSR(Codec):
             row = col = idx
         row_ptr = np.zeros(int(rows) + 1, dtype=np.int32)
         np.cumsum(np.bincount(row, minlength=int(rows)), out=row_ptr[1:])
-        return self._encoded(
-            arr, {"values": flat.take(idx), "col_idx": col.astype(np.int32), "row_ptr": row_ptr}
-        )
+        return {"values": flat.take(idx), "col_idx": col.astype(np.int32), "row_ptr": row_ptr}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         rows, cols = _csr_dims(encoded.shape, encoded.n)
         col = _part(encoded, "col_idx", "int32")
         row_ptr = _part(encoded, "row_ptr", "int32")
@@ -265,18 +257,16 @@ class Delta8(Codec):
     spec: ClassVar[str] = "delta8"
     size_model: ClassVar[SizeModel] = "expected"
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         flat = arr.reshape(-1)
         idx = np.flatnonzero(nonzero_mask(flat))
         gaps = np.diff(idx, prepend=-1) - 1
         escapes, rest = np.divmod(gaps, 255)
         index = np.full(int(escapes.sum()) + idx.size, 255, dtype=np.uint8)
         index[np.cumsum(escapes + 1) - 1] = rest
-        return self._encoded(arr, {"values": flat.take(idx), "index": index})
+        return {"values": flat.take(idx), "index": index}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         index = _part(encoded, "index", "uint8")
         is_value = index != 255
         steps = np.where(is_value, index.astype(np.int64) + 1, 255)
@@ -308,8 +298,7 @@ class ZeroRLE(Codec):
     spec: ClassVar[str] = "rle"
     size_model: ClassVar[SizeModel] = "expected"
 
-    def encode(self, array: np.ndarray) -> Encoded:
-        arr = as_tensor(array)
+    def _encode(self, arr: np.ndarray) -> Parts:
         flat = arr.reshape(-1)
         if flat.size >= 2**32:
             raise SwapError(f"rle: {flat.size} elements overflow the 32-bit run lengths")
@@ -320,10 +309,9 @@ class ZeroRLE(Codec):
         runs = np.empty((starts.size, 2), dtype="<u4")
         runs[:, 0] = starts - np.concatenate(([0], ends[:-1]))
         runs[:, 1] = ends - starts
-        return self._encoded(arr, {"values": np.compress(nz, flat), "runs": runs})
+        return {"values": np.compress(nz, flat), "runs": runs}
 
-    def decode(self, encoded: Encoded) -> np.ndarray:
-        self._check_encoded(encoded)
+    def _decode(self, encoded: Encoded) -> np.ndarray:
         runs = _part(encoded, "runs", "<u4")
         if runs.ndim != 2 or runs.shape[1] != 2:
             raise SwapError("rle: corrupt data: runs must be an (R, 2) array")
