@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -300,30 +300,15 @@ class QualityCurve:
                 f"metric {metric!r} was not computed; available: "
                 f"{', '.join(self.per_image.metrics)}"
             )
-        return summarise(
-            metric,
-            self.per_image,
-            population=self.population,
-            luminance=self.luminance,
-            failed=self.failed,
-            notes=self.notes,
-            seed=self.seed,
-        )
+        kept = ("population", "luminance", "failed", "notes", "seed")
+        return summarise(metric, self.per_image, **{k: getattr(self, k) for k in kept})
 
     def levels(self) -> list[dict[str, Any]]:
         """Return one JSON-ready dict per level: scan, bytes_fraction, mean, p5, p50, p95."""
+        columns = ("bytes_fraction", *STATISTICS_OF_CURVE)
         return [
-            {
-                "scan": int(k),
-                "bytes_fraction": float(f),
-                "mean": float(m),
-                "p5": float(a),
-                "p50": float(b),
-                "p95": float(c),
-            }
-            for k, f, m, a, b, c in zip(
-                self.scans, self.bytes_fraction, self.mean, self.p5, self.p50, self.p95
-            )
+            {"scan": int(k), **{c: float(getattr(self, c)[i]) for c in columns}}
+            for i, k in enumerate(self.scans)
         ]
 
     def to_dict(self) -> dict[str, Any]:
@@ -378,14 +363,7 @@ def summarise(
         frac = total / total[-1]
     else:
         mean = p5 = p50 = p95 = frac = np.full(s, np.nan)
-    per_image = PerImageQuality(
-        indices=table.indices,
-        names=table.names,
-        labels=table.labels,
-        bytes=nbytes,
-        values=values,
-        metrics=dict(table.metrics),
-    )
+    per_image = replace(table, values=values, metrics=dict(table.metrics))
     return QualityCurve(
         metric=metric,
         scans=np.arange(1, s + 1),

@@ -246,15 +246,7 @@ def _level_quality(
             for m in METRICS:
                 out[m][k] = out[m][j]
             continue
-        y = (
-            full
-            if k == s - 1
-            else _decode(levels[k], luminance, f"{source} (scan {k + 1})", shrink)
-        )
-        if y.shape != full.shape:
-            raise JPEGError(
-                f"{source}: scan {k + 1} decodes to {y.shape}, the full image to {full.shape}"
-            )
+        y = _level_pixels(levels, k, full, luminance, source, shrink)
         if k == s - 1 or np.array_equal(y, full):
             for m in wanted:
                 out[m][k] = math.inf if m == "psnr" else 1.0
@@ -320,15 +312,26 @@ def custom_level_values(levels: Sequence[bytes], fn: MetricFn, *, source: str) -
     True
     """
     full = _decode(levels[-1], False, f"{source} (full)")
-    out = np.empty(len(levels))
-    for k, data in enumerate(levels):
-        y = full if k == len(levels) - 1 else _decode(data, False, f"{source} (scan {k + 1})")
-        if y.shape != full.shape:
-            raise JPEGError(
-                f"{source}: scan {k + 1} decodes to {y.shape}, the full to {full.shape}"
-            )
-        out[k] = float(fn([full], [y]))
-    return out
+    return np.array(
+        [
+            float(fn([full], [_level_pixels(levels, k, full, False, source)]))
+            for k in range(len(levels))
+        ]
+    )
+
+
+def _level_pixels(
+    levels: Sequence[bytes], k: int, full: np.ndarray, luminance: bool, source: str, shrink: int = 1
+) -> np.ndarray:
+    """Level ``k + 1`` decoded as *full* was (the full image itself for the last level)."""
+    if k == len(levels) - 1:
+        return full
+    y = _decode(levels[k], luminance, f"{source} (scan {k + 1})", shrink)
+    if y.shape != full.shape:
+        raise JPEGError(
+            f"{source}: scan {k + 1} decodes to {y.shape}, the full image to {full.shape}"
+        )
+    return y
 
 
 def source_levels(src: LevelSource, i: int) -> list[bytes]:

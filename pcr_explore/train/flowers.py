@@ -84,20 +84,19 @@ class SplitDatasets:
     images: Path
     note: str = ""
 
-    def __str__(self) -> str:
-        text = (
+    def _counts(self) -> str:
+        return (
             f"{self.train_images} training and {self.val_images} validation images in "
-            f"{len(self.classes)} classes ({', '.join(self.classes)}): {self.train}, {self.val}"
+            f"{len(self.classes)} classes ({', '.join(self.classes)})"
         )
+
+    def __str__(self) -> str:
+        text = f"{self._counts()}: {self.train}, {self.val}"
         return f"{text}\nnote: {self.note}" if self.note else text
 
     def _repr_html_(self) -> str:
         # paragraphs wrap between words, where a long plain-text line may break inside one
-        text = (
-            f"{self.train_images} training and {self.val_images} validation images in "
-            f"{len(self.classes)} classes ({', '.join(self.classes)})"
-        )
-        out = f"<p>{html.escape(text)}: <code>{html.escape(str(self.train))}</code>, "
+        out = f"<p>{html.escape(self._counts())}: <code>{html.escape(str(self.train))}</code>, "
         out += f"<code>{html.escape(str(self.val))}</code></p>"
         return out + (f"<p><b>Note:</b> {html.escape(self.note)}</p>" if self.note else "")
 
@@ -106,8 +105,20 @@ def _is_split(folder: Path) -> bool:
     return (folder / "train").is_dir() and (folder / "val").is_dir()
 
 
-def _hash_key(name: str, seed: int) -> str:
-    return hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()
+def _by_class(root: Path, per_class: int | None, seed: int) -> dict[str | None, list[str]]:
+    """The images of each class of *root* (None: at the top), at most *per_class*, in hash order.
+
+    The order is a hash of each name and *seed*: the same on every machine.
+    """
+    items, _ = find_sources(root)
+    by_class: dict[str | None, list[str]] = {}
+    for item in items:
+        by_class.setdefault(item.label, []).append(item.name)
+
+    def key(name: str) -> str:
+        return hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()
+
+    return {c: sorted(names, key=key)[:per_class] for c, names in by_class.items()}
 
 
 @public("pcr_explore.train")
@@ -162,20 +173,16 @@ def split_folder(
     if per_class is not None and per_class < 2:
         raise ValueError(f"per_class must be at least 2, got {per_class}")
     root, dst = Path(src), Path(out)
-    items, classes = find_sources(root)
-    if not classes or any(i.label is None for i in items):
+    by_class = _by_class(root, per_class, seed)
+    if not by_class or None in by_class:
         raise DatasetError(f"{root}: every image must sit in a class sub-folder")
-    by_class: dict[str, list[str]] = {c: [] for c in classes}
-    for item in items:
-        by_class[str(item.label)].append(item.name)
     for side in ("train", "val"):
         shutil.rmtree(dst / side, ignore_errors=True)
     for cls, names in by_class.items():
-        names = sorted(names, key=lambda n: _hash_key(n, seed))[:per_class]
         n_val = int(round(len(names) * val_fraction))
         if n_val < 1 or n_val >= len(names):
             raise DatasetError(
-                f"{root / cls}: {len(names)} images cannot give both sides of a "
+                f"{root / str(cls)}: {len(names)} images cannot give both sides of a "
                 f"{val_fraction:.0%} validation split"
             )
         for k, name in enumerate(names):
@@ -193,13 +200,9 @@ def _link(src: Path, target: Path) -> None:
 
 def _link_subset(src: Path, dst: Path, per_class: int | None, seed: int) -> Path:
     """At most *per_class* images of each class of *src* (hash order), linked into *dst*."""
-    items, _ = find_sources(src)
     shutil.rmtree(dst, ignore_errors=True)
-    by_class: dict[str | None, list[str]] = {}
-    for item in items:
-        by_class.setdefault(item.label, []).append(item.name)
-    for names in by_class.values():
-        for name in sorted(names, key=lambda n: _hash_key(n, seed))[:per_class]:
+    for names in _by_class(src, per_class, seed).values():
+        for name in names:
             _link(src / name, dst / name)
     return dst
 

@@ -11,7 +11,9 @@ epoch, as they would be without a local cache.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,20 +36,6 @@ Scans = Sequence[int] | Literal["auto"]
 
 def _open(ds: PCRDataset | str | os.PathLike[str]) -> PCRDataset:
     return ds if isinstance(ds, PCRDataset) else open_dataset(str(ds))
-
-
-def _plan(scans: Scans, num_scans: int, where: str) -> list[int | str]:
-    if isinstance(scans, str):
-        if scans != "auto":
-            raise ValueError(f"scans must be a sequence of levels or 'auto', got {scans!r}")
-        return ["auto"]
-    plan: list[int | str] = []
-    for k in check_scans(scans, num_scans, where=where):
-        if k not in plan:
-            plan.append(k)
-    if not plan:
-        raise ValueError("scans is empty")
-    return plan
 
 
 def _check_labels(train: PCRDataset, val: PCRDataset) -> int:
@@ -182,11 +170,10 @@ def train_at_levels(
     """
     torch = require_torch("train_at_levels")
     o = options or TrainOptions()
-    batch_size, lr, retune_every = o.batch_size, o.lr, o.retune_every
-    if size < 8 or epochs < 1 or batch_size < 1 or retune_every < 1:
+    if size < 8 or epochs < 1 or o.batch_size < 1 or o.retune_every < 1:
         raise ValueError(
             f"need size >= 8, epochs, batch_size and retune_every >= 1; got size={size}, "
-            f"epochs={epochs}, batch_size={batch_size}, retune_every={retune_every}"
+            f"epochs={epochs}, batch_size={o.batch_size}, retune_every={o.retune_every}"
         )
     bw = None if bandwidth is None else parse_bandwidth(bandwidth)
     train_ds, val_ds = _open(train), _open(val)
@@ -195,37 +182,26 @@ def train_at_levels(
     plan, curriculum = _plan_runs(scans, schedule, train_ds)
     reader = throttled(train_ds, bandwidth=bw) if bw is not None else train_ds
     val_level = read_level(val_ds, scan=None, size=size, workers=workers)
+    setup = _Setup(reader, val_level, o, size, seed, workers)
 
     from .._pool import progress_bar as tqdm
 
     bar = tqdm(total=len(plan) * epochs, desc="train", unit="epoch", disable=not progress)
-
-    def after_epoch(run: LevelRun) -> None:
-        bar.set_postfix_str(f"{run.label}: acc {run.epochs[-1].val_accuracy:.3f}")
-        bar.update()
-        if on_epoch is not None:
-            on_epoch(run)
-
     runs: list[LevelRun] = []
     models: dict[str, Any] = {}
     try:
         for target in plan:
             torch.manual_seed(seed)
             net = build_model(model, num_classes=num_classes)
-            run = _train_run(
-                net,
-                target,
-                reader,
-                val_level,
-                curriculum=curriculum if target == "schedule" else None,
-                full=full,
-                epochs=epochs,
-                o=o,
-                size=size,
-                seed=seed,
-                workers=workers,
-                after_epoch=after_epoch,
-            )
+            run = LevelRun(target, ())
+            for stats in _train_run(
+                net, target, setup, curriculum if target == "schedule" else None, epochs
+            ):
+                run = LevelRun(target, (*run.epochs, stats))
+                bar.set_postfix_str(f"{run.label}: acc {stats.val_accuracy:.3f}")
+                bar.update()
+                if on_epoch is not None:
+                    on_epoch(run)
             runs.append(run)
             models[run.label] = net
     finally:
@@ -237,11 +213,11 @@ def train_at_levels(
         model=name,
         seed=seed,
         epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
+        batch_size=o.batch_size,
+        lr=o.lr,
         bandwidth=bw,
         num_scans=full,
-        level_bytes={k: train_ds.bytes_at(k) for k in sorted({*range(1, full + 1)})},
+        level_bytes={k: train_ds.bytes_at(k) for k in range(1, full + 1)},
         train_images=len(train_ds),
         val_images=len(val_ds),
         classes=tuple(train_ds.classes),
@@ -255,82 +231,65 @@ def _plan_runs(
 ) -> tuple[list[int | str], ScanSchedule | None]:
     """The runs to train (levels, ``"auto"``, ``"schedule"``) and the curriculum, if any."""
     full = train_ds.num_scans
-    curriculum = _schedule(schedule, full)
+    curriculum = None
+    if schedule is not None:
+        curriculum = (
+            schedule if isinstance(schedule, ScanSchedule) else ScanSchedule.parse(schedule)
+        )
+        curriculum.check(full)
+    extra: list[int | str] = [] if curriculum is None else ["schedule"]
     if curriculum is not None and scans is None:
-        return ["schedule"], curriculum
-    plan: list[int | str] = _plan(
-        default_levels(full) if scans is None else scans, full, train_ds.url
-    )
-    return plan + (["schedule"] if curriculum is not None else []), curriculum
+        return extra, curriculum
+    if isinstance(scans, str):
+        if scans != "auto":
+            raise ValueError(f"scans must be a sequence of levels or 'auto', got {scans!r}")
+        return ["auto", *extra], curriculum
+    levels = check_scans(default_levels(full) if scans is None else scans, full, where=train_ds.url)
+    if not levels:
+        raise ValueError("scans is empty")
+    return [*dict.fromkeys(levels), *extra], curriculum
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every run of one call shares."""
+
+    reader: PCRDataset
+    val_level: Any
+    o: TrainOptions
+    size: int
+    seed: int
+    workers: int
 
 
 def _train_run(
-    net: Any,
-    target: int | str,
-    reader: PCRDataset,
-    val_level: Any,
-    *,
-    curriculum: ScanSchedule | None,
-    full: int,
-    epochs: int,
-    o: TrainOptions,
-    size: int,
-    seed: int,
-    workers: int,
-    after_epoch: Callable[[LevelRun], None],
-) -> LevelRun:
-    """Train *net* (freshly seeded) for *epochs* at *target*'s levels; *after_epoch* sees each."""
+    net: Any, target: int | str, setup: _Setup, curriculum: ScanSchedule | None, epochs: int
+) -> Iterator[EpochStats]:
+    """Train *net* (freshly seeded) for *epochs* at *target*'s levels, yielding each epoch."""
     torch = require_torch("train_at_levels")
-    opt = torch.optim.Adam(net.parameters(), lr=o.lr)
+    opt = torch.optim.Adam(net.parameters(), lr=setup.o.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
-    gen = torch.Generator().manual_seed(seed)
-    scan = full if isinstance(target, str) else int(target)
-    auto = target == "auto"
-    run = LevelRun(target, ())
+    gen = torch.Generator().manual_seed(setup.seed)
+    scan = setup.reader.num_scans if isinstance(target, str) else int(target)
+    auto, every = target == "auto", setup.o.retune_every
     for epoch in range(1, epochs + 1):
         if curriculum is not None:
             scan = curriculum.level(epoch)
-        stats, scan = _epoch(
-            net,
-            (opt, sched, gen),
-            reader,
-            val_level,
-            # the first level is tuned before training; the next ones during
-            # the epoch before theirs, from its training steps' own gradients
-            tune=(auto and epoch == 1, auto and epoch < epochs and epoch % o.retune_every == 0),
-            scan=scan,
-            epoch=epoch,
-            o=o,
-            size=size,
-            seed=seed,
-            workers=workers,
-        )
-        run = LevelRun(target, (*run.epochs, stats))
-        after_epoch(run)
-    return run
-
-
-def _schedule(schedule: ScanSchedule | str | None, num_scans: int) -> ScanSchedule | None:
-    if schedule is None:
-        return None
-    s = schedule if isinstance(schedule, ScanSchedule) else ScanSchedule.parse(schedule)
-    s.check(num_scans)
-    return s
+        # the first level is tuned before training; the next ones during the
+        # epoch before theirs, from its training steps' own gradients
+        tune = (auto and epoch == 1, auto and epoch < epochs and epoch % every == 0)
+        stats, scan = _epoch(net, (opt, sched, gen), setup, tune=tune, scan=scan, epoch=epoch)
+        yield stats
 
 
 def _epoch(
     net: Any,
     optimiser: tuple[Any, Any, Any],
-    reader: PCRDataset,
-    val_level: Any,
+    setup: _Setup,
     *,
     tune: tuple[bool, bool],
     scan: int,
     epoch: int,
-    o: TrainOptions,
-    size: int,
-    seed: int,
-    workers: int,
 ) -> tuple[EpochStats, int]:
     """One epoch at *scan*, timed; and the next epoch's level.
 
@@ -340,58 +299,32 @@ def _epoch(
     are the trained level's).
     """
     opt, sched, gen = optimiser
+    o, reader, size, workers = setup.o, setup.reader, setup.size, setup.workers
+    tuning: dict[str, Any] = dict(scans=o.auto_scans, batches=o.tune_batches, workers=workers)
+    tuning.update(threshold=o.threshold, size=size)
     tune_s, tune_bytes = 0.0, 0
     if tune[0]:
         tuned = tune_by_gradient(
-            reader,
-            model=net,
-            scans=o.auto_scans,
-            batches=o.tune_batches,
-            batch_size=o.batch_size,
-            threshold=o.threshold,
-            size=size,
-            seed=seed + epoch,
-            workers=workers,
+            reader, model=net, batch_size=o.batch_size, seed=setup.seed + epoch, **tuning
         )
         scan, tune_s, tune_bytes = tuned.scan, tuned.seconds, tuned.bytes_read
     level = read_level(reader, scan=scan, size=size, workers=workers)
-    steps = -(-len(level.labels) // o.batch_size)
-    tuner = None
-    if tune[1]:
-        tuner = StepTuner(
-            reader,
-            model=net,
-            trained=scan,
-            scans=o.auto_scans,
-            batches=o.tune_batches,
-            start=max(0, steps - o.tune_batches),
-            threshold=o.threshold,
-            size=size,
-            workers=workers,
-        )
-    t0 = _now()
-    try:
-        loss = train_epoch(
-            net,
-            opt,
-            level.images,
-            level.labels,
-            batch_size=o.batch_size,
-            generator=gen,
-            on_step=tuner,
-        )
-    finally:
-        if tuner is not None:
-            tuner.__exit__(None, None, None)
-    compute = _now() - t0
+    # the tuner sees the epoch's last steps (the latest weights)
+    start = max(0, -(-len(level.labels) // o.batch_size) - o.tune_batches)
+    steps = StepTuner(reader, model=net, trained=scan, start=start, **tuning) if tune[1] else None
+    t0 = time.perf_counter()
+    with steps or nullcontext():
+        x, y = level.images, level.labels
+        loss = train_epoch(net, opt, x, y, batch_size=o.batch_size, generator=gen, on_step=steps)
+    compute = time.perf_counter() - t0
     next_scan = scan
-    if tuner is not None:  # its time and reads were spent in this epoch, not in training
-        next_scan = tuner.result().scan
-        compute -= tuner.seconds
-        tune_s, tune_bytes = tune_s + tuner.seconds, tune_bytes + tuner.bytes_read
+    if steps is not None:  # its time and reads were spent in this epoch, not in training
+        next_scan = steps.result().scan
+        compute -= steps.seconds
+        tune_s, tune_bytes = tune_s + steps.seconds, tune_bytes + steps.bytes_read
     sched.step()
-    t0 = _now()
-    acc = evaluate(net, val_level.images, val_level.labels)
+    t0 = time.perf_counter()
+    acc = evaluate(net, setup.val_level.images, setup.val_level.labels)
     stats = EpochStats(
         epoch=epoch,
         scan=scan,
@@ -400,13 +333,7 @@ def _epoch(
         bytes_read=level.bytes_read + tune_bytes,
         load_seconds=level.seconds,
         compute_seconds=compute,
-        eval_seconds=_now() - t0,
+        eval_seconds=time.perf_counter() - t0,
         tune_seconds=tune_s,
     )
     return stats, next_scan
-
-
-def _now() -> float:
-    import time
-
-    return time.perf_counter()

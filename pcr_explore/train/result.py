@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import html
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._json import to_json
+from .._json import json_safe, to_json
 from .._public import public
 from ..storage._atomic import atomic_write
 
@@ -263,22 +263,8 @@ class TrainResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The result as a JSON-ready dict (without the models)."""
-        return {
-            "levels": [r.to_dict() for r in self.levels],
-            "size": self.size,
-            "model": self.model,
-            "seed": self.seed,
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "lr": self.lr,
-            "bandwidth": self.bandwidth,
-            "num_scans": self.num_scans,
-            "level_bytes": {str(k): v for k, v in self.level_bytes.items()},
-            "train_images": self.train_images,
-            "val_images": self.val_images,
-            "classes": list(self.classes),
-            "schedule": self.schedule,
-        }
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "models"}
+        return json_safe({**d, "levels": [r.to_dict() for r in self.levels]})
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
         """The result as JSON (non-finite numbers as ``null``); written to *path* if given."""
@@ -318,12 +304,14 @@ class TrainResult:
         cells = [[k for k in rows[0]]] + [[_fmt(k, v) for k, v in row.items()] for row in rows]
         widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
         lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+        return "\n".join([self._setting(), *lines])
+
+    def _setting(self) -> str:
         bw = "unthrottled" if self.bandwidth is None else f"{self.bandwidth / 1e6:g} MB/s"
-        head = (
-            f"{self.train_images} training images at {self.size}px, {self.epochs} epochs, "
+        return (
+            f"{self.train_images} training images at {self.size} px, {self.epochs} epochs, "
             f"{self.model}, seed {self.seed}, storage {bw}"
         )
-        return "\n".join([head, *lines])
 
     def _repr_html_(self) -> str:
         rows = self.rows()
@@ -334,12 +322,7 @@ class TrainResult:
             + "</tr>"
             for row in rows
         )
-        bw = "unthrottled" if self.bandwidth is None else f"{self.bandwidth / 1e6:g} MB/s"
-        cap = (
-            f"{self.train_images} training images at {self.size} px, {self.epochs} epochs, "
-            f"{html.escape(self.model)}, seed {self.seed}, storage {bw}; validation at full "
-            "quality"
-        )
+        cap = html.escape(f"{self._setting()}; validation at full quality")
         return f"<table><caption>{cap}</caption><tr>{head}</tr>{body}</table>"
 
 

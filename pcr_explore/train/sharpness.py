@@ -13,6 +13,7 @@ downloaded.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -24,7 +25,7 @@ from .._public import public
 from ..encode.sample import write_sample_images
 from ..errors import DatasetError
 from ..storage._atomic import atomic_write
-from .flowers import SplitDatasets, prepare_split
+from .flowers import SplitDatasets, _read_stamp, prepare_split
 
 __all__ = ["sharpness_task"]
 
@@ -167,7 +168,7 @@ def sharpness_task(
     }
     images = dst / "images"
     stamp_file = dst / "task.json"
-    if not (stamp_file.exists() and json.loads(stamp_file.read_text()) == stamp):
+    if _read_stamp(stamp_file) != stamp:
         import shutil
 
         shutil.rmtree(images, ignore_errors=True)
@@ -186,6 +187,4 @@ def sharpness_task(
         f"{patch}x{patch} px patches of {where}, half blurred by a "
         f"Gaussian of sigma {sigma:g} px; validation from {val_photos} photos not trained on"
     )
-    return SplitDatasets(
-        data.train, data.val, data.classes, data.train_images, data.val_images, images, note
-    )
+    return dataclasses.replace(data, images=images, note=note)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from cachetools import LRUCache
@@ -20,34 +20,14 @@ __all__ = ["LevelCache", "VIEW_MODES"]
 _V = TypeVar("_V")
 
 
-class _LRU(Generic[_V]):
-    """cachetools' least-recently-used map, counting hits and misses; maxsize 0 stores nothing."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: LRUCache[Hashable, _V] = LRUCache(maxsize=max(1, maxsize))
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable, make: Callable[[], _V]) -> _V:
-        if key in self._data:
-            self.hits += 1
-            return self._data[key]  # a lookup marks it recently used
-        self.misses += 1
-        value = make()
-        if self.maxsize > 0:
-            self._data[key] = value
-        return value
-
-    def peek(self, key: Hashable) -> _V | None:
-        """The value cached under *key*, or None (not counted as a hit or miss)."""
-        return self._data.get(key)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def clear(self) -> None:
-        self._data.clear()
+def _cached(cache: LRUCache[Hashable, _V], key: Hashable, make: Callable[[], _V]) -> _V:
+    """``cache[key]``, made by ``make()`` and kept on a miss (maxsize 0: never kept)."""
+    if key in cache:
+        return cache[key]  # a lookup marks it recently used
+    value = make()
+    if cache.maxsize > 0:
+        cache[key] = value
+    return value
 
 
 @public("pcr_explore.quality.compare")
@@ -84,11 +64,11 @@ class LevelCache:
     ) -> None:
         self.source = source
         self.max_side = max_side
-        self._jpeg: _LRU[bytes] = _LRU(maxsize)
-        self._display: _LRU[bytes] = _LRU(maxsize)
-        self._pixels: _LRU[np.ndarray] = _LRU(maxsize)
-        self._level_bytes: _LRU[np.ndarray] = _LRU(maxsize)
-        self._per_image: _LRU[object] = _LRU(maxsize)
+        self._jpeg: LRUCache[Hashable, bytes] = LRUCache(maxsize)
+        self._display: LRUCache[Hashable, bytes] = LRUCache(maxsize)
+        self._pixels: LRUCache[Hashable, np.ndarray] = LRUCache(maxsize)
+        self._level_bytes: LRUCache[Hashable, np.ndarray] = LRUCache(maxsize)
+        self._per_image: LRUCache[Hashable, Any] = LRUCache(maxsize)
 
     @property
     def num_scans(self) -> int:
@@ -97,14 +77,16 @@ class LevelCache:
 
     def jpeg(self, i: int, scan: int | None = None) -> bytes:
         """Image *i* at level *scan* (None: all scans), as the source's JPEG bytes."""
-        return self._jpeg.get((i, scan), lambda: self.source.jpeg_bytes(i, scan))
+        return _cached(self._jpeg, (i, scan), lambda: self.source.jpeg_bytes(i, scan))
 
     def display(self, i: int, scan: int | None = None) -> bytes:
         """The display copy of image *i* at level *scan* (see :func:`display_jpeg`)."""
         o = orientation_of(self.source, i)
-        return self._display.get(
-            (i, scan), lambda: display_jpeg(self.jpeg(i, scan), self.max_side, orientation=o)
-        )
+
+        def make() -> bytes:
+            return display_jpeg(self.jpeg(i, scan), self.max_side, orientation=o)
+
+        return _cached(self._display, (i, scan), make)
 
     def pixels(self, i: int, scan: int | None = None) -> np.ndarray:
         """The display copy of image *i* at level *scan*, decoded (read-only array)."""
@@ -114,7 +96,7 @@ class LevelCache:
             arr.flags.writeable = False
             return arr
 
-        return self._pixels.get((i, scan), make)
+        return _cached(self._pixels, (i, scan), make)
 
     def views(
         self,
@@ -172,7 +154,7 @@ class LevelCache:
 
     def level_bytes(self, i: int) -> np.ndarray:
         """Bytes of image *i* at levels 1..num_scans."""
-        return self._level_bytes.get(i, lambda: np.asarray(self.source.level_bytes(i)))
+        return _cached(self._level_bytes, i, lambda: np.asarray(self.source.level_bytes(i)))
 
     def per_image(self, key: Hashable, i: int, make: Callable[[], _V]) -> _V:
         """A cached per-image value: ``make()`` on the first call for (*key*, *i*).
@@ -186,11 +168,11 @@ class LevelCache:
         make : callable
             Computes the value.
         """
-        return self._per_image.get((key, i), make)  # type: ignore[return-value]
+        return _cached(self._per_image, (key, i), make)
 
     def cached(self, key: Hashable, i: int) -> object | None:
         """The per-image value for (*key*, *i*) if it is cached, else None."""
-        return self._per_image.peek((key, i))
+        return self._per_image.get((key, i))
 
     def clear(self) -> None:
         """Drop every cached entry."""
