@@ -189,13 +189,4 @@ def measure(codec: str | Codec, array: np.ndarray, *, repeats: int = 1) -> Measu
         enc_t, dec_t = min(enc_t, t1 - t0), min(dec_t, t2 - t1)
     if c.lossless and not _bit_exact(arr, out):
         raise SwapError(f"{c.name}: round trip is not bit-exact")
-    raw = arr.nbytes
-    return Measurement(
-        c.name,
-        raw,
-        enc.nbytes,
-        raw / enc.nbytes if enc.nbytes else float("inf"),
-        enc_t,
-        dec_t,
-        c.error(arr, out),
-    )
+    return Measurement(c.name, arr.nbytes, enc.nbytes, enc.ratio, enc_t, dec_t, c.error(arr, out))
