@@ -49,6 +49,11 @@ what the IDCT reads. Two measurements say whether they can:
    above: the bytes the standard script needs for the same quality), and
    their bytes and CPU compared.
 
+4. **Tune** (``--tune``). The level :func:`pcr_explore.tune` picks for a
+   5th-percentile MS-SSIM of ``--target`` over the Kodak photos (all of one
+   pixel count), in each script, measured at full size and at 1/2, 1/4 and
+   1/8 (``max_pixels``: the decode a reader makes for that training size).
+
 Sources: ../shared/data/kodak24 saved as baseline 4:2:0 JPEGs (Pillow,
 quality 90) and photos of ../shared/data/flowers5/train as stored (baseline
 4:4:4).
@@ -56,6 +61,7 @@ quality 90) and photos of ../shared/data/flowers5/train as stored (baseline
 Usage::
 
     python bench/bench_reduced.py [--images 12] [--repeat 5] [--skip-reads] [--only-levels]
+                                  [--tune [--target 0.995]]
 
 Prints the maps and a table, writes bench/results/reduced.json.
 """
@@ -416,11 +422,9 @@ def levels_cost(
                 for v in names:
                     cpu[v].append(spent[v] / len(files) * 1e3)
             med = {v: statistics.median(cpu[v]) for v in names}
-            for v in names:
-                if not v.startswith("reduced"):
-                    continue
+            standard = [u for u in names if u.startswith("standard")]
+            for v in names[1:]:
                 # the first standard level at least as good (mean MS-SSIM), else its last
-                standard = [u for u in names if u.startswith("standard")]
                 peer = next((u for u in standard if mean[u] >= mean[v]), standard[-1])
                 rows.append(
                     {
@@ -450,12 +454,58 @@ def print_levels(rows: list[dict]) -> None:
         f"{'bytes':>6}"
     )
     for r in rows:
-        print(
-            f"{r['images']:14} {r['scale']:5} {r['decoder']:10} {r['level']:10} {r['kB']:6.1f} "
-            f"{r['ratio']:7.2f} {r['ms_ssim_mean']:7.4f} {r['ms_ssim_min']:7.4f} | "
+        peer = (
             f"{r['standard_peer']:11} {r['peer_kB']:6.1f} {r['peer_ratio']:7.2f} "
             f"{r['peer_ms_ssim_mean']:7.4f} {r['bytes_vs_peer']:6.3f}"
+            if r["level"].startswith("reduced")
+            else ""
         )
+        print(
+            f"{r['images']:14} {r['scale']:5} {r['decoder']:10} {r['level']:10} {r['kB']:6.1f} "
+            f"{r['ratio']:7.2f} {r['ms_ssim_mean']:7.4f} {r['ms_ssim_min']:7.4f} | {peer}"
+        )
+
+
+# ---------------------------------------------------------------- 4. tune
+
+
+def tune_levels(files: list[bytes], target: float) -> list[dict]:
+    """The level tune() picks per script and scale, over *files* (one pixel count)."""
+    from pcr_explore import tune
+    from pcr_explore.read.sources import FolderSource
+
+    w, h = Image.open(io.BytesIO(files[0])).size
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, data in enumerate(files):
+            (Path(tmp) / f"{i:02d}.jpg").write_bytes(data)
+        for name in LEVEL_SCRIPTS:
+            for scale in (1, *SCALES[::-1]):
+                r = tune(
+                    FolderSource(tmp, scan_script=name),
+                    target=target,
+                    sample=None,
+                    workers=1,
+                    progress=False,
+                    max_pixels=None if scale == 1 else w * h // scale**2,
+                )
+                rows.append(
+                    {
+                        "script": name,
+                        "scale": f"1/{scale}",
+                        "level": r.scan,
+                        "p5": r.value,
+                        "p5_below": r.value_below,
+                        "bytes_fraction": r.bytes_fraction,
+                        "met": r.met,
+                    }
+                )
+                below = "-" if r.value_below is None else f"{r.value_below:.4f}"
+                print(
+                    f"tune {name:9} 1/{scale}: level {r.scan:2} (p5 {r.value:.4f}, below {below})"
+                    f", {r.bytes_fraction:.1%} of the bytes"
+                )
+    return rows
 
 
 def main() -> None:
@@ -463,6 +513,8 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=12, help="kodak and flowers photos each")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--skip-reads", action="store_true")
+    ap.add_argument("--tune", action="store_true", help="also the level tune() picks (4.)")
+    ap.add_argument("--target", type=float, default=0.995, help="tune()'s p5 MS-SSIM target")
     ap.add_argument(
         "--only-levels", action="store_true", help="only the levels of the named scripts (3.)"
     )
@@ -489,6 +541,8 @@ def main() -> None:
         if not args.only_levels:
             rows += cost(kind, files, backends, args.repeat)
         level_rows += levels_cost(kind, files, backends, args.repeat)
+        if args.tune and kind.startswith("kodak"):
+            report["tune"] = tune_levels(files, args.target)
     report["cost"] = rows
     report["levels"] = level_rows
     print(
