@@ -122,8 +122,8 @@ def _notes(
             f"bytes per level are estimated from the {measured:,} of {readable:,} readable "
             "images transcoded (bytes_sample; None for exact bytes): their bytes at each level "
             "per source byte, times all readable images' source bytes, with a 95% interval; "
-            "the other JPEGs had their coefficients read as the transcode would, without the "
-            "progressive encode"
+            "the other JPEGs had every coefficient read, with libjpeg's warnings as errors, "
+            "as the transcode would, in their one decode"
             + ("" if tj_available() else " (not here: libturbojpeg is not installed)")
         )
     curve = sampled.tune.curve if sampled.tune is not None else None
@@ -284,7 +284,7 @@ def _options_record(o: Options) -> dict[str, Any]:
 def audit(
     source: str | os.PathLike[str],
     *,
-    sample: int | None = 64,
+    sample: int | None = 32,
     target: float | None = None,
     metric: str | None = None,
     statistic: Statistic = DEFAULT_STATISTIC,
@@ -318,7 +318,11 @@ def audit(
         A folder of images (class sub-folders give classes), an image file,
         or a PCR dataset folder (one holding ``manifest.json``).
     sample : int or None
-        Images decoded at every level to measure quality (None: all).
+        Images decoded at every level to measure quality (None: all). The
+        default, 32, with each image measured at about 131,072 pixels at
+        most (``AuditOptions.quality_pixels``), bounds the sample's CPU to
+        about what the checks of 250 photos cost; the recommendation's
+        interval says when more images are needed.
     target : float, optional
         Quality target for the recommended level; default per metric
         (:data:`DEFAULT_TARGETS`: 0.95 for MS-SSIM and SSIM, 35 dB for PSNR).

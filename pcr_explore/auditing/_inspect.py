@@ -2,10 +2,11 @@
 
 :func:`inspect_file` runs in a worker process per image and never raises on
 bad data: a broken file becomes a :class:`FileInfo` with issues. It decodes
-the image once, small (:func:`~pcr_explore.auditing._properties.reduced_image`),
-which also finds truncated or corrupt data, and measures every property on
-that decode. A folder's file is then transcoded (``jpegtran`` for a JPEG: no
-decode) for its bytes at each scan level; a PCR dataset's image already is
+the image once, small (:func:`~pcr_explore.auditing._properties.reduced_image`:
+TurboJPEG with libjpeg's warnings as errors where it can), which also finds
+truncated or corrupt data, and measures every property on that decode. A
+folder's file of the bytes sample is then transcoded (``jpegtran`` for a
+JPEG: no decode) for its bytes at each scan level; a PCR dataset's image already is
 the progressive JPEG, and its bytes per level come from the record index.
 An image of the quality sample has every level measured in the same task,
 from that progressive JPEG, so it is read and transcoded once.
@@ -222,7 +223,7 @@ def inspect_file(job: FileJob) -> FileInfo:
         base.update(format=fmt, mode=mode, width=w, height=h)
         if w * h > MAX_PIXELS:
             return _bad(base, f"{w}x{h} pixels is more than the {MAX_PIXELS:,} allowed")
-        small = reduced_image(im)
+        small, checked = reduced_image(im, data=raw)
     except UnidentifiedImageError:
         # The file's own bytes are never quoted: a reason lands in reports.
         return _bad(base, "not a recognised image format")
@@ -259,8 +260,8 @@ def inspect_file(job: FileJob) -> FileInfo:
     base.update(coding=coding, props=props)
     if job.data is not None:  # a dataset image: bytes per level come from its record
         return FileInfo(**base, issues=tuple(issues), measured=_measured(job, job.data))
-    if not job.transcode:  # outside the bytes sample: its coefficients read, not transcoded
-        if fmt in ("JPEG", "MPO") and mode in ("L", "RGB"):
+    if not job.transcode:  # outside the bytes sample: checked by its decode, or read here
+        if fmt in ("JPEG", "MPO") and mode in ("L", "RGB") and not checked:
             try:  # the transcode's own reading (and its corrupt-data warnings), no encode
                 read_check(raw, job.name)
             except JPEGError as exc:

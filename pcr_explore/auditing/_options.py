@@ -66,17 +66,17 @@ class AuditOptions:
     bytes_sample : int, optional
         Transcode only this many folder images for their bytes at each level
         (the start of the quality sample's seeded order, so they include the
-        quality sample; default 64, the quality sample itself), and estimate
-        the dataset's bytes per level from them: their bytes at each level
-        over their source bytes, times all readable images' source bytes,
-        with a 95% interval (a ratio estimate's t interval, finite population
-        corrected) that the report shows beside it. The others are still
-        read, decoded and checked, and a JPEG among them has its
-        coefficients read as the transcode would (libjpeg-turbo's TurboJPEG
-        library, about a tenth of the transcode's time), so corrupt data
-        that Pillow decodes anyway is still found; only without that library
-        is it not. None: every image is transcoded and the bytes are exact
-        (so are they when the folder holds no more images than the sample).
+        quality sample; default 64), and estimate the dataset's bytes per
+        level from them: their bytes at each level over their source bytes,
+        times all readable images' source bytes, with a 95% interval (a
+        ratio estimate's t interval, finite population corrected) that the
+        report shows beside it. The others are still read, decoded and
+        checked: an L or RGB JPEG's one small decode is libjpeg-turbo's
+        TurboJPEG with every warning an error, which reads every coefficient
+        as the transcode would, so corrupt data that Pillow decodes anyway is
+        still found (without that library, Pillow decodes and it is not).
+        None: every image is transcoded and the bytes are exact (so are they
+        when the folder holds no more images than the sample).
         A PCR dataset's bytes always come from its record index.
     """
 

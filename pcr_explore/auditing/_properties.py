@@ -12,13 +12,17 @@ sharpness comparable across images of different sizes: blur that vanishes at
 
 from __future__ import annotations
 
+import ctypes
 import warnings
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 import imagehash
 import numpy as np
 from PIL import Image
 
+from ..jpeg import _tjtransform
 from ..jpeg.transcode import _to_8bit
 
 __all__ = ["ANALYSIS_SIDE", "ONE_CHANNEL_MODES", "Properties", "measure", "reduced_image"]
@@ -80,7 +84,63 @@ class Properties:
     one_channel: bool
 
 
-def reduced_image(im: Image.Image, side: int = ANALYSIS_SIDE) -> Image.Image:
+@cache
+def _decompress() -> Any:
+    """TurboJPEG's ``tjDecompress2`` and ``tjDecompressHeader3``, or None where it is missing."""
+    lib = _tjtransform._library() if _tjtransform.available() else None
+    if lib is None:
+        return None
+    lib.tjDecompressHeader3.restype = ctypes.c_int
+    lib.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + [
+        ctypes.POINTER(ctypes.c_int)
+    ] * 4
+    lib.tjDecompress2.restype = ctypes.c_int
+    lib.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong]
+    lib.tjDecompress2.argtypes += [ctypes.c_void_p] + [ctypes.c_int] * 5
+    return lib
+
+
+def _checked_decode(
+    data: bytes, mode: str, size: tuple[int, int], scale: int
+) -> Image.Image | None:
+    """*data* decoded at 1/*scale* by TurboJPEG, failing on any libjpeg warning; else None.
+
+    The same libjpeg-turbo decode, DCT scaling and colour conversion as
+    Pillow's ``draft``, so the same pixels; reading every coefficient with
+    warnings as errors, it also checks the data as the transcode would, so
+    one decode does both. None where the library is missing, the image is
+    not L or RGB, or libjpeg complains (the caller then decodes with Pillow,
+    whose message names the problem).
+    """
+    lib = _decompress() if mode in ("L", "RGB") else None
+    if lib is None:
+        return None
+    handle = _tjtransform._handle(lib)
+    dims = [ctypes.c_int() for _ in range(4)]
+    if lib.tjDecompressHeader3(handle, data, len(data), *map(ctypes.byref, dims)) != 0:
+        return None
+    if (dims[0].value, dims[1].value) != size:
+        return None
+    w, h = -(-size[0] // scale), -(-size[1] // scale)
+    out = np.empty((h, w) if mode == "L" else (h, w, 3), np.uint8)
+    pixel_format = 6 if mode == "L" else 0  # TJPF_GRAY, TJPF_RGB
+    flags = _tjtransform._TJFLAG_STOPONWARNING
+    rc = lib.tjDecompress2(handle, data, len(data), out.ctypes.data, w, 0, h, pixel_format, flags)
+    return Image.fromarray(out) if rc == 0 else None
+
+
+def _draft_scale(w: int, h: int, side: int) -> int:
+    """The DCT scale (1, 2, 4 or 8) Pillow's ``draft`` picks for a longer side of *side*."""
+    if max(w, h) <= side:
+        return 1
+    f = side / max(w, h)
+    most = min(w // max(1, int(w * f)), h // max(1, int(h * f)))
+    return next(s for s in (8, 4, 2, 1) if most >= s)
+
+
+def reduced_image(
+    im: Image.Image, side: int = ANALYSIS_SIDE, data: bytes | None = None
+) -> tuple[Image.Image, bool]:
     """Decode an opened image once, small: longer side at most *side*, upright, L or RGB.
 
     Parameters
@@ -90,12 +150,18 @@ def reduced_image(im: Image.Image, side: int = ANALYSIS_SIDE) -> Image.Image:
         to the smallest scale that is still at least *side* pixels long.
     side : int
         Longer side of the result.
+    data : bytes, optional
+        The file's bytes: an L or RGB JPEG is then decoded by TurboJPEG with
+        every libjpeg warning an error, so the decode checks the data too.
 
     Returns
     -------
     PIL.Image.Image
         Mode "L" or "RGB" (alpha composited on white, 16-bit reduced to 8),
         EXIF orientation applied.
+    bool
+        True when the decode also checked every coefficient (TurboJPEG, no
+        warning); False when Pillow decoded it, which tolerates corrupt data.
 
     Raises
     ------
@@ -106,20 +172,26 @@ def reduced_image(im: Image.Image, side: int = ANALYSIS_SIDE) -> Image.Image:
     Examples
     --------
     >>> big = Image.new("RGB", (1024, 512), (200, 30, 30))
-    >>> reduced_image(big).size
+    >>> reduced_image(big)[0].size
     (256, 128)
     """
     orientation = 1
     if im.format in ("JPEG", "MPO", "TIFF", "WEBP", "PNG"):
         orientation = int(im.getexif().get(0x0112, 1) or 1)
     w, h = im.size
-    if im.format in ("JPEG", "MPO") and max(w, h) > side:
-        scale = side / max(w, h)
-        im.draft(None, (max(1, int(w * scale)), max(1, int(h * scale))))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        im.load()
-    small = _to_8bit(im)
+    jpeg = im.format in ("JPEG", "MPO")
+    small = None
+    if jpeg and data is not None:
+        small = _checked_decode(data, im.mode, (w, h), _draft_scale(w, h, side))
+    checked = small is not None
+    if small is None:
+        if jpeg and max(w, h) > side:
+            scale = side / max(w, h)
+            im.draft(None, (max(1, int(w * scale)), max(1, int(h * scale))))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im.load()
+        small = _to_8bit(im)
     if max(small.size) > side:
         # resize makes a new image (thumbnail would work in place on the caller's)
         scale = side / max(small.size)
@@ -129,7 +201,7 @@ def reduced_image(im: Image.Image, side: int = ANALYSIS_SIDE) -> Image.Image:
         small = im.copy()
     if orientation in _TRANSPOSE:
         small = small.transpose(_TRANSPOSE[orientation])
-    return small
+    return small, checked
 
 
 def _percentile_of_counts(counts: np.ndarray, q: float) -> float:

@@ -68,7 +68,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("path", help="folder of images, image file, or PCR dataset folder")
     p.add_argument(
-        "--sample", type=_positive, default=64, help="images measured for quality (default 64)"
+        "--sample", type=_positive, default=32, help="images measured for quality (default 32)"
     )
     _quality_options(p)
     p.add_argument("--json", metavar="OUT", help="write the report as JSON ('-': stdout)")
