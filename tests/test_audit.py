@@ -462,6 +462,16 @@ def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main([*args, "--quiet", "--workers", "1"]) == 0
     quick = json.loads(capsys.readouterr().out)
     assert quick["bytes_measured"] == 3 and quick["options"]["bytes_sample"] == 3
+    assert all(row["bytes_low"] < row["bytes"] < row["bytes_high"] for row in quick["levels"][:-1])
+    # the default: 64 transcoded (all 9 readable here, so exact); --exact-bytes says so outright
+    exact = [*args[:4], "--exact-bytes", "--full-size-quality", "--json", "-", "--quiet"]
+    assert main([*exact, "--workers", "1"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert whole["options"]["bytes_sample"] is None and whole["options"]["quality_pixels"] is None
+    assert whole["bytes_measured"] == whole["readable"] and "bytes_low" not in whole["levels"][0]
+    with pytest.raises(SystemExit):
+        main([*args[:4], "--exact-bytes", "--bytes-sample", "3"])  # one or the other
+    assert "not allowed with argument" in capsys.readouterr().err
 
     assert main(["audit", str(tmp_path / "nope")]) == 1
     assert "no such file" in capsys.readouterr().err
