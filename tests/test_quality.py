@@ -28,7 +28,7 @@ from pcr_explore.quality import (
     quality_curve,
     ssim,
 )
-from pcr_explore.quality.runner import default_workers, run_jobs
+from pcr_explore.quality.runner import default_workers
 from pcr_explore.read.sources import FolderSource
 
 Photo = Callable[..., np.ndarray]
@@ -297,7 +297,7 @@ def test_sampler_grows_the_same_sample(folder: Path) -> None:
     )
 
 
-# -- the job runner ------------------------------------------------------------------
+# -- the sample's workers ---------------------------------------------------------------
 class _Bar:
     def __init__(self) -> None:
         self.n = 0
@@ -306,16 +306,13 @@ class _Bar:
         self.n += k
 
 
-def test_run_jobs_in_order_advancing_a_bar() -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sampler_measures_in_order_advancing_a_bar(folder: Path, workers: int) -> None:
     bar = _Bar()
-    out = run_jobs(str, iter(range(7)), total=7, workers=1, progress=bar)
-    assert out == [str(i) for i in range(7)] and bar.n == 7
-
-
-def test_run_jobs_in_worker_processes_keeps_order() -> None:
-    bar = _Bar()
-    assert run_jobs(abs, range(-9, 0), total=9, workers=2, progress=bar) == list(range(9, 0, -1))
-    assert bar.n == 9
+    s = Sampler(folder, seed=2, workers=workers, progress=bar)
+    s.grow(5)
+    assert [o.index for o in s.results] == list(np.random.default_rng(2).permutation(5))
+    assert bar.n == 5
 
 
 def test_default_workers() -> None:

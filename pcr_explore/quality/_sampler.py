@@ -6,23 +6,28 @@ import functools
 import os
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
-from .._pool import check_client
+from .._pool import check_client, parallel_map
+from .._pool import progress_bar as tqdm
 from .._public import public
+from ..jpeg._decoders import carried
 from ..read.sources import LevelSource, open_source
 from ._curve import PerImageQuality, QualityCurve, summarise
 from ._jobs import Outcome, make_job, measure
 from .metrics import METRICS, MetricFn, metric_name
-from .runner import run_jobs
+from .runner import default_workers
 
 __all__ = ["WORKER_MODULES", "Sampler", "quality_curve"]
 
 #: What the workers run (``_jobs.measure``), imported once by the server they
 #: fork from; the package's facade would import nothing until first use.
 WORKER_MODULES = ("pcr_explore.quality._jobs",)
+
+_BAR: dict[str, Any] = dict(desc="quality", unit="img", leave=False)
 
 
 @public("pcr_explore.quality")
@@ -138,25 +143,34 @@ class Sampler:
         task = functools.partial(
             measure, luminance=self.luminance, custom=custom, max_pixels=self.max_pixels
         )
+        # a custom metric (any callable, picklable or not) is scored in this process
+        client = None if custom is not None else self.client
+        given = nullcontext(self.progress) if hasattr(self.progress, "update") else None
         while len(self.results) < n and not self.exhausted:
             take = self.order[self._next : self._next + n - len(self.results)]
             self._next += len(take)
-            outcomes = run_jobs(
-                task,
-                (make_job(self.source, int(i), self._names) for i in take),
-                total=len(take),
-                workers=1 if custom is not None else self.workers,
-                progress=self.progress,
-                desc="quality",
+            w = default_workers(len(take)) if self.workers is None else max(1, self.workers)
+            jobs = (make_job(self.source, int(i), self._names) for i in take)
+            # workers decode with the JPEG decoder in force here (a context variable stays)
+            outcomes = parallel_map(
+                carried(task),
+                jobs,
+                workers=1 if custom is not None else w,
+                client=client,
                 preload=WORKER_MODULES,
-                client=None if custom is not None else self.client,
+                name="pcr-quality",
             )
-            for o in outcomes:
-                if o.error:
-                    self.failed.append((self._names[o.index], o.error))
-                else:
-                    self.results.append(o)
+            with given or tqdm(total=len(take), disable=not self.progress, **_BAR) as bar:
+                for o in outcomes:
+                    self._keep(o)
+                    bar.update(1)
         self.seconds += time.perf_counter() - t0
+
+    def _keep(self, o: Outcome) -> None:
+        if o.error:
+            self.failed.append((self._names[o.index], o.error))
+        else:
+            self.results.append(o)
 
     def add(self, outcomes: Sequence[Outcome]) -> None:
         """Take outcomes measured elsewhere for the next images of the order.
@@ -180,10 +194,7 @@ class Sampler:
             if o.index != nxt:
                 raise ValueError(f"outcome for image {o.index}; the next in the order is {nxt}")
             self._next += 1
-            if o.error:
-                self.failed.append((self._names[o.index], o.error))
-            else:
-                self.results.append(o)
+            self._keep(o)
 
     def curve(self, metric: str | None = None) -> QualityCurve:
         """Return the curve over every image measured so far.

@@ -15,12 +15,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
-from .._checks import check_scan, check_scans
+from .._checks import check_count, check_scan, check_scans
+from .._json import json_safe
 from .._public import public
 from ..errors import DatasetError
 from ..jpeg import EOI
@@ -129,30 +130,11 @@ class GradientTuneResult:
         return self.summary()
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``scan``, ``similarity`` by scan, ``threshold``, ..."""
-        return {
-            "scan": self.scan,
-            "similarity": {str(k): v for k, v in self.similarity.items()},
-            "threshold": self.threshold,
-            "similarity_std": {str(k): v for k, v in self.similarity_std.items()},
-            "bytes_at": {str(k): v for k, v in self.bytes_at.items()},
-            "bytes_fraction": {str(k): v for k, v in self.bytes_fraction.items()},
-            "met": self.met,
-            "batches": self.batches,
-            "batch_size": self.batch_size,
-            "size": self.size,
-            "seconds": self.seconds,
-            "bytes_read": self.bytes_read,
-            "similarity_ci": {
-                str(k): [float(x) if np.isfinite(x) else None for x in v]
-                for k, v in self.similarity_ci.items()
-            },
-            "decided": self.decided,
-            "max_batches": self.max_batches,
-            "confidence": self.confidence,
-            "passes": self.passes,
-            "passes_reused": self.passes_reused,
-        }
+        """A JSON-ready dict: ``scan``, ``similarity`` by scan, ``threshold``, ...
+
+        Keys are strings; a non-finite number (the interval of one batch) is None.
+        """
+        return json_safe({f.name: getattr(self, f.name) for f in fields(self)})
 
     def _repr_html_(self) -> str:
         bold = " style='font-weight:bold'"
@@ -273,14 +255,25 @@ class _Probe:
     Each batch leaves the model as found: its weights untouched and its
     batch-norm statistics restored (the tuner's forward passes are not
     training). A gradient *given* for a level (the training step's own) is
-    used as it is instead of being computed again.
+    used as it is instead of being computed again. The similarities of the
+    batches measured so far are kept in ``sims``, by level.
     """
 
     def __init__(
-        self, torch: Any, model: Any, loss_fn: Any, size: int, workers: int, full: int
+        self,
+        torch: Any,
+        model: Any,
+        loss_fn: Any,
+        size: int,
+        workers: int,
+        full: int,
+        levels: tuple[int, ...] = (),
     ) -> None:
-        self.torch, self.model, self.loss_fn = torch, model, loss_fn
-        self.size, self.full = size, full
+        self.torch, self.model = torch, model
+        self.loss_fn = loss_fn or torch.nn.functional.cross_entropy
+        self.size, self.full, self.levels = size, full, levels
+        self.sims: dict[int, list[float]] = {k: [] for k in levels}
+        self.images = self.widest = 0
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.level_bytes: dict[int, int] = {}
         self.full_bytes = 0
@@ -311,13 +304,12 @@ class _Probe:
         src: LevelSource,
         idx: np.ndarray,
         labels: np.ndarray,
-        levels: tuple[int, ...],
         rng: int | Any,
         *,
         flips: Any = None,
         given: tuple[int, Any] | None = None,
-    ) -> dict[int, float]:
-        """Each level's gradient similarity to full quality on the images *idx*.
+    ) -> None:
+        """Add each level's gradient similarity to full quality on the images *idx*.
 
         *rng* is a seed or a random-number state; *flips* a boolean mask of
         the images flipped left to right; *given* a level and its gradient,
@@ -325,7 +317,10 @@ class _Probe:
         """
         saved = [b.detach().clone() for b in self.model.buffers()]
         try:
-            return self._similarities(src, idx, labels, levels, rng, flips, given)
+            for k, v in self._similarities(src, idx, labels, rng, flips, given).items():
+                self.sims[k].append(v)
+            self.images += len(idx)
+            self.widest = max(self.widest, len(idx))
         finally:
             with self.torch.no_grad():
                 for buf, old in zip(self.model.buffers(), saved):
@@ -336,7 +331,6 @@ class _Probe:
         src: LevelSource,
         idx: np.ndarray,
         labels: np.ndarray,
-        levels: tuple[int, ...],
         rng: int | Any,
         flips: Any,
         given: tuple[int, Any] | None,
@@ -352,7 +346,7 @@ class _Probe:
             grads[self.full] = self._grad(ref_arrays, y, rng, flips)
         ref = grads[self.full]
         out = {}
-        for k in levels:
+        for k in self.levels:
             self.level_bytes[k] = self.level_bytes.get(k, 0) + sum(int(c[k - 1]) for c in cum)
             if k >= self.full:
                 out[k] = 1.0  # the same bytes: the same gradient
@@ -368,13 +362,22 @@ class _Probe:
 
 
 def _check_batches(batches: int, min_batches: int, batch_size: int, confidence: float) -> None:
-    if batches < 1 or batch_size < 1 or min_batches < 1:
-        raise ValueError(
-            "batches, min_batches and batch_size must be at least 1, got "
-            f"{batches}, {min_batches}, {batch_size}"
-        )
+    check_count(batches, "batches")
+    check_count(min_batches, "min_batches")
+    check_count(batch_size, "batch_size")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _levels(src: LevelSource, scans: Sequence[int] | None) -> tuple[int, ...]:
+    full = src.num_scans
+    levels = default_levels(full) if scans is None else scans
+    return check_scans(levels, full, where=source_name(src), distinct=True)
+
+
+def _bytes_read(src: LevelSource) -> int:
+    """Bytes the source has read from storage so far (0 where it does not count them)."""
+    return int(getattr(getattr(src, "stats", None), "bytes_read", 0))
 
 
 def _labelled(src: LevelSource) -> tuple[np.ndarray, np.ndarray]:
@@ -398,22 +401,16 @@ class _Setting:
 
 
 def _result(
-    src: LevelSource,
-    probe: _Probe,
-    sims: dict[int, list[float]],
-    images: int,
-    setting: _Setting,
-    seconds: float,
-    bytes_read: int,
+    src: LevelSource, probe: _Probe, setting: _Setting, seconds: float, bytes_read: int
 ) -> GradientTuneResult:
-    """The result of the batches measured (*images* images in all)."""
-    full, levels = src.num_scans, setting.levels
+    """The result of the batches *probe* measured."""
+    full, levels, sims = src.num_scans, setting.levels, probe.sims
     mean = {k: float(np.mean(v)) for k, v in sims.items()}
     meets = [k for k in levels if mean[k] >= setting.threshold]
     if hasattr(src, "bytes_at"):
         bytes_at = {k: int(src.bytes_at(k)) for k in levels} | {full: int(src.bytes_at(full))}
     else:  # estimate the whole folder from the images measured
-        scale = len(src) / max(1, images)
+        scale = len(src) / max(1, probe.images)
         bytes_at = {k: int(v * scale) for k, v in probe.level_bytes.items()}
         bytes_at[full] = int(probe.full_bytes * scale)
     return GradientTuneResult(
@@ -523,44 +520,25 @@ def tune_by_gradient(
     torch = require_torch("tune_by_gradient")
     _check_batches(batches, min_batches, batch_size, confidence)
     src = source if isinstance(source, LevelSource) else open_source(source)
-    full = src.num_scans
-    levels = check_scans(
-        default_levels(full) if scans is None else scans,
-        full,
-        where=source_name(src),
-        distinct=True,
-    )
+    levels = _levels(src, scans)
     labels, labelled = _labelled(src)
     t0 = time.perf_counter()
-    stats = getattr(src, "stats", None)
-    before = stats.bytes_read if stats is not None else 0
+    before = _bytes_read(src)
     pick = np.random.default_rng(seed).permutation(labelled)[: batches * batch_size]
     groups = [pick[i : i + batch_size] for i in range(0, len(pick), batch_size)]
-    loss = loss_fn or torch.nn.functional.cross_entropy
-    sims: dict[int, list[float]] = {k: [] for k in levels}
-    probe = _Probe(torch, model, loss, size, workers, full)
+    probe = _Probe(torch, model, loss_fn, size, workers, src.num_scans, levels)
     was_training = model.training
     model.train()  # the gradients training would see (batch statistics)
     try:
         for b, idx in enumerate(groups):
-            for k, v in probe.batch(src, idx, labels, levels, seed + b).items():
-                sims[k].append(v)
-            if b + 1 >= min_batches and _settled(sims, threshold, confidence):
+            probe.batch(src, idx, labels, seed + b)
+            if b + 1 >= min_batches and _settled(probe.sims, threshold, confidence):
                 break
     finally:
         probe.close()
         model.train(was_training)
-    used = len(sims[levels[0]])
     setting = _Setting(levels, threshold, confidence, len(groups), batch_size, size)
-    return _result(
-        src,
-        probe,
-        sims,
-        sum(len(g) for g in groups[:used]),
-        setting,
-        time.perf_counter() - t0,
-        (stats.bytes_read - before) if stats is not None else 0,
-    )
+    return _result(src, probe, setting, time.perf_counter() - t0, _bytes_read(src) - before)
 
 
 @public("pcr_explore.train")
@@ -645,20 +623,13 @@ class StepTuner:
         torch = require_torch("StepTuner")
         _check_batches(batches, min_batches, 1, confidence)
         full = source.num_scans
-        where = source_name(source)
-        self.trained = check_scan(trained, full, where=f"{where}: trained")
-        levels = check_scans(
-            default_levels(full) if scans is None else scans, full, where=where, distinct=True
-        )
+        self.trained = check_scan(trained, full, where=f"{source_name(source)}: trained")
+        levels = _levels(source, scans)
         self._setting = _Setting(levels, threshold, confidence, batches, 0, size)
         self._src, self._model, self._reuse = source, model, reuse
         self._labels, _ = _labelled(source)
         self._min, self._start, self._steps = min_batches, start, 0
-        loss = loss_fn or torch.nn.functional.cross_entropy
-        self._probe = _Probe(torch, model, loss, size, workers, full)
-        self._sims: dict[int, list[float]] = {k: [] for k in levels}
-        self._images = self._batch_size = 0
-        self._stats = getattr(source, "stats", None)
+        self._probe = _Probe(torch, model, loss_fn, size, workers, full, levels)
         self.seconds = 0.0
         self.bytes_read = 0
         self.done = False
@@ -675,7 +646,7 @@ class StepTuner:
         if self.done or self._steps <= self._start:
             return
         t0 = time.perf_counter()
-        before = self._stats.bytes_read if self._stats is not None else 0
+        before = _bytes_read(self._src)
         probe = self._probe
         given = None
         if self._reuse and (self.trained in self._setting.levels or self.trained == probe.full):
@@ -684,21 +655,13 @@ class StepTuner:
                 _flatten(probe.torch, [p.grad for p in probe.params], probe.params),
             )
         idx = np.asarray(indices, dtype=np.int64)
-        s = self._setting
-        sims = probe.batch(
-            self._src, idx, self._labels, s.levels, rng_state, flips=flips, given=given
-        )
-        for k, v in sims.items():
-            self._sims[k].append(v)
-        self._images += len(idx)
-        self._batch_size = max(self._batch_size, len(idx))
-        used = len(self._sims[s.levels[0]])
+        probe.batch(self._src, idx, self._labels, rng_state, flips=flips, given=given)
+        s, used = self._setting, len(probe.sims[self._setting.levels[0]])
         self.done = used >= s.max_batches or (
-            used >= self._min and _settled(self._sims, s.threshold, s.confidence)
+            used >= self._min and _settled(probe.sims, s.threshold, s.confidence)
         )
         self.seconds += time.perf_counter() - t0
-        if self._stats is not None:
-            self.bytes_read += self._stats.bytes_read - before
+        self.bytes_read += _bytes_read(self._src) - before
 
     def result(self) -> GradientTuneResult:
         """What the batches measured so far say.
@@ -708,12 +671,10 @@ class StepTuner:
         ValueError
             If no training step has been measured yet.
         """
-        if not self._sims[self._setting.levels[0]]:
+        if not self._probe.images:
             raise ValueError(
                 f"no training step measured yet ({self._steps} seen, the first "
                 f"{self._start} let pass)"
             )
-        setting = replace(self._setting, batch_size=self._batch_size)
-        return _result(
-            self._src, self._probe, self._sims, self._images, setting, self.seconds, self.bytes_read
-        )
+        setting = replace(self._setting, batch_size=self._probe.widest)
+        return _result(self._src, self._probe, setting, self.seconds, self.bytes_read)
