@@ -10,24 +10,42 @@ that is not hidden).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ..codecs import get_codec
+from ..codecs import Codec, get_codec
 from ..model.profiles import DeviceProfile, get_profile
 from .compressed import ActivationPolicy, SavedTensorInfo
 
 __all__ = ["smallest_encoding", "least_stall"]
 
 
-def _options(names: Sequence[str], info: SavedTensorInfo) -> tuple[list[str], int, int, int]:
-    """Usable codecs of *names* (binarize only if mask-only), elements, non-zeros, item bytes."""
+def _cheapest(
+    info: SavedTensorInfo,
+    codecs: Sequence[Codec],
+    raw_cost: float,
+    cost: Callable[[Codec, float, float, float], float],
+) -> str | None:
+    """The codec of least ``cost(codec, n, nnz, encoded bytes)`` if below *raw_cost*, else None.
+
+    ``n`` and ``nnz`` are in float32 equivalents (the cost model's unit); binarize is
+    considered only where backward reads just the mask.
+    """
     n = int(np.prod(info.shape))
-    usable = [c for c in names if c != "binarize" or info.mask_only]
-    return usable, n, int(round(n * (1.0 - info.sparsity))), np.dtype(info.dtype).itemsize
+    nnz, width = int(round(n * (1.0 - info.sparsity))), np.dtype(info.dtype).itemsize
+    w = width / 4.0
+    best, least = None, raw_cost
+    for c in codecs:
+        if c.name == "binarize" and not info.mask_only:
+            continue
+        size = c.size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
+        spent = cost(c, n * w, nnz * w, size)
+        if spent < least:
+            best, least = c.name, spent
+    return best
 
 
 @public("pcr_explore.swap")
@@ -67,13 +85,7 @@ def smallest_encoding(codecs: Sequence[str] = ("zvc",)) -> ActivationPolicy:
         raise SwapError("smallest_encoding needs at least one codec")
 
     def policy(info: SavedTensorInfo) -> str | None:
-        usable, n, nnz, width = _options(list(cs), info)
-        best, size = None, float(info.nbytes)
-        for name in usable:
-            s = cs[name].size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
-            if s < size:
-                best, size = name, s
-        return best
+        return _cheapest(info, list(cs.values()), float(info.nbytes), lambda c, n, nnz, b: b)
 
     return policy
 
@@ -120,7 +132,7 @@ def least_stall(
     """
     prof = get_profile(profile)
     names = [get_codec(c).name for c in codecs]
-    priced = [c for c in names if c in prof.codecs]
+    priced = [get_codec(c) for c in names if c in prof.codecs]
     if not priced:
         raise SwapError(
             f"profile {prof.name!r} prices none of {', '.join(names)}; "
@@ -129,24 +141,15 @@ def least_stall(
     if overlap_s < 0:
         raise SwapError(f"overlap_s must be >= 0, got {overlap_s}")
 
+    def hidden(nbytes: float) -> float:
+        return max(0.0, float(prof.transfer_time(nbytes)) - overlap_s)
+
+    def stall(c: Codec, n: float, nnz: float, nbytes: float) -> float:
+        cost = prof.codecs[c.name]
+        compress, decompress = cost.compress.time(n, nnz), cost.decompress.time(n, nnz)
+        return float(compress) + float(decompress) + 2 * hidden(nbytes)
+
     def policy(info: SavedTensorInfo) -> str | None:
-        usable, n, nnz, width = _options(priced, info)
-        w = width / 4.0
-
-        def hidden(nbytes: float) -> float:
-            return max(0.0, float(prof.transfer_time(nbytes)) - overlap_s)
-
-        best, stall = None, 2 * hidden(info.nbytes)
-        for name in usable:
-            cost = prof.codecs[name]
-            size = get_codec(name).size_for_nnz(n, nnz, itemsize=width, shape=info.shape)
-            s = (
-                float(cost.compress.time(n * w, nnz * w))
-                + float(cost.decompress.time(n * w, nnz * w))
-                + 2 * hidden(size)
-            )
-            if s < stall:
-                best, stall = name, s
-        return best
+        return _cheapest(info, priced, 2 * hidden(info.nbytes), stall)
 
     return policy
