@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checks import check_count
 from .._public import public
 from ..jpeg._orient import decode_upright
 from ..jpeg.scan_script import ScanScript, resolve_scan_script
@@ -143,14 +144,13 @@ class ScriptComparison:
             f"{'script':<10} {'levels':>6} {'bytes':>7} {'worst gap':>10} {'full ms':>8} "
             f"{'speed-up':>8}"
         )
-        lines = [head]
-        for r in self.rows():
-            lines.append(
-                f"{r['script']:<10} {r['levels']:>6} {r['bytes_vs_reference']:>7.3f} "
-                f"{r['worst_gap']:>+10.4f} {r['full_decode_ms']:>8.2f} "
-                f"{r['full_decode_speedup']:>7.2f}x"
-            )
-        return "\n".join(lines)
+        lines = (
+            f"{r['script']:<10} {r['levels']:>6} {r['bytes_vs_reference']:>7.3f} "
+            f"{r['worst_gap']:>+10.4f} {r['full_decode_ms']:>8.2f} "
+            f"{r['full_decode_speedup']:>7.2f}x"
+            for r in self.rows()
+        )
+        return "\n".join([head, *lines])
 
     def _repr_html_(self) -> str:
         cells = "".join(
@@ -229,8 +229,7 @@ def compare_scripts(
     """
     if not scripts:
         raise ValueError("give at least one scan script")
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    check_count(repeats, "repeats")
     curves = []
     for spec in scripts:
         script = resolve_scan_script(spec)

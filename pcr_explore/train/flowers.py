@@ -384,25 +384,23 @@ def load_flowers(
     """
     cache = Path(cache_dir)
     local = path if path is not None else os.environ.get(FLOWERS_ENV) or None
-    if local is not None:
-        p = Path(local)
-        if p.is_dir():
-            images = p
-            tag = f"local-{hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:10]}"
-        elif p.is_file():
-            digest = sha256_of(p)
-            images = extract(p, cache / f"unpacked-{digest[:10]}")
-            tag = f"archive-{digest[:10]}"
-        else:
-            raise DatasetError(f"{p}: no such folder or archive (from {FLOWERS_ENV} or path)")
+    p = Path(local) if local is not None else None
+    if p is not None and p.is_dir():
+        images = p
+        tag = f"local-{hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:10]}"
+    elif p is not None and not p.is_file():
+        raise DatasetError(f"{p}: no such folder or archive (from {FLOWERS_ENV} or path)")
     else:
-        try:
-            archive = download(url, cache / Path(url).name, sha256=sha256, progress=progress)
-        except DatasetError as exc:
-            if offline != "stand-in":
-                raise
-            return _stand_in(cache, exc, val_fraction, seed, workers, progress)
-        digest = sha256.lower() if sha256 else sha256_of(archive)
+        if p is not None:  # a local archive
+            archive, digest = p, sha256_of(p)
+        else:
+            try:
+                archive = download(url, cache / Path(url).name, sha256=sha256, progress=progress)
+            except DatasetError as exc:
+                if offline != "stand-in":
+                    raise
+                return _stand_in(cache, exc, val_fraction, seed, workers, progress)
+            digest = sha256.lower() if sha256 else sha256_of(archive)
         images = extract(archive, cache / f"unpacked-{digest[:10]}")
         tag = f"archive-{digest[:10]}"
     name = f"{tag}-v{val_fraction:g}-n{per_class or 'all'}-s{seed}"

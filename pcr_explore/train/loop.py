@@ -131,11 +131,8 @@ def read_level(
     k = check_scan(scan, dataset.num_scans, where=dataset.url, full=True)
     before = dataset.stats.bytes_read
     t0 = time.perf_counter()
-    arrays, labels = [], []
-    for img, label in dataset.iter(k, size=(size, size), mode="RGB", workers=workers):
-        arrays.append(img)
-        labels.append(label)
-    images, targets = stack_images(arrays, labels)
+    pairs = list(dataset.iter(k, size=(size, size), mode="RGB", workers=workers))
+    images, targets = stack_images([img for img, _ in pairs], [label for _, label in pairs])
     seconds = time.perf_counter() - t0
     return LevelImages(images, targets, k, dataset.stats.bytes_read - before, seconds)
 

@@ -7,6 +7,7 @@ import io
 import numpy as np
 from PIL import Image
 
+from ..._checks import check_count
 from ..._public import public
 from ...jpeg._orient import decode_upright
 
@@ -201,8 +202,7 @@ def difference_scale(gain: float = 4.0, ticks: int = 5) -> list[tuple[float, int
     """
     if not gain > 0:
         raise ValueError(f"gain must be positive, got {gain}")
-    if ticks < 2:
-        raise ValueError(f"ticks must be at least 2, got {ticks}")
+    check_count(ticks, "ticks", minimum=2)
     top = 255.0 / gain
     return [(k / (ticks - 1), round(top * k / (ticks - 1))) for k in range(ticks)]
 
