@@ -44,6 +44,9 @@ _MODULES = {
 }
 _OP_OF_MODULE = {name: op for op, names in _MODULES.items() for name in names}
 
+# op label -> the TensorRecord kind of its output, where not "activation"
+_KIND_OF_OP = {"relu": "relu", "maxpool": "pool", "avgpool": "pool", "input": "input"}
+
 #: Ops whose backward reads only where a ReLU output was positive (the ReLU)
 #: or nothing of the values at all (a max-pool reads its saved indices).
 MASK_SAVERS = frozenset({"relu", "maxpool"})
@@ -70,13 +73,7 @@ def op_label(tensor: Any) -> str:
 
 def kind_of(op: str) -> str:
     """The :class:`~pcr_explore.swap.traces.TensorRecord` kind of a tensor made by *op*."""
-    if op == "relu":
-        return "relu"
-    if op in ("maxpool", "avgpool"):
-        return "pool"
-    if op == "input":
-        return "input"
-    return "activation"
+    return _KIND_OF_OP.get(op, "activation")
 
 
 def zero_count(torch: ModuleType, t: Any) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 from ..._public import public
 from ...errors import SwapError
 from ..codecs import get_codec, measure
-from ..codecs._base import Codec, nonzero_mask
+from ..codecs._base import Codec, _check_sparsity, nonzero_mask
 from ..codecs._byte import iid_sample
 from .costs import CodecCost, KernelCost
 
@@ -239,9 +239,7 @@ def calibrate(
         sizes = [int(s) for s in sizes]
         if not sizes or min(sizes) < 1:
             raise SwapError("calibrate needs positive sizes and repeats >= 1")
-        for s in sparsities:
-            if not 0 <= s <= 1:
-                raise SwapError(f"sparsity must lie in [0, 1], got {s}")
+        _check_sparsity(list(sparsities))
         arrays = [iid_sample(n, s, "float32", seed) for n in sizes for s in sparsities]
     timed = [measure(c, x, repeats=repeats) for x in arrays]
     n_a, nnz_a = np.array([_counts(x) for x in arrays], dtype=float).T
