@@ -85,14 +85,6 @@ def _hash(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _pick(names: list[str], labels: np.ndarray, per_class: int | None) -> np.ndarray:
-    """Indices in hash order per class, at most *per_class* of each, sorted."""
-    if per_class is None:
-        return np.arange(len(names))
-    order = np.array(sorted(range(len(names)), key=lambda i: _hash(names[i])), dtype=np.int64)
-    return _at_most(order, labels, int(labels.max()) + 1, per_class)
-
-
 def _decoded(
     photos: LabelledPhotos, size: int, workers: int
 ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
@@ -113,7 +105,10 @@ def _side(
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """One side of a given split: images, labels and classes, at most *per_class* a class."""
     x, y, names, classes = _decoded(photos, size, workers)
-    keep = _pick(names, y, per_class)
+    if per_class is None:
+        return x, y, classes
+    order = np.array(sorted(range(len(names)), key=lambda i: _hash(names[i])), dtype=np.int64)
+    keep = _at_most(order, y, len(classes), per_class)  # in hash order
     return x[keep], y[keep], classes
 
 
