@@ -58,10 +58,12 @@ Prints a table and writes bench/results/epochs.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -86,6 +88,7 @@ CREDENTIALS = {
     "AWS_EC2_METADATA_DISABLED": "true",
 }
 PEERS = ("litdata", "streaming")
+STALL_S = 120  # a peer's epoch in which no image comes for this long ends there
 
 
 # -- writing ----------------------------------------------------------------------
@@ -149,22 +152,59 @@ def _cache_bytes(folder: Path) -> int:
     )
 
 
+class Stalled(Exception):
+    """No image came for the stall limit's seconds (raised in the main thread by SIGALRM)."""
+
+
+def _stalled(signum: int, frame: Any) -> None:
+    raise Stalled
+
+
 def _epoch(
-    images: Any, counter: Any, decode: Any, size: int, e: int, after: Any = None
+    images: Any,
+    counter: Any,
+    decode: Any,
+    size: int,
+    e: int,
+    after: Any = None,
+    stall_s: int = 0,
+    budget: int = 0,
 ) -> dict[str, Any]:
-    """One epoch: bytes the counter moved, images decoded, seconds, CPU seconds of this process."""
+    """One epoch: bytes the counter moved, images decoded, seconds, CPU seconds of this process.
+
+    With *stall_s*, an epoch in which no image comes for that many seconds
+    ends there, marked ``stalled`` (a reader waiting in a Python loop, as
+    MosaicML Streaming's does, is interrupted by the alarm). With *budget*,
+    an epoch ends, marked ``stopped``, once the counter has moved more than
+    that many bytes.
+    """
     b0, c0, t0 = counter(), time.process_time(), time.perf_counter()
-    n = 0
-    for data in images:
-        if decode is not None:
-            decode(data, size=(size, size), mode="RGB")
-        n += 1
+    n, stalled, stopped = 0, False, False
+    if stall_s:
+        signal.signal(signal.SIGALRM, _stalled)
+        signal.alarm(stall_s)
+    try:
+        for data in images:
+            if decode is not None:
+                decode(data, size=(size, size), mode="RGB")
+            n += 1
+            if stall_s:
+                signal.alarm(stall_s)
+            if budget and counter() - b0 > budget:
+                stopped = True
+                break
+    except Stalled:
+        stalled = True
+    finally:
+        signal.alarm(0)
     got = {
         "epoch": e,
         "bytes": counter() - b0,
         "images": n,
         "seconds": time.perf_counter() - t0,
         "cpu_s": time.process_time() - c0,
+        "stalled": stalled,
+        "stopped": stopped,
     }
     if after is not None:
         got.update(after())
@@ -267,6 +307,7 @@ def litdata_pass(p: dict[str, Any]) -> dict[str, Any]:
                         p["size"],
                         e,
                         lambda: {"cache_bytes": folder_bytes(Path(p["cache"]))},
+                        stall_s=p["stall_s"],
                     )
                 )
     return {
@@ -286,6 +327,10 @@ def streaming_pass(p: dict[str, Any]) -> dict[str, Any]:
     streaming, note = import_streaming()
     if streaming is None:
         raise RuntimeError(note)
+    with contextlib.suppress(Exception):  # shared memory a stalled earlier run left
+        from streaming.base.util import clean_stale_shared_memory
+
+        clean_stale_shared_memory()
     with LinkProxy(tuple(p["s3"]), rate=p["rate"]) as link:
         os.environ["S3_ENDPOINT_URL"] = link.url
         with warnings.catch_warnings(record=True) as caught:
@@ -295,21 +340,24 @@ def streaming_pass(p: dict[str, Any]) -> dict[str, Any]:
                 local=p["cache"],
                 cache_limit=p["cap"],
                 shuffle=True,
-                batch_size=1,
+                **p["options"],
             )
             opened = link.sent()
             epochs = []
             for e in range(1, p["epochs"] + 1):
-                epochs.append(
-                    _epoch(
-                        (x["jpg"] for x in ds),
-                        link.sent,
-                        decode,
-                        p["size"],
-                        e,
-                        lambda: {"cache_bytes": folder_bytes(Path(p["cache"]))},
-                    )
+                got = _epoch(
+                    (x["jpg"] for x in ds),
+                    link.sent,
+                    decode,
+                    p["size"],
+                    e,
+                    lambda: {"cache_bytes": folder_bytes(Path(p["cache"]))},
+                    stall_s=p["stall_s"],
+                    budget=p["budget"],
                 )
+                epochs.append(got)
+                if got["stalled"]:
+                    break
     return {
         "version": streaming.__version__,
         "import_note": note,
@@ -326,7 +374,8 @@ def run_pass(kind: str, root: Path, params: dict[str, Any], cwd: Path, env: dict
     """PASSES[kind](params) in a fresh process that imports pcr_explore from *root*."""
     code = (
         "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]; import bench_epochs as b; "
-        "print('\\n' + json.dumps(b.PASSES[sys.argv[3]](json.loads(sys.argv[4]))))"
+        "print('\\n' + json.dumps(b.PASSES[sys.argv[3]](json.loads(sys.argv[4]))), flush=True); "
+        "import os; os._exit(0)"  # a stalled reader's threads would hold the exit
     )
     argv = [sys.executable, "-c", code, str(root), str(HERE), kind, json.dumps(params)]
     env = {**os.environ, **env, "PYTHONPATH": str(root)}
@@ -356,6 +405,19 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=224, help="decoded size, px square")
     ap.add_argument("--against", type=Path, help="another checkout, read as 'before'")
     ap.add_argument("--peers", default=",".join(PEERS), help="peers to read (empty: none)")
+    ap.add_argument(
+        "--mds-options",
+        default='{"batch_size": 1}',
+        help="MosaicML StreamingDataset's other keywords, JSON (default: batch_size 1, so "
+        "predownload is its least, 8 samples)",
+    )
+    ap.add_argument(
+        "--mds-budget",
+        type=float,
+        default=5.0,
+        help="a MosaicML epoch stops once it has fetched this many times its shards' bytes "
+        "(0: no limit; default 5: with its default shuffle it fetches some 30x, minutes a pass)",
+    )
     ap.add_argument("--out", type=Path, default=OUT, help=f"the JSON (default {OUT})")
     ap.add_argument("--quick", action="store_true", help="a smoke run: 120 photos")
     args = ap.parse_args()
@@ -466,6 +528,8 @@ def run_peers(
         for x in todo:
             folder = Path(folders[x])
             total = upload(s3.endpoint, folder, x)
+            index = sum(p.stat().st_size for p in folder.glob("index.json"))
+            data = total - index
             params = {
                 "s3": [host, int(port)],
                 "prefix": x,
@@ -474,14 +538,18 @@ def run_peers(
                 "epochs": args.epochs,
                 "size": args.size,
                 "cache": str(work / f"cache-{x}"),
+                "stall_s": STALL_S,
             }
+            if x == "streaming":
+                params["options"] = json.loads(args.mds_options)
+                params["budget"] = int(args.mds_budget * data)
             got = run_pass(x, ROOT, params, work, env)
             if isinstance(got, str):
                 left_out[x] = f"{x} failed:\n{got}"
                 continue
-            index = sum(p.stat().st_size for p in folder.glob("index.json"))
-            data = total - index
             out[x] = {
+                "options": params.get("options"),
+                "budget_bytes": params.get("budget"),
                 **got,
                 "dataset_bytes": data,
                 "index_bytes": index,
@@ -494,19 +562,20 @@ def run_peers(
 # -- the table ------------------------------------------------------------------------
 
 
-def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def rows(results: dict[str, Any], images: int) -> list[dict[str, Any]]:
     out = []
     for name, r in results["pcr"].items():
         label, level = name.split()
         tool = "PCR, " + ("least recently used" if label == "before" else "keeps a fixed part")
-        out += _rows(tool, level, r)
+        out += _rows(tool, level, r, images)
     names = {"litdata": "LitData", "streaming": "MosaicML Streaming"}
     for x, r in results["peers"].items():
-        out += _rows(f"{names[x]} {r['version']}", "JPEG", r)
+        out += _rows(f"{names[x]} {r['version']}", "JPEG", r, images)
     return out
 
 
-def _rows(tool: str, level: str, r: dict[str, Any]) -> list[dict[str, Any]]:
+def _rows(tool: str, level: str, r: dict[str, Any], images: int) -> list[dict[str, Any]]:
+    """A row per epoch; an epoch stopped early is extrapolated to every image (``whole``)."""
     return [
         {
             "tool": tool,
@@ -515,7 +584,9 @@ def _rows(tool: str, level: str, r: dict[str, Any]) -> list[dict[str, Any]]:
             "mb": e["bytes"] / MB,
             "images": e["images"],
             "images_per_s": e["images"] / e["seconds"],
-            "of_cannot_fit": e["bytes"] / r["cannot_fit"],
+            "whole": e["images"] == images,
+            "mb_epoch": e["bytes"] / MB * images / max(e["images"], 1),
+            "of_cannot_fit": e["bytes"] * images / max(e["images"], 1) / r["cannot_fit"],
             "cache_mb": e.get("cache_bytes", 0) / MB,
             "dataset_mb": r["dataset_bytes"] / MB,
             "cap_mb": r["cache_max_bytes"] / MB,
@@ -534,7 +605,7 @@ def report(
     full_cap: int,
 ) -> None:
     cmd = "python " + " ".join(sys.argv)
-    table = rows(results)
+    table = rows(results, dataset["images"])
     n = dataset["images"]
     print(
         f"\nmeasured on this machine ({machine['cores']} cores, load average before "
@@ -545,12 +616,17 @@ def report(
         f"{args.share:.2f} x the dataset at the level read (LitData, MDS: {full_cap / MB:.1f} "
         f"MB, PCR's at level 10); every image decoded to {args.size}x{args.size}; "
         f"{seconds:.0f} s in all\n"
-        "MB = sent to the reader in the epoch; cannot fit = dataset bytes at the level minus "
-        "the cache's size; x fit = MB / cannot fit\n"
+        "MB = sent to the reader in the epoch; data MB = the dataset's bytes at the level "
+        "(LitData: its chunks, MDS: its shards); cannot = data MB minus the cache's size "
+        "(cache MB); x fit = MB per epoch / cannot; cached = the cache folder's MB after "
+        "the epoch; "
+        f"~: an epoch stopped once it had fetched {args.mds_budget:g}x its data MB "
+        "(--mds-budget), MB per epoch extrapolated from its images to all\n"
     )
     head = (
-        f"{'tool':<34} {'level':>5} {'epoch':>5} | {'MB':>7} {'images':>6} {'img/s':>6} | "
-        f"{'data MB':>7} {'cache MB':>8} {'cannot':>6} {'x fit':>6} | {'cached':>6}"
+        f"{'tool':<34} {'level':>5} {'epoch':>5} | {'MB':>7} {'images':>6} {'img/s':>6} "
+        f"{'MB/epoch':>9} | {'data MB':>7} {'cache MB':>8} {'cannot':>6} {'x fit':>7} | "
+        f"{'cached':>6}"
     )
     print(head)
     print("-" * len(head))
@@ -559,11 +635,12 @@ def report(
         if last is not None and last != (r["tool"], r["level"]):
             print()
         last = (r["tool"], r["level"])
+        about = " " if r["whole"] else "~"
         print(
             f"{r['tool']:<34} {r['level']:>5} {r['epoch']:>5} | {r['mb']:>7.1f} "
-            f"{r['images']:>6} {r['images_per_s']:>6.0f} | {r['dataset_mb']:>7.1f} "
-            f"{r['cap_mb']:>8.1f} {r['dataset_mb'] - r['cap_mb']:>6.1f} "
-            f"{r['of_cannot_fit']:>5.2f}x | {r['cache_mb']:>6.1f}"
+            f"{r['images']:>6} {r['images_per_s']:>6.0f} {about}{r['mb_epoch']:>8.1f} | "
+            f"{r['dataset_mb']:>7.1f} {r['cap_mb']:>8.1f} {r['dataset_mb'] - r['cap_mb']:>6.1f} "
+            f"{about}{r['of_cannot_fit']:>5.2f}x | {r['cache_mb']:>6.1f}"
         )
     for why in left_out.values():
         print(f"\nleft out: {why}")
