@@ -262,9 +262,7 @@ def _level_quality(
         scans=np.arange(1, s + 1),
         bytes=nbytes,
         bytes_fraction=nbytes / nbytes[-1],
-        mssim=out["mssim"],
-        ssim=out["ssim"],
-        psnr=out["psnr"],
+        **out,  # mssim, ssim, psnr
         luminance=luminance,
         scales=ref.scales if ref is not None else len(MSSSIM_WEIGHTS),
         note=ref.note if ref is not None else "",

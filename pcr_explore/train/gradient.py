@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -390,9 +390,9 @@ def _labelled(src: LevelSource) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclass(frozen=True)
 class _Setting:
-    """What a measurement compared, for its result."""
+    """What a measurement compared: the result's fields of the same names."""
 
-    levels: tuple[int, ...]
+    scans: tuple[int, ...]
     threshold: float
     confidence: float
     max_batches: int
@@ -404,7 +404,7 @@ def _result(
     src: LevelSource, probe: _Probe, setting: _Setting, seconds: float, bytes_read: int
 ) -> GradientTuneResult:
     """The result of the batches *probe* measured."""
-    full, levels, sims = src.num_scans, setting.levels, probe.sims
+    full, levels, sims = src.num_scans, setting.scans, probe.sims
     mean = {k: float(np.mean(v)) for k, v in sims.items()}
     meets = [k for k in levels if mean[k] >= setting.threshold]
     if hasattr(src, "bytes_at"):
@@ -415,8 +415,7 @@ def _result(
         bytes_at[full] = int(probe.full_bytes * scale)
     return GradientTuneResult(
         scan=meets[0] if meets else full,
-        threshold=float(setting.threshold),
-        scans=levels,
+        **asdict(setting),
         similarity=mean,
         similarity_std={k: float(np.std(v)) for k, v in sims.items()},
         per_batch={k: tuple(v) for k, v in sims.items()},
@@ -425,14 +424,10 @@ def _result(
         met=bool(meets),
         num_scans=full,
         batches=len(sims[levels[0]]),
-        batch_size=setting.batch_size,
-        size=setting.size,
         seconds=seconds,
         bytes_read=bytes_read,
         similarity_ci={k: _clipped(mean_interval(v, setting.confidence)) for k, v in sims.items()},
         decided=_settled(sims, setting.threshold, setting.confidence),
-        max_batches=setting.max_batches,
-        confidence=float(setting.confidence),
         passes=probe.passes + probe.reused,
         passes_reused=probe.reused,
     )
@@ -537,7 +532,7 @@ def tune_by_gradient(
     finally:
         probe.close()
         model.train(was_training)
-    setting = _Setting(levels, threshold, confidence, len(groups), batch_size, size)
+    setting = _Setting(levels, float(threshold), float(confidence), len(groups), batch_size, size)
     return _result(src, probe, setting, time.perf_counter() - t0, _bytes_read(src) - before)
 
 
@@ -625,7 +620,7 @@ class StepTuner:
         full = source.num_scans
         self.trained = check_scan(trained, full, where=f"{source_name(source)}: trained")
         levels = _levels(source, scans)
-        self._setting = _Setting(levels, threshold, confidence, batches, 0, size)
+        self._setting = _Setting(levels, float(threshold), float(confidence), batches, 0, size)
         self._src, self._model, self._reuse = source, model, reuse
         self._labels, _ = _labelled(source)
         self._min, self._start, self._steps = min_batches, start, 0
@@ -649,14 +644,14 @@ class StepTuner:
         before = _bytes_read(self._src)
         probe = self._probe
         given = None
-        if self._reuse and (self.trained in self._setting.levels or self.trained == probe.full):
+        if self._reuse and (self.trained in self._setting.scans or self.trained == probe.full):
             given = (
                 self.trained,
                 _flatten(probe.torch, [p.grad for p in probe.params], probe.params),
             )
         idx = np.asarray(indices, dtype=np.int64)
         probe.batch(self._src, idx, self._labels, rng_state, flips=flips, given=given)
-        s, used = self._setting, len(probe.sims[self._setting.levels[0]])
+        s, used = self._setting, len(probe.sims[self._setting.scans[0]])
         self.done = used >= s.max_batches or (
             used >= self._min and _settled(probe.sims, s.threshold, s.confidence)
         )
