@@ -8,7 +8,7 @@ import numpy as np
 
 from ..._public import public
 from ...errors import SwapError
-from ._base import nonzero_mask
+from ._base import _check_sparsity, nonzero_mask
 
 __all__ = ["bit_sparsity", "synthetic_activations"]
 
@@ -88,8 +88,7 @@ def synthetic_activations(
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise SwapError(f"shape must have non-negative dimensions, got {shape}")
-    if not 0.0 <= float(sparsity) <= 1.0:
-        raise SwapError(f"sparsity must lie in [0, 1], got {sparsity}")
+    _check_sparsity(sparsity)
     if not correlation >= 0:
         raise SwapError(f"correlation must be >= 0, got {correlation}")
     dt = np.dtype(dtype)

@@ -19,7 +19,7 @@ import numpy as np
 from ..._json import json_safe
 from ..._public import public
 from ..capture._images import LabelledImages
-from ..codecs import Codec, get_codec
+from ..codecs import ZFP, Codec, get_codec
 from .codec_training import Net, TrainRun, activation_mean, train_runs
 
 __all__ = ["CodecSweep", "codec_sweep"]
@@ -153,8 +153,7 @@ def _label(codec: str | Codec) -> str:
     ('zfp:16', 'zfp:16', 'zvc')
     """
     c = get_codec(codec)
-    rate = getattr(c, "rate", None)
-    return f"{c.name.partition(':')[0]}:{rate}" if c.lossless is False and rate else c.name
+    return f"{c.spec}:{c.rate}" if isinstance(c, ZFP) else c.name
 
 
 @public("pcr_explore.swap")
