@@ -16,6 +16,7 @@ from PIL import Image, ImageFilter
 from pcr_explore.auditing import CHECKS, AuditOptions, AuditReport, audit
 from pcr_explore.auditing._duplicates import exact_groups, hamming, near_duplicates
 from pcr_explore.auditing._inspect import FileJob, inspect_file
+from pcr_explore.auditing._properties import phash
 from pcr_explore.errors import MissingExtraError
 
 
@@ -266,3 +267,14 @@ def test_near_duplicates_chain_and_blocks() -> None:
     r = near_duplicates([7, 7, 1 << 40], [[0, 1]], 2)
     assert r.sets == [] and r.nearest.tolist() == [4.0, 4.0, 4.0]
     assert hamming(np.array([1, 3], np.uint64), np.array([0], np.uint64)).tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["chelsea", "coffee", "astronaut", "camera", "rocket"])
+def test_phash_has_imagehash_bits(name: str, sk_photo: Callable[..., np.ndarray]) -> None:
+    imagehash = pytest.importorskip("imagehash")
+    rng = np.random.default_rng(len(name))
+    photo = Image.fromarray(sk_photo(name, 256)).convert("L")
+    noise = Image.fromarray(rng.integers(0, 256, (96, 128), dtype=np.uint8))
+    for gray in (photo, noise, photo.transpose(Image.Transpose.ROTATE_90)):
+        want = imagehash.phash(gray).hash.ravel()
+        assert phash(gray) == int.from_bytes(np.packbits(want).tobytes(), "big")

@@ -174,7 +174,7 @@ PROBE = "import sys\n\n\ndef loaded():\n    return sorted(sys.modules)\n"
     [
         (
             "pcr_explore.auditing._pass",
-            {"pcr_explore.auditing._pass", "pcr_explore.auditing._inspect", "scipy.fftpack"},
+            {"pcr_explore.auditing._pass", "pcr_explore.auditing._inspect"},
         ),
         ("pcr_explore.quality._sampler", {"pcr_explore.quality._jobs"}),
     ],

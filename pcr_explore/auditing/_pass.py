@@ -36,8 +36,8 @@ __all__ = ["WORKER_MODULES", "Pass", "RecordJob", "inspect_all", "inspect_files"
 #: What the workers run (this module's inspect_files and all it imports),
 #: imported once by the server they fork from, so that no worker imports it
 #: again. A package's facade would not do: it imports its modules lazily, at
-#: first use. imagehash's phash imports scipy.fftpack at its first call.
-WORKER_MODULES = (__name__, "scipy.fftpack")
+#: first use.
+WORKER_MODULES = (__name__,)
 
 # Images per task, at most: one message each way per task instead of per
 # image. Sampled images, ten times longer, go one per task. A Dask task costs
