@@ -274,6 +274,8 @@ def prepare_split(
         and (train_pcr / MANIFEST).exists()
         and (val_pcr / MANIFEST).exists()
     )
+    # a folder already split is used as it is, unless a subset of it is wanted
+    images = root if _is_split(root) and per_class is None else dst / "images"
     if not done:
         dst.mkdir(parents=True, exist_ok=True)
         stamp_file.unlink(missing_ok=True)
@@ -281,12 +283,12 @@ def prepare_split(
             train_dir, val_dir = root / "train", root / "val"
         elif _is_split(root):
             train_dir, val_dir = (
-                _link_subset(root / side, dst / "images" / side, per_class, seed)
+                _link_subset(root / side, images / side, per_class, seed)
                 for side in ("train", "val")
             )
         else:
             train_dir, val_dir = split_folder(
-                root, dst / "images", val_fraction=val_fraction, per_class=per_class, seed=seed
+                root, images, val_fraction=val_fraction, per_class=per_class, seed=seed
             )
         for d, pcr in ((train_dir, train_pcr), (val_dir, val_pcr)):
             encode_dataset(
@@ -299,9 +301,6 @@ def prepare_split(
                 overwrite=True,
             )
         atomic_write(stamp_file, json.dumps(stamp, indent=1))
-        images = train_dir.parent
-    else:
-        images = root if _is_split(root) and per_class is None else dst / "images"
     tr, va = open_dataset(str(train_pcr)), open_dataset(str(val_pcr))
     if tr.classes != va.classes:
         raise DatasetError(
