@@ -12,9 +12,10 @@ it), the mean quality per level, and the time to decode each level.
 
 from __future__ import annotations
 
+import functools
 import html
 import os
-import time
+import timeit
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -176,13 +177,8 @@ def _decode_ms(src: FolderSource, indices: np.ndarray, repeats: int) -> np.ndarr
         o = src.transcoded(int(i)).orientation
         decode_upright(src.jpeg_bytes(int(i)), None, o)  # warm-up: not timed
         for k in range(1, src.num_scans + 1):
-            data = src.jpeg_bytes(int(i), k)
-            best = np.inf
-            for _ in range(repeats):
-                t = time.perf_counter()
-                decode_upright(data, None, o)
-                best = min(best, time.perf_counter() - t)
-            out[k - 1] += best
+            decode = functools.partial(decode_upright, src.jpeg_bytes(int(i), k), None, o)
+            out[k - 1] += min(timeit.repeat(decode, number=1, repeat=repeats))
     return out * 1e3 / max(1, len(indices))
 
 
