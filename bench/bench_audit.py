@@ -180,7 +180,7 @@ def build_photos(root: Path, n: int = 500) -> Path:
     :data:`PHOTO_PLANTS`: exact copies, resized re-compressed copies (near
     duplicates), darkened photos and truncated files.
     """
-    done = root / f".complete-{n}-v3"
+    done = root / f".complete-{n}-v4"
     if done.exists():
         return root
     shutil.rmtree(root, ignore_errors=True)
@@ -194,8 +194,11 @@ def build_photos(root: Path, n: int = 500) -> Path:
         (p, s, x, t) for p in range(24) for s in (1.0, 1.15) for x in (0, 1) for t in range(8)
     ]
     rng = np.random.default_rng(0)
-    # the last three crops are only seen darkened: a dark photo, not a copy of another
-    picks = rng.permutation(len(variants))[: n - len(PHOTO_PLANTS) + 3]
+    # the last three crops are only seen darkened: a dark photo, not a copy of another;
+    # past 768 photos (--scale) the crops come round again, a grey level brighter each time
+    want = n - len(PHOTO_PLANTS) + 3
+    picks = np.concatenate([rng.permutation(len(variants)) for _ in range(-(-want // 768))])
+    picks = picks[:want]
     names = []
     for k, v in enumerate(picks):
         p, s, x, t = variants[v]
@@ -211,7 +214,11 @@ def build_photos(root: Path, n: int = 500) -> Path:
             j = k - len(picks) + 3
             Image.fromarray(dark.astype(np.uint8)).save(root / f"c{j % 2}/dark{j}.jpg", quality=95)
             continue
-        name = f"c{k % 2}/photo{k:04d}.jpg"
+        if k >= len(variants):  # a crop seen before: other bytes, the same picture
+            im = Image.fromarray(
+                np.clip(np.asarray(im, np.int16) + k // len(variants), 0, 255).astype(np.uint8)
+            )
+        name = f"c{k % 2}/photo{k:05d}.jpg"
         im.save(root / name, "JPEG", quality=95)
         names.append(name)
     for k in range(3):
@@ -489,6 +496,22 @@ def bench_speed(folder: Path, repeat: int, have_cv: bool, exact: bool = False) -
     }
 
 
+def bench_scale(n: int) -> dict[str, Any]:
+    """The default audit alone on *n* photos built as part 2's: CPU per image as N grows."""
+    folder = build_photos(HERE / "_data" / f"audit-photos-{n}", n)
+    res, mem = run_tool(["pcr", str(folder), "-1"])
+    return {
+        "folder": str(folder),
+        "images": res["images"],
+        "seconds": res["seconds"],
+        "cpu_s": mem["cpu_s"],
+        "cpu_ms": mem["cpu_s"] / res["images"] * 1e3,
+        "timings": res["timings"],
+        "issue_counts": res["issue_counts"],
+        "memory": mem,
+    }
+
+
 def bench_huge(root: Path) -> dict[str, Any]:
     folder = build_huge(root)
     res, mem = run_tool(["pcr", str(folder), "0"])  # 0: every image in the quality sample
@@ -613,6 +636,13 @@ def main() -> None:
         action="store_true",
         help="also time audit(..., options=AuditOptions(bytes_sample=None)) in every round",
     )
+    ap.add_argument(
+        "--scale",
+        type=int,
+        default=None,
+        metavar="N",
+        help="also audit N photos built as part 2's (crops repeat past 768), ours only",
+    )
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -639,6 +669,14 @@ def main() -> None:
         _print_speed(speed)
     else:
         print(f"\n2. skipped: no photos at {photos}")
+    scale = None
+    if args.scale:
+        scale = bench_scale(args.scale)
+        print(
+            f"\n2b. the default audit on {scale['images']:,} such photos: {scale['cpu_s']:.1f} "
+            f"CPU s, {scale['cpu_ms']:.1f} CPU ms per image, {scale['seconds']:.1f} s wall; "
+            f"flags {scale['issue_counts']}"
+        )
     huge = None
     if args.huge:
         huge = bench_huge(HERE / "_data" / "audit-huge")
@@ -661,6 +699,7 @@ def main() -> None:
                 },
                 "planted": planted,
                 "speed": speed,
+                "scale": scale,
                 "huge": huge,
             }
         )
