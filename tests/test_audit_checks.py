@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import shutil
@@ -16,8 +17,9 @@ from PIL import Image, ImageFilter
 from pcr_explore.auditing import CHECKS, AuditOptions, AuditReport, audit
 from pcr_explore.auditing._duplicates import exact_groups, hamming, near_duplicates
 from pcr_explore.auditing._inspect import FileJob, inspect_file
-from pcr_explore.auditing._properties import phash
+from pcr_explore.auditing._properties import phash, reduced_image
 from pcr_explore.errors import MissingExtraError
+from pcr_explore.jpeg import _tjtransform
 
 
 def texture(seed: int, w: int, h: int) -> np.ndarray:
@@ -278,3 +280,21 @@ def test_phash_has_imagehash_bits(name: str, sk_photo: Callable[..., np.ndarray]
     for gray in (photo, noise, photo.transpose(Image.Transpose.ROTATE_90)):
         want = imagehash.phash(gray).hash.ravel()
         assert phash(gray) == int.from_bytes(np.packbits(want).tobytes(), "big")
+
+
+@pytest.mark.skipif(not _tjtransform.available(), reason="libturbojpeg not installed")
+@pytest.mark.parametrize("side", [200, 300, 600, 1100, 2100])  # DCT scale 1, 1, 2, 4, 8
+def test_the_checked_decode_has_pillows_pixels(
+    side: int, sk_photo: Callable[..., np.ndarray], encode_jpeg: Callable[..., bytes]
+) -> None:
+    photo = Image.fromarray(sk_photo("coffee")).resize((side, side * 2 // 3))
+    for im, kw in [(photo, {}), (photo.convert("L"), {}), (photo, {"subsampling": 0})]:
+        data = encode_jpeg(np.asarray(im), **kw)
+        small, checked = reduced_image(Image.open(io.BytesIO(data)), data=data)
+        pillow, by_pillow = reduced_image(Image.open(io.BytesIO(data)))
+        assert checked and not by_pillow and small.mode == pillow.mode == im.mode
+        np.testing.assert_array_equal(np.asarray(small), np.asarray(pillow))
+    # corrupt data (an RST marker inside the scan): Pillow decodes it, unchecked
+    mid = (data.index(b"\xff\xda") + len(data)) // 2
+    bad = data[:mid] + b"\xff\xd5" + data[mid + 2 :]
+    assert not reduced_image(Image.open(io.BytesIO(bad)), data=bad)[1]

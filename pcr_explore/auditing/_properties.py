@@ -99,19 +99,17 @@ def _decompress() -> Any:
     return lib
 
 
-def _checked_decode(
-    data: bytes, mode: str, size: tuple[int, int], scale: int
-) -> Image.Image | None:
-    """*data* decoded at 1/*scale* by TurboJPEG, failing on any libjpeg warning; else None.
+def _checked_decode(data: bytes, im: Image.Image, size: tuple[int, int]) -> Image.Image | None:
+    """*data* decoded by TurboJPEG at *im*'s drafted size, any libjpeg warning failing; else None.
 
     The same libjpeg-turbo decode, DCT scaling and colour conversion as
     Pillow's ``draft``, so the same pixels; reading every coefficient with
     warnings as errors, it also checks the data as the transcode would, so
     one decode does both. None where the library is missing, the image is
     not L or RGB, or libjpeg complains (the caller then decodes with Pillow,
-    whose message names the problem).
+    whose message names the problem). *size* is the stored size.
     """
-    lib = _decompress() if mode in ("L", "RGB") else None
+    lib = _decompress() if im.mode in ("L", "RGB") else None
     if lib is None:
         return None
     handle = _tjtransform._handle(lib)
@@ -120,21 +118,12 @@ def _checked_decode(
         return None
     if (dims[0].value, dims[1].value) != size:
         return None
-    w, h = -(-size[0] // scale), -(-size[1] // scale)
-    out = np.empty((h, w) if mode == "L" else (h, w, 3), np.uint8)
-    pixel_format = 6 if mode == "L" else 0  # TJPF_GRAY, TJPF_RGB
+    w, h = im.size  # what draft made of it: TurboJPEG picks the same scale for it
+    out = np.empty((h, w) if im.mode == "L" else (h, w, 3), np.uint8)
+    pixel_format = 6 if im.mode == "L" else 0  # TJPF_GRAY, TJPF_RGB
     flags = _tjtransform._TJFLAG_STOPONWARNING
     rc = lib.tjDecompress2(handle, data, len(data), out.ctypes.data, w, 0, h, pixel_format, flags)
     return Image.fromarray(out) if rc == 0 else None
-
-
-def _draft_scale(w: int, h: int, side: int) -> int:
-    """The DCT scale (1, 2, 4 or 8) Pillow's ``draft`` picks for a longer side of *side*."""
-    if max(w, h) <= side:
-        return 1
-    f = side / max(w, h)
-    most = min(w // max(1, int(w * f)), h // max(1, int(h * f)))
-    return next(s for s in (8, 4, 2, 1) if most >= s)
 
 
 def reduced_image(
@@ -179,14 +168,12 @@ def reduced_image(
         orientation = int(im.getexif().get(0x0112, 1) or 1)
     w, h = im.size
     jpeg = im.format in ("JPEG", "MPO")
-    small = None
-    if jpeg and data is not None:
-        small = _checked_decode(data, im.mode, (w, h), _draft_scale(w, h, side))
+    if jpeg and max(w, h) > side:
+        scale = side / max(w, h)
+        im.draft(None, (max(1, int(w * scale)), max(1, int(h * scale))))
+    small = _checked_decode(data, im, (w, h)) if jpeg and data is not None else None
     checked = small is not None
     if small is None:
-        if jpeg and max(w, h) > side:
-            scale = side / max(w, h)
-            im.draft(None, (max(1, int(w * scale)), max(1, int(h * scale))))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             im.load()
