@@ -14,7 +14,7 @@ from ...jpeg._orient import decode_upright
 from ...jpeg.scan_script import STANDARD, ScanScript
 from ...read.sources import LevelSource, orientation_of, source_name
 
-__all__ = ["scan_content", "level_note", "level_strip"]
+__all__ = ["caption", "scan_content", "level_note", "level_strip"]
 
 _CHANNELS = ("brightness (Y)", "blue-difference colour (Cb)", "red-difference colour (Cr)")
 
@@ -176,20 +176,18 @@ def level_strip(
         Image.fromarray(decode_upright(source.jpeg_bytes(i, k), size, o)).convert("RGB")
         for k in levels
     ]
-    font = ImageFont.load_default(size=13)
     cap = 20
     width = sum(p.width for p in pics) + gap * (len(pics) - 1)
     out = Image.new("RGB", (width, max(p.height for p in pics) + cap), "white")
-    draw = ImageDraw.Draw(out)
     x = 0
     for k, pic in zip(levels, pics):
         out.paste(pic, (x, cap))
         label = "full" if k == n else f"scan {k}"
-        draw.text(
-            (x + 2, 2),
-            f"{label}: {nbytes[k - 1] / nbytes[-1]:.0%} of the bytes",
-            fill="#222222",
-            font=font,
-        )
+        caption(out, (x + 2, 2), f"{label}: {nbytes[k - 1] / nbytes[-1]:.0%} of the bytes")
         x += pic.width + gap
     return out
+
+
+def caption(picture: Image.Image, xy: tuple[int, int], text: str) -> None:
+    """Write *text* on *picture* at *xy*, as the strips and sheets caption their pictures."""
+    ImageDraw.Draw(picture).text(xy, text, fill="#222222", font=ImageFont.load_default(size=13))

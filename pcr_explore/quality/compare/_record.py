@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 from ..._checks import check_scans
 from ..._public import public
 from ...jpeg._orient import decode_upright
 from ...read.reader import PCRDataset
+from ._levels import caption
 
 __all__ = ["record_sheet"]
 
@@ -84,17 +85,11 @@ def _sheet(rows: list[tuple[int, int, list[np.ndarray]]], total: int, size: int)
     gap, cap = 6, 20
     width = max(len(p) for _, _, p in rows) * (size + gap) - gap
     out = Image.new("RGB", (max(width, 360), len(rows) * (size + cap + gap)), "white")
-    draw = ImageDraw.Draw(out)
-    font = ImageFont.load_default(size=13)
     y = 0
     for k, nbytes, pics in rows:
         groups = "scan group 1" if k == 1 else f"scan groups 1-{k}"
-        draw.text(
-            (2, y + 2),
-            f"{groups}: one read of {nbytes:,} bytes ({nbytes / total:.0%} of the record)",
-            fill="#222222",
-            font=font,
-        )
+        read = f"one read of {nbytes:,} bytes ({nbytes / total:.0%} of the record)"
+        caption(out, (2, y + 2), f"{groups}: {read}")
         x = 0
         for arr in pics:
             pic = Image.fromarray(arr).convert("RGB")
