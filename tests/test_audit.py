@@ -463,7 +463,7 @@ def test_cli_audit(planted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[
     quick = json.loads(capsys.readouterr().out)
     assert quick["bytes_measured"] == 3 and quick["options"]["bytes_sample"] == 3
     assert all(row["bytes_low"] < row["bytes"] < row["bytes_high"] for row in quick["levels"][:-1])
-    # the default: 64 transcoded (all 9 readable here, so exact); --exact-bytes says so outright
+    # the default: 32 transcoded (all 9 readable here, so exact); --exact-bytes says so outright
     exact = [*args[:4], "--exact-bytes", "--full-size-quality", "--json", "-", "--quiet"]
     assert main([*exact, "--workers", "1"]) == 0
     whole = json.loads(capsys.readouterr().out)

@@ -86,7 +86,7 @@ def _level_bytes(ok: list[FileInfo], levels: int) -> LevelBytes:
     seeded permutation), the total is the ratio estimate: their bytes at each
     level over their source bytes, times every readable image's source
     bytes. Its interval is the ratio estimator's t interval with the finite
-    population correction (Cochran, Sampling Techniques, 6.4): zero wide
+    population correction (Cochran, Sampling Techniques, ch. 6): zero wide
     when every image was measured.
     """
     coded = [i for i in ok if i.level_bytes is not None]

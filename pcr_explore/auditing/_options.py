@@ -37,7 +37,7 @@ QUALITY_PIXELS = 1 << 17
 
 # Folder images transcoded by default for the bytes per level: the quality
 # sample's (transcoded anyway); the rest is estimated from them, with an interval.
-BYTES_SAMPLE = 64
+BYTES_SAMPLE = 32
 
 
 @public("pcr_explore")
@@ -66,11 +66,11 @@ class AuditOptions:
     bytes_sample : int, optional
         Transcode only this many folder images for their bytes at each level
         (the start of the quality sample's seeded order, so they include the
-        quality sample; default 64), and estimate the dataset's bytes per
-        level from them: their bytes at each level over their source bytes,
-        times all readable images' source bytes, with a 95% interval (a
-        ratio estimate's t interval, finite population corrected) that the
-        report shows beside it. The others are still read, decoded and
+        quality sample; default 32, as the sample), and estimate the
+        dataset's bytes per level from them: their bytes at each level over
+        their source bytes, times all readable images' source bytes, with a
+        95% interval (a ratio estimate's t interval, finite population
+        corrected) that the report shows beside it. The others are still read, decoded and
         checked: an L or RGB JPEG's one small decode is libjpeg-turbo's
         TurboJPEG with every warning an error, which reads every coefficient
         as the transcode would, so corrupt data that Pillow decodes anyway is

@@ -77,7 +77,7 @@ class AuditReport(AuditFindings):
     level_bytes : ndarray of int
         Bytes of all readable images at each scan level (cumulative); where
         the bytes sample holds only some (the default on a folder of more
-        than 64 images), estimated from the images transcoded (see
+        than 32 images), estimated from the images transcoded (see
         ``bytes_measured``, ``bytes_interval`` and ``notes``).
     source_bytes : int
         Bytes of the readable source files.

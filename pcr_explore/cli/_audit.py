@@ -98,9 +98,9 @@ def register(sub: Any) -> None:
     bytes_count.add_argument(
         "--bytes-sample",
         type=_positive,
-        default=64,
+        default=32,
         metavar="N",
-        help="transcode N images (the quality sample among them; default 64) and estimate "
+        help="transcode N images (the quality sample among them; default 32) and estimate "
         "the bytes per level from them, with a 95%% interval; the other JPEGs only have "
         "their coefficients read",
     )
