@@ -53,10 +53,12 @@ Usage::
         [--share 0.30] [--levels 5,10] [--epochs 3] [--size 224] [--against DIR]
         [--peers litdata,streaming] [--mds-epochs 1] [--mds-options JSON] [--quick]
 
-Needs litdata and mosaicml-streaming (``pip install litdata`` and ``pip
-install --no-deps "mosaicml-streaming>=0.7"``, as ``make bench`` installs it);
-a missing peer is left out and named. ``--quick`` is a smoke run (120 photos).
-Prints a table and writes bench/results/epochs.json.
+Needs litdata and mosaicml-streaming, each without its declared
+dependencies: ``pip install --no-deps litdata lightning-utilities obstore
+tifffile`` (litdata's own requirements bring torchvision, and with it
+another torch build) and ``pip install --no-deps "mosaicml-streaming>=0.7"``
+(as ``make bench`` installs it); a missing peer is left out and named.
+``--quick`` is a smoke run (120 photos). Prints a table and writes bench/results/epochs.json.
 """
 
 from __future__ import annotations
