@@ -437,8 +437,8 @@ def bench_speed(folder: Path, repeat: int, have_cv: bool, exact: bool = False) -
     if planted:
         build_photos(folder)
     bad = {f for f, k in PHOTO_PLANTS.items() if k == "bad_file"} if planted else set()
-    readable = folder.with_name(folder.name + "-readable")
-    if have_cv:  # cleanvision's copy: without the files it cannot open
+    readable = folder.with_name(folder.name + "-readable") if bad else folder
+    if have_cv and bad:  # cleanvision's copy: without the files it cannot open
         shutil.rmtree(readable, ignore_errors=True)
         shutil.copytree(
             folder,
