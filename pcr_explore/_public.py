@@ -72,12 +72,12 @@ def facade(
 # extra -> the top-level modules it installs that the package imports
 EXTRAS: dict[str, frozenset[str]] = {
     "plots": frozenset({"bokeh"}),
-    "audit": frozenset({"bokeh", "imagehash", "scipy"}),
+    "audit": frozenset({"bokeh"}),
     "swap": frozenset({"lz4", "zstandard", "scipy"}),
     "zfp": frozenset({"zfpy"}),
     "torch": frozenset({"torch", "torchdata", "scipy", "pooch"}),
     "lab": frozenset(
-        {"bokeh", "imagehash", "scipy", "lz4", "zstandard"}
+        {"bokeh", "scipy", "lz4", "zstandard"}
         | {"jupyterlab", "ipywidgets", "jupyter_bokeh", "IPython", "skimage"}
     ),
     "dask": frozenset({"dask", "distributed"}),

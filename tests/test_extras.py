@@ -108,7 +108,7 @@ def test_every_third_party_import_is_core_or_in_an_extra() -> None:
 
 def test_the_extra_named_is_the_one_made_for_the_use() -> None:
     assert extra_for("scipy", "pcr_explore.swap.model.calibration") == "swap"
-    assert extra_for("scipy", "pcr_explore.auditing._duplicates") == "audit"
+    assert extra_for("bokeh", "pcr_explore.auditing._html") == "audit"
     assert extra_for("scipy", "pcr_explore.train.gradient") == "torch"
     assert extra_for("bokeh", "pcr_explore.widgets._explorer") == "lab"
     assert extra_for("bokeh", "pcr_explore.plots._quality") == "plots"
@@ -173,7 +173,14 @@ pcr.encode_dataset(root / "src", root / "out", progress=False, workers=1)
 ds = pcr.open_dataset(str(root / "out"))
 images = [image for image, _ in ds.iter(scan=2)]
 result = pcr.tune(ds, target=0.9, sample=4, progress=False)
-print(json.dumps({"images": len(images), "level": result.scan}))
+report = pcr.audit(root / "src", sample=2, workers=1, progress=False)
+try:
+    report.to_html(root / "audit.html")
+    html = "written"
+except pcr.MissingExtraError as exc:
+    html = str(exc)
+print(json.dumps({"images": len(images), "level": result.scan, "audited": report.images,
+                  "html": html}))
 """
 
 
@@ -183,19 +190,22 @@ def test_the_core_brings_no_notebook_plot_or_training_stack(core_site: Path) -> 
     assert not (core_site / "scipy").exists() and (core_site / "numpy").exists()
 
 
-def test_encoding_reading_and_tuning_need_only_the_core(core_site: Path, tmp_path: Path) -> None:
+def test_encoding_reading_tuning_and_auditing_need_only_the_core(
+    core_site: Path, tmp_path: Path
+) -> None:
     done = _core_only(core_site, CORE_WORK, str(tmp_path))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.splitlines()[-1])
-    assert out["images"] == 4
+    assert out["images"] == 4 and out["audited"] == 4
     assert 1 <= out["level"] <= 10
+    # the audit's HTML report draws with Bokeh: the audit extra
+    assert out["html"].endswith("pip install 'pcr-explore[audit]'")
 
 
 @pytest.mark.parametrize(
     ("name", "extra"),
     [
         ("widgets.ScanExplorer", "lab"),
-        ("audit", "audit"),
         ("build_sample('unused')", "lab"),
         ("swap.get_codec('zstd').encode(__import__('numpy').zeros(8))", "swap"),
         ("train.train_at_levels('unused', val='unused')", "torch"),
