@@ -23,8 +23,9 @@ loader          one DataLoader pass, level 5, 128 px, 2 workers      image
 random          1,000 ``ds.image(i, scan=5)`` at random ``i`` (the   read
                 reads alone, timed in the process)
 verify          ``verify_dataset``                                   image
-audit           ``audit(src, workers=2)`` (quality sample 64)         image
-audit-bytes     the same with ``bytes_sample=256``                   image
+audit           ``audit(src, workers=2)`` (the defaults: bytes       image
+                estimated from 32 files, quality sample 32)
+audit-bytes     the same with exact bytes (``bytes_sample=None``)    image
 quality         ``quality_curve(pcr, sample=256, workers=2)``        sampled
 budget          ``budget(pcr)`` without training (sample 64)         call
 export          ``export_dataset(pcr, scan=5)`` to WebDataset        image
@@ -273,7 +274,7 @@ def _one(step: str, n: int, work: Path, out: Path) -> None:
         r = pcr.verify_dataset(str(ds_path))
         info = {"ok": bool(r.ok), "records": r.records}
     elif step in ("audit", "audit-bytes"):
-        opts = pcr.AuditOptions(bytes_sample=256 if step == "audit-bytes" else None)
+        opts = pcr.AuditOptions(bytes_sample=None) if step == "audit-bytes" else pcr.AuditOptions()
         r = pcr.audit(src, workers=2, progress=False, options=opts)
         info = {
             "images": r.images,
