@@ -101,6 +101,8 @@ test-fast: install-test
 bench: install system-deps
 	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
 	$(BIN)/python -m pip install --quiet --no-deps "mosaicml-streaming>=0.7"
+	# litdata's declared dependencies bring torchvision, which replaces the CPU build of torch
+	$(BIN)/python -m pip install --quiet --no-deps litdata lightning-utilities obstore tifffile
 	$(BIN)/python -m pip install --quiet xxhash zstd python-snappy brotli catalogue
 	$(BIN)/python bench/bench_pcr.py
 	$(BIN)/python bench/bench_quality.py
@@ -109,6 +111,8 @@ bench: install system-deps
 	$(BIN)/python bench/bench_browser_latency.py
 	$(BIN)/python bench/bench_reload.py
 	$(BIN)/python bench/bench_audit.py
+	$(BIN)/python bench/bench_epochs.py
+	$(BIN)/python bench/bench_reduced.py
 	$(BIN)/python bench/bench_audit_cluster.py
 	$(BIN)/python bench/bench_remote.py
 	$(BIN)/python bench/bench_link.py

@@ -51,8 +51,8 @@ process over the link at the first rate, through ``open_dataset(url,
 cache_dir=..., cache_max_bytes=0.55 x the dataset's bytes)``: one pass at
 level 10, then two shuffled passes at level 5. Reported: the bytes the
 server sent for the second level-5 pass as a share of the first, for the
-cache as pcr_explore/storage/cache.py has it (least recently used prefixes
-first trimmed to the level just read, then deleted whole) and for
+cache as pcr_explore/storage/cache.py has it (prefixes above the level just
+read first trimmed to it, then deleted whole) and for
 whole-record eviction (the baseline: a subclass whose eviction keeps every
 level, so it only deletes whole; checked to trim nothing), same run, each
 with a cache folder of its own and a dataset of ``--cache-records`` records.
@@ -367,26 +367,24 @@ def figures(
 
 
 def _whole_records() -> type:
-    """PrefixCache whose eviction deletes least recently used prefixes whole, never trims.
+    """PrefixCache whose room-making deletes prefixes whole and never trims one.
 
-    ``PrefixCache._evict(..., level)`` first cuts this dataset's prefixes
-    back to *level* (the level just read), skipping records for which that is
-    their top level or above, then deletes whole ones: asked to keep every
-    level, it only deletes whole. Its other arguments pass through as they
-    are (an ``_evict`` without *level*, from before trimming, is called
-    unchanged). The run checks that the cache object is this class and that
+    ``PrefixCache._make_room`` first cuts this dataset's least recently used
+    prefixes above the level being written back to it, each found by
+    ``_cache_index.oldest_above``; with that finding none, only whole
+    prefixes go. The run checks that the cache object is this class and that
     its ``trimmed`` count stays 0.
     """
+    from unittest import mock
+
+    from pcr_explore.storage import _cache_index
     from pcr_explore.storage.cache import PrefixCache
 
-    evict = inspect.signature(PrefixCache._evict)
-
     class WholeRecords(PrefixCache):  # type: ignore[misc, valid-type]
-        def _evict(self, *args: Any, **kwargs: Any) -> None:
-            bound = evict.bind(self, *args, **kwargs)
-            if "level" in bound.arguments:
-                bound.arguments["level"] = sys.maxsize
-            PrefixCache._evict(*bound.args, **bound.kwargs)
+        def _make_room(self, *args: Any, **kwargs: Any) -> Any:
+            # inside the index's lock: no other thread of this process makes room meanwhile
+            with mock.patch.object(_cache_index, "oldest_above", lambda *a: None):
+                return super()._make_room(*args, **kwargs)
 
     return WholeRecords
 
