@@ -12,16 +12,13 @@ sharpness comparable across images of different sizes: blur that vanishes at
 
 from __future__ import annotations
 
-import ctypes
 import warnings
 from dataclasses import dataclass
-from functools import cache
-from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from ..jpeg import _tjtransform
+from ..jpeg._tjtransform import decode_checked
 from ..jpeg.transcode import _to_8bit
 
 __all__ = ["ANALYSIS_SIDE", "ONE_CHANNEL_MODES", "Properties", "measure", "phash", "reduced_image"]
@@ -83,47 +80,19 @@ class Properties:
     one_channel: bool
 
 
-@cache
-def _decompress() -> Any:
-    """TurboJPEG's ``tjDecompress2`` and ``tjDecompressHeader3``, or None where it is missing."""
-    lib = _tjtransform._library() if _tjtransform.available() else None
-    if lib is None:
-        return None
-    lib.tjDecompressHeader3.restype = ctypes.c_int
-    lib.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + [
-        ctypes.POINTER(ctypes.c_int)
-    ] * 4
-    lib.tjDecompress2.restype = ctypes.c_int
-    lib.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong]
-    lib.tjDecompress2.argtypes += [ctypes.c_void_p] + [ctypes.c_int] * 5
-    return lib
-
-
 def _checked_decode(data: bytes, im: Image.Image, size: tuple[int, int]) -> Image.Image | None:
     """*data* decoded by TurboJPEG at *im*'s drafted size, any libjpeg warning failing; else None.
 
-    The same libjpeg-turbo decode, DCT scaling and colour conversion as
-    Pillow's ``draft``, so the same pixels; reading every coefficient with
-    warnings as errors, it also checks the data as the transcode would, so
-    one decode does both. None where the library is missing, the image is
-    not L or RGB, or libjpeg complains (the caller then decodes with Pillow,
-    whose message names the problem). *size* is the stored size.
+    The same pixels as Pillow's ``draft`` decode (see
+    :func:`~pcr_explore.jpeg._tjtransform.decode_checked`), and the check the
+    transcode would make, in one decode. None where the library is missing,
+    the image is not L or RGB, or libjpeg complains (the caller then decodes
+    with Pillow, whose message names the problem). *size* is the stored size.
     """
-    lib = _decompress() if im.mode in ("L", "RGB") else None
-    if lib is None:
+    if im.mode not in ("L", "RGB"):
         return None
-    handle = _tjtransform._handle(lib)
-    dims = [ctypes.c_int() for _ in range(4)]
-    if lib.tjDecompressHeader3(handle, data, len(data), *map(ctypes.byref, dims)) != 0:
-        return None
-    if (dims[0].value, dims[1].value) != size:
-        return None
-    w, h = im.size  # what draft made of it: TurboJPEG picks the same scale for it
-    out = np.empty((h, w) if im.mode == "L" else (h, w, 3), np.uint8)
-    pixel_format = 6 if im.mode == "L" else 0  # TJPF_GRAY, TJPF_RGB
-    flags = _tjtransform._TJFLAG_STOPONWARNING
-    rc = lib.tjDecompress2(handle, data, len(data), out.ctypes.data, w, 0, h, pixel_format, flags)
-    return Image.fromarray(out) if rc == 0 else None
+    pixels = decode_checked(data, size, im.size, gray=im.mode == "L")
+    return None if pixels is None else Image.fromarray(pixels)
 
 
 def reduced_image(

@@ -19,9 +19,11 @@ import threading
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from ..errors import JPEGError
 
-__all__ = ["progressive", "read_check"]
+__all__ = ["progressive", "read_check", "decode_checked"]
 
 _TJXOPT_NOOUTPUT = 16
 _TJXOPT_PROGRESSIVE = 32
@@ -117,6 +119,53 @@ def read_check(data: bytes, source: str) -> bool:
         transcode would fail the same way).
     """
     return _transform(data, _TJXOPT_NOOUTPUT | _TJXOPT_COPYNONE, source) is not None
+
+
+@cache
+def _decompressor() -> Any:
+    """The library with ``tjDecompressHeader3`` and ``tjDecompress2`` declared, or None."""
+    lib = _library() if available() else None
+    if lib is None:
+        return None
+    lib.tjDecompressHeader3.restype = ctypes.c_int
+    lib.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + [
+        ctypes.POINTER(ctypes.c_int)
+    ] * 4
+    lib.tjDecompress2.restype = ctypes.c_int
+    lib.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong]
+    lib.tjDecompress2.argtypes += [ctypes.c_void_p] + [ctypes.c_int] * 5
+    return lib
+
+
+def decode_checked(
+    data: bytes, stored: tuple[int, int], out: tuple[int, int], gray: bool
+) -> np.ndarray | None:
+    """*data* decoded to *out* (width, height; a DCT scale of it), any libjpeg warning failing.
+
+    Every coefficient is read with warnings as errors, as the transcode
+    reads them, so the decode checks the data too. TurboJPEG picks the DCT
+    scale that Pillow's ``draft`` picks for the same size, with the same IDCT
+    and colour conversion: the same pixels. None where the library is
+    missing, the stored size is not *stored*, or libjpeg complains (a caller
+    decoding with Pillow then gets its message, naming the problem).
+    """
+    lib = _decompressor()
+    if lib is None:
+        return None
+    handle = _handle(lib)
+    dims = [ctypes.c_int() for _ in range(4)]
+    if lib.tjDecompressHeader3(handle, data, len(data), *map(ctypes.byref, dims)) != 0:
+        return None
+    if (dims[0].value, dims[1].value) != stored:
+        return None
+    w, h = out
+    pixels = np.empty((h, w) if gray else (h, w, 3), np.uint8)
+    pixel_format = 6 if gray else 0  # TJPF_GRAY, TJPF_RGB
+    flags = _TJFLAG_STOPONWARNING
+    rc = lib.tjDecompress2(
+        handle, data, len(data), pixels.ctypes.data, w, 0, h, pixel_format, flags
+    )
+    return pixels if rc == 0 else None
 
 
 def _transform(data: bytes, options: int, source: str) -> bytes | None:
