@@ -22,11 +22,13 @@ from __future__ import annotations
 import html
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
 
+from .._checks import check_count
+from .._json import json_safe
 from .._public import public
 from ..errors import DatasetError
 from ..read.sources import LevelSource
@@ -72,8 +74,7 @@ class TuneOptions:
     def __post_init__(self) -> None:
         if not 0.0 < self.confidence < 1.0:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
-        if self.n_boot < 1:
-            raise ValueError(f"n_boot must be at least 1, got {self.n_boot}")
+        check_count(self.n_boot, "n_boot")
         if self.start < 2 or self.budget < self.start:
             raise ValueError(
                 f"need 2 <= start <= budget, got start={self.start}, budget={self.budget}"
@@ -502,25 +503,9 @@ class TuneResult:
         return self.summary()
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict (without the per-image table)."""
-        return {
-            "scan": self.scan,
-            "target": self.target,
-            "metric": self.metric,
-            "statistic": self.statistic,
-            "value": self.value,
-            "bytes_fraction": self.bytes_fraction,
-            "bandwidth_saving": self.bandwidth_saving,
-            "ci": list(self.ci),
-            "ci_below": list(self.ci_below) if self.ci_below is not None else None,
-            "value_below": self.value_below,
-            "decided": self.decided,
-            "met": self.met,
-            "sample_size": self.sample_size,
-            "population": self.population,
-            "confidence": self.confidence,
-            "explanation": self.explanation,
-        }
+        """Return a JSON-ready dict (without the per-image table), with the explanation."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "curve"}
+        return json_safe({**d, "explanation": self.explanation})
 
     def _repr_html_(self) -> str:
         label = html.escape(metric_label(self.metric).removesuffix(" (dB)"))
