@@ -242,11 +242,8 @@ def _clipped(ci: tuple[float, float]) -> tuple[float, float]:
 
 def _settled(sims: dict[int, list[float]], threshold: float, confidence: float) -> bool:
     """Whether every level's interval lies wholly above or wholly below the threshold."""
-    for v in sims.values():
-        lo, hi = mean_interval(v, confidence)
-        if lo < threshold <= hi:
-            return False
-    return True
+    intervals = (mean_interval(v, confidence) for v in sims.values())
+    return not any(lo < threshold <= hi for lo, hi in intervals)
 
 
 class _Probe:
