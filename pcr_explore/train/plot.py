@@ -20,7 +20,6 @@ from bokeh.models import (
     AdaptiveTicker,
     ColumnDataSource,
     FactorRange,
-    HoverTool,
     LayoutDOM,
     Range1d,
 )
@@ -162,6 +161,13 @@ def training_figure(
             x_axis_label=xlabel,
             y_axis_label="validation accuracy",
             y_range=Range1d(start=0, end=1.02),
+            tooltips=[
+                ("epoch", "@epoch"),
+                ("scan", "@scan"),
+                ("accuracy", "@accuracy{0.000}"),
+                ("MB read", "@mbytes{0,0.0}"),
+                ("seconds", "@seconds{0.0}"),
+            ],
         )
         if x == "epoch":  # whole epochs only
             fig.xaxis.ticker = AdaptiveTicker(min_interval=1, num_minor_ticks=0)
@@ -169,17 +175,6 @@ def training_figure(
             color = Category10_10[k % 10]
             fig.line(x, "accuracy", source=src, color=color, line_width=2, legend_label=label)
             fig.scatter(x, "accuracy", source=src, color=color, size=5)
-        fig.add_tools(
-            HoverTool(
-                tooltips=[
-                    ("epoch", "@epoch"),
-                    ("scan", "@scan"),
-                    ("accuracy", "@accuracy{0.000}"),
-                    ("MB read", "@mbytes{0,0.0}"),
-                    ("seconds", "@seconds{0.0}"),
-                ]
-            )
-        )
         # accuracy rises from chance with the epochs: late epochs at low accuracy (the
         # bottom right) is where lines seldom are (a task that learns crosses the top
         # left early); the plots against bytes and time share the colours, and keep
@@ -281,12 +276,12 @@ def similarity_figure(
         title="Gradient cosine similarity to full quality",
         x_axis_label="scan level",
         y_axis_label="mean cosine similarity",
+        tooltips=[("scan", "@scan"), ("similarity", "@mean{0.000}")],
     )
     fig.vbar(x="scan", top="mean", width=0.7, color="color", source=src)
     fig.segment(x0="scan", y0="lo", x1="scan", y1="hi", color="#222222", source=src)
     span = Span(location=0.8, dimension="width", line_color="#555555", line_dash="dashed")
     fig.add_layout(span)
-    fig.add_tools(HoverTool(tooltips=[("scan", "@scan"), ("similarity", "@mean{0.000}")]))
     out = SimilarityFigure(fig, src, span)
     if result is not None:
         out.show(result)
