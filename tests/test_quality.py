@@ -318,3 +318,20 @@ def test_sampler_measures_in_order_advancing_a_bar(folder: Path, workers: int) -
 def test_default_workers() -> None:
     assert default_workers(4) == 1  # a pool costs about a second: small jobs run here
     assert default_workers(5) == min(5, os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("shrink", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("side", [448, 451, 455])
+def test_a_reduced_measurement_shrinks_each_side_by_the_factor_asked(
+    side: int, shrink: int
+) -> None:
+    from pcr_explore.quality._levels import _decode
+
+    y, x = np.mgrid[0:301, 0:side]
+    pixels = np.stack([x % 256, y % 256, (x + y) % 256], -1).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "JPEG", quality=90)
+    out = _decode(buf.getvalue(), False, "odd.jpg", shrink)
+    # within one pixel of side / shrink however DCT scaling and the box reduction share it
+    assert abs(out.shape[1] - side / shrink) <= 1, out.shape
+    assert abs(out.shape[0] - 301 / shrink) <= 1, out.shape

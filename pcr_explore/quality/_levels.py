@@ -121,13 +121,17 @@ def _decode(data: bytes, luminance: bool, source: str, shrink: int = 1) -> np.nd
     try:
         with Image.open(io.BytesIO(data)) as im:
             w = im.width
-            size = (-(-im.width // shrink), -(-im.height // shrink)) if shrink > 1 else im.size
-            if (luminance and im.mode != "L") or shrink > 1:
+            # the DCT scale: the largest of 1/1, 1/2, 1/4, 1/8 that divides the shrink,
+            # so that a whole box reduction does the rest
+            dct = math.gcd(shrink, 8)
+            if (luminance and im.mode != "L") or dct > 1:
                 # one draft call (a second is ignored): libjpeg hands over Y only,
-                # skipping colour conversion, and/or scales in the DCT domain
-                im.draft("L" if luminance else im.mode, size)
+                # skipping colour conversion, and/or scales in the DCT domain (Pillow
+                # picks the scale from whole multiples of the size asked: a floor, so
+                # a side that is not a multiple of it still scales by all of it)
+                im.draft("L" if luminance else im.mode, (max(1, w // dct), im.height // dct or 1))
             out = im.convert("L" if luminance or im.mode == "L" else "RGB")
-            rest = -(-shrink * out.width // w)  # what DCT scaling left to do
+            rest = max(1, round(shrink * out.width / w))  # what DCT scaling left to do
             if rest > 1:
                 out = out.reduce(rest)
             return np.asarray(out)
