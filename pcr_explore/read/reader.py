@@ -701,7 +701,8 @@ def open_dataset(
         a higher one keeps every record. Where the level being read does not
         fit, the cache keeps a fixed part of the dataset and streams the
         rest, so each shuffled pass fetches again only about what cannot
-        fit. A read whose level does not fit warns once (:class:`~pcr_explore.CacheTooSmallWarning`);
+        fit. A read whose level does not fit warns once
+        (:class:`~pcr_explore.CacheTooSmallWarning`);
         :meth:`PCRDataset.level_that_fits` says which level does. Needs
         *cache_dir*.
     timeout : float
