@@ -188,6 +188,11 @@ def test_tune_prints_the_level_or_its_json(cli_dataset: Path) -> None:
     assert got.returncode == 0, got.stderr
     d = json.loads(got.stdout)
     assert (d["scan"], d["sample_size"], d["target"]) == (want.scan, 4, 0.97)
+    small = pcr.tune(str(cli_dataset), sample=4, progress=False, max_pixels=1000)
+    got = run("tune", str(cli_dataset), "--sample", "4", "--max-pixels", "1000", "--json")
+    assert got.returncode == 0, got.stderr
+    d = json.loads(got.stdout)
+    assert (d["scan"], d["value"]) == (small.scan, pytest.approx(small.value))
     text = run("tune", str(cli_dataset), "--sample", "4", "--quiet").stdout
     assert text.startswith("scan ") and "of the bytes" in text
     bad = run("tune", str(cli_dataset), "--target", "95")

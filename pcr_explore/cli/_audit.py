@@ -179,6 +179,13 @@ def register_tune(sub: Any) -> None:
     p.add_argument(
         "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
     )
+    p.add_argument(
+        "--max-pixels",
+        type=_positive,
+        default=None,
+        help="measure larger images at the size a training decode of this many pixels "
+        "produces (DCT scaling; default full size)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     dask_options(p, "measure")
@@ -200,6 +207,7 @@ def _tune(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=not (args.quiet or args.json),
             luminance=args.luminance,
+            max_pixels=args.max_pixels,
             client=client,
         )
     if args.json:
