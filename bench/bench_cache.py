@@ -5,7 +5,8 @@ filled with N tiny records (a 16-23 byte header and three scan groups, 40
 to 120 bytes whole: synthetic manifest entries written straight through
 ``PrefixCache``, no JPEG work), written whole with no limit. It is then
 opened again with ``max_bytes`` equal to what it holds, so each further
-write of a new record makes room (deletes the least recently used), and
+write of a new record makes room (a pass cannot fit, so the prefix ranked
+last goes; a record ranked after every one held is not kept), and
 
 * ``--writes`` such writes are timed (CPU and wall, per write; the CPU time
   of the process, steadier than the wall time on a busy machine);
