@@ -32,7 +32,7 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 CHUNK = 16384  # bytes per slot of the bucket: 3 ms at 5 MB/s
 BURST = 65536  # bytes an idle link may send at once
@@ -133,7 +133,38 @@ def _serve(root: str, latency: float, rate: Any, sent: Any, requests: Any, port:
     server.serve_forever()
 
 
-class LinkServer:
+class _LinkProcess:
+    """A process of this module behind the link, on the loopback port it reports.
+
+    Subclasses set ``_proc`` (not started), ``_port`` and ``_rate`` (shared
+    values) in ``__init__``; entering starts the process and waits for its port.
+    """
+
+    _proc: Any
+    _port: Any
+    _rate: Any
+    url = ""
+
+    def __enter__(self) -> Self:
+        self._proc.start()
+        t = time.monotonic()
+        while not self._port.value:
+            if not self._proc.is_alive() or time.monotonic() - t > 60:
+                raise RuntimeError(f"the {type(self).__name__} process did not start")
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self._port.value}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.terminate()
+        self._proc.join(10)
+
+    def set_rate(self, rate: float) -> None:
+        """Bytes per second from now on (0: no limit)."""
+        self._rate.value = float(rate)
+
+
+class LinkServer(_LinkProcess):
     """Serve *root* on a free loopback port through a modelled link; use as a context manager.
 
     Parameters
@@ -160,20 +191,6 @@ class LinkServer:
         self.latency = float(latency)
         self.url = ""
 
-    def __enter__(self) -> LinkServer:
-        self._proc.start()
-        t = time.monotonic()
-        while not self._port.value:
-            if not self._proc.is_alive() or time.monotonic() - t > 60:
-                raise RuntimeError("the link server did not start")
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self._port.value}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._proc.terminate()
-        self._proc.join(10)
-
     @property
     def pid(self) -> int:
         assert self._proc.pid is not None
@@ -182,10 +199,6 @@ class LinkServer:
     @property
     def rate(self) -> float:
         return float(self._rate.value)
-
-    def set_rate(self, rate: float) -> None:
-        """Bytes per second from now on (0: no limit)."""
-        self._rate.value = float(rate)
 
     def counters(self) -> tuple[int, int]:
         """(body bytes sent, requests answered) since the server started."""
@@ -247,7 +260,7 @@ def _forward(target: tuple[str, int], rate: Any, sent: Any, port: Any) -> None:
     server.serve_forever()
 
 
-class LinkProxy:
+class LinkProxy(_LinkProcess):
     """Forward a free loopback port to *target* through a modelled link; use as a context manager.
 
     For servers this module does not run (moto's S3 server, say): the bytes
@@ -273,24 +286,6 @@ class LinkProxy:
             target=_forward, args=(tuple(target), self._rate, self._sent, self._port), daemon=True
         )
         self.url = ""
-
-    def __enter__(self) -> LinkProxy:
-        self._proc.start()
-        t = time.monotonic()
-        while not self._port.value:
-            if not self._proc.is_alive() or time.monotonic() - t > 60:
-                raise RuntimeError("the link proxy did not start")
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self._port.value}"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._proc.terminate()
-        self._proc.join(10)
-
-    def set_rate(self, rate: float) -> None:
-        """Bytes per second from now on (0: no limit)."""
-        self._rate.value = float(rate)
 
     def sent(self) -> int:
         """Bytes forwarded to clients since the proxy started."""

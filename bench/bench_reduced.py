@@ -91,7 +91,7 @@ from pcr_explore.jpeg import _decoders, _eighth, split_scans  # noqa: E402
 from pcr_explore.jpeg._coverage import ZIGZAG  # noqa: E402
 from pcr_explore.jpeg._frame import read_frame  # noqa: E402
 from pcr_explore.jpeg._progressive import ScanHeader  # noqa: E402
-from pcr_explore.jpeg.scan_script import SCRIPTS, STANDARD  # noqa: E402
+from pcr_explore.jpeg.scan_script import SCRIPTS, STANDARD, _ranges  # noqa: E402
 from pcr_explore.jpeg.transcode import find_jpegtran  # noqa: E402
 from pcr_explore.quality.metrics import ms_ssim  # noqa: E402
 
@@ -234,14 +234,8 @@ def reads(photo: Image.Image, backends: dict[str, object]) -> dict[str, dict]:
 
 def _runs(qs: list[int]) -> str:
     """Sorted integers as runs, and how many: ``[1, 2, 3, 7]`` -> ``"1-3,7 (2 runs)"``."""
-    runs: list[list[int]] = []
-    for q in qs:
-        if runs and q == runs[-1][1] + 1:
-            runs[-1][1] = q
-        else:
-            runs.append([q, q])
-    text = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
-    return f"{text} ({len(runs)} runs)" if runs else ""
+    text = _ranges(qs)
+    return f"{text} ({text.count(',') + 1} runs)" if qs else ""
 
 
 def print_maps(found: dict[str, dict]) -> None:
