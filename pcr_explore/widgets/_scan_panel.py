@@ -258,19 +258,24 @@ class ScanPanel(Explorer):
 
     def drawing(self) -> Image.Image:
         """The grids, the readouts and the two pictures, drawn with Pillow."""
-        s = self.step()
-        pics = []
-        for arr in (s.pixels, s.difference):
-            pic = Image.fromarray(arr).convert("RGB")
-            pic.thumbnail((300, 300))
-            pics.append(pic)
-        rows = [f"{k}: {html.unescape(v)}" for k, v in s.rows()]
-        below = f"below: the image at scan {s.level}, and what it adds (x {s.gain:g})"
-        legend = (
-            "grids: dark = exact, lighter = low bits missing, white = not sent, red = this scan"
-        )
-        text = text_panel([f"After scan {s.level}: {s.label}", *rows, "", legend, below], 560)
-        return vstack([hstack([grid_picture(s.coverage), text]), hstack(pics, gap=6)])
+        return step_drawing(self.step())
+
+
+GRID_LEGEND = "grids: dark = exact, lighter = low bits missing, white = not sent, red = this scan"
+"""How the zig-zag grids read."""
+
+
+def step_drawing(s: ScanStep) -> Image.Image:
+    """What one scan adds (grids, readouts, the two pictures), drawn with Pillow."""
+    pics = []
+    for arr in (s.pixels, s.difference):
+        pic = Image.fromarray(arr).convert("RGB")
+        pic.thumbnail((300, 300))
+        pics.append(pic)
+    rows = [f"{k}: {html.unescape(v)}" for k, v in s.rows()]
+    below = f"below: the image at scan {s.level}, and what it adds (x {s.gain:g})"
+    text = text_panel([f"After scan {s.level}: {s.label}", *rows, "", GRID_LEGEND, below], 560)
+    return vstack([hstack([grid_picture(s.coverage), text]), hstack(pics, gap=6)])
 
 
 def grid_picture(coverage: ScanCoverage, cell: int = 20) -> Image.Image:
