@@ -29,7 +29,15 @@ from .._public import public
 from .._version import __version__
 from ..storage._atomic import atomic_write
 
-__all__ = ["DemoPage", "data_uri", "inline_module", "readout_table", "render_page", "static_text"]
+__all__ = [
+    "DemoPage",
+    "data_uri",
+    "inline_module",
+    "readout_table",
+    "render_module_page",
+    "render_page",
+    "static_text",
+]
 
 
 @public("pcr_explore.widgets")
@@ -195,4 +203,40 @@ def render_page(
         data=_json_script("pcr-demo-data", data),
         script=script,
         bokeh=bokeh_script,
+    )
+
+
+def render_module_page(
+    title: str, *, intro: str, module: str, data: Mapping[str, Any], start: str
+) -> str:
+    """The HTML document of a page that runs an explorer's own module (no Bokeh).
+
+    Parameters
+    ----------
+    title : str
+        Title and heading (plain text).
+    intro : str
+        The paragraph under the heading (HTML).
+    module : str
+        The page's ES module in the ``static`` folder; it imports the
+        explorer's module, and both are inlined with the explorers' style sheet.
+    data : mapping
+        JSON-able values; the page's script reads them as ``data``.
+    start : str
+        The statement that starts the page with ``data`` and ``host`` (the
+        element the explorer is drawn into).
+    """
+    script = (
+        inline_module(module)
+        + 'const data = JSON.parse(document.getElementById("pcr-demo-data").textContent);\n'
+        + 'const host = document.getElementById("pcr-explorer");\n'
+        + start
+    )
+    return static_text("module_page.html").format(
+        title=html.escape(title),
+        css=static_text("demo.css") + static_text("explorer.css"),
+        intro=intro,
+        version=__version__,
+        data=_json_script("pcr-demo-data", data),
+        script=script,
     )

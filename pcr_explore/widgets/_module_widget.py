@@ -48,9 +48,7 @@ class ModuleWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     _css = static_text("explorer.css")
     status = t.Unicode("", help="what a slow step is doing now (empty: nothing)").tag(sync=True)
-    error = t.Unicode("", help="the last callback's error, shown under the explorer").tag(
-        sync=True
-    )
+    error = t.Unicode("", help="the last callback's error, shown under the explorer").tag(sync=True)
     presentation = t.Bool(False, help="larger text for a projector").tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:

@@ -5,23 +5,21 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from .._checks import check_scan, check_scans
 from .._public import public
 from ..jpeg import decode
-from ..plots._scales import axis_label, drawable, level_label_offsets
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import difference_map
 from ..quality.compare._views import display_jpeg, encode_jpeg, jpeg_size
-from ..quality.metrics import METRIC_LABELS, METRICS
+from ..quality.metrics import METRICS
 from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of, source_name
-from ._demo import DemoPage, data_uri, readout_table, render_page
-from ._figures import CURVE_X_RANGE
+from ._demo import DemoPage, data_uri, render_module_page
 from ._scan_readout import SIDE_CAPTION, SPLIT_NOTE, difference_caption, level_caption, level_rows
-from ._static import PALETTE
+from .scan_explorer import curve_labels, dataset_band, image_curve
 
 __all__ = ["scan_demo", "dataset_title", "DEFAULT_IMAGES", "DEFAULT_DATASET_SAMPLE"]
 
@@ -86,9 +84,10 @@ def scan_demo(
     with a play button, the byte counter, the bytes-vs-quality curve with a
     marker on the level shown (click a point to show it), an image picker,
     and the views: the level alone, next to the full image, split by a line
-    (drag it), and the amplified difference to the full image. Bokeh's
-    ``CustomJS`` switches between them in the browser; BokehJS is inlined, so
-    the page opens from a file with no network.
+    (drag it), and the amplified difference to the full image. The page runs
+    ScanExplorer's own front end (``static/scan_explorer.js``) on a model
+    of its own that holds these numbers, so the page and the explorer show
+    one readout one way; it opens from a file with no network.
 
     Parameters
     ----------
@@ -170,33 +169,33 @@ def scan_demo(
         _image_entry(src, i, q, embedded, metric, store, max_side, quality, diff_quality, gain)
         for i, q in zip(chosen, measured)
     ]
+    names = [src.names[i] for i in chosen]
     data = {
         "pics": store.uris,
-        "levels": embedded,
-        "start": {"image": first, "pos": embedded.index(start)},
-        "images": [e["page"] for e in entries],
-        "side_caption": SIDE_CAPTION,
-        "diff_caption": difference_caption(gain),
-        "split": SPLIT_NOTE,
-    }
+        "start": {
+            "names": names, "image": first, "level": start, "levels": embedded,
+            "num_scans": int(src.num_scans), "gain": gain, "labels": curve_labels(metric),
+            "dataset": dataset_band(curve, metric), "side_caption": SIDE_CAPTION,
+            "diff_caption": difference_caption(gain), "split_note": SPLIT_NOTE,
+            "mode": "level", "zoom": 1.0, "zoom_x": 0.5, "zoom_y": 0.5, "scale": "value",
+            "has_panel": False, "scan_open": False, "scan_panel": {}, "status": "",
+            "error": "", "presentation": False,
+        },
+        "images": entries,
+    }  # fmt: skip
     name = title or f"Scan levels of {dataset_title(src)}"
-    roots = _models(
-        [e["curve"] for e in entries], curve, metric, embedded, start, first, chosen, src, gain
-    )
     count = "all" if len(embedded) == src.num_scans else f"{len(embedded)} of the"
     intro = (
         f"{len(chosen)} image{'s' * (len(chosen) != 1)} at {count} {src.num_scans} scan levels. "
         "A level is the first scans of an image's progressive JPEG: the bytes a reader "
         "fetches for that fidelity. Slide or play the levels and watch the bytes and the quality."
     )
-    page = render_page(
+    page = render_module_page(
         name,
-        page="scan_demo",
         intro=intro,
-        roots=roots,
+        module="scan_demo.js",
         data=data,
-        start="window.pcrScan = scanPage(data);",
-        fill={"legend": _legend(curve is not None)},
+        start="window.pcrScan = scanPage(data, host);",
     )
     return DemoPage(name, page)
 
@@ -326,215 +325,26 @@ def _image_entry(
     diff_quality: int,
     gain: float,
 ) -> dict[str, Any]:
-    """One image: its pictures and texts for the page, its curve for the figure."""
+    """What the explorer's model holds for one image: pictures, texts and curve, per level."""
     o = orientation_of(src, i)
     shown = {
         k: display_jpeg(src.jpeg_bytes(i, k), max_side, quality=quality, orientation=o)
         for k in embedded
     }
-    full_jpeg = shown[embedded[-1]]
-    full = decode(full_jpeg)
+    full = decode(shown[embedded[-1]])
     diffs = [
         encode_jpeg(difference_map(decode(shown[k]), full, gain=gain), diff_quality)
         for k in embedded
     ]
     nbytes = np.asarray(src.level_bytes(i), np.int64)
     script = scan_script_of(src)
-    w, h = jpeg_size(full_jpeg)
-    page = {
-        "name": src.names[i],
-        "w": w,
-        "h": h,
-        "levels": [store.add(shown[k]) for k in embedded],
-        "diffs": [store.add(d) for d in diffs],
-        "full": store.add(full_jpeg),
-        "captions": [level_caption(nbytes, k, script, "<!--view-->") for k in embedded],
-        "readouts": [readout_table(level_rows(nbytes, k, script, q)) for k in embedded],
-    }
     pos = np.asarray(embedded) - 1
-    x = nbytes[pos] / nbytes[-1]
-    values = q.metric(metric)[pos]
-    curve = {
-        "x": x,
-        "y_value": drawable(values, metric, "value"),
-        "y_db": drawable(values, metric, "db"),
-        "scan": np.asarray(embedded),
-        "bytes": nbytes[pos],
-        "label": [str(k) for k in embedded],
-        "dx": level_label_offsets(x, x_range=CURVE_X_RANGE),
-    }
-    return {"page": page, "curve": curve}
-
-
-def _legend(dataset: bool) -> str:
-    """The curve's legend, drawn as the figure draws its lines and marks."""
-    orange, red, blue = PALETTE[1], "#d62728", "#3182bd"
-    items = [
-        (f"<line x1='1' y1='7' x2='23' y2='7' stroke='{orange}' stroke-width='2'/>"
-         f"<circle cx='12' cy='7' r='4' fill='{orange}'/>", "this image"),
-        (f"<circle cx='12' cy='7' r='6' fill='none' stroke='{red}' stroke-width='3'/>",
-         "level shown"),
-    ]  # fmt: skip
-    if dataset:
-        items += [
-            (f"<line x1='1' y1='7' x2='23' y2='7' stroke='{blue}' stroke-width='2' "
-             "stroke-dasharray='5 3'/>", "dataset mean"),
-            ("<rect x='1' y='2' width='22' height='10' fill='#9ecae1' fill-opacity='0.35'/>",
-             "dataset p5-p95"),
-        ]  # fmt: skip
-    return "".join(
-        f"<span><svg width='24' height='14' aria-hidden='true'>{svg}</svg>{label}</span>"
-        for svg, label in items
-    )
-
-
-def _models(
-    curves: list[dict[str, Any]],
-    dataset: QualityCurve | None,
-    metric: str,
-    embedded: list[int],
-    start: int,
-    first: int,
-    chosen: list[int],
-    src: LevelSource,
-    gain: float,
-) -> dict[str, Any]:
-    """The Bokeh controls and the curve, wired to the page script by CustomJS."""
-    from bokeh.models import ColumnDataSource
-
-    fig, sources = _curve_figure(curves[first], embedded.index(start), dataset, metric)
-    band = ColumnDataSource(_band(dataset, metric))
-    sources["dataset"].data = {k: band.data[k + "_value"] for k in ("mean", "lo", "hi")} | {
-        "x": band.data["x"]
-    }
-    m = _controls(metric, embedded, start, first, [src.names[i] for i in chosen], gain)
-    m["plot"] = fig
-    args = {
-        **{k: v for k, v in m.items() if k != "plot"},
-        "image": sources["image"],
-        "current": sources["current"],
-        "dataset": sources["dataset"],
-        "curves": [ColumnDataSource(c) for c in curves],
-        "band": band,
-        "yaxis": fig.yaxis[0],
-        "labels": [axis_label(metric, s) for s in ("value", "db")],
-    }
-    _wire(m, sources["image"], args)
-    return m
-
-
-def _curve_figure(
-    c0: dict[str, Any], p0: int, dataset: QualityCurve | None, metric: str
-) -> tuple[Any, dict[str, Any]]:
-    """ScanExplorer's curve figure, showing image *c0* at position *p0*."""
-    from bokeh.models.annotations import Title
-
-    from ._figures import scan_curve_figure
-
-    fig, sources = scan_curve_figure(axis_label(metric), height=270)
-    for key, source in sources.items():
-        source.name = f"pcr-{key}"  # found by name in the page (and its tests)
-    cast(Title, fig.title).text = f"Bytes read vs {METRIC_LABELS[metric]}"
-    # The legend is the page's own (see _legend): in a standalone page, Bokeh
-    # repaints after some changes (a drag, another root's layout) without the
-    # swatches of its legend.
-    fig.legend[0].visible = False
-    sources["image"].data = {k: c0[k] for k in ("x", "scan", "bytes", "label", "dx")} | {
-        "y": c0["y_value"]
-    }
-    sources["current"].data = {
-        "x": [float(c0["x"][p0])],
-        "y": [float(c0["y_value"][p0])],
-        "scan": [int(c0["scan"][p0])],
-        "bytes": [int(c0["bytes"][p0])],
-    }
-    return fig, sources
-
-
-def _controls(
-    metric: str, embedded: list[int], start: int, first: int, names: list[str], gain: float
-) -> dict[str, Any]:
-    """The level slider, play, image picker, view buttons, zoom, split line and scale."""
-    from bokeh.models.widgets import (
-        Button,
-        CategoricalSlider,
-        RadioButtonGroup,
-        Select,
-        Slider,
-    )
-
-    several = len(names) > 1
-    label = METRIC_LABELS[metric]
+    curve = image_curve(nbytes, q, metric)
     return {
-        "level": CategoricalSlider(
-            categories=[str(k) for k in embedded],
-            value=str(start),
-            title="scan level",
-            width=340,
-            name="pcr-level",
-        ),
-        "play": Button(label="\u25b6 play", width=90, name="pcr-play"),
-        "picker": Select(
-            title="image",
-            options=cast(Any, [(str(j), name) for j, name in enumerate(names)]),
-            value=str(first),
-            width=260,
-            visible=several,
-            name="pcr-picker",
-        ),
-        "prev": Button(label="\u25c0", width=40, visible=several),
-        "next": Button(label="\u25b6", width=40, visible=several),
-        "mode": RadioButtonGroup(
-            labels=["level", "side by side", "split", f"difference x{gain:g}"],
-            active=0,
-            name="pcr-mode",
-        ),
-        "line": Slider(
-            title="line at",
-            start=0,
-            end=1,
-            step=0.01,
-            value=0.5,
-            format="0%",
-            width=170,
-            disabled=True,
-            name="pcr-line",
-        ),  # fmt: skip
-        "zoom": Slider(title="zoom", start=1, end=8, step=0.5, value=1, width=170, name="pcr-zoom"),
-        "scale": RadioButtonGroup(
-            labels=[label, f"{label} in dB"], active=0, visible=metric != "psnr"
-        ),
+        "size": list(jpeg_size(shown[embedded[-1]])),
+        "pictures": [store.add(shown[k]) for k in embedded],
+        "diffs": [store.add(d) for d in diffs],
+        "captions": [level_caption(nbytes, k, script, "<!--view-->") for k in embedded],
+        "readouts": [[list(r) for r in level_rows(nbytes, k, script, q)] for k in embedded],
+        "curve": {key: [values[p] for p in pos] for key, values in curve.items()},
     }
-
-
-def _band(curve: QualityCurve | None, metric: str) -> dict[str, Any]:
-    """The dataset's mean and p5-p95 band on both scales (empty without a curve)."""
-    if curve is None:
-        return {f"{k}_{s}": [] for k in ("mean", "lo", "hi") for s in ("value", "db")} | {"x": []}
-    c = curve.with_metric(metric) if curve.metric != metric else curve
-    out: dict[str, Any] = {"x": np.asarray(c.bytes_fraction, float)}
-    for key, values in (("mean", c.mean), ("lo", c.p5), ("hi", c.p95)):
-        for scale in ("value", "db"):
-            out[f"{key}_{scale}"] = drawable(values, metric, scale)
-    return out
-
-
-def _wire(m: dict[str, Any], image_source: Any, args: dict[str, Any]) -> None:
-    """Each control's CustomJS: one call into the page script with every model it needs."""
-    from bokeh.models import CustomJS
-
-    def js(call: str) -> CustomJS:
-        return CustomJS(args=args, code=f"window.pcrScan.{call}")
-
-    m["level"].js_on_change("value", js("level(cb_obj.value, {current, curves})"))
-    m["picker"].js_on_change("value", js("image(Number(cb_obj.value), {image, current, curves})"))
-    m["prev"].js_on_event("button_click", js("step(-1, picker)"))
-    m["next"].js_on_event("button_click", js("step(1, picker)"))
-    m["mode"].js_on_change("active", js("mode(cb_obj.active, line)"))
-    m["line"].js_on_change("value", js("set('line', cb_obj.value)"))
-    m["zoom"].js_on_change("value", js("set('zoom', cb_obj.value)"))
-    m["play"].js_on_event("button_click", js("play(level, play)"))
-    m["scale"].js_on_change(
-        "active", js("scale(cb_obj.active, {image, current, curves, dataset, band, yaxis, labels})")
-    )
-    image_source.selected.js_on_change("indices", js("tap(image, level)"))

@@ -179,6 +179,7 @@ class ScanExplorer(ModuleWidget):
     image = t.Int(0).tag(sync=True)
     level = t.Int(1).tag(sync=True)
     num_scans = t.Int(1).tag(sync=True)
+    levels = t.List(t.Int()).tag(sync=True)
     mode = t.Enum(["level", "side", "split", "diff"], "level").tag(sync=True)
     gain = t.Float(4.0).tag(sync=True)
     zoom = t.Float(1.0, min=1.0, max=8.0).tag(sync=True)
@@ -236,6 +237,7 @@ class ScanExplorer(ModuleWidget):
         self._steps: dict[tuple[int, int], ScanStep] = {}
         super().__init__(
             names=list(src.names), image=int(image), num_scans=n, level=start, gain=gain,
+            levels=list(range(1, n + 1)),
             labels=curve_labels(metric), diff_caption=difference_caption(gain),
             dataset=dataset_band(curve, metric),
         )  # fmt: skip

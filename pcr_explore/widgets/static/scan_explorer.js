@@ -2,9 +2,10 @@
 // notebook (the model is the kernel's widget) and on the kernel-free demo page (the model
 // is the page's, fed with numbers measured before the page was written).
 //
-// The model holds, for the image shown, every level's picture, byte counter and readouts,
-// so the level slider and the play button show a level without asking the kernel; the
-// zoom, its centre and the split line are drawn in the page too.
+// The model holds, for the image shown, every level's picture, byte counter and readouts
+// (`levels` names the levels held: all in a notebook, those embedded on a page), so the
+// level slider and the play button show a level without asking the kernel; the zoom, its
+// centre and the split line are drawn in the page too.
 import { el, lineChart, svg } from "./chart.js";
 
 const MODES = [["level", "level", "the level alone"],
@@ -108,7 +109,7 @@ function build(el_) {
                          {"aria-pressed": "false"});
   const row2 = el("div", {class: "pcr-row"}, root);
   const play = button(row2, "\u25b6 play", "play the levels");
-  const level = slider(row2, "scan level", 1, 1, 1, true);
+  const level = slider(row2, "scan level", 0, 0, 1, true);
   const zoom = slider(row2, "zoom", 1, 8, 0.5);
   const zx = slider(row2, "x", 0, 1, 0.01);
   const zy = slider(row2, "y", 0, 1, 0.01);
@@ -148,7 +149,7 @@ function build(el_) {
 
 function render({model, el: host}) {
   const v = build(host);
-  const pictures = new Pictures(), diffs = new Pictures();
+  const pictures = new Pictures(), diffs = new Pictures(), panelUrls = [];
   const get = k => model.get(k);
   const save = (k, value) => { model.set(k, value); model.save_changes(); };
   let timer = null;
@@ -162,6 +163,7 @@ function render({model, el: host}) {
     ["db", `${label.metric || "value"} in dB`, "-10 log10(1 - value): spreads the upper levels"],
   ], s => save("scale", s));
   scale.group.hidden = !label.db;
+  v.scanToggle.hidden = get("has_panel") === false;  // a page without a kernel has no panel
 
   function names() {
     v.picker.replaceChildren();
@@ -181,10 +183,10 @@ function render({model, el: host}) {
   }
 
   function chart() {
-    const k = get("level"), c = get("curve") || {}, d = get("dataset") || {};
-    const s = get("scale"), lab = get("labels") || {};
+    const k = get("level"), p = position(), c = get("curve") || {}, d = get("dataset") || {};
+    const s = get("scale"), lab = get("labels") || {}, levels = get("levels") || [];
     const x = c.x || [], y = c[`y_${s}`] || [];
-    const tips = x.map((_, i) => `scan ${i + 1}: ${(c.bytes || [])[i]} bytes`);
+    const tips = x.map((_, i) => `scan ${levels[i]}: ${(c.bytes || [])[i]} bytes`);
     lineChart(v.chart, {
       title: lab.title, xLabel: lab.x, yLabel: lab[`y_${s}`], xFormat: "percent",
       xDomain: [-0.03, 1.08], label: `${lab.title}: this image's curve, level ${k} marked`,
@@ -192,11 +194,11 @@ function render({model, el: host}) {
         {name: "dataset mean", x: d.x || [], y: d[`mean_${s}`] || [], color: COLORS.dataset,
          dash: true},
         {name: "this image", x, y, color: COLORS.image, points: true, tips,
-         labels: x.map((_, i) => String(i + 1)), onPoint: i => showLevel(i + 1, true)},
+         labels: levels.map(String), onPoint: i => showLevel(levels[i], true)},
       ],
       bands: [{name: "dataset p5-p95", x: d.x || [], lo: d[`lo_${s}`] || [],
                hi: d[`hi_${s}`] || [], color: COLORS.band}],
-      marker: {x: x[k - 1], y: y[k - 1], name: "level shown", color: COLORS.marker},
+      marker: {x: x[p], y: y[p], name: "level shown", color: COLORS.marker},
     });
   }
 
@@ -210,17 +212,17 @@ function render({model, el: host}) {
   }
 
   function draw() {  // the pictures, counter, readouts and marker of the level shown
-    const k = get("level"), n = get("num_scans"), m = get("mode");
-    v.level.input.value = String(k);
+    const k = get("level"), n = get("num_scans"), m = get("mode"), p = position();
+    v.level.input.value = String(p);
     v.level.out.textContent = `${k} / ${n}`;
     v.level.input.setAttribute("aria-valuetext", `scan ${k} of ${n}`);
-    const url = pictures.get("levels", k - 1);
+    const url = pictures.get("levels", p);
     v.img.hidden = !url;
     if (url) v.img.src = url;
     const [w, h] = get("size") || [0, 0];
     if (w) { v.img.width = w; v.img.height = h; v.other.width = w; v.other.height = h; }
     v.img.alt = `${(get("names") || [])[get("image")] || "the image"} at scan level ${k} of ${n}`;
-    const full = pictures.get("levels", n - 1);
+    const full = pictures.get("levels", (get("levels") || []).length - 1);
     v.over.hidden = v.line.hidden = m !== "split" || !full;
     if (m === "split" && full) {
       v.over.src = full;
@@ -231,7 +233,7 @@ function render({model, el: host}) {
     const rightShown = m === "side" || m === "diff";
     v.right.hidden = !rightShown;
     if (rightShown) {
-      const src = m === "side" ? full : diffs.get("diffs", k - 1);
+      const src = m === "side" ? full : diffs.get("diffs", p);
       v.other.hidden = !src;
       if (src) v.other.src = src;
       v.other.alt = m === "side" ? "the full image"
@@ -240,14 +242,14 @@ function render({model, el: host}) {
         : m === "side" ? get("side_caption") : get("diff_caption");
     }
     const captions = get("captions") || [];
-    v.caption.innerHTML = (captions[k - 1] || "").replace("<!--view-->", viewNote());
-    table(v.readout, (get("readouts") || [])[k - 1]);
+    v.caption.innerHTML = (captions[p] || "").replace("<!--view-->", viewNote());
+    table(v.readout, (get("readouts") || [])[p]);
     chart();
   }
 
   function controls() {
-    const n = get("num_scans"), m = get("mode"), z = get("zoom");
-    v.level.input.max = String(n);
+    const m = get("mode"), z = get("zoom");
+    v.level.input.max = String((get("levels") || []).length - 1);
     v.zoom.input.value = String(z);
     v.zoom.out.textContent = `x${z}`;
     v.zx.input.value = String(get("zoom_x"));
@@ -262,10 +264,13 @@ function render({model, el: host}) {
     zoomed();
   }
 
-  function showLevel(k, send) {
-    const n = get("num_scans");
-    k = Math.min(n, Math.max(1, k));
-    if (k === get("level")) return;
+  function position() { return Math.max(0, (get("levels") || []).indexOf(get("level"))); }
+
+  // Show level `k` (a level held) or the one `d` places from the level shown.
+  function showLevel(k, send, d = 0) {
+    const levels = get("levels") || [];
+    if (d) k = levels[Math.min(levels.length - 1, Math.max(0, position() + d))];
+    if (k === undefined || k === get("level") || !levels.includes(k)) return;
     model.set("level", k);
     if (send) model.save_changes();
   }
@@ -282,6 +287,7 @@ function render({model, el: host}) {
     v.panel.hidden = !open;
     if (!open) return;
     v.panel.replaceChildren();
+    for (const u of panelUrls.splice(0)) URL.revokeObjectURL(u);
     if (!p.grid) { el("p", {class: "pcr-hint"}, v.panel, "drawing what the scan adds..."); return; }
     el("div", {class: "pcr-caption"}, v.panel).innerHTML = p.caption;
     el("div", {class: "pcr-chart-title"}, v.panel, p.title);
@@ -293,8 +299,7 @@ function render({model, el: host}) {
                                    ["added", p.added_caption, p.added_alt]]) {
       const f = el("figure", {class: "pcr-fig pcr-small"}, below);
       el("figcaption", {}, f).innerHTML = cap;
-      const made = [];
-      const url = pictureUrl(p[key], made);
+      const url = pictureUrl(p[key], panelUrls);
       if (url) el("img", {src: url, alt}, f);
     }
   }
@@ -309,7 +314,9 @@ function render({model, el: host}) {
   }
 
   // -- the controls ------------------------------------------------------------
-  v.level.input.addEventListener("input", () => showLevel(Number(v.level.input.value), true));
+  v.level.input.addEventListener("input", () => {
+    showLevel((get("levels") || [])[Number(v.level.input.value)], true);
+  });
   v.picker.addEventListener("change", () => save("image", Number(v.picker.value)));
   const step = d => {
     const n = (get("names") || []).length;
@@ -324,13 +331,13 @@ function render({model, el: host}) {
   v.scanToggle.addEventListener("click", () => save("scan_open", !get("scan_open")));
   v.play.addEventListener("click", () => {
     if (timer !== null) { stop(); return; }
-    const n = get("num_scans");
-    if (get("level") >= n) showLevel(1, true);
+    const levels = get("levels") || [], last = levels[levels.length - 1];
+    if (get("level") >= last) showLevel(levels[0], true);
     v.play.textContent = "\u275a\u275a pause";
     v.play.setAttribute("aria-label", "pause");
     timer = setInterval(() => {
-      showLevel(get("level") + 1, true);
-      if (get("level") >= n) stop();
+      showLevel(null, true, 1);
+      if (get("level") >= last) stop();
     }, 700);
   });
   // In split mode a press moves the line; otherwise it sets the zoom's centre.
@@ -351,7 +358,7 @@ function render({model, el: host}) {
     if (ev.target.closest("input, select")) return;  // a slider or a list steps by itself
     const d = {ArrowRight: 1, ArrowLeft: -1}[ev.key];
     if (!d) return;
-    showLevel(get("level") + d, true);
+    showLevel(null, true, d);
     ev.preventDefault();
   });
 
@@ -361,7 +368,7 @@ function render({model, el: host}) {
   on(["pictures"], () => { pictures.set("levels", get("pictures")); draw(); });
   on(["diffs"], () => { diffs.set("diffs", get("diffs")); draw(); });
   on(["level", "captions", "readouts", "curve", "dataset", "scale", "labels"], draw);
-  on(["mode", "zoom", "zoom_x", "zoom_y", "image", "num_scans"], redraw);
+  on(["mode", "zoom", "zoom_x", "zoom_y", "image", "levels"], redraw);
   on(["names"], names);
   on(["scan_open", "scan_panel"], panel);
   on(["status", "error"], status);
@@ -381,3 +388,4 @@ function render({model, el: host}) {
 }
 
 export default { render };
+export { render };
