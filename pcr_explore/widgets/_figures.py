@@ -20,16 +20,11 @@ from bokeh.models import (
     HoverTool,
     NumeralTickFormatter,
     Range1d,
-    TapTool,
 )
-from bokeh.models.annotations import LabelSet, Span
+from bokeh.models.annotations import Span
 from bokeh.plotting import figure
 
-from ._static import PALETTE
-
 __all__ = [
-    "CURVE_X_RANGE",
-    "scan_curve_figure",
     "ratio_figure",
     "policy_bars_figure",
     "timeline_figure",
@@ -39,147 +34,6 @@ __all__ = [
 ]
 
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
-
-CURVE_X_RANGE = (-0.03, 1.07)
-"""The bytes axis of the scan curve: the first and the last level's markers are not cut."""
-
-
-def scan_curve_figure(
-    axis_label: str, *, height: int = 300
-) -> tuple[figure, dict[str, ColumnDataSource]]:
-    """Bytes read vs quality for one image, the dataset's band, the current level.
-
-    Sources (all columns start empty):
-
-    ``image``
-        ``x`` bytes fraction, ``y`` drawn value, ``scan``, ``bytes``, ``label``
-        (the level's number) and ``dx`` (its sideways shift in pixels where
-        points crowd: :func:`~pcr_explore.plots._scales.level_label_offsets`
-        over :data:`CURVE_X_RANGE`) per level. Tapping a point selects it
-        (``image.selected.indices``).
-    ``current``
-        ``x``, ``y``, ``scan``, ``bytes``: one row, the level shown.
-    ``dataset``
-        ``x``, ``mean``, ``lo``, ``hi``: the dataset's mean and quantile band.
-    """
-    src = {
-        "image": ColumnDataSource(
-            {"x": [], "y": [], "scan": [], "bytes": [], "label": [], "dx": []}
-        ),
-        "current": ColumnDataSource({"x": [], "y": [], "scan": [], "bytes": []}),
-        "dataset": ColumnDataSource({"x": [], "mean": [], "lo": [], "hi": []}),
-    }
-    fig = figure(
-        height=height,
-        min_width=280,
-        sizing_mode="stretch_width",
-        tools=_TOOLS,
-        x_range=Range1d(start=CURVE_X_RANGE[0], end=CURVE_X_RANGE[1]),
-        y_range=DataRange1d(),
-        title="Bytes read vs quality",
-        x_axis_label="bytes read (% of the full image)",
-        y_axis_label=axis_label,
-    )
-    fig.xaxis.formatter = NumeralTickFormatter(format="0%")
-    band, mean = _dataset_band(fig, src["dataset"])
-    line, pts = _image_curve(fig, src["image"])
-    _level_marker(fig, src["current"])
-    cast(DataRange1d, fig.y_range).renderers = [band, mean, line]
-    fig.add_tools(
-        HoverTool(
-            renderers=[pts],
-            tooltips=[
-                ("scan", "@scan"),
-                ("bytes", "@bytes{0,0}"),
-                ("of the full image", "@x{0.0%}"),
-                (axis_label, "@y{0.0000}"),
-            ],
-        ),
-        TapTool(renderers=[pts]),
-    )
-    # Above the plot, in two columns: inside, it covered the band and the upper levels.
-    legend = fig.legend[0]
-    legend.orientation = "horizontal"
-    legend.ncols = 2
-    legend.label_width = 124  # columns line up; no label runs into the next swatch (projector too)
-    legend.spacing = 2
-    legend.margin = 0
-    legend.padding = 2  # type: ignore[assignment]  # bokeh's stubs: an int is a padding
-    legend.glyph_height = legend.label_height = 16
-    legend.border_line_alpha = 0
-    fig.add_layout(legend, "above")
-    fig.toolbar.logo = None
-    return fig, src
-
-
-def _dataset_band(fig: figure, source: ColumnDataSource) -> tuple[Any, Any]:
-    """The dataset's p5-p95 band and mean line; returns their renderers."""
-    band = fig.varea(
-        "x",
-        "lo",
-        "hi",
-        source=source,
-        fill_color="#9ecae1",
-        fill_alpha=0.35,
-        legend_label="dataset p5-p95",
-    )
-    mean = fig.line(
-        "x",
-        "mean",
-        source=source,
-        line_dash="dashed",
-        line_color="#3182bd",
-        line_width=2,
-        legend_label="dataset mean",
-    )
-    return band, mean
-
-
-def _image_curve(fig: figure, source: ColumnDataSource) -> tuple[Any, Any]:
-    """The image's line, its level points and their labels; returns the line and points."""
-    line = fig.line(
-        "x",
-        "y",
-        source=source,
-        line_color=PALETTE[1],
-        line_width=2,
-        legend_label="this image",
-    )
-    pts = fig.scatter(
-        "x",
-        "y",
-        source=source,
-        size=9,
-        color=PALETTE[1],
-        nonselection_alpha=1.0,
-        selection_color=PALETTE[1],
-    )
-    fig.add_layout(
-        LabelSet(
-            x="x",
-            y="y",
-            text="label",
-            source=source,
-            text_align="center",
-            x_offset="dx",
-            y_offset=-20,
-            text_font_size="9pt",
-            text_color="#444444",
-        )
-    )
-    return line, pts
-
-
-def _level_marker(fig: figure, source: ColumnDataSource) -> None:
-    """The ring on the level shown, and its legend entry."""
-    marker: dict[str, Any] = {"size": 16, "fill_alpha": 0, "line_color": "#d62728", "line_width": 3}
-    # The marker moves with the slider: on the overlay layer only that layer is
-    # repainted, and the axes do not follow it. Its legend entry points at an
-    # unseen twin (one NaN point): a legend repaints its swatches only with the
-    # primary layer, and would blank them whenever the marker's own data changed.
-    fig.scatter("x", "y", source=source, level="overlay", **marker)
-    fig.scatter(x=[float("nan")], y=[float("nan")], legend_label="level shown", **marker)
-
 
 def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSource], Span]:
     """Compression ratio vs sparsity: analytic lines, measured points, the current sparsity.

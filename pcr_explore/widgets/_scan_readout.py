@@ -23,7 +23,6 @@ __all__ = [
     "difference_caption",
     "level_caption",
     "level_rows",
-    "view_note",
 ]
 
 SIDE_CAPTION = "<b>full image</b>"
@@ -51,16 +50,6 @@ def level_caption(nbytes: np.ndarray, k: int, script: ScanScript, view: str = ""
         f"<b>scan {k} of {len(nbytes)}</b> &middot; "
         f"{have:,} of {full:,} bytes ({have / full:.1%}){view}{why}"
     )
-
-
-def view_note(zoom: float, center: tuple[float, float], split: bool) -> str:
-    """What the zoom and the split line add to the byte counter."""
-    parts = []
-    if zoom > 1:
-        parts.append(f"zoom x{zoom:g} at ({center[0]:.0%}, {center[1]:.0%})")
-    if split:
-        parts.append(SPLIT_NOTE)
-    return "".join(f" &middot; {p}" for p in parts)
 
 
 def level_rows(
