@@ -114,7 +114,8 @@ class ModuleWidget(anywidget.AnyWidget):  # type: ignore[misc]
         key = f"pcr-fallback-{uuid.uuid4().hex[:12]}"
         display(self._fallback(key, picture, note), raw=True, display_id=key)
         self._displays.append(key)
-        live = dict(self._repr_mimebundle_()[0])
+        bundle = self._repr_mimebundle_()
+        live = dict(bundle[0]) if bundle else {}
         live["text/plain"] = (
             f"{type(self).__name__}: the live widget (run the notebook in Jupyter to use it)"
         )

@@ -190,7 +190,7 @@ class ScanExplorer(ModuleWidget):
     pictures = t.List(t.Bytes()).tag(sync=True)
     diffs = t.List(t.Bytes()).tag(sync=True)
     captions = t.List(t.Unicode()).tag(sync=True)
-    readouts = t.List().tag(sync=True)
+    readouts: t.List[Any] = t.List().tag(sync=True)
     curve = t.Dict().tag(sync=True)
     dataset = t.Dict().tag(sync=True)
     labels = t.Dict().tag(sync=True)
@@ -422,7 +422,7 @@ def _shown_pictures(ex: ScanExplorer) -> list[Image.Image]:
         shown = [
             p.crop((cx * p.width * (1 - 1 / z), cy * p.height * (1 - 1 / z),
                     cx * p.width * (1 - 1 / z) + p.width / z,
-                    cy * p.height * (1 - 1 / z) + p.height / z)).resize(p.size, Image.NEAREST)
+                    cy * p.height * (1 - 1 / z) + p.height / z)).resize(p.size, Image.Resampling.NEAREST)
             for p in shown
         ]  # fmt: skip
     for p in shown:
