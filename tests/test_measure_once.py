@@ -91,7 +91,8 @@ def test_scan_explorer_shows_the_curve_given(
     monkeypatch.setattr(scan_explorer, "quality_curve", refuse)
     ex = pcr.widgets.ScanExplorer(photo_folder, curve=curve, cache_size=4)
     assert ex._dataset_curve is curve
-    assert len(ex.sources["dataset"].data["x"]) == curve.num_scans
+    assert ex.dataset["x"] == pytest.approx(list(curve.bytes_fraction))
+    assert ex.dataset["mean_value"] == pytest.approx(list(curve.mean))
 
 
 def test_tuner_dashboard_starts_from_the_curve_given(

@@ -23,8 +23,11 @@ from pcr_explore.jpeg import (
 )
 from pcr_explore.jpeg.scan_script import SCRIPTS, STANDARD, ScanScript
 from pcr_explore.plots import scan_grid_figure
+from pcr_explore.plots._scan_grid import scan_grid_data
 from pcr_explore.quality.compare import image_coverage, scan_step
+from pcr_explore.quality.compare._views import encode_jpeg
 from pcr_explore.widgets import ScanExplorer, ScanPanel
+from pcr_explore.widgets._scan_panel import step_drawing
 
 # After each level of libjpeg's standard colour script: per component (Y, Cb,
 # Cr) the runs "first-last:lowest bit known", written out by hand from the
@@ -350,45 +353,54 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "ds"
 
 
-def test_explorer_panel_is_toggled_and_follows_the_level(dataset: Path) -> None:
+def test_the_explorers_panel_opens_for_the_level_shown_and_follows_it(dataset: Path) -> None:
     names = open_source(dataset).names
-    ex = ScanExplorer(
-        dataset,
-        image=names.index("animals/coffee.jpg"),
-        level=2,
-        dataset_sample=0,
-        workers=1,
-        max_side=96,
-    )
-    assert ex.scan_panel is None and ex._scan_box.children == ()
-    ex.scan_toggle.value = True
+    coffee = names.index("animals/coffee.jpg")
+    ex = ScanExplorer(dataset, image=coffee, level=2, dataset_sample=0, workers=1, max_side=96)
+    assert ex.scan_panel == {}  # not drawn while it is closed
+    ex.scan_open = True
     panel = ex.scan_panel
-    assert panel is not None and ex._scan_box.children == (panel.view,)
-    assert panel._controls.layout.display == "none"
-    assert "Y AC 1-5" in panel.grid.figure.title.text
+    step = scan_step(ex.source, image=coffee, level=2, size=224)
+    assert panel["title"] == "Known after scan 2 of 10: Y AC 1-5, bits >=2 (Al=2)"
+    assert panel["rows"] == [list(r) for r in step.rows()]
+    assert panel["picture"] == encode_jpeg(step.pixels)
+    assert panel["added"] == encode_jpeg(step.difference)
+    assert panel["picture_caption"] == (
+        f"<b>the image at scan 2</b><br>{int(step.level_bytes[1]):,} bytes read"
+    )
+    assert f"|scan 2 - scan 1| x {step.gain:g}" in panel["added_caption"]
     for k in (1, 5, 10):
-        ex.level.value = k
-        assert panel.level.value == k
-        assert panel.coverage.low_bit.tolist() == scan_coverage(STANDARD, level=k).low_bit.tolist()
-        assert f"scan {k} of 10" in panel.caption.value
-    ex.picker.value = ex.source.names.index("things/camera.jpg")
-    assert panel.picker.value == ex.picker.value and panel.coverage.num_components == 1
-    ex.presentation.value = True
-    assert panel.grid.figure.title.text_font_size == "18px"
-    ex.scan_toggle.value = False
-    assert ex._scan_box.children == ()
-    ex.scan_toggle.value = True
-    assert ex.scan_panel is panel
-    assert ex.last_error is None and panel.last_error is None
+        ex.level = k  # no event loop here: what waits for the slider to stop runs at once
+        panel = ex.scan_panel
+        assert panel["caption"].startswith(f"<b>scan {k} of 10</b>")
+        assert panel["grid"] == scan_grid_data(scan_coverage(STANDARD, level=k))
+        assert ex.scan_step().coverage.low_bit.tolist() == (
+            scan_coverage(STANDARD, level=k).low_bit.tolist()
+        )
+    ex.image = names.index("things/camera.jpg")  # grayscale: one grid, and scan 3 adds none
+    ex.level = 3
+    assert ex.scan_step().coverage.num_components == 1
+    assert "adds no scan to this image" in ex.scan_panel["title"]
+    assert "grayscale" in ex.scan_panel["caption"]
+    ex.scan_open = False
+    ex.level = 4  # closed: not drawn again
+    assert ex.scan_panel["caption"].startswith("<b>scan 3 of 10</b>")
+    ex.scan_open = True
+    assert ex.scan_panel["caption"].startswith("<b>scan 4 of 10</b>")
+    assert ex.last_error is None and ex.error == ""
 
 
 def test_the_explorers_saved_picture_holds_the_panel_while_it_is_open(dataset: Path) -> None:
     ex = ScanExplorer(dataset, image=0, level=3, dataset_sample=0, workers=1, max_side=96)
     closed = Image.open(io.BytesIO(ex.snapshot()))
-    ex.scan_toggle.value = True
-    assert ex.scan_panel is not None
+    ex.scan_open = True
     opened = np.asarray(Image.open(io.BytesIO(ex.snapshot())).convert("L"), float)
-    drawn = np.asarray(ex.scan_panel.drawing().convert("L"), float)
+
+    def drawing(level: int) -> np.ndarray:
+        step = scan_step(ex.source, image=0, level=level, size=224)
+        return np.asarray(step_drawing(step).convert("L"), float)
+
+    drawn = drawing(3)
     h, w = drawn.shape
     assert opened.shape[0] == closed.height + 12 + h  # the panel, below the rest
     bottom = opened[-h:, :w]
@@ -397,8 +409,7 @@ def test_the_explorers_saved_picture_holds_the_panel_while_it_is_open(dataset: P
         return float((np.abs(a - b) > 64).mean())
 
     here = off(bottom, drawn)
-    ex.level.value = 1  # control: another level's panel is not what was drawn there
-    other = off(bottom, np.asarray(ex.scan_panel.drawing().convert("L"), float))
+    other = off(bottom, drawing(1))  # control: another level's panel is not what was drawn there
     assert here < 0.001 and other > 0.02, (here, other)
-    ex.scan_toggle.value = False
+    ex.scan_open = False
     assert Image.open(io.BytesIO(ex.snapshot())).height == closed.height

@@ -2,7 +2,8 @@
 
 No browser: widgets built outside a kernel talk to a dummy comm, and every
 value the front end would receive (image bytes, readouts, Bokeh data
-sources) is checked on the Python side.
+sources) is checked on the Python side. ScanExplorer, on anywidget, has
+its own module: tests/test_scan_explorer.py.
 """
 
 from __future__ import annotations
@@ -16,22 +17,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pcr_explore import encode_dataset, open_dataset
-from pcr_explore.jpeg import decode
+from pcr_explore import encode_dataset
 from pcr_explore.plots import to_db
-from pcr_explore.quality import image_quality, quality_curve
-from pcr_explore.quality.compare import difference_map
-from pcr_explore.quality.compare._views import (
-    encode_jpeg,
-    jpeg_size,
-    split_view,
-    worst_detail,
-    zoom_crop,
-)
+from pcr_explore.quality import quality_curve
+from pcr_explore.quality.compare._views import encode_jpeg, jpeg_size, worst_detail
 from pcr_explore.quality.tune import recommend
 from pcr_explore.swap import builtin_trace, ratio_curve, simulate_many
 from pcr_explore.swap.simulator.applicability import applicable_codecs
-from pcr_explore.widgets import ScanExplorer, SwapExplorer, TunerDashboard
+from pcr_explore.widgets import SwapExplorer, TunerDashboard
 from pcr_explore.widgets._explorer import Debounced
 
 
@@ -49,7 +42,7 @@ def _check_bundle(widget: object) -> None:
         assert im.width >= 300 and im.height >= 200
 
 
-# -- ScanExplorer ---------------------------------------------------------------------
+# -- shared data ----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -74,237 +67,7 @@ def dataset_path(photos_256: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return out
 
 
-@pytest.fixture(scope="module")
-def scan(dataset_path: Path) -> ScanExplorer:
-    return ScanExplorer(str(dataset_path), image=0, level=4, dataset_sample=3, workers=1)
-
-
-def test_scan_level_slider_shows_the_levels_own_bytes(scan: ScanExplorer) -> None:
-    src, i = scan.source, scan.index
-    nbytes = src.level_bytes(i)
-    q = image_quality(src, image=i)
-    for k in (3, 1, src.num_scans):
-        scan.level.value = k
-        assert scan.last_error is None
-        assert scan.image.value == src.jpeg_bytes(i, k)
-        cur = scan.sources["current"].data
-        assert cur["scan"] == [k] and cur["bytes"] == [int(nbytes[k - 1])]
-        assert cur["x"] == [pytest.approx(nbytes[k - 1] / nbytes[-1])]
-        assert cur["y"] == [pytest.approx(q.mssim[k - 1])]
-        rows = dict(scan.readout_rows())
-        assert rows["bytes at this level"] == f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,}"
-        assert rows["MS-SSIM vs full"] == f"{q.mssim[k - 1]:.4f}"
-        assert f"{int(nbytes[k - 1]):,}" in scan.readout.value
-        # the byte counter above the picture climbs with the level
-        assert f"scan {k} of" in scan.image_caption.value
-        assert f"{int(nbytes[k - 1]):,} of {int(nbytes[-1]):,} bytes" in scan.image_caption.value
-    assert dict(scan.readout_rows())["PSNR vs full"] == "identical"
-    assert scan.reference.layout.display == "none"
-    assert "scan level" not in scan.readout.value  # the caption says it, next to the picture
-
-
-def test_scan_picker_and_buttons_change_image_and_curve(scan: ScanExplorer) -> None:
-    src = scan.source
-    scan.level.value = 2
-    scan.picker.value = 1
-    scan.next_button.click()
-    assert scan.index == 2
-    scan.prev_button.click()
-    scan.prev_button.click()
-    assert scan.index == 0
-    scan.prev_button.click()  # wraps round
-    assert scan.index == len(src) - 1
-    i = scan.index
-    assert scan.image.value == src.jpeg_bytes(i, 2)
-    nbytes = src.level_bytes(i)
-    img = scan.sources["image"].data
-    np.testing.assert_allclose(img["x"], nbytes / nbytes[-1])
-    np.testing.assert_allclose(img["y"], image_quality(src, image=i).mssim)
-    assert list(img["scan"]) == list(range(1, src.num_scans + 1))
-    # every level labelled with its own number, crowded ones moved apart (the plot is at
-    # least 260 px wide over the axis's span), and the legend above the plot, off the data
-    assert list(img["label"]) == [str(k) for k in range(1, src.num_scans + 1)]
-    lo, hi = scan.figure.x_range.start, scan.figure.x_range.end
-    centres = (np.asarray(img["x"]) - lo) * 260 / (hi - lo) + np.asarray(img["dx"])
-    assert np.diff(centres).min() >= 14 - 1e-9
-    assert scan.figure.legend[0] in scan.figure.above
-    assert dict(scan.readout_rows())["image"] == src.names[i]
-    assert scan.last_error is None
-
-
-def test_scan_side_by_side_difference_and_zoom(scan: ScanExplorer) -> None:
-    src = scan.source
-    scan.picker.value = 0
-    scan.level.value = 2
-    scan.mode.value = "side"
-    assert scan.reference.layout.display is None
-    assert scan.reference.value == src.jpeg_bytes(0)
-    assert scan.image.value == src.jpeg_bytes(0, 2)
-    scan.mode.value = "diff"
-    level, full = decode(src.jpeg_bytes(0, 2)), decode(src.jpeg_bytes(0))
-    assert scan.reference.value == encode_jpeg(difference_map(level, full, gain=scan.gain))
-    assert "x 4" in scan.reference_caption.value
-    scan.mode.value = "level"
-    scan.zoom_x.value, scan.zoom_y.value = 0.25, 0.75
-    scan.zoom.value = 4.0
-    assert scan.image.value == encode_jpeg(zoom_crop(level, (0.25, 0.75), 4.0))
-    assert "zoom x4" in scan.image_caption.value
-    scan.zoom.value = 1.0
-    assert scan.image.value == src.jpeg_bytes(0, 2)
-    assert scan.last_error is None
-
-
-def test_scan_dataset_curve_is_the_samples(scan: ScanExplorer) -> None:
-    curve = quality_curve(scan.source, sample=3, seed=0, metric="mssim", workers=1)
-    ds = scan.sources["dataset"].data
-    np.testing.assert_allclose(ds["x"], curve.bytes_fraction)
-    np.testing.assert_allclose(ds["mean"], curve.mean)
-    np.testing.assert_allclose(ds["lo"], curve.p5)
-    np.testing.assert_allclose(ds["hi"], curve.p95)
-
-
-def test_scan_shrinks_large_images_before_sending(dataset_path: Path) -> None:
-    ex = ScanExplorer(str(dataset_path), level=5, dataset_sample=0, max_side=100, workers=1)
-    src = ex.source
-    assert ex.image.value != src.jpeg_bytes(0, 5)
-    assert max(jpeg_size(ex.image.value)) == 100
-    assert not ex.sources["dataset"].data["x"]
-
-
-def test_scan_without_caches_still_shows_quality(dataset_path: Path) -> None:
-    ex = ScanExplorer(str(dataset_path), level=3, dataset_sample=0, cache_size=0, workers=1)
-    q = image_quality(ex.source, image=0)
-    ex.level.value = 2
-    assert dict(ex.readout_rows())["MS-SSIM vs full"] == f"{q.mssim[1]:.4f}"
-    assert ex.sources["current"].data["y"] == [pytest.approx(q.mssim[1])]
-    assert len(ex.cache._jpeg) == 0
-
-
-def test_scan_works_on_a_folder_and_on_one_file(photos_256: Path) -> None:
-    ex = ScanExplorer(photos_256, dataset_sample=0, workers=1)
-    ex.level.value = 3
-    assert ex.image.value == ex.source.jpeg_bytes(ex.index, 3)
-    one = ScanExplorer(photos_256 / "a" / "chelsea.jpg", dataset_sample=0, level=1)
-    assert one.picker.options == (("chelsea.jpg", 0),)
-    assert one.image.value == one.source.jpeg_bytes(0, 1)
-    with pytest.raises(ValueError, match="metric"):
-        ScanExplorer(photos_256, metric="nope")
-
-
-def test_scan_callback_errors_show_in_the_output_pane(scan: ScanExplorer) -> None:
-    scan.picker.value, scan.mode.value, scan.level.value = 0, "level", 6
-    real = scan.cache.display
-    scan.cache.display = lambda i, k=None: (_ for _ in ()).throw(OSError("disk gone"))  # type: ignore[method-assign]
-    try:
-        scan.picker.value = 1  # another image: its pictures must be drawn
-        assert isinstance(scan.last_error, OSError)
-        assert "OSError: disk gone" in scan.errors.outputs[0]["text"]
-        # no slot goes on showing the image before as if it were this one
-        for slot in scan.pictures.slots:
-            assert slot.key is None and "pcr-stale" in slot.box._dom_classes
-    finally:
-        scan.cache.display = real  # type: ignore[method-assign]
-    scan.level.value = 7
-    assert scan.last_error is None and not scan.errors.outputs
-    assert scan.image.value == scan.source.jpeg_bytes(1, 7)
-
-
-def test_every_level_is_in_the_page_for_the_settings_of_now(scan: ScanExplorer) -> None:
-    """The slider picks a level's picture in the page: each slot holds its level, drawn now."""
-    src = scan.source
-    scan.picker.value, scan.mode.value, scan.zoom.value, scan.level.value = 0, "level", 1.0, 3
-    # tab k is level k; the page links the slider to the tab (tests/test_browser.py)
-    assert all(scan.pictures.view.children[k] is scan.pictures[k].box for k in range(1, 11))
-    for image in (0, 2):
-        scan.picker.value = image
-        for k, slot in enumerate(scan.pictures.slots, start=1):
-            assert slot.left.value == src.jpeg_bytes(image, k)
-            assert slot.caption.value.startswith(f"<b>scan {k} of {src.num_scans}</b>")
-            assert "pcr-stale" not in slot.box._dom_classes
-    scan.mode.value = "diff"
-    full = scan.cache.pixels(2, None)
-    for k, slot in enumerate(scan.pictures.slots, start=1):
-        want = encode_jpeg(difference_map(scan.cache.pixels(2, k), full, gain=scan.gain))
-        assert slot.right.value == want and slot.right.layout.display is None
-    scan.mode.value = "level"
-    assert all(slot.right.layout.display == "none" for slot in scan.pictures.slots)
-
-
-def test_scan_static_picture(scan: ScanExplorer) -> None:
-    _check_bundle(scan)
-
-
-def _displayed(scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
-    """Display *scan* as a kernel would; return what was displayed and what was updated."""
-    shown: list[tuple[dict[str, object], object]] = []
-    updated: list[tuple[dict[str, object], object]] = []
-    monkeypatch.setattr(
-        "IPython.display.display",
-        lambda obj, raw=False, display_id=None: shown.append((obj, display_id)),
-    )
-    monkeypatch.setattr(
-        "IPython.display.update_display",
-        lambda obj, raw=False, display_id=None: updated.append((obj, display_id)),
-    )
-    scan._ipython_display_()
-    return shown, updated
-
-
-def _picture_in(html: str) -> bytes:
-    return base64.b64decode(html.split("data:image/jpeg;base64,")[1].split("'")[0])
-
-
-def test_scan_display_puts_its_picture_before_the_live_view(
-    scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    scan.level.value = 4
-    (picture, key), (live, live_id) = _displayed(scan, monkeypatch)[0]
-    html = str(picture["text/html"])
-    assert key.startswith("pcr-fallback-") and f"<div class='{key}'>" in html  # type: ignore[union-attr]
-    assert _picture_in(html) == scan.snapshot()
-    # the live view's output carries no second picture, and says what it is as text
-    assert "image/jpeg" not in live and live_id is None
-    assert "application/vnd.jupyter.widget-view+json" in live
-    assert "live widget" in str(live["text/plain"])
-    # hidden while a live view is there; the failed or plain-text live view hidden instead
-    assert ":not(.jupyter-widgets)) {display: none;}" in html
-    assert '[data-mime-type="text/plain"]' in html
-    scan._displays.clear()
-
-
-def test_scan_saved_picture_follows_the_state(
-    scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    scan.level.value = 2
-    shown, updated = _displayed(scan, monkeypatch)
-    key = shown[0][1]
-    first = _picture_in(str(shown[0][0]["text/html"]))
-    scan.level.value = 9  # no event loop here: the picture is drawn again at once
-    html, update_id = updated[-1]
-    assert update_id == key
-    now = _picture_in(str(html["text/html"]))
-    assert now != first and now == scan.snapshot()
-    scan._displays.clear()
-
-
-def test_scan_figures_are_serialised_once_the_controls_stop(
-    scan: ScanExplorer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # a reloaded page asks for every widget's state in one message and gives the kernel 4 s
-    # to answer: the figures were serialised when the controls stopped, not then
-    from pcr_explore.widgets._explorer import Plot
-
-    _displayed(scan, monkeypatch)
-    scan.level.value = 7  # no event loop here: what follows the stop runs at once
-    calls: list[object] = []
-    real = Plot._model_to_traits.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(
-        Plot, "_model_to_traits", classmethod(lambda cls, m: calls.append(m) or real(cls, m))
-    )
-    states = [model.get_state() for model, _ in scan._plots]
-    assert calls == [] and len(states) == len(scan._plots) >= 1
-    assert _bundle_sources(states[0])[scan.sources["current"].id]["scan"] == [7]
-    scan._displays.clear()
+# -- Plot (the Bokeh figure of TunerDashboard and SwapExplorer) -------------------------
 
 
 def _bundle_sources(state: dict[str, object]) -> dict[str, dict[str, object]]:
@@ -328,16 +91,6 @@ def _bundle_sources(state: dict[str, object]) -> dict[str, dict[str, object]]:
 
     walk(docs)
     return found
-
-
-def test_scan_plot_state_is_the_figure_as_it_is_now(scan: ScanExplorer) -> None:
-    # a page reloaded with the same kernel asks for the state: it must be the current one
-    for k in (3, 8):
-        scan.level.value = k
-        sources = _bundle_sources(scan.plot.get_state())
-        current = sources[scan.sources["current"].id]
-        assert current["scan"] == [k]
-        assert current["bytes"] == [int(scan.cache.level_bytes(scan.index)[k - 1])]
 
 
 def test_a_stream_echoed_by_the_page_is_not_applied_twice() -> None:
@@ -400,95 +153,6 @@ def test_a_plot_serialises_its_figure_once_per_change(monkeypatch: pytest.Monkey
     assert '"start":4.0' in plot.get_state()["render_bundle"].replace(" ", "")
     assert len(calls) == 2
     assert set(plot.get_state()) == set(plot.keys)
-
-
-def test_scan_click_on_the_curve_shows_that_level(scan: ScanExplorer) -> None:
-    scan.level.value = 2
-    scan.sources["image"].selected.indices = [6]  # what a tap on level 7 sends
-    assert scan.level.value == 7
-    assert scan.sources["image"].selected.indices == []  # ready for the next click
-    assert scan.last_error is None
-
-
-def test_scan_play_button_is_linked_to_the_slider(scan: ScanExplorer) -> None:
-    assert (scan.play.min, scan.play.max) == (1, scan.source.num_scans)
-    assert scan._play_link.source == (scan.play, "value")
-    assert scan._play_link.target == (scan.level, "value")
-
-
-def test_scan_db_scale_spreads_the_upper_levels(scan: ScanExplorer) -> None:
-    q = image_quality(scan.source, image=scan.index)
-    scan.scale.value = "db"
-    try:
-        y = scan.sources["image"].data["y"]
-        np.testing.assert_allclose(y[:-1], to_db(q.mssim[:-1]))
-        assert np.isnan(y[-1])  # identical to the full image: not drawn
-        assert scan.figure.yaxis[0].axis_label.startswith("MS-SSIM in dB")
-        ds = scan.sources["dataset"].data
-        assert np.nanmax(ds["mean"]) > 10  # dB, not a similarity
-    finally:
-        scan.scale.value = "value"
-    np.testing.assert_allclose(scan.sources["image"].data["y"], q.mssim)
-    labels = scan.sources["image"].data["label"]
-    assert labels[0] == "1" and len(labels) == scan.source.num_scans
-
-
-def test_scan_zoom_readouts_split_and_difference_scale(scan: ScanExplorer) -> None:
-    src = scan.source
-    scan.picker.value = 0
-    scan.level.value = 2
-    scan.mode.value = "level"
-    scan.zoom.value = 1.0
-    assert scan.zoom_x.disabled and scan.zoom_y.disabled  # nothing to move at zoom 1
-    scan.zoom_x.value, scan.zoom_y.value = 0.25, 0.75
-    scan.zoom.value = 4.0
-    assert not scan.zoom_x.disabled and not scan.zoom_y.disabled
-    assert "zoom x4 at (25%, 75%)" in scan.image_caption.value
-    scan.zoom.value = 1.0
-    scan.mode.value = "split"
-    assert not scan.zoom_x.disabled and scan.zoom_y.disabled  # x places the line
-    level, full = decode(src.jpeg_bytes(0, 2)), decode(src.jpeg_bytes(0))
-    assert scan.image.value == encode_jpeg(split_view(level, full, 0.25))
-    assert scan.reference.layout.display == "none"
-    scan.mode.value = "diff"
-    assert (
-        "0 <span" in scan.reference_caption.value and "64+ of 255" in scan.reference_caption.value
-    )
-    scan.mode.value = "level"
-    scan.zoom_x.value, scan.zoom_y.value = 0.5, 0.5
-    assert scan.last_error is None
-
-
-def test_scan_says_why_a_grayscale_level_looks_the_same(scan: ScanExplorer) -> None:
-    gray = next(i for i, n in enumerate(scan.source.names) if "camera" in n)
-    scan.picker.value = gray
-    scan.level.value = 3
-    assert "adds no bytes to this image" in scan.image_caption.value
-    assert "grayscale" in scan.image_caption.value
-    scan.level.value = 5
-    assert "adds no bytes" not in scan.image_caption.value
-    scan.picker.value = 0
-
-
-def test_scan_presentation_mode(scan: ScanExplorer) -> None:
-    scan.presentation.value = True
-    try:
-        assert "pcr-present" in scan.view._dom_classes
-        assert scan.figure.title.text_font_size == "18px"
-        assert scan.figure.xaxis[0].major_label_text_font_size == "15px"
-    finally:
-        scan.presentation.value = False
-    assert "pcr-present" not in scan.view._dom_classes
-    assert scan.figure.title.text_font_size == "13px"
-
-
-def test_scan_reads_a_pcr_dataset_without_reading_it_all(dataset_path: Path) -> None:
-    ds = open_dataset(str(dataset_path))
-    ex = ScanExplorer(ds, level=1, dataset_sample=0, workers=1)
-    before = ds.stats.bytes_read
-    ex.level.value = 2
-    assert ex.image.value == ds.jpeg_bytes(0, 2)
-    assert ds.stats.bytes_read > before  # level 2 pieces fetched on demand
 
 
 # -- TunerDashboard ------------------------------------------------------------------
