@@ -2,16 +2,20 @@
 
 Debian's ``chromium`` through Playwright (see ``tests/_lab.py``). Every
 request the page makes is routed through the test: ``file:`` and ``data:``
-go on, anything else is aborted and recorded, and none may be. With the
-mouse and the keyboard, as a student would: dragging the level slider
-changes the picture and the byte counter and moves the curve's marker, the
-arrow keys step, play runs to the last level, the view buttons and the
-image picker switch, and the slider tells a screen reader the level shown;
-the page is titled by the dataset and draws its band. On the swap page,
-dragging the sparsity redraws the bars and the readouts. The budget page
-shows its chart (bytes, quality and epoch time per level) with the page's
-own file the only request. Screenshots at 1440x900 and 1280x720 go to
-``test-artifacts/``.
+go on, anything else is aborted and recorded, and none may be; no page
+error and no console error either. The scan page runs ScanExplorer's own
+front end on the page's model (``window.pcrScan``); with the mouse and the
+keyboard, as a student would: dragging the level slider changes the picture
+and the byte counter and moves the curve's marker, the arrow keys step,
+play runs to the last level, clicking a point of the curve shows its level,
+the view buttons switch (the split line follows a drag), the zoom magnifies
+about the point pressed, the image picker and its buttons switch images,
+and the slider tells a screen reader the level shown; the page is titled by
+the dataset, draws its band and axe-core finds nothing serious in it. On
+the swap page, dragging the sparsity redraws the bars and the readouts. The
+budget page shows its chart (bytes, quality and epoch time per level) with
+the page's own file the only request. Screenshots at 1440x900 and 1280x720
+go to ``test-artifacts/``.
 """
 
 from __future__ import annotations
@@ -36,10 +40,21 @@ pytestmark = pytest.mark.browser
 SIZES = ({"width": 1440, "height": 900}, {"width": 1280, "height": 720})
 PHOTOS = ("astronaut", "camera", "coffee")
 
+# The swap page: Bokeh's models, found by name.
 MODEL = "name => Bokeh.documents[0].get_model_by_name(name)"
-READY = """() => !!window.Bokeh && Bokeh.documents.length > 0
+BOKEH_READY = """() => !!window.Bokeh && Bokeh.documents.length > 0
   && !!Bokeh.documents[0].get_model_by_name('{name}')
   && [...document.images].every(i => i.hidden || i.complete)"""
+# The scan page: its model, and the picture of the level shown drawn.
+SCAN_READY = """() => !!window.pcrScan && !!document.querySelector('.pcr-scan img[src]')
+  && [...document.images].every(i => i.hidden || i.complete)"""
+# What the page embedded for the image and level shown (data.images[i], at position p).
+EMBEDDED = """() => { const d = JSON.parse(document.getElementById('pcr-demo-data').textContent);
+  const m = window.pcrScan, p = m.get('levels').indexOf(m.get('level'));
+  const im = d.images[m.get('image')];
+  return {readouts: im.readouts[p], picture: d.pics[im.pictures[p]],
+          full: d.pics[im.pictures[im.pictures.length - 1]], diff: d.pics[im.diffs[p]]}; }"""
+SERIOUS = ("serious", "critical")
 
 
 @pytest.fixture(scope="module")
@@ -70,16 +85,17 @@ def budget_page(
 
 
 class Offline:
-    """A page opened from a file, with every request and page error recorded."""
+    """A page opened from a file, with every request, page error and console error recorded."""
 
     def __init__(self, browser: Any, path: Path, viewport: dict[str, int], ready: str) -> None:
         self.page = new_page(browser, viewport=viewport)
         self.left: list[str] = []  # requests that would have left the page
         self.errors: list[str] = []
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.route("**/*", self._route)
         self.page.goto(path.as_uri())
-        self.page.wait_for_function(READY.format(name=ready), timeout=_budget.ms())
+        self.page.wait_for_function(ready, timeout=_budget.ms())
         self.page.evaluate(TWO_FRAMES)
 
     def _route(self, route: Any) -> None:
@@ -91,22 +107,25 @@ class Offline:
             route.abort()
 
     def value(self, name: str) -> Any:
+        """A Bokeh model's value (the swap page)."""
         return self.page.evaluate(f"({MODEL})('{name}').value")
 
     def data(self, name: str) -> dict[str, list[Any]]:
-        """A ColumnDataSource's columns, as plain lists."""
+        """A ColumnDataSource's columns, as plain lists (the swap page)."""
         return self.page.evaluate(
             f"""() => {{ const d = ({MODEL})('{name}').data, out = {{}};
               for (const k of Object.keys(d)) out[k] = Array.from(d[k]); return out; }}"""
         )
 
-    def text(self, selector: str) -> str:
-        return str(self.page.inner_text(selector))
+    def get(self, key: str) -> Any:
+        """The scan page's model: ``pcrScan.get(key)``."""
+        return self.page.evaluate("k => window.pcrScan.get(k)", key)
 
-    def drag_to(self, slot: str, fraction: float) -> None:
-        """Drag a Bokeh slider's handle to *fraction* of its track, with the mouse."""
-        handle = self.page.locator(f"#{slot} .noUi-handle").first
-        track = self.page.locator(f"#{slot} .noUi-base").first
+    def text(self, selector: str) -> str:
+        return str(self.page.locator(selector).first.inner_text())
+
+    def drag_to(self, handle: Any, track: Any, fraction: float) -> None:
+        """Drag *handle* to *fraction* of *track* (locators) with the mouse."""
         hb, tb = handle.bounding_box(), track.bounding_box()
         y = hb["y"] + hb["height"] / 2
         self.page.mouse.move(hb["x"] + hb["width"] / 2, y)
@@ -134,110 +153,243 @@ class Offline:
         assert self.errors == []
 
 
+class Scan:
+    """The scan page's parts, found as a user finds them: by role, name and label."""
+
+    def __init__(self, s: Offline) -> None:
+        page = s.page
+        self.s, self.page = s, page
+        self.level = page.get_by_role("slider", name="scan level")
+        self.zoom = page.get_by_role("slider", name="zoom")
+        self.x = page.get_by_role("slider", name="x", exact=True)
+        self.picker = page.get_by_role("combobox", name="image")
+        self.caption = page.locator(".pcr-caption").first
+        self.picture = page.locator(".pcr-stage img").first
+        self.stage = page.locator(".pcr-stage").first
+        self.right = page.locator(".pcr-pair > figure").nth(1)
+        self.over = page.locator("img.pcr-over")
+        self.line = page.locator(".pcr-split-line")
+        self.points = page.locator("svg.pcr-chart-svg circle.pcr-point")
+        self.marker = page.locator("svg.pcr-chart-svg circle.pcr-marker")
+        self.readout = page.locator("table.pcr-readout").first
+
+    def button(self, name: str) -> Any:
+        return self.page.get_by_role("button", name=name, exact=True)
+
+    def shows(self, level: int) -> None:
+        """Level *level* is shown: model, slider, counter, marker, picture and readouts agree."""
+        expect(self.caption).to_contain_text(f"scan {level} of 10 ·", timeout=_budget.ms())
+        assert self.s.get("level") == level
+        p = self.s.get("levels").index(level)
+        # the slider tells a screen reader the level shown, not its position from 0
+        expect(self.level).to_have_value(str(p))
+        expect(self.level).to_have_attribute("aria-valuetext", f"scan {level} of 10")
+        assert (self.level.get_attribute("min"), self.level.get_attribute("max")) == ("0", "9")
+        want = self.page.evaluate(EMBEDDED)
+        assert self.picture.get_attribute("src") == want["picture"]
+        cells = self.readout.locator("tr").evaluate_all(
+            "rows => rows.map(r => [...r.cells].map(c => c.innerHTML.replace(/^<b>|<\\/b>$/g, '')))"
+        )
+        assert cells == want["readouts"]
+        # the marker sits on this level's point of the curve
+        point = self.points.nth(p)
+        spot = [float(point.get_attribute(a)) for a in ("cx", "cy")]
+        assert [float(self.marker.get_attribute(a)) for a in ("cx", "cy")] == pytest.approx(spot)
+
+
 @pytest.mark.parametrize("viewport", SIZES, ids=lambda v: f"{v['width']}x{v['height']}")
 def test_scan_demo_from_a_file(
     browser: Any, scan_page: Path, photos: Path, viewport: dict[str, int]
 ) -> None:
     src = open_source(photos)
     nbytes = src.level_bytes(0)
-    s = Offline(browser, scan_page, viewport, "pcr-level")
+    s = Offline(browser, scan_page, viewport, SCAN_READY)
+    v = Scan(s)
     try:
-        assert s.value("pcr-level") == "5"
-        assert f"scan 5 of 10 · {nbytes[4]:,} of {nbytes[-1]:,} bytes" in s.text("#pcr-caption")
-        _announces(s, 5)
         assert s.page.title() == f"Scan levels of {photos.name}"
-        assert len(s.data("pcr-dataset")["x"]) == 10  # the dataset's band, as in notebook 01
+        v.shows(5)
+        assert f"scan 5 of 10 · {nbytes[4]:,} of {nbytes[-1]:,} bytes" in v.caption.inner_text()
+        assert v.points.count() == 10 and v.marker.count() == 1
+        legend = s.text(".pcr-legend")
+        assert "dataset mean" in legend and "dataset p5-p95" in legend  # as in notebook 01
+        assert s.page.locator("svg.pcr-chart-svg polygon").count() == 1  # the band
+        assert v.button("what each scan adds").count() == 0  # hidden: no kernel to draw it
+        _no_serious_violations(s, "at first")
         s.shot("demo_scan")
         s.fits()
-        before = s.page.get_attribute("#pcr-level-img", "src")
 
-        s.drag_to("pcr-slot-level", 0.0)  # the slider, with the mouse
-        assert s.value("pcr-level") == "1"
-        assert s.page.get_attribute("#pcr-level-img", "src") != before
-        caption = s.text("#pcr-caption")
-        assert f"scan 1 of 10 · {nbytes[0]:,} of {nbytes[-1]:,} bytes" in caption
-        assert s.data("pcr-current")["x"] == pytest.approx([nbytes[0] / nbytes[-1]])
-        assert f"{nbytes[0]:,} of {nbytes[-1]:,}" in s.text("#pcr-readout")
+        s.drag_to(v.level, v.level, 0.0)  # the slider, with the mouse
+        v.shows(1)
+        assert f"scan 1 of 10 · {nbytes[0]:,} of {nbytes[-1]:,} bytes" in v.caption.inner_text()
+        assert f"{nbytes[0]:,} of {nbytes[-1]:,}" in v.readout.inner_text()
+        v.level.press("ArrowRight")  # the arrow keys step the slider
+        v.shows(2)
+        v.button("play the levels").focus()  # and step the levels anywhere in the explorer
+        s.page.keyboard.press("ArrowRight")
+        v.shows(3)
+        s.page.keyboard.press("ArrowLeft")
+        v.shows(2)
 
-        _announces(s, 1)
-        s.page.keyboard.press("ArrowRight")  # the arrow keys step
-        assert s.value("pcr-level") == "2"
-        assert s.data("pcr-current")["scan"] == [2]
-        _announces(s, 2)
+        _views_switch(s, v)
+        _zoom_follows_the_pointer(s, v)
+        v.points.nth(0).click()  # a point of the curve shows its level
+        v.shows(1)
+        v.level.press("ArrowRight")
+        _play_runs_to_the_last_level(s, v, 2)
 
-        _views_switch(s)
-        _play_runs_to_the_last_level(s)
-        _announces(s, 10)
-
-        s.page.locator("#pcr-slot-picker select").select_option(label="coffee.jpg")
-        s.page.evaluate(TWO_FRAMES)
+        v.picker.select_option(label="coffee.jpg")
         coffee = src.level_bytes(src.names.index("coffee.jpg"))
-        assert f"{coffee[-1]:,} of {coffee[-1]:,} bytes" in s.text("#pcr-caption")
-        assert s.data("pcr-image")["bytes"] == [int(b) for b in coffee]
+        expect(v.caption).to_contain_text(f"{coffee[-1]:,} of {coffee[-1]:,} bytes")
+        assert s.get("image") == src.names.index("coffee.jpg")
+        v.shows(10)
+        tips = v.points.locator("title").all_text_contents()
+        assert tips == [f"scan {k}: {b} bytes" for k, b in enumerate(coffee, 1)]
+        v.button("next image").click()  # round to the first
+        expect(v.picker).to_have_value("0")
+        v.shows(10)
+        assert f"{nbytes[-1]:,} of {nbytes[-1]:,} bytes" in v.caption.inner_text()
+        v.button("previous image").click()
+        expect(v.picker).to_have_value(str(src.names.index("coffee.jpg")))
         s.shot("demo_scan_played")
+
+        present = v.button("larger text for a projector")
+        present.click()
+        expect(present).to_have_attribute("aria-pressed", "true")
+        root = s.page.locator(".pcr-explorer")
+        expect(root).to_have_css("font-size", "18px")
+        s.shot("demo_scan_presentation")
+        s.fits()
+        _no_serious_violations(s, "in presentation mode")
+        present.click()
+        expect(root).to_have_css("font-size", "13px")
     finally:
         s.close()
 
 
-def _announces(s: Offline, level: int) -> None:
-    """The slider's handle tells a screen reader the level shown, not its position from 0."""
-    handle = s.page.locator("#pcr-slot-level .noUi-handle").first
-    expect(handle).to_have_attribute("aria-valuenow", str(level), timeout=_budget.ms())
-    expect(handle).to_have_attribute("aria-valuetext", f"scan {level} of 10", timeout=_budget.ms())
-    assert (handle.get_attribute("aria-valuemin"), handle.get_attribute("aria-valuemax")) == (
-        "1",
-        "10",
-    )
+@pytest.mark.xfail(
+    strict=True,
+    reason="demo.css sets .pcr-readout {font-size: 13px}, which the explorer's own "
+    "readouts take on the page: presentation mode leaves them small there (not in a notebook)",
+)
+def test_scan_demo_presentation_enlarges_the_readouts(browser: Any, scan_page: Path) -> None:
+    s = Offline(browser, scan_page, SIZES[1], SCAN_READY)
+    try:
+        Scan(s).button("larger text for a projector").click()
+        sizes = s.page.evaluate(
+            """() => [".pcr-explorer", ".pcr-caption", "table.pcr-readout th",
+                      "table.pcr-readout td"].map(q =>
+              getComputedStyle(document.querySelector(q)).fontSize)"""
+        )
+        assert sizes == ["18px"] * 4  # every text of the explorer, as in a notebook
+    finally:
+        s.close()
 
 
-def _views_switch(s: Offline) -> None:
-    """Side by side shows the full image, difference the map, split the line."""
-    mode = s.page.locator("#pcr-slot-mode .bk-btn")
-    level = s.page.get_attribute("#pcr-level-img", "src")
-    mode.filter(has_text="side by side").click()
-    assert s.page.is_visible("#pcr-other") and "full image" in s.text("#pcr-right-caption")
-    full = s.page.get_attribute("#pcr-other", "src")
-    assert full != level
-    mode.filter(has_text="difference").click()
-    assert s.page.get_attribute("#pcr-other", "src") not in (level, full)
-    assert "|level - full| x 4" in s.text("#pcr-right-caption")
-    mode.filter(has_text="split").click()
-    assert not s.page.is_visible("#pcr-other")
-    assert "left of the line: this level, right: full image" in s.text("#pcr-caption")
-    assert s.page.is_visible("#pcr-over") and s.page.is_visible("#pcr-split-line")
-    assert s.page.get_attribute("#pcr-over", "src") == full
+def _no_serious_violations(s: Offline, when: str) -> None:
+    """axe-core (as axe-playwright-python bundles it): nothing serious or critical."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(s.page).response["violations"]
+    for v in found:
+        targets = [n["target"] for n in v["nodes"]][:4]
+        print(f"axe {when}: {v['impact']} {v['id']}: {v['help']} {targets}")
+    assert [v["id"] for v in found if v["impact"] in SERIOUS] == [], when
+
+
+def _views_switch(s: Offline, v: Scan) -> None:
+    """Side by side shows the full image, difference the map, split the line (dragged)."""
+    shown = s.page.evaluate(EMBEDDED)
+    v.button("the full image next to it").click()
+    expect(v.right).to_be_visible()
+    expect(v.button("the full image next to it")).to_have_attribute("aria-pressed", "true")
+    assert v.right.locator("img").get_attribute("src") == shown["full"] != shown["picture"]
+    assert "full image" in v.right.locator("figcaption").inner_text()
+    assert v.picture.get_attribute("src") == shown["picture"]  # the level stays on the left
+    v.button("where the level differs from the full image").click()
+    expect(v.right.locator("img")).to_have_attribute("src", shown["diff"])
+    assert "|level - full| x 4" in v.right.locator("figcaption").inner_text()
+    s.shot("demo_scan_diff")
+
+    v.button("the full image right of the line (move it with x)").click()
+    expect(v.right).to_be_hidden()
+    expect(v.over).to_be_visible()
+    expect(v.line).to_be_visible()
+    assert v.over.get_attribute("src") == shown["full"]
+    assert "left of the line: this level, right: full image" in v.caption.inner_text()
+    box = v.stage.bounding_box()
+    y = box["y"] + box["height"] / 2
+    s.page.mouse.move(box["x"] + 0.3 * box["width"], y)
+    s.page.mouse.down()
+    for f in np.linspace(0.3, 0.75, 6):
+        s.page.mouse.move(box["x"] + f * box["width"], y)
+    s.page.mouse.up()
+    s.page.evaluate(TWO_FRAMES)
+    x = s.get("zoom_x")
+    assert x == pytest.approx(0.75, abs=0.011) and s.get("zoom_y") == 0.5  # the line moved
+    line = v.line.bounding_box()
+    assert line["x"] + line["width"] / 2 == pytest.approx(box["x"] + x * box["width"], abs=2)
+    clip = v.over.evaluate("e => e.style.clipPath")
+    assert clip.startswith("inset(0") and clip.endswith(f" {x * 100:g}%)"), clip
+    expect(v.x).to_have_value(f"{x:g}")
+    expect(v.x).to_be_enabled()
     s.shot("demo_scan_split")
-    mode.filter(has_text="level").first.click()
-    assert not s.page.is_visible("#pcr-over")
+    v.button("the level alone").click()
+    expect(v.over).to_be_hidden()
+    expect(v.line).to_be_hidden()
 
 
-def _play_runs_to_the_last_level(s: Offline) -> None:
+def _zoom_follows_the_pointer(s: Offline, v: Scan) -> None:
+    """The zoom magnifies the picture about its centre; a press on the picture moves it."""
+    box = v.stage.bounding_box()
+    v.zoom.press("ArrowRight")
+    v.zoom.press("ArrowRight")  # 1 -> 2 in steps of 0.5
+    assert s.get("zoom") == 2
+    x = s.get("zoom_x")
+    expect(v.caption).to_contain_text(f"zoom x2 at ({round(x * 100)}%, 50%)")
+    wide = v.picture.bounding_box()
+    assert wide["width"] == pytest.approx(2 * box["width"], abs=2)  # twice as large
+    assert v.stage.bounding_box() == pytest.approx(box)  # in the same frame
+    s.page.mouse.click(box["x"] + 0.5 * box["width"], box["y"] + 0.25 * box["height"])
+    # the point pressed (on the magnified picture) becomes the centre
+    assert s.get("zoom_x") == pytest.approx(x + (0.5 - x) / 2, abs=0.011)
+    assert s.get("zoom_y") == pytest.approx(0.5 + (0.25 - 0.5) / 2, abs=0.011)
+    s.shot("demo_scan_zoom")
+    v.zoom.press("Home")
+    assert s.get("zoom") == 1
+    expect(v.caption).not_to_contain_text("zoom")
+    assert v.picture.bounding_box()["width"] == pytest.approx(box["width"], abs=1)
+
+
+def _play_runs_to_the_last_level(s: Offline, v: Scan, start: int) -> None:
+    v.shows(start)
     s.page.evaluate(
-        """() => { window.__seen = []; const cap = document.getElementById('pcr-caption');
+        """() => { window.__seen = []; const cap = document.querySelector('.pcr-caption');
           new MutationObserver(() => window.__seen.push(cap.textContent.split(' ')[1]))
             .observe(cap, {childList: true, subtree: true, characterData: true}); }"""
     )
-    s.page.locator("#pcr-slot-play button").click()
-    s.page.wait_for_function(
-        f"() => ({MODEL})('pcr-level').value === '10' "
-        f"&& ({MODEL})('pcr-play').label.includes('play')",
-        timeout=_budget.ms(),
-    )
+    play = v.button("play the levels")
+    play.click()
+    expect(v.button("pause")).to_be_visible()
+    expect(play).to_be_visible(timeout=_budget.ms())  # it stops by itself at the last level
     seen = [int(k) for k in dict.fromkeys(s.page.evaluate("window.__seen"))]
-    assert seen == list(range(3, 11))  # from level 2, one level at a time
-    assert "scan 10 of 10" in s.text("#pcr-caption")
+    assert seen == list(range(start + 1, 11))  # one level at a time
+    v.shows(10)
 
 
 @pytest.mark.parametrize("viewport", SIZES, ids=lambda v: f"{v['width']}x{v['height']}")
 def test_swap_demo_from_a_file(browser: Any, swap_page: Path, viewport: dict[str, int]) -> None:
-    s = Offline(browser, swap_page, viewport, "pcr-sparsity")
+    s = Offline(browser, swap_page, viewport, BOKEH_READY.format(name="pcr-sparsity"))
     try:
         assert s.value("pcr-sparsity") == "50%"
         assert "50% for every ReLU" in s.text("#pcr-readout")
         s.shot("demo_swap")
         s.fits()
         bars = s.data("pcr-bars")
-        s.drag_to("pcr-slot-sparsity", 1.0)
+        s.drag_to(
+            s.page.locator("#pcr-slot-sparsity .noUi-handle").first,
+            s.page.locator("#pcr-slot-sparsity .noUi-base").first,
+            1.0,
+        )
         assert s.value("pcr-sparsity") == "90%"
         assert "90% for every ReLU" in s.text("#pcr-readout")
         after = s.data("pcr-bars")

@@ -1,8 +1,10 @@
 """Demos that need no kernel: one HTML file with every level, readout and step embedded.
 
 The pages are read back as a browser would get them: the JSON the page
-script parses, the pictures it shows (``data:`` URIs decoded to the JPEG
-bytes), and the Bokeh document embedded in the page. The browser itself
+script parses (``pics``: each distinct JPEG once, as a ``data:`` URI;
+``start``: the model's first state; ``images``: each image's pictures,
+captions, readouts and curve at the levels embedded) and the one module
+script that runs ScanExplorer's own front end on it. The browser itself
 drives them in ``tests/test_browser_demo.py``.
 """
 
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import pcr_explore.widgets._scan_demo as scan_demo_module
 from pcr_explore import open_source
 from pcr_explore.jpeg import decode
 from pcr_explore.quality import LevelQuality, image_quality, quality_curve
@@ -33,7 +36,8 @@ from pcr_explore.swap import ratio_curve, simulate_many
 from pcr_explore.swap.simulator.policies import policies_for_codecs
 from pcr_explore.swap.traces.catalog import load_trace
 from pcr_explore.widgets import DemoPage, ScanExplorer, SwapExplorer, scan_demo, swap_demo
-from pcr_explore.widgets._demo import readout_table
+from pcr_explore.widgets._module_widget import module_text
+from pcr_explore.widgets.scan_explorer import dataset_band
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,6 +53,7 @@ PHOTOS = (
     "coins",
 )
 BUDGET = 8_000_000  # bytes: 8 photos at 512 px
+QUALITY_ROWS = (("MS-SSIM vs full", "mssim"), ("SSIM vs full", "ssim"), ("PSNR vs full", "psnr"))
 
 
 def page_data(page: DemoPage | str) -> dict[str, Any]:
@@ -60,17 +65,31 @@ def page_data(page: DemoPage | str) -> dict[str, Any]:
 
 
 def picture(data: dict[str, Any], index: int) -> bytes:
+    """The JPEG of the page's picture *index*, as the browser decodes its ``data:`` URI."""
     uri = data["pics"][index]
     prefix = "data:image/jpeg;base64,"
     assert uri.startswith(prefix)
     return base64.b64decode(uri[len(prefix) :])
 
 
-def bokeh_doc(page: DemoPage) -> dict[str, Any]:
-    """The Bokeh document embedded in the page (the models and their data)."""
-    m = re.search(r"const docs_json = '(.*?)';", page.html, re.S)
-    assert m is not None
-    return json.loads(m.group(1))
+def rows(readout: list[list[str]]) -> dict[str, str]:
+    """One level's readouts (rows ``[label, value]``) by label."""
+    assert all(len(r) == 2 for r in readout)
+    return dict((label, value) for label, value in readout)
+
+
+class Measured:
+    """``image_quality`` as scan_demo calls it, run for real, with each image it measures kept."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.images: list[int] = []
+        real = scan_demo_module.image_quality
+
+        def measure(src: Any, *, image: int) -> LevelQuality:
+            self.images.append(int(image))
+            return real(src, image=image)
+
+        monkeypatch.setattr(scan_demo_module, "image_quality", measure)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +107,9 @@ def eight(photos: Path) -> DemoPage:
 
 def test_eight_photos_at_512_px_fit_the_budget(eight: DemoPage, tmp_path: Path) -> None:
     data = page_data(eight)
-    assert len(data["images"]) == 8 and data["levels"] == list(range(1, 11))
+    assert len(data["images"]) == 8 and data["start"]["levels"] == list(range(1, 11))
+    assert data["start"]["num_scans"] == 10
+    assert "8 images at all 10 scan levels." in eight.html
     path = eight.save_html(tmp_path / "demo.html")
     size = path.stat().st_size
     print(f"8 photos at 512 px, 10 levels: {size / 1e6:.2f} MB")
@@ -98,33 +119,61 @@ def test_eight_photos_at_512_px_fit_the_budget(eight: DemoPage, tmp_path: Path) 
 def test_embedded_levels_are_the_levels_own_jpeg_bytes(eight: DemoPage, photos: Path) -> None:
     src = open_source(photos)
     data = page_data(eight)
+    assert data["start"]["names"] == src.names
     for j, entry in enumerate(data["images"]):
-        assert entry["name"] == src.names[j]
-        for p, k in enumerate(data["levels"]):
+        assert len(entry["pictures"]) == len(entry["diffs"]) == 10
+        for p, k in enumerate(data["start"]["levels"]):
             # within 512 px the browser gets the very prefix a reader fetches
-            assert picture(data, entry["levels"][p]) == src.jpeg_bytes(j, k)
-        assert picture(data, entry["full"]) == src.jpeg_bytes(j)
-        assert (entry["w"], entry["h"]) == jpeg_size(src.jpeg_bytes(j))
+            assert picture(data, entry["pictures"][p]) == src.jpeg_bytes(j, k)
+        assert picture(data, entry["pictures"][-1]) == src.jpeg_bytes(j)
+        assert entry["size"] == list(jpeg_size(src.jpeg_bytes(j)))
 
 
-def test_a_level_without_bytes_is_embedded_once(eight: DemoPage, photos: Path) -> None:
+def test_each_distinct_picture_is_embedded_once(eight: DemoPage) -> None:
     data = page_data(eight)
-    camera = next(e for e in data["images"] if e["name"] == "camera.jpg")  # grayscale
-    assert camera["levels"][2] == camera["levels"][1]  # scan 3 (Cr) adds nothing to it
+    camera = data["images"][data["start"]["names"].index("camera.jpg")]  # grayscale
+    assert camera["pictures"][2] == camera["pictures"][1]  # scan 3 (Cr) adds nothing to it
     assert "adds no bytes to this image" in camera["captions"][2]
     assert len(set(data["pics"])) == len(data["pics"])
+    used = {i for e in data["images"] for i in (*e["pictures"], *e["diffs"])}
+    assert used == set(range(len(data["pics"])))  # and none that is not shown
 
 
 def test_larger_images_are_shrunk_level_by_level(photos: Path) -> None:
     src = open_source(photos)
-    page = scan_demo(photos, images=[0], levels=[1, 5], max_side=128, quality=80)
+    page = scan_demo(photos, images=[0], levels=[1, 5], max_side=128, quality=80, dataset_sample=0)
     data = page_data(page)
     entry = data["images"][0]
-    assert data["levels"] == [1, 5, 10]  # the full level is always there
-    for p, k in enumerate(data["levels"]):
-        got = picture(data, entry["levels"][p])
+    assert data["start"]["levels"] == [1, 5, 10]  # the full level is always there
+    assert "1 image at 3 of the 10 scan levels." in page.html
+    assert len(entry["pictures"]) == len(entry["captions"]) == len(entry["readouts"]) == 3
+    for p, k in enumerate(data["start"]["levels"]):
+        got = picture(data, entry["pictures"][p])
         assert got == display_jpeg(src.jpeg_bytes(0, k), 128, quality=80)
         assert max(jpeg_size(got)) == 128
+        assert f"<b>scan {k} of 10</b>" in entry["captions"][p]
+    assert entry["size"] == list(jpeg_size(picture(data, entry["pictures"][-1])))
+
+
+def test_the_start_level_is_the_middle_one_or_the_one_asked(eight: DemoPage, photos: Path) -> None:
+    assert page_data(eight)["start"]["level"] == 5
+    few = {"images": 1, "dataset_sample": 0}
+    assert page_data(scan_demo(photos, levels=[1, 4], **few))["start"]["level"] == 4
+    start = page_data(scan_demo(photos, levels=[1, 4], level=10, **few))["start"]
+    assert (start["level"], start["levels"]) == (10, [1, 4, 10])
+
+
+def test_the_images_are_the_ones_asked_for(photos: Path) -> None:
+    src = open_source(photos)
+    few = {"levels": [10], "dataset_sample": 0}
+    start = page_data(scan_demo(photos, images=2, **few))["start"]
+    assert (start["names"], start["image"]) == (src.names[:2], 0)
+    start = page_data(scan_demo(photos, images=[4, 4, 1], **few))["start"]
+    assert start["names"] == [src.names[4], src.names[1]]  # once each, in the order given
+    start = page_data(scan_demo(photos, images=[4, 1], image=1, **few))["start"]
+    assert (start["names"], start["image"]) == ([src.names[4], src.names[1]], 1)
+    start = page_data(scan_demo(photos, images=2, image=6, **few))["start"]
+    assert (start["names"], start["image"]) == ([src.names[6], *src.names[:2]], 0)
 
 
 def test_difference_pictures_are_the_difference_maps(eight: DemoPage, photos: Path) -> None:
@@ -139,30 +188,44 @@ def test_difference_pictures_are_the_difference_maps(eight: DemoPage, photos: Pa
         assert np.abs(got - want).mean() < 6  # a JPEG (quality 50) of the same map
         assert got.mean() > 5  # not a blank picture
     assert decode(picture(data, entry["diffs"][-1])).max() <= 8  # the full level: no difference
+    assert "|level - full| x 4</b>" in data["start"]["diff_caption"]
 
 
-def test_counter_and_readouts_come_from_the_measured_quality(eight: DemoPage, photos: Path) -> None:
+def test_counter_readouts_and_curve_come_from_the_measured_quality(
+    eight: DemoPage, photos: Path
+) -> None:
     src = open_source(photos)
     data = page_data(eight)
     q = image_quality(src, image=1)
     nbytes = src.level_bytes(1)
     entry = data["images"][1]
-    for p, k in enumerate(data["levels"]):
+    assert data["start"]["labels"]["title"] == "Bytes read vs MS-SSIM"
+    assert entry["curve"]["bytes"] == [int(b) for b in nbytes]
+    assert entry["curve"]["x"] == pytest.approx(nbytes / nbytes[-1])
+    assert entry["curve"]["y_value"] == pytest.approx(q.mssim)
+    for p, k in enumerate(data["start"]["levels"]):
         have, full = int(nbytes[k - 1]), int(nbytes[-1])
         assert f"<b>scan {k} of 10</b>" in entry["captions"][p]
         assert f"{have:,} of {full:,} bytes ({have / full:.1%})" in entry["captions"][p]
-        for metric, values in (("mssim", q.mssim), ("ssim", q.ssim), ("psnr", q.psnr)):
-            assert format_value(values[k - 1], metric) in entry["readouts"][p]
+        got = rows(entry["readouts"][p])
+        assert got["bytes at this level"] == f"{have:,} of {full:,}"
+        for label, metric in QUALITY_ROWS:
+            assert got[label] == format_value(q.metric(metric)[k - 1], metric)
 
 
-def test_the_curve_and_its_marker_are_in_the_bokeh_document(eight: DemoPage) -> None:
-    doc = json.dumps(bokeh_doc(eight))
-    for model in ("CategoricalSlider", "RadioButtonGroup", "Select", "CustomJS", "Button"):
-        assert f'"name":"{model}"' in doc.replace(" ", ""), model
-    assert "Bytes read vs MS-SSIM" in doc
+def test_the_curve_holds_the_levels_embedded(photos: Path) -> None:
+    src = open_source(photos)
+    page = scan_demo(photos, images=[3], levels=[2, 6], dataset_sample=0)
+    curve = page_data(page)["images"][0]["curve"]
+    nbytes = src.level_bytes(3)
+    assert curve["bytes"] == [int(nbytes[k - 1]) for k in (2, 6, 10)]
+    assert curve["x"] == pytest.approx([nbytes[k - 1] / nbytes[-1] for k in (2, 6, 10)])
+    assert len(curve["y_value"]) == len(curve["y_db"]) == 3
 
 
-def test_a_given_quality_is_not_measured_again(photos: Path) -> None:
+def test_a_given_quality_is_not_measured_again(
+    photos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = LevelQuality(
         scans=np.arange(1, 11),
         bytes=np.arange(1, 11) * 10,
@@ -171,28 +234,54 @@ def test_a_given_quality_is_not_measured_again(photos: Path) -> None:
         ssim=np.full(10, 0.654321),
         psnr=np.full(10, 12.34),
     )
-    page = scan_demo(photos, images=[2], qualities={2: fake})
-    readout = page_data(page)["images"][0]["readouts"][0]
-    assert "0.1235" in readout and "0.6543" in readout and "12.3 dB" in readout
+    measured = Measured(monkeypatch)
+    page = scan_demo(photos, images=[2, 3], levels=[1], qualities={2: fake}, dataset_sample=0)
+    assert measured.images == [3]  # only the image given no quality
+    entry = page_data(page)["images"][0]
+    got = rows(entry["readouts"][0])
+    assert (got["MS-SSIM vs full"], got["SSIM vs full"], got["PSNR vs full"]) == (
+        "0.1235",
+        "0.6543",
+        "12.3 dB",
+    )
+    assert entry["curve"]["y_value"] == pytest.approx([0.123456, 0.123456])
 
 
-def test_a_curve_gives_the_band_and_its_images_quality(photos: Path) -> None:
+def test_a_curve_gives_the_band_and_its_images_quality(
+    photos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = open_source(photos)
     curve = quality_curve(src, sample=3, seed=1, workers=1, progress=False)
-    i = int(curve.per_image.indices[0])
-    page = scan_demo(photos, images=[i], curve=curve)
-    readouts = page_data(page)["images"][0]["readouts"]
-    row = list(curve.per_image.indices).index(i)
-    assert format_value(curve.per_image.metrics["mssim"][row][2], "mssim") in readouts[2]
-    doc = json.dumps(bokeh_doc(page))
-    assert "dataset mean" in doc and "mean_db" in doc
+    sampled = [int(i) for i in curve.per_image.indices]
+    other = next(i for i in range(len(src)) if i not in sampled)
+    measured = Measured(monkeypatch)
+    page = scan_demo(photos, images=[sampled[0], other], levels=[3], curve=curve)
+    assert measured.images == [other]  # the curve's own images are not measured again
+    data = page_data(page)
+    assert data["start"]["dataset"] == dataset_band(curve, "mssim")
+    assert len(data["start"]["dataset"]["mean_db"]) == 10
+    for p, k in enumerate(data["start"]["levels"]):
+        got = rows(data["images"][0]["readouts"][p])
+        for label, metric in QUALITY_ROWS:
+            assert got[label] == format_value(curve.per_image.metrics[metric][0][k - 1], metric)
+    # ScanExplorer given the same curve draws the same band
+    ex = ScanExplorer(photos, image=other, curve=curve, workers=1)
+    assert ex.dataset == data["start"]["dataset"]
 
 
-def test_the_page_draws_the_dataset_band_as_the_notebook_does(eight: DemoPage) -> None:
-    # by default a sample of the dataset is measured, as ScanExplorer does, and drawn
-    # (the page's own legend: its entries for the dataset show only when there is a band)
-    assert "</svg>dataset mean</span>" in eight.html
-    assert "</svg>dataset p5-p95</span>" in eight.html
+def test_without_a_curve_a_sample_of_the_dataset_is_measured(
+    photos: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = open_source(photos)
+    curve = quality_curve(src, sample=3, seed=2, workers=1, progress=False)
+    sampled = [int(i) for i in curve.per_image.indices]
+    other = next(i for i in range(len(src)) if i not in sampled)
+    measured = Measured(monkeypatch)
+    page = scan_demo(photos, images=[sampled[1], other], levels=[10], dataset_sample=3, seed=2)
+    assert measured.images == [other]  # the sample's images are not measured twice
+    assert page_data(page)["start"]["dataset"] == dataset_band(curve, "mssim")
+    none = scan_demo(photos, images=1, levels=[10], dataset_sample=0)
+    assert page_data(none)["start"]["dataset"] == {}  # no band: ScanExplorer draws none either
 
 
 def test_the_title_names_the_dataset(photos: Path, tmp_path: Path) -> None:
@@ -207,8 +296,9 @@ def test_the_title_names_the_dataset(photos: Path, tmp_path: Path) -> None:
     few = {"images": 1, "levels": [1, 10], "dataset_sample": 0}
     assert scan_demo(dataset, **few).title == "Scan levels of flowers"  # not "of pcr"
     assert scan_demo(two, **few).title == "Scan levels of two"
-    page = scan_demo(dataset, title="Week 3: progressive JPEG", **few)
-    assert "<title>Week 3: progressive JPEG</title>" in page.html
+    page = scan_demo(dataset, title="Week 3: <progressive> JPEG", **few)
+    assert "<title>Week 3: &lt;progressive&gt; JPEG</title>" in page.html
+    assert "<h1>Week 3: &lt;progressive&gt; JPEG</h1>" in page.html
     out = tmp_path / "t.html"
     r = run_cli(
         "demo", str(dataset), str(out), "--images", "1", "--levels", "1", "--dataset-sample", "0"
@@ -230,10 +320,18 @@ def test_bad_input_is_a_clear_error(photos: Path, tmp_path: Path) -> None:
         scan_demo(photos, images=1, levels=[2, 11])
     with pytest.raises(ValueError, match="level 3 is not among the levels embedded"):
         scan_demo(photos, images=1, levels=[1, 5], level=3)
+    with pytest.raises(ValueError, match="images must be at least 1, got 0"):
+        scan_demo(photos, images=0)
+    with pytest.raises(ValueError, match="images names no image"):
+        scan_demo(photos, images=[])
     with pytest.raises(ValueError, match="metric must be one of"):
         scan_demo(photos, metric="nope")
     with pytest.raises(ValueError, match="max_side must be"):
         scan_demo(photos, max_side=4)
+    with pytest.raises(ValueError, match="gain must be positive"):
+        scan_demo(photos, gain=0)
+    with pytest.raises(ValueError, match="diff_quality must be a JPEG quality 1-95, got 99"):
+        scan_demo(photos, diff_quality=99)
     with pytest.raises(FileNotFoundError):
         scan_demo(tmp_path / "missing")
     page = DemoPage("t", "<html></html>")
@@ -252,11 +350,13 @@ def test_the_page_is_written_atomically(tmp_path: Path) -> None:
 
 def test_the_page_needs_nothing_from_outside(eight: DemoPage) -> None:
     html = eight.html
-    assert "<link" not in html
+    assert "<link" not in html and "@import" not in html and "url(" not in html
     assert not re.search(r"<script[^>]*\bsrc=", html)
-    assert not re.search(r"<img[^>]*\bsrc=['\"]?https?:", html)
-    assert "Bokeh.embed.embed_items" in html  # BokehJS itself is inlined
-    assert "bokeh-mathjax" not in html and "bokeh-tables" not in html  # only what it uses
+    assert not re.search(r"\b(src|href)=['\"]?(https?:)?//", html)
+    assert not re.search(r"\bimport\s*\(", html)  # no module loaded later either
+    # the one address in the page is the SVG namespace, which names and fetches nothing
+    assert set(re.findall(r"https?://[^\s'\"<>)]+", html)) == {"http://www.w3.org/2000/svg"}
+    assert "bokeh" not in html.lower()  # no BokehJS: the explorer's own module draws it all
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -271,13 +371,15 @@ def test_cli_writes_the_demo(photos: Path, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(f"wrote {out} (") and "no kernel needed" in r.stdout
     data = page_data(out.read_text())
-    assert [e["name"] for e in data["images"]] == ["astronaut.jpg", "camera.jpg"]
-    assert data["levels"] == [1, 3, 5, 10]
+    assert data["start"]["names"] == ["astronaut.jpg", "camera.jpg"]
+    assert data["start"]["levels"] == [1, 3, 5, 10]
+    assert len(data["start"]["dataset"]["x"]) == 10  # the dataset's band, from its sample
     r = run_cli("demo", str(photos), str(out), "--index", "5", "--max-side", "64")
     assert r.returncode == 0, r.stderr
     data = page_data(out.read_text())
-    assert [e["name"] for e in data["images"]] == ["hubble_deep_field.jpg"]
-    assert max(data["images"][0]["w"], data["images"][0]["h"]) == 64
+    assert data["start"]["names"] == ["hubble_deep_field.jpg"]
+    assert max(data["images"][0]["size"]) == 64
+    assert max(jpeg_size(picture(data, data["images"][0]["pictures"][0]))) == 64
 
 
 def test_cli_errors_are_one_line(photos: Path, tmp_path: Path) -> None:
@@ -294,32 +396,40 @@ def test_cli_errors_are_one_line(photos: Path, tmp_path: Path) -> None:
 def test_scan_explorer_saves_what_it_shows(photos: Path, tmp_path: Path) -> None:
     ex = ScanExplorer(photos, image=3, level=7, dataset_sample=0, workers=1)
     path = ex.save_html(tmp_path / "ex.html", images=2)
-    assert "</svg>dataset p5-p95</span>" not in path.read_text()  # no band shown, none here
     data = page_data(path.read_text())
-    assert [e["name"] for e in data["images"]] == ["coffee.jpg", "astronaut.jpg", "camera.jpg"]
-    assert data["start"] == {"image": 0, "pos": 6}
+    assert data["start"]["names"] == ["coffee.jpg", "astronaut.jpg", "camera.jpg"]
+    assert (data["start"]["image"], data["start"]["level"]) == (0, 7)
+    assert data["start"]["dataset"] == {}  # no band shown, none here
     # the shown image's quality is the explorer's, not measured again
-    q = ex.quality(3)
-    assert format_value(q.mssim[6], "mssim") in data["images"][0]["readouts"][6]
+    assert data["images"][0]["readouts"] == ex.readouts
+    path = ex.save_html(tmp_path / "few.html", levels=[2, 4])  # the level shown is not held
+    start = page_data(path.read_text())["start"]
+    assert (start["levels"], start["level"]) == ([2, 4, 10], 4)
 
 
 def test_the_page_reads_as_the_explorer_does(photos: Path) -> None:
-    # one text for both: the page's byte counter and readouts are the explorer's, level by level
+    # one text for both: the page's byte counter, readouts and curve are the explorer's,
+    # level by level; both measured the image themselves
     ex = ScanExplorer(photos, image=5, level=1, dataset_sample=0, workers=1)
-    page = scan_demo(photos, images=[5], qualities={5: ex.quality(5)}, dataset_sample=0)
-    entry = page_data(page)["images"][0]
-    for k in (1, 3, 10):
-        ex.level.value = k
-        rows = [r for r in ex.readout_rows() if r[0] not in ("image", "scan level")]
-        assert entry["readouts"][k - 1] == readout_table(rows)
-        # the page puts its zoom and split line where the explorer puts its own
-        assert entry["captions"][k - 1].replace("<!--view-->", "") == ex.image_caption.value
-    ex.zoom.value = 2.0
-    ex.mode.value = "split"
+    page = scan_demo(photos, images=[5], levels=[1, 3], dataset_sample=0)
     data = page_data(page)
-    assert ex.image_caption.value.endswith(
-        f" &middot; zoom x2 at (50%, 50%) &middot; {data['split']}"
-    )
+    entry, start = data["images"][0], data["start"]
+    assert start["levels"] == [1, 3, 10]
+    for p, k in enumerate(start["levels"]):
+        ex.level = k
+        assert entry["readouts"][p] == ex.readouts[k - 1]
+        assert entry["captions"][p] == ex.captions[k - 1]
+        assert [list(r) for r in ex.readout_rows()[2:]] == entry["readouts"][p]
+        # within max_side both hold the level's own bytes
+        assert picture(data, entry["pictures"][p]) == ex.pictures[k - 1]
+        for key, values in ex.curve.items():
+            assert entry["curve"][key][p] == values[k - 1], key
+    assert entry["size"] == ex.size
+    for key in ("num_scans", "gain", "labels", "side_caption", "diff_caption", "split_note"):
+        assert start[key] == getattr(ex, key), key
+    for key in ("mode", "zoom", "zoom_x", "zoom_y", "scale", "scan_open", "presentation"):
+        assert start[key] == getattr(ex, key), key  # the page opens as the explorer does
+    assert start["has_panel"] is False  # no kernel to draw "what each scan adds"
 
 
 def test_the_page_script_is_one_module_from_the_package_files(eight: DemoPage) -> None:
@@ -327,11 +437,18 @@ def test_the_page_script_is_one_module_from_the_package_files(eight: DemoPage) -
     assert len(scripts) == 1
     code = scripts[0]
     assert not re.search(r"^\s*import\b", code, re.M)  # nothing to fetch from a file: page
-    assert code.count("export function player(") == 1  # the shared play button, once
-    assert "export function scanPage(" in code and "window.pcrScan = scanPage(data);" in code
+    # ScanExplorer's own front end, the very text its widget loads, once
+    explorer = module_text("scan_explorer.js")
+    assert ScanExplorer._esm == explorer
+    assert explorer in code and eight.html.count(explorer) == 1
+    assert code.count("export function lineChart(") == 1  # chart.js, once
+    assert "export function scanPage(" in code and "window.pcrScan = scanPage(data, host);" in code
     static = importlib.resources.files("pcr_explore.widgets") / "static"
     own = (static / "scan_demo.js").read_text(encoding="utf-8")
     assert re.sub(r"^import .*\n", "", own, flags=re.M) in code
+    css = (static / "explorer.css").read_text(encoding="utf-8")
+    assert css in eight.html  # and its style sheet
+    assert "<div id='pcr-explorer'></div>" in eight.html
 
 
 def test_the_page_files_ship_with_the_package() -> None:
@@ -340,7 +457,8 @@ def test_the_page_files_ship_with_the_package() -> None:
     shipped = config["tool"]["setuptools"]["package-data"]["pcr_explore.widgets"]
     static = importlib.resources.files("pcr_explore.widgets") / "static"
     names = sorted(f.name for f in static.iterdir())
-    assert {"demo.html", "player.js", "scan_demo.js", "swap_demo.js"} <= set(names)
+    page = {"module_page.html", "demo.css", "explorer.css", "scan_demo.js", "scan_explorer.js"}
+    assert page | {"chart.js", "demo.html", "player.js", "swap_demo.js"} <= set(names)
     for name in names:
         assert any(fnmatch.fnmatch(f"static/{name}", pattern) for pattern in shipped), name
 
