@@ -252,7 +252,7 @@ def test_scan_demo_from_a_file(
         expect(v.picker).to_have_value(str(src.names.index("coffee.jpg")))
         s.shot("demo_scan_played")
 
-        present = v.button("larger text for a projector")
+        present = v.button("presentation")
         present.click()
         expect(present).to_have_attribute("aria-pressed", "true")
         root = s.page.locator(".pcr-explorer")
@@ -266,15 +266,10 @@ def test_scan_demo_from_a_file(
         s.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="demo.css sets .pcr-readout {font-size: 13px}, which the explorer's own "
-    "readouts take on the page: presentation mode leaves them small there (not in a notebook)",
-)
 def test_scan_demo_presentation_enlarges_the_readouts(browser: Any, scan_page: Path) -> None:
     s = Offline(browser, scan_page, SIZES[1], SCAN_READY)
     try:
-        Scan(s).button("larger text for a projector").click()
+        Scan(s).button("presentation").click()
         sizes = s.page.evaluate(
             """() => [".pcr-explorer", ".pcr-caption", "table.pcr-readout th",
                       "table.pcr-readout td"].map(q =>
@@ -299,18 +294,18 @@ def _no_serious_violations(s: Offline, when: str) -> None:
 def _views_switch(s: Offline, v: Scan) -> None:
     """Side by side shows the full image, difference the map, split the line (dragged)."""
     shown = s.page.evaluate(EMBEDDED)
-    v.button("the full image next to it").click()
+    v.button("side by side").click()
     expect(v.right).to_be_visible()
-    expect(v.button("the full image next to it")).to_have_attribute("aria-pressed", "true")
+    expect(v.button("side by side")).to_have_attribute("aria-pressed", "true")
     assert v.right.locator("img").get_attribute("src") == shown["full"] != shown["picture"]
     assert "full image" in v.right.locator("figcaption").inner_text()
     assert v.picture.get_attribute("src") == shown["picture"]  # the level stays on the left
-    v.button("where the level differs from the full image").click()
+    v.button("difference x4").click()
     expect(v.right.locator("img")).to_have_attribute("src", shown["diff"])
     assert "|level - full| x 4" in v.right.locator("figcaption").inner_text()
     s.shot("demo_scan_diff")
 
-    v.button("the full image right of the line (move it with x)").click()
+    v.button("split").click()
     expect(v.right).to_be_hidden()
     expect(v.over).to_be_visible()
     expect(v.line).to_be_visible()
@@ -333,7 +328,7 @@ def _views_switch(s: Offline, v: Scan) -> None:
     expect(v.x).to_have_value(f"{x:g}")
     expect(v.x).to_be_enabled()
     s.shot("demo_scan_split")
-    v.button("the level alone").click()
+    v.button("level").click()
     expect(v.over).to_be_hidden()
     expect(v.line).to_be_hidden()
 

@@ -35,10 +35,9 @@ class Pictures {
   clear() { for (const u of this.made.splice(0)) URL.revokeObjectURL(u); }
 }
 
-function button(parent, text, label, extra = {}) {
-  const b = el("button", {type: "button", class: "pcr-button", "aria-label": label,
-                          title: label, ...extra}, parent, text);
-  return b;
+// A button named by its text (an icon's name in `extra["aria-label"]`), `tip` on hover.
+function button(parent, text, tip, extra = {}) {
+  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
 }
 
 function slider(parent, label, min, max, step, wide = false) {
@@ -103,12 +102,12 @@ function build(el_) {
   const pickWrap = el("label", {class: "pcr-slider"}, row1);
   el("span", {class: "pcr-label"}, pickWrap, "image");
   const picker = el("select", {}, pickWrap);
-  const prev = button(row1, "\u25c0", "previous image");
-  const next = button(row1, "\u25b6", "next image");
+  const prev = button(row1, "\u25c0", "previous image", {"aria-label": "previous image"});
+  const next = button(row1, "\u25b6", "next image", {"aria-label": "next image"});
   const present = button(row1, "presentation", "larger text for a projector",
                          {"aria-pressed": "false"});
   const row2 = el("div", {class: "pcr-row"}, root);
-  const play = button(row2, "\u25b6 play", "play the levels");
+  const play = button(row2, "\u25b6 play", "play the levels", {"aria-label": "play the levels"});
   const level = slider(row2, "scan level", 0, 0, 1, true);
   const zoom = slider(row2, "zoom", 1, 8, 0.5);
   const zx = slider(row2, "x", 0, 1, 0.01);
