@@ -78,7 +78,8 @@ EXTRAS: dict[str, frozenset[str]] = {
     "torch": frozenset({"torch", "torchdata", "scipy", "pooch"}),
     "lab": frozenset(
         {"bokeh", "scipy", "lz4", "zstandard"}
-        | {"jupyterlab", "ipywidgets", "anywidget", "jupyter_bokeh", "IPython", "skimage"}
+        | {"jupyterlab", "ipywidgets", "anywidget", "traitlets", "jupyter_bokeh", "IPython"}
+        | {"skimage"}
     ),
     "dask": frozenset({"dask", "distributed"}),
     "s3": frozenset({"s3fs"}),

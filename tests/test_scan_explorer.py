@@ -217,11 +217,6 @@ def test_without_caches_the_quality_still_shows(dataset_path: Path) -> None:
     assert len(ex.cache._jpeg) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scan_explorer.py bug: readout_rows() (and so the saved picture) asks the cache for "
-    "the quality, which cache_size=0 never keeps: it says 'measuring...' for good",
-)
 def test_without_caches_the_saved_picture_still_shows_quality(dataset_path: Path) -> None:
     ex = ScanExplorer(str(dataset_path), level=2, dataset_sample=0, cache_size=0, workers=1)
     q = image_quality(ex.source, image=0)
@@ -257,11 +252,6 @@ def test_a_callback_error_shows_under_the_explorer_and_clears(shown: ScanExplore
     assert shown.pictures[6] == shown.source.jpeg_bytes(2, 7)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scan_explorer.py bug: a failed image change leaves the image before's pictures, "
-    "counters and curve in the state under the new image's name, also once the error clears",
-)
 def test_a_failed_image_change_leaves_no_picture_of_the_image_before(shown: ScanExplorer) -> None:
     before = list(shown.pictures)
     real = shown.cache.display
@@ -306,11 +296,6 @@ def test_bad_values_are_refused_with_the_source_named(
         ScanExplorer(dataset_path, curve=curve)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scan_explorer.py bug: level is a traitlets Int, which answers a float, a str or None "
-    "with traitlets' own TraitError before the rule's ValueError can name the value and range",
-)
 def test_the_level_trait_follows_the_one_rule_for_a_level(shown: ScanExplorer) -> None:
     shown.level = np.int64(3)
     assert shown.level == 3 and type(shown.level) is int

@@ -35,6 +35,7 @@ __all__ = [
 
 _TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 
+
 def ratio_figure(*, height: int = 330) -> tuple[figure, dict[str, ColumnDataSource], Span]:
     """Compression ratio vs sparsity: analytic lines, measured points, the current sparsity.
 

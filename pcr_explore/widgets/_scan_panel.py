@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import os
-from typing import Any, Protocol
+from typing import Any
 
 import ipywidgets as w
 from cachetools import LRUCache
@@ -20,17 +20,6 @@ from ..quality.compare._views import encode_jpeg
 from ..read.sources import LevelSource, open_source, source_name
 from ._explorer import Debounced, Explorer, html_table
 from ._static import hstack, text_panel, to_jpeg, vstack
-
-
-class _Followed(Protocol):
-    """What a panel follows: a viewer's source, level, image and presentation mode."""
-
-    source: LevelSource
-    level: w.IntSlider
-    picker: w.Dropdown
-    presentation: w.ToggleButton
-    _plots: list[Any]
-
 
 __all__ = ["ScanPanel"]
 
@@ -50,9 +39,8 @@ class ScanPanel(Explorer):
     successive approximation (high bits first): why a prefix of the file is
     a blurrier image rather than a cut-off one.
 
-    Used alone, it has its own level slider and image picker; inside
-    :class:`ScanExplorer` (its "what each scan adds" toggle) it follows the
-    explorer's.
+    It has its own level slider and image picker; :class:`ScanExplorer`
+    shows the same (its "what each scan adds" toggle) for its level and image.
 
     Parameters
     ----------
@@ -117,7 +105,6 @@ class ScanPanel(Explorer):
             raise ValueError(f"{self.source!r} holds no images")
         self.gain, self.size = gain, size
         self._steps: LRUCache[tuple[int, int], ScanStep] = LRUCache(maxsize=64)
-        self._links: tuple[Any, ...] = ()  # the links to a followed viewer's controls
         n = int(self.source.num_scans)
         self.level = w.IntSlider(
             value=min(n, 2)
@@ -170,46 +157,6 @@ class ScanPanel(Explorer):
             [self._controls, self.status, self.caption, grids, below, self.errors],
             layout=w.Layout(width="100%"),
         ).add_class("pcr-scan-panel")
-
-    # -- following another widget ---------------------------------------------
-
-    @classmethod
-    def following(cls, explorer: _Followed, **kwargs: Any) -> ScanPanel:
-        """A panel without its own controls that follows *explorer*'s level and image.
-
-        Its level and image are linked to the explorer's in the kernel; while
-        the explorer's level slider is dragged, the panel redraws once the
-        hand pauses. Its figure joins the explorer's (presentation mode,
-        redraw after a page reload).
-        """
-        panel = cls(
-            explorer.source,
-            image=int(explorer.picker.value),
-            level=int(explorer.level.value),
-            controls=False,
-            **kwargs,
-        )
-        panel._links = (
-            w.link((explorer.level, "value"), (panel.level, "value")),
-            w.link((explorer.picker, "value"), (panel.picker, "value")),
-        )
-        panel._redraw.delay = 0.15
-        explorer._plots.extend(panel._plots)
-        if explorer.presentation.value:
-            panel.presentation.value = True
-        w.link((explorer.presentation, "value"), (panel.presentation, "value"))
-        return panel
-
-    def shown(self) -> w.VBox:
-        """The view, its plot's state brought up to date: a view made now draws the current grids.
-
-        jupyter_bokeh draws a new view of a plot from the state the widget
-        was built with; a panel put on the page later (a toggle) would show
-        its first, empty grids.
-        """
-        for model, figure in self._plots:
-            model.update_from_model(figure)
-        return self.view
 
     # -- what the panel shows ---------------------------------------------------
 

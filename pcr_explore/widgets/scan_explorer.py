@@ -91,6 +91,13 @@ def panel_state(step: ScanStep, num_scans: int) -> dict[str, Any]:
     }
 
 
+class _Level(t.Int):  # type: ignore[type-arg]
+    """A level: judged by the one rule for a scan level (``check_scan``), nothing before it."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        return value
+
+
 @public("pcr_explore.widgets")
 class ScanExplorer(ModuleWidget):
     """Slide through the scan levels of an image: pixels, bytes and quality.
@@ -177,7 +184,7 @@ class ScanExplorer(ModuleWidget):
 
     names = t.List(t.Unicode()).tag(sync=True)
     image = t.Int(0).tag(sync=True)
-    level = t.Int(1).tag(sync=True)
+    level = _Level(1).tag(sync=True)
     num_scans = t.Int(1).tag(sync=True)
     levels = t.List(t.Int()).tag(sync=True)
     mode = t.Enum(["level", "side", "split", "diff"], "level").tag(sync=True)
@@ -243,6 +250,7 @@ class ScanExplorer(ModuleWidget):
         )  # fmt: skip
         self._panel_later = Debounced(self._guarded(self._draw_panel), 0.15)
         self.observe(self._guarded(self._show_image), names="image")
+        self.observe(self._guarded(self._show_again), names=["level", "mode"])
         self.observe(self._guarded(self._draw_diffs), names="mode")
         self.observe(self._guarded(self._panel_follows), names=["level", "scan_open"])
         self.observe(lambda _: self._changed(), names=["level", "zoom", "zoom_x", "zoom_y"])
@@ -307,7 +315,13 @@ class ScanExplorer(ModuleWidget):
         i = self.index
         name = html.escape(self.source.names[i])
         with self.busy(f"drawing {name} at every level..."):
-            pictures = [self.cache.display(i, k) for k in range(1, self.num_scans + 1)]
+            try:
+                pictures = [self.cache.display(i, k) for k in range(1, self.num_scans + 1)]
+            except Exception:  # nothing of the image before stays under this one's name
+                with self.hold_sync():
+                    self.pictures, self.diffs, self.captions, self.readouts = [], [], [], []
+                    self.curve = {}
+                raise
             with self.hold_sync():
                 self.size = list(jpeg_size(pictures[-1]))
                 self.pictures = pictures
@@ -319,6 +333,11 @@ class ScanExplorer(ModuleWidget):
             self._texts(i, q)
         self._draw_diffs()
         self._panel_follows()
+
+    def _show_again(self, change: Any = None) -> None:
+        """After an image failed to show, the next change tries it again."""
+        if not self.pictures:
+            self._show_image()
 
     def _draw_diffs(self, change: Any = None) -> None:
         """In the difference view: every level's amplified difference to the full image."""
@@ -333,13 +352,13 @@ class ScanExplorer(ModuleWidget):
             ]
 
     def readout_rows(self) -> list[tuple[str, str]]:
-        """Return the readouts for the level shown, as (label, value) pairs."""
+        """Return the readouts for the level shown, as (label, value) pairs: what the page shows."""
         i, k = self.index, int(self.level)
-        nbytes = self.cache.level_bytes(i)
+        shown = self.readouts[k - 1] if len(self.readouts) >= k else []
         return [
             ("image", html.escape(self.source.names[i])),
-            ("scan level", f"{k} / {len(nbytes)}"),
-            *level_rows(nbytes, k, scan_script_of(self.source), self._known_quality(i)),
+            ("scan level", f"{k} / {self.num_scans}"),
+            *((str(label), str(value)) for label, value in shown),
         ]
 
     # -- what each scan adds ------------------------------------------------------
@@ -419,15 +438,17 @@ def _shown_pictures(ex: ScanExplorer) -> list[Image.Image]:
         shown.append(Image.open(io.BytesIO(ex.diffs[k - 1])).convert("RGB"))
     if ex.zoom > 1:  # the part of each picture the page shows
         z, cx, cy = ex.zoom, ex.zoom_x, ex.zoom_y
-        shown = [
-            p.crop((cx * p.width * (1 - 1 / z), cy * p.height * (1 - 1 / z),
-                    cx * p.width * (1 - 1 / z) + p.width / z,
-                    cy * p.height * (1 - 1 / z) + p.height / z)).resize(p.size, Image.Resampling.NEAREST)
-            for p in shown
-        ]  # fmt: skip
+        shown = [_zoomed(p, z, cx, cy) for p in shown]
     for p in shown:
         p.thumbnail((480 // len(shown), 480))
     return shown
+
+
+def _zoomed(p: Image.Image, z: float, cx: float, cy: float) -> Image.Image:
+    """The part of picture *p* a zoom of *z* centred at (*cx*, *cy*) shows, at *p*'s size."""
+    x0, y0 = cx * p.width * (1 - 1 / z), cy * p.height * (1 - 1 / z)
+    box = (x0, y0, x0 + p.width / z, y0 + p.height / z)
+    return p.crop(box).resize(p.size, Image.Resampling.NEAREST)
 
 
 def scan_picture(ex: ScanExplorer) -> bytes:
