@@ -80,6 +80,15 @@ function legend(parent, spec) {
     item(b.name, g => svg("rect", {x: 1, y: 2, width: 22, height: 10, fill: b.color,
                                    "fill-opacity": 0.35}, g));
   }
+  for (const b of spec.bars || []) {
+    if (b.name) item(b.name, g => svg("rect", {x: 4, y: 1, width: 16, height: 12, fill: b.color}, g));
+  }
+  for (const r of spec.rules || []) {
+    if (!r.name) continue;
+    item(r.name, g => svg("line", {x1: 1, y1: 7, x2: 23, y2: 7, stroke: r.color,
+                                   "stroke-width": 2, "stroke-dasharray": r.dash ? "6 4" : null},
+                          g));
+  }
   if (spec.marker && spec.marker.name) {
     item(spec.marker.name, g => svg("circle", {cx: 12, cy: 7, r: 5.5, fill: "none",
                                                stroke: spec.marker.color, "stroke-width": 3}, g));
@@ -91,6 +100,8 @@ function legend(parent, spec) {
 //   title, xLabel, yLabel, xFormat ("percent" or "number"), xDomain, yDomain (optional),
 //   series: [{name, x, y, color, dash, points, labels, tips, onPoint(i)}],
 //   bands: [{name, x, lo, hi, color}], marker: {x, y, name, color},
+//   rules: [{axis: "x" or "y", value, color, dash, name}] (lines across the plot),
+//   a series with `line: false` draws its points alone;
 //   width, height (of the plot's drawing, in CSS pixels: it scales to its box), label (alt).
 export function lineChart(parent, spec) {
   parent.replaceChildren();
@@ -147,8 +158,10 @@ export function lineChart(parent, spec) {
       path += `${pen ? "L" : "M"}${px(x[i]).toFixed(1)},${py(y[i]).toFixed(1)}`;
       pen = true;
     }
-    svg("path", {d: path, fill: "none", stroke: s.color, "stroke-width": 2,
-                 "stroke-dasharray": s.dash ? "5 3" : null}, root);
+    if (s.line !== false) {
+      svg("path", {d: path, fill: "none", stroke: s.color, "stroke-width": 2,
+                   "stroke-dasharray": s.dash ? "5 3" : null}, root);
+    }
     if (!s.points) continue;
     for (let i = 0; i < x.length; i++) {
       if (!finite(y[i])) continue;
@@ -163,10 +176,79 @@ export function lineChart(parent, spec) {
       }
     }
   }
+  for (const r of spec.rules || []) {
+    if (!finite(r.value)) continue;
+    const at = r.axis === "x" ? px(r.value) : py(r.value);
+    const [xa, xb, ya, yb] = r.axis === "x" ? [at, at, m.top, H - m.bottom]
+      : [m.left, W - m.right, at, at];
+    svg("line", {x1: xa, x2: xb, y1: ya, y2: yb, stroke: r.color, "stroke-width": 2,
+                 "stroke-dasharray": r.dash ? "6 4" : null, class: "pcr-rule"}, root);
+  }
   const mk = spec.marker;
   if (mk && finite(mk.x) && finite(mk.y)) {
     svg("circle", {cx: px(mk.x), cy: py(mk.y), r: 8, fill: "none", stroke: mk.color,
                    "stroke-width": 3, class: "pcr-marker"}, root);
+  }
+  return root;
+}
+
+// Draw a bar chart into `parent` (emptied first): one group of bars per category, one bar
+// per series in each (or stacked). `spec`: title, label (alt), categories, yLabel,
+// series: [{name, values, color, tips}], stacked, yFormat ("percent" or "number"),
+// yDomain (optional), rules: [{value, color, dash, name}] (horizontal lines), width, height.
+export function barChart(parent, spec) {
+  parent.replaceChildren();
+  if (spec.title) el("div", {class: "pcr-chart-title"}, parent, spec.title);
+  legend(parent, {bars: spec.series, rules: spec.rules});
+  const W = spec.width || 440, H = spec.height || 240;
+  const m = {left: 58, right: 14, top: 8, bottom: 44};
+  const root = svg("svg", {viewBox: `0 0 ${W} ${H}`, role: "img", class: "pcr-chart-svg",
+                           "aria-label": spec.label || spec.title || "chart"}, parent);
+  const cats = spec.categories || [], series = spec.series || [];
+  const tops = cats.map((_, i) => spec.stacked
+    ? series.reduce((a, s) => a + (finite(s.values[i]) ? Number(s.values[i]) : 0), 0)
+    : Math.max(0, ...series.map(s => finite(s.values[i]) ? Number(s.values[i]) : 0)));
+  const ruleTops = (spec.rules || []).filter(r => finite(r.value)).map(r => Number(r.value));
+  const [y0, y1] = spec.yDomain || [0, Math.max(1e-12, ...tops, ...ruleTops) * 1.08];
+  const py = y => H - m.bottom - (Number(y) - y0) / (y1 - y0) * (H - m.top - m.bottom);
+  const band = (W - m.left - m.right) / Math.max(1, cats.length);
+  const axes = svg("g", {class: "pcr-axes"}, root);
+  for (const t of ticks(y0, y1)) {
+    svg("line", {x1: m.left, x2: W - m.right, y1: py(t), y2: py(t), class: "pcr-grid"}, axes);
+    svg("text", {x: m.left - 6, y: py(t) + 4, "text-anchor": "end"}, axes,
+        format(t, spec.yFormat));
+  }
+  svg("rect", {x: m.left, y: m.top, width: W - m.left - m.right, height: H - m.top - m.bottom,
+               class: "pcr-frame"}, axes);
+  cats.forEach((c, i) => {
+    svg("text", {x: m.left + band * (i + 0.5), y: H - m.bottom + 16, "text-anchor": "middle"},
+        axes, c);
+  });
+  if (spec.yLabel) {
+    const cy = (m.top + H - m.bottom) / 2;
+    svg("text", {x: 14, y: cy, transform: `rotate(-90 14 ${cy})`, "text-anchor": "middle",
+                 class: "pcr-axis-label"}, axes, spec.yLabel);
+  }
+  const inner = band * 0.8, width = spec.stacked ? inner : inner / Math.max(1, series.length);
+  cats.forEach((_, i) => {
+    let base = 0;
+    series.forEach((s, j) => {
+      const v = finite(s.values[i]) ? Number(s.values[i]) : null;
+      if (v === null) return;
+      const x = m.left + band * i + band * 0.1 + (spec.stacked ? 0 : j * width);
+      const lo = spec.stacked ? base : 0, hi = lo + v;
+      const bar = svg("rect", {x, y: py(hi), width: Math.max(1, width - 1),
+                               height: Math.max(0, py(lo) - py(hi)), fill: s.color,
+                               class: "pcr-bar"}, root);
+      if (s.tips) svg("title", {}, bar, s.tips[i]);
+      base = hi;
+    });
+  });
+  for (const r of spec.rules || []) {
+    if (!finite(r.value)) continue;
+    svg("line", {x1: m.left, x2: W - m.right, y1: py(r.value), y2: py(r.value), stroke: r.color,
+                 "stroke-width": 2, "stroke-dasharray": r.dash ? "6 4" : null,
+                 class: "pcr-rule"}, root);
   }
   return root;
 }
