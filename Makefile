@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 SAMPLE ?= data/sample
 PORT   ?= 8888
 
-.PHONY: lab app sample flowers install install-test constraints system-deps torch test test-fast bench lint clean
+.PHONY: lab app app-files app-voila sample flowers install install-test constraints system-deps torch test test-fast bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,10 +81,26 @@ lab: sample $(LAB_SETTINGS)
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --port=$(PORT) --no-browser \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-# The notebooks as an app for a class (Voila): their text, outputs and live widgets,
-# no code cells. Pick a notebook from the list; each opens on a fresh kernel.
-APP_IP ?= 127.0.0.1
+# The notebooks as an app for a class: their text, outputs and live widgets, no code
+# cells. Pick a notebook from the gallery; each opens in a fresh session.
+APP_IP  ?= 127.0.0.1
+APP_DIR ?= build/app
+# The notebooks as marimo apps (no code shown, one tab per notebook): marimo convert
+# writes build/app/NN_name.py from each notebook, full width; the sample data is this
+# checkout's (PCR_SAMPLE_DIR), and so are the cached results next to it.
+app-files:
+	@rm -rf $(APP_DIR) && mkdir -p $(APP_DIR)
+	@for nb in notebooks/0*.ipynb; do \
+	  $(BIN)/marimo -q convert "$$nb" -o "$(APP_DIR)/$$(basename "$$nb" .ipynb).py" || exit 1; \
+	done
+	@sed -i 's/^app = marimo.App()$$/app = marimo.App(width="full")/' $(APP_DIR)/*.py
 app: sample
+	$(BIN)/python -m pip install --quiet -e ".[app]"
+	$(MAKE) app-files
+	PCR_SAMPLE_DIR=$(abspath $(SAMPLE)) $(BIN)/marimo run $(APP_DIR) --headless \
+	  --host=$(APP_IP) --port=$(PORT)
+# The same notebooks in Voila (maintained less these days; kept while it works)
+app-voila: sample
 	$(BIN)/python -m pip install --quiet -e ".[app]"
 	$(BIN)/voila notebooks --port=$(PORT) --no-browser --Voila.ip=$(APP_IP)
 

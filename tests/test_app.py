@@ -1,15 +1,15 @@
-"""The notebooks as an app without code (``make app``): Voila serves notebook 01 to Chromium.
+"""The notebooks as an app without code (``make app``): marimo serves notebook 01 to Chromium.
 
-Voila runs on a free loopback port over a copy of ``notebooks/`` and
-executes notebook 01 on its own kernel, as ``make app`` does for a class.
-In Chromium, every request that would leave the machine is aborted (the
-page still asks a CDN for Font Awesome, whose icons ipywidgets bundles
-anyway): the explorer's picture and its Bokeh plot render, no cell shows an
-error, and a key on the level slider goes through the kernel and back
-(the byte counter follows). Screenshots at 1440x900 and 1280x720 go to
-``test-artifacts/``. Skipped where Voila (the ``[app]`` extra) is missing.
-Every wait waits on a condition, for as long as the test may take
-(``tests/_budget.py``).
+``make app-files`` converts the notebooks into marimo apps (as ``make app``
+does before ``marimo run``); marimo runs notebook 01's app on a free
+loopback port, Voila (``make app-voila``) the notebook itself. In Chromium,
+every request that would leave the machine is aborted: the explorer's
+picture and its curve draw, no cell shows an error, the level the
+explorer shows is the one the notebook's text and its readout below name
+(scan 5), and a key on the level slider moves the byte counter in the page.
+Screenshots at 1440x900 and 1280x720 go to ``test-artifacts/``. Skipped
+where marimo or Voila (the ``[app]`` extra) is missing. Every wait waits on
+a condition, for as long as the test may take (``tests/_budget.py``).
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import _budget
 import pytest
 from _lab import (
-    ALL_CANVASES,
     ARTIFACTS,
-    CANVAS_INK,
     ROOT,
     TWO_FRAMES,
     _free_port,
@@ -40,14 +39,11 @@ from _lab import (
 
 pytestmark = pytest.mark.browser
 
-NOTEBOOK = "01_progressive_scans.ipynb"
+NOTEBOOK = "01_progressive_scans"
 
 
-@pytest.fixture(scope="module")
-def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pytest.importorskip("voila", reason="the [app] extra (pip install pcr-explore[app])")
-    tmp = tmp_path_factory.mktemp("app")
-    shutil.copytree(ROOT / "notebooks", tmp / "notebooks")
+def _serve(argv: list[str], tmp: Path, name: str, url: str) -> Iterator[str]:
+    """Run a server (*argv*, from *tmp*) on a free port until the test is done; yield *url*."""
     port = _free_port()
     env = dict(
         os.environ,
@@ -58,27 +54,12 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
     )
     env.pop("PCR_OWN_DATA", None)
-    log_path = tmp / "voila.log"
+    log_path = tmp / f"{name}.log"
     log = log_path.open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "voila",
-            "notebooks",
-            f"--port={port}",
-            "--no-browser",
-            "--Voila.ip=127.0.0.1",
-            "--ServerApp.port_retries=0",
-            "--show_tracebacks=True",
-        ],  # fmt: skip
-        cwd=tmp,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    argv = [a.replace("{port}", str(port)) for a in argv]
+    proc = subprocess.Popen(argv, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        while True:  # until the port takes connections, while Voila runs and the test has time
+        while True:  # until the port takes connections, while the server runs and the test has time
             try:
                 socket.create_connection(
                     ("127.0.0.1", port), timeout=_budget.seconds_left()
@@ -87,13 +68,54 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except OSError as exc:
                 if proc.poll() is not None or _budget.out_of_time():
                     log.flush()
-                    raise RuntimeError(f"Voila did not start:\n{log_path.read_text()}") from exc
+                    raise RuntimeError(f"{name} did not start:\n{log_path.read_text()}") from exc
                 time.sleep(0.5)  # polling the server's port
-        yield f"http://127.0.0.1:{port}/voila/render/{NOTEBOOK}"
+        yield url.format(port=port)
     finally:
         stop_server(proc)
         log.close()
-        print(f"--- Voila log ---\n{log_path.read_text()[-3000:]}")
+        print(f"--- {name} log ---\n{log_path.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def marimo_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("marimo", reason="the [app] extra (pip install pcr-explore[app])")
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    tmp = tmp_path_factory.mktemp("marimo")
+    apps = tmp / "app"
+    made = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), f"BIN={Path(sys.executable).parent}",
+         f"APP_DIR={apps}", "app-files"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert sorted(p.stem for p in apps.glob("*.py")) == sorted(
+        p.stem for p in (ROOT / "notebooks").glob("0*.ipynb")
+    )
+    argv = [sys.executable, "-m", "marimo", "run", str(apps / f"{NOTEBOOK}.py"), "--headless",
+            "--host", "127.0.0.1", "--port", "{port}", "--no-token"]  # fmt: skip
+    yield from _serve(argv, tmp, "marimo", "http://127.0.0.1:{port}")
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip("voila", reason="the [app] extra (pip install pcr-explore[app])")
+    tmp = tmp_path_factory.mktemp("voila")
+    shutil.copytree(ROOT / "notebooks", tmp / "notebooks")
+    argv = [
+        sys.executable,
+        "-m",
+        "voila",
+        "notebooks",
+        "--port={port}",
+        "--no-browser",
+        "--Voila.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        "--show_tracebacks=True",
+    ]
+    url = "http://127.0.0.1:{port}/voila/render/" + f"{NOTEBOOK}.ipynb"
+    yield from _serve(argv, tmp, "voila", url)  # fmt: skip
 
 
 def _local_only(route: Any) -> None:
@@ -103,43 +125,58 @@ def _local_only(route: Any) -> None:
         route.abort()
 
 
-@pytest.mark.timeout(900)  # Voila's first run builds the sample: minutes on a busy machine
-@pytest.mark.parametrize(
-    "viewport", [{"width": 1440, "height": 900}, {"width": 1280, "height": 720}], ids=str
-)
-def test_notebook_01_runs_as_an_app(browser: Any, voila: str, viewport: dict[str, int]) -> None:
+def _runs_as_an_app(browser: Any, url: str, viewport: dict[str, int], name: str) -> None:
     page = new_page(browser, viewport=viewport)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.route("**/*", _local_only)
     try:
-        # Voila sends the page as it executes the cells (the first run builds the sample).
-        page.goto(voila, wait_until="commit", timeout=_budget.ms())
-        page.wait_for_selector("img.widget-image:visible", timeout=_budget.ms())
+        # the page comes as the cells run (the first run builds the sample)
+        page.goto(url, wait_until="commit", timeout=_budget.ms())
+        picture = page.locator(".pcr-scan .pcr-stage img").first
+        picture.wait_for(state="visible", timeout=_budget.ms())
         page.wait_for_function(
-            f"() => ({ALL_CANVASES})().filter(c => c.width > 0 && ({CANVAS_INK})(c) > 1000)"
-            ".length >= 1",
+            "() => document.querySelectorAll('.pcr-scan circle.pcr-point').length === 10",
             timeout=_budget.ms(),
-            polling=500,
         )
-        assert page.locator(".jp-CodeCell .jp-InputArea").count() == 0  # no code shown
-        assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-        assert "Traceback" not in page.inner_text("body")
-
-        slider = page.locator(".widget-slider").first
+        assert picture.evaluate("img => img.complete && img.naturalWidth > 0")
+        body = page.inner_text("body")
+        assert "Traceback" not in body
+        assert "from pcr_explore" not in body  # no code shown
+        # what the class sees agrees with itself: the text, the explorer and the readout
+        # printed under it all name scan 5
+        wait_caption(page, "scan 5 of 10")
+        page.wait_for_function(
+            "() => document.body.innerText.includes('5 / 10')", timeout=_budget.ms()
+        )
+        slider = page.locator(".pcr-scan input[type=range][aria-valuetext]").first
+        slider.scroll_into_view_if_needed()
         before = caption_text(page)
-        level = int(slider.locator(".widget-readout").inner_text())
-        slider.evaluate("el => el.closest('.widget-box').scrollIntoView({block: 'start'})")
-        slider.locator(".noUi-handle").first.focus()
-        page.keyboard.press("ArrowLeft" if level > 1 else "ArrowRight")
-        want = level - 1 if level > 1 else level + 1
-        wait_caption(page, f"scan {want} of 10")  # in the page
+        slider.focus()
+        page.keyboard.press("ArrowLeft")
+        wait_caption(page, "scan 4 of 10")  # in the page
         assert caption_text(page) != before
         page.evaluate(TWO_FRAMES)
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(
-            path=str(ARTIFACTS / f"app_01_{viewport['width']}x{viewport['height']}.png")
+            path=str(ARTIFACTS / f"app_{name}_01_{viewport['width']}x{viewport['height']}.png")
         )
         assert errors == []
     finally:
         page.close()
+
+
+VIEWPORTS = [{"width": 1440, "height": 900}, {"width": 1280, "height": 720}]
+
+
+@pytest.mark.timeout(900)  # the first run builds the sample: minutes on a busy machine
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=str)
+def test_notebook_01_runs_as_a_marimo_app(
+    browser: Any, marimo_app: str, viewport: dict[str, int]
+) -> None:
+    _runs_as_an_app(browser, marimo_app, viewport, "marimo")
+
+
+@pytest.mark.timeout(900)
+def test_notebook_01_runs_in_voila(browser: Any, voila: str) -> None:
+    _runs_as_an_app(browser, voila, VIEWPORTS[1], "voila")
