@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+import traitlets
 from _photos import jpeg_bytes, photo
 from PIL import Image
 
@@ -27,7 +29,8 @@ from pcr_explore.plots._scan_grid import scan_grid_data
 from pcr_explore.quality.compare import image_coverage, scan_step
 from pcr_explore.quality.compare._views import encode_jpeg
 from pcr_explore.widgets import ScanExplorer, ScanPanel
-from pcr_explore.widgets._scan_panel import step_drawing
+from pcr_explore.widgets._scan_panel import panel_state, step_drawing
+from pcr_explore.widgets._static import to_jpeg
 
 # After each level of libjpeg's standard colour script: per component (Y, Cb,
 # Cr) the runs "first-last:lowest bit known", written out by hand from the
@@ -308,23 +311,103 @@ def test_grid_figure_draws_the_coverage() -> None:
 
 def test_panel_follows_its_level_and_image(folder: object) -> None:
     names = folder.names  # type: ignore[attr-defined]
-    panel = ScanPanel(folder, image=names.index("animals/chelsea.jpg"), level=1, size=96)
-    assert "scan 1 of 10" in panel.caption.value
-    first = panel.added.value
-    panel.level.value = 3
-    assert panel.last_error is None
-    assert panel.grid.figure.title.text == "Known after scan 3 of 10: Cr AC 1-63, bits >=1 (Al=1)"
+    chelsea = names.index("animals/chelsea.jpg")
+    panel = ScanPanel(folder, image=chelsea, level=1, size=96)
+    assert panel.panel()["caption"].startswith("<b>scan 1 of 10</b>")
+    first = panel.panel()["added"]
+    panel.level = 3  # the page holds every level: nothing is measured again
+    assert panel.last_error is None and panel.error == ""
+    shown = panel.panel()
+    assert shown["title"] == "Known after scan 3 of 10: Cr AC 1-63, bits >=1 (Al=1)"
     step = panel.step()
-    assert (
-        f"scan 3 adds {step.added_bytes:,} bytes: red-difference colour (Cr)" in panel.caption.value
-    )
-    assert panel.added.value != first
-    assert f"|scan 3 - scan 2| x {step.gain:g}</span>" in panel.added_caption.value
-    assert "<td><b>Cr</b></td>" in panel.readout.value
-    panel.picker.value = names.index("things/camera.jpg")
-    assert "adds no scan to this image" in panel.grid.figure.title.text
-    assert "grayscale" in panel.caption.value
+    assert f"scan 3 adds {step.added_bytes:,} bytes: red-difference colour (Cr)" in shown["caption"]
+    assert shown["added"] != first and shown["added"] == encode_jpeg(step.difference)
+    assert shown["added_caption"] == f"<b>what scan 3 adds</b><br>|scan 3 - scan 2| x {step.gain:g}"
+    assert ["components coded", "Cr"] in shown["rows"]
+    assert shown["picture_alt"] == "the image at scan 3"
+    panel.image = names.index("things/camera.jpg")
+    assert "adds no scan to this image" in panel.panel()["title"]
+    assert "grayscale" in panel.panel()["caption"]
+    assert panel.panel()["grid"] == scan_grid_data(panel.coverage)
+    assert panel.coverage.num_components == 1
     assert panel.snapshot()[:2] == b"\xff\xd8"
+
+
+def test_the_page_holds_every_level_of_the_image_shown(folder: object) -> None:
+    from pcr_explore.widgets.scan_explorer import panel_state as explorers_panel
+
+    panel = ScanPanel(folder, image=0, size=96)
+    assert panel.level == 2 and panel.num_scans == 10 and len(panel.panels) == 10
+    assert panel.names == folder.names  # type: ignore[attr-defined]
+    for k in (1, 6, 10):
+        step = scan_step(folder, image=0, level=k, size=96)
+        want = panel_state(step, 10)
+        assert panel.panels[k - 1] == want
+        assert want == explorers_panel(step, 10)  # the explorer's panel shows the same
+        assert want["grid"] == scan_grid_data(scan_coverage(STANDARD, level=k))
+    # a level change sends nothing: the page has it already
+    sent: list[str] = []
+    panel.observe(lambda c: sent.append(c["name"]), names="panels")
+    for k in range(1, 11):
+        panel.level = k
+    assert sent == []
+    panel.image = 1
+    assert sent == ["panels"] and panel.panels[0] == panel_state(
+        scan_step(folder, image=1, level=1, size=96), 10
+    )
+
+
+def test_bad_values_are_refused_with_the_source_named(folder: object) -> None:
+    panel = ScanPanel(folder, image=0, level=4, size=64)
+    for bad in (0, 11):
+        with pytest.raises(ValueError, match=rf"scan level {bad} is outside 1\.\.10$"):
+            panel.level = bad
+    n = len(folder)  # type: ignore[arg-type]
+    with pytest.raises(traitlets.TraitError, match=rf"no image {n}; it holds 0\.\.{n - 1}"):
+        panel.image = n
+    assert (panel.level, panel.image) == (4, 0)
+    with pytest.raises(ValueError, match=r"scan level 12 is outside 1\.\.10"):
+        ScanPanel(folder, level=12)
+    with pytest.raises(ValueError, match=rf"no image {n}"):
+        ScanPanel(folder, image=n)
+
+
+def test_the_saved_picture_follows_the_level(folder: object) -> None:
+    panel = ScanPanel(folder, image=0, level=2, size=96)
+    at2 = panel.snapshot()
+    panel.level = 7
+    at7 = panel.snapshot()
+    assert at2 != at7 and at7 == to_jpeg(step_drawing(panel.step()))
+    assert Image.open(io.BytesIO(at7)).format == "JPEG"
+    panel.level = 2
+    assert panel.snapshot() == at2
+
+
+def test_the_panels_module_and_its_controls(folder: object) -> None:
+    panel = ScanPanel(folder, size=64, controls=False)
+    assert panel.get_state("controls") == {"controls": False}
+    esm = panel._esm
+    assert "export default" in esm and "function grids(" in esm
+    assert not re.search(r"^\s*import\s", esm, re.M)  # chart.js inlined: nothing to fetch
+    assert not re.search(r"\bimport\s*\(|\bfetch\s*\(", esm)
+    assert set(re.findall(r"https?://[^\s\"'`]*", esm)) <= {"http://www.w3.org/2000/svg"}
+    assert 'dataset.lmSuppressShortcuts = "true"' in esm and "stopPropagation" in esm
+    assert 'classList.toggle("pcr-present", get("presentation"))' in esm
+    read = set(re.findall(r"\bget\(\"(\w+)\"\)", esm))
+    written = set(re.findall(r"(?:save|model\.set)\(\"(\w+)\"", esm))
+    watched = {
+        k
+        for group in re.findall(r"\bon\(\[([^\]]*)\]", esm)
+        for k in re.findall(r"\"(\w+)\"", group)
+    }
+    assert {"level", "image", "presentation"} <= written
+    assert {"panels", "controls", "num_scans"} <= read
+    assert (read | written | watched) - set(panel.keys) == set()
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    _, paths, _ = _remove_buffers(panel.get_state())
+    want = [["panels", k, key] for k in range(10) for key in ("picture", "added")]
+    assert sorted(paths) == sorted(want)
 
 
 def test_panel_alone_with_a_script(photo_folder: Path) -> None:
@@ -333,8 +416,8 @@ def test_panel_alone_with_a_script(photo_folder: Path) -> None:
     if find_jpegtran() is None:
         pytest.skip("jpegtran not installed (Debian: libjpeg-turbo-progs)")
     panel = ScanPanel(photo_folder / "animals" / "chelsea.jpg", scan_script="spectral", size=64)
-    assert panel.level.max == 5
-    panel.level.value = 5
+    assert panel.num_scans == 5 and len(panel.panels) == 5
+    panel.level = 5
     assert panel.coverage.label() == "Y AC 6-63, all bits (Al=0)"
     assert panel.coverage.exact.all()
     with pytest.raises(ValueError, match="scan_script applies to a folder or file path"):

@@ -6,7 +6,7 @@ import html
 import os
 from typing import Any
 
-import ipywidgets as w
+import traitlets as t
 from cachetools import LRUCache
 from PIL import Image, ImageDraw
 
@@ -14,20 +14,54 @@ from .._checks import check_scan
 from .._public import public
 from ..jpeg._coverage import ScanCoverage
 from ..jpeg.scan_script import ScanScript
-from ..plots._scan_grid import scan_grid_data, scan_grid_figure
+from ..plots._scan_grid import scan_grid_data
 from ..quality.compare import ScanStep, scan_step
 from ..quality.compare._views import encode_jpeg
 from ..read.sources import LevelSource, open_source, source_name
-from ._explorer import Debounced, Explorer, html_table
+from ._module_widget import ModuleWidget, module_text
 from ._static import hstack, text_panel, to_jpeg, vstack
 
 __all__ = ["ScanPanel"]
 
-_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
+GRID_LEGEND = "grids: dark = exact, lighter = low bits missing, white = not sent, red = this scan"
+"""How the zig-zag grids read."""
+
+
+def panel_state(step: ScanStep, num_scans: int) -> dict[str, Any]:
+    """What the "what each scan adds" panel shows for one image and level.
+
+    The same dict as :func:`pcr_explore.widgets.scan_explorer.panel_state`
+    (kept here because ``scan_explorer`` imports this module: importing it
+    back would make a circle).
+    """
+    k, cov = step.level, step.coverage
+    before = f"scan {k - 1}" if k > 1 else "flat grey"
+    have = int(step.level_bytes[k - 1])
+    return {
+        "title": f"Known after scan {k} of {num_scans}"
+        + (f": {cov.label()}" if step.adds_scan else " (this level adds no scan to this image)"),
+        "caption": f"<b>scan {k} of {num_scans}</b> &middot; {html.escape(step.note)}",
+        "grid": scan_grid_data(cov),
+        "legend": GRID_LEGEND,
+        "rows": [list(r) for r in step.rows()],
+        "picture": encode_jpeg(step.pixels),
+        "added": encode_jpeg(step.difference),
+        "picture_caption": f"<b>the image at scan {k}</b><br>{have:,} bytes read",
+        "added_caption": f"<b>what scan {k} adds</b><br>|scan {k} - {before}| x {step.gain:g}",
+        "picture_alt": f"the image at scan {k}",
+        "added_alt": f"what scan {k} adds to the image, amplified x{step.gain:g}",
+    }
+
+
+class _Level(t.Int):  # type: ignore[type-arg]
+    """A level: judged by the one rule for a scan level (``check_scan``), nothing before it."""
+
+    def validate(self, obj: Any, value: Any) -> Any:
+        return value
 
 
 @public("pcr_explore.widgets")
-class ScanPanel(Explorer):
+class ScanPanel(ModuleWidget):
     """What one scan adds: its components, band and bits on the zig-zag grids, bytes and pixels.
 
     For the level shown: the 8x8 grid of DCT coefficients of each component
@@ -41,6 +75,10 @@ class ScanPanel(Explorer):
 
     It has its own level slider and image picker; :class:`ScanExplorer`
     shows the same (its "what each scan adds" toggle) for its level and image.
+
+    The front end is one ES module (``static/scan_panel.js``, on anywidget).
+    The page holds every level's panel for the image shown, so the level
+    slider moves with no round trip to the kernel.
 
     Parameters
     ----------
@@ -65,23 +103,37 @@ class ScanPanel(Explorer):
 
     Attributes
     ----------
-    level, picker
-        The controls (set ``level.value = 3`` from code).
-    grid : ScanGridFigure
-        The zig-zag grids and their sources; ``plot`` is its widget.
-    caption, readout : ipywidgets.HTML
-        What the scan sends, and its readouts (components, band, bits, bytes).
-    picture, added : ipywidgets.Image
-        The image at this level, and what this level's scan adds to it.
-    view : ipywidgets.VBox
-        The whole panel.
+    level, image : int
+        The level and the index of the image shown (traitlets: set
+        ``panel.level = 3`` from code, or observe them).
+    num_scans : int
+        The levels of the source (the slider's maximum).
+    names : list of str
+        The images the picker offers.
+    panels : list of dict
+        What the page draws at every level of the image shown (title,
+        caption, zig-zag grids, readout rows, the two pictures and their
+        captions and ``alt`` texts): :func:`panel_state` of each level.
+    controls : bool
+        Whether the panel shows its own level slider and image picker.
+    presentation : bool
+        Larger text for a projector.
 
     Examples
     --------
     >>> from pcr_explore.widgets import ScanPanel
     >>> panel = ScanPanel("photos/scenes/chelsea.jpg", scan_script="spectral")  # a cat
-    >>> panel.level.value = 3
+    >>> panel.level = 3
     """
+
+    _esm = module_text("scan_panel.js")
+
+    names = t.List(t.Unicode()).tag(sync=True)
+    image = t.Int(0).tag(sync=True)
+    level = _Level(1).tag(sync=True)
+    num_scans = t.Int(1).tag(sync=True)
+    controls = t.Bool(True).tag(sync=True)
+    panels = t.List(t.Dict()).tag(sync=True)
 
     def __init__(
         self,
@@ -94,75 +146,55 @@ class ScanPanel(Explorer):
         size: int = 224,
         controls: bool = True,
     ) -> None:
-        super().__init__()
         if scan_script is not None and isinstance(source, (str, os.PathLike)):
-            self.source = open_source(source, scan_script=scan_script)
+            src = open_source(source, scan_script=scan_script)
         elif scan_script is not None:
             raise ValueError("scan_script applies to a folder or file path, not an open source")
         else:
-            self.source = open_source(source)
-        if len(self.source) == 0:
-            raise ValueError(f"{self.source!r} holds no images")
-        self.gain, self.size = gain, size
+            src = open_source(source)
+        if len(src) == 0:
+            raise ValueError(f"{src!r} holds no images")
+        n = int(src.num_scans)
+        start = min(n, 2) if level is None else check_scan(level, n, where=source_name(src))
+        if not 0 <= int(image) < len(src):
+            raise ValueError(f"{source_name(src)}: no image {image}; it holds 0..{len(src) - 1}")
+        self.source, self.gain, self.size = src, gain, size
         self._steps: LRUCache[tuple[int, int], ScanStep] = LRUCache(maxsize=64)
-        n = int(self.source.num_scans)
-        self.level = w.IntSlider(
-            value=min(n, 2)
-            if level is None
-            else check_scan(level, n, where=source_name(self.source)),
-            min=1,
-            max=n,
-            description="scan level",
-            layout=w.Layout(width="360px"),
+        super().__init__(
+            names=list(src.names), image=int(image), level=start, num_scans=n, controls=controls
         )
-        self.picker = w.Dropdown(
-            options=[(name, i) for i, name in enumerate(self.source.names)],
-            value=image,
-            description="image",
-            layout=w.Layout(width="300px"),
-        )
-        self.grid = scan_grid_figure()
-        self.plot = self._plot(self.grid.figure)
-        self.caption = w.HTML().add_class("pcr-scan-caption")
-        self.readout = w.HTML()
-        picture = {"flex": "0 1 auto", "min_width": "0", "max_width": "100%"}
-        self.picture = w.Image(format="jpeg", layout=w.Layout(**picture))
-        self.added = w.Image(format="jpeg", layout=w.Layout(**picture))
-        self.picture_caption, self.added_caption = w.HTML(), w.HTML()
-        self._controls = w.HBox([self.level, self.picker, self.presentation], layout=_ROW)
-        self._controls.layout.display = None if controls else "none"
-        self.view = self._layout()
-        self._redraw = Debounced(self._guarded(self.show), delay=0.0)
-        self.level.observe(lambda _: self._redraw(), names="value")
-        self.picker.observe(lambda _: self._redraw(), names="value")
+        self.observe(self._guarded(self.show), names="image")
+        self.observe(lambda _: self._changed(), names=["level", "presentation"])
         self.show()
 
-    def _layout(self) -> w.VBox:
-        """Controls, the caption, the grids, then the readouts and the two pictures in a row."""
-        cell = {"min_width": "0", "margin": "0 12px 0 0"}
-        side = f"{self.size}px"
-        below = w.HBox(
-            [
-                w.Box([self.readout], layout=w.Layout(flex="0 1 auto", **cell)),
-                # as wide as the pictures: a long caption wraps instead of pushing the row
-                w.VBox([self.picture_caption, self.picture], layout=w.Layout(width=side, **cell)),
-                w.VBox([self.added_caption, self.added], layout=w.Layout(width=side, **cell)),
-            ],
-            layout=w.Layout(flex_flow="row wrap", width="100%", align_items="flex-start"),
-        )
-        grids = w.Box(
-            [self.plot], layout=w.Layout(width="100%", max_width="700px", min_width="560px")
-        )
-        return w.VBox(
-            [self._controls, self.status, self.caption, grids, below, self.errors],
-            layout=w.Layout(width="100%"),
-        ).add_class("pcr-scan-panel")
+    @t.validate("level")
+    def _valid_level(self, proposal: Any) -> int:
+        return check_scan(proposal["value"], self.num_scans, where=source_name(self.source))
+
+    @t.validate("image")
+    def _valid_image(self, proposal: Any) -> int:
+        i = int(proposal["value"])
+        if not 0 <= i < len(self.source):
+            raise t.TraitError(
+                f"{source_name(self.source)}: no image {i}; it holds 0..{len(self.source) - 1}"
+            )
+        return i
 
     # -- what the panel shows ---------------------------------------------------
 
-    def step(self) -> ScanStep:
-        """What the level shown adds to the image shown (cached per image and level)."""
-        key = (int(self.picker.value), int(self.level.value))
+    def step(self, level: int | None = None) -> ScanStep:
+        """What *level* (default: the level shown) adds to the image shown, cached.
+
+        Parameters
+        ----------
+        level : int, optional
+            Scan level.
+
+        Returns
+        -------
+        ScanStep
+        """
+        key = (int(self.image), int(self.level) if level is None else int(level))
         if key not in self._steps:
             self._steps[key] = scan_step(
                 self.source, image=key[0], level=key[1], gain=self.gain, size=self.size
@@ -174,28 +206,21 @@ class ScanPanel(Explorer):
         """The coefficients known at the level shown."""
         return self.step().coverage
 
-    def show(self) -> None:
-        """Draw the level and image the controls say."""
-        s = self.step()
-        k, n = s.level, int(self.source.num_scans)
-        cov = s.coverage
-        title = f"Known after scan {k} of {n}" + (
-            f": {cov.label()}" if s.adds_scan else " (this level adds no scan to this image)"
-        )
-        self.grid.update(cov, title=title)
-        self.caption.value = f"<b>scan {k} of {n}</b> &middot; {html.escape(s.note)}"
-        self.readout.value = html_table(s.rows())
-        self.picture.value = encode_jpeg(s.pixels)
-        self.added.value = encode_jpeg(s.difference)
-        have = int(s.level_bytes[k - 1])
-        small = "<br><span style='color:#555'>{}</span>"
-        self.picture_caption.value = f"<b>the image at scan {k}</b>" + small.format(
-            f"{have:,} bytes read"
-        )
-        before = f"scan {k - 1}" if k > 1 else "flat grey"
-        self.added_caption.value = f"<b>what scan {k} adds</b>" + small.format(
-            f"|scan {k} - {before}| x {s.gain:g}"
-        )
+    def show(self, change: Any = None) -> None:
+        """Measure every level of the image shown for the page (it picks the level itself)."""
+        name = html.escape(self.source.names[int(self.image)])
+        with self.busy(f"reading the scans of {name}..."):
+            try:
+                n = self.num_scans
+                self.panels = [panel_state(self.step(k), n) for k in range(1, n + 1)]
+            except Exception:  # nothing of the image before stays under this one's name
+                self.panels = []
+                raise
+
+    def panel(self) -> dict[str, Any]:
+        """What the page shows at the level shown (one of :attr:`panels`)."""
+        k = int(self.level)
+        return dict(self.panels[k - 1]) if len(self.panels) >= k else {}
 
     # -- static picture ----------------------------------------------------------
 
@@ -206,10 +231,6 @@ class ScanPanel(Explorer):
     def drawing(self) -> Image.Image:
         """The grids, the readouts and the two pictures, drawn with Pillow."""
         return step_drawing(self.step())
-
-
-GRID_LEGEND = "grids: dark = exact, lighter = low bits missing, white = not sent, red = this scan"
-"""How the zig-zag grids read."""
 
 
 def step_drawing(s: ScanStep) -> Image.Image:
