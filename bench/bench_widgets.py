@@ -178,13 +178,13 @@ def bench_swap(repeat: int) -> list[dict]:
     ex = SwapExplorer("resnet50", profile="v100-pcie3", sparsity=0.3)
     values = [round(v, 2) for v in np.linspace(0.31, 0.95, 30 * repeat)]
     # Outside an event loop the timeline is redrawn with every value.
-    cold = timed(setter(ex.sparsity, v) for v in values)
-    hot = timed(setter(ex.sparsity, v) for v in values)
+    cold = timed(setter(ex, v, "sparsity") for v in values)
+    hot = timed(setter(ex, v, "sparsity") for v in values)
     ex._simulate.cache_clear()
 
     async def dragging() -> tuple[list[float], list[float]]:
         # In a kernel (an event loop runs) the timeline waits until the values stop.
-        drag = timed(setter(ex.sparsity, v) for v in values)
+        drag = timed(setter(ex, v, "sparsity") for v in values)
         assert ex._timeline_later.pending
         release = timed([ex._timeline_later.flush])
         return drag, release

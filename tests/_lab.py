@@ -401,10 +401,7 @@ class page_changes:  # noqa: N801 - a namespace of two page helpers
 
 # Each level has its own caption and picture in the page and one is visible: the counter
 # of the level shown (the first ScanExplorer in *root*, default the whole page).
-SHOWN_CAPTION = (
-    "(root => [...(root || document).querySelectorAll('.pcr-levels .widget-html')]"
-    ".find(e => e.offsetParent !== null && e.innerText.includes(' bytes (')))"
-)
+SHOWN_CAPTION = "(root => (root || document).querySelector('.pcr-scan .pcr-caption'))"
 
 
 def caption_text(page: Any) -> str:

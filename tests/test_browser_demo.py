@@ -11,8 +11,11 @@ play runs to the last level, clicking a point of the curve shows its level,
 the view buttons switch (the split line follows a drag), the zoom magnifies
 about the point pressed, the image picker and its buttons switch images,
 and the slider tells a screen reader the level shown; the page is titled by
-the dataset, draws its band and axe-core finds nothing serious in it. On
-the swap page, dragging the sparsity redraws the bars and the readouts. The
+the dataset, draws its band and axe-core finds nothing serious in it. The
+swap page runs SwapExplorer's own front end on the page's model
+(``window.pcrSwap``): dragging the sparsity, its keys and its play button
+move the line, the codecs' markers, the bars and the readouts together, and
+axe-core finds nothing serious in it. The
 budget page shows its chart (bytes, quality and epoch time per level) with
 the page's own file the only request. Screenshots at 1440x900 and 1280x720
 go to ``test-artifacts/``.
@@ -40,11 +43,10 @@ pytestmark = pytest.mark.browser
 SIZES = ({"width": 1440, "height": 900}, {"width": 1280, "height": 720})
 PHOTOS = ("astronaut", "camera", "coffee")
 
-# The swap page: Bokeh's models, found by name.
-MODEL = "name => Bokeh.documents[0].get_model_by_name(name)"
-BOKEH_READY = """() => !!window.Bokeh && Bokeh.documents.length > 0
-  && !!Bokeh.documents[0].get_model_by_name('{name}')
-  && [...document.images].every(i => i.hidden || i.complete)"""
+# The swap page: its model, and its charts drawn.
+SWAP_READY = """() => !!window.pcrSwap
+  && document.querySelectorAll('.pcr-swap svg.pcr-chart-svg').length === 2"""
+DATA = "() => JSON.parse(document.getElementById('pcr-demo-data').textContent)"
 # The scan page: its model, and the picture of the level shown drawn.
 SCAN_READY = """() => !!window.pcrScan && !!document.querySelector('.pcr-scan img[src]')
   && [...document.images].every(i => i.hidden || i.complete)"""
@@ -106,16 +108,9 @@ class Offline:
             self.left.append(url)
             route.abort()
 
-    def value(self, name: str) -> Any:
-        """A Bokeh model's value (the swap page)."""
-        return self.page.evaluate(f"({MODEL})('{name}').value")
-
-    def data(self, name: str) -> dict[str, list[Any]]:
-        """A ColumnDataSource's columns, as plain lists (the swap page)."""
-        return self.page.evaluate(
-            f"""() => {{ const d = ({MODEL})('{name}').data, out = {{}};
-              for (const k of Object.keys(d)) out[k] = Array.from(d[k]); return out; }}"""
-        )
+    def swap(self, key: str) -> Any:
+        """The swap page's model: ``pcrSwap.get(key)``."""
+        return self.page.evaluate("k => window.pcrSwap.get(k)", key)
 
     def get(self, key: str) -> Any:
         """The scan page's model: ``pcrScan.get(key)``."""
@@ -373,25 +368,61 @@ def _play_runs_to_the_last_level(s: Offline, v: Scan, start: int) -> None:
 
 @pytest.mark.parametrize("viewport", SIZES, ids=lambda v: f"{v['width']}x{v['height']}")
 def test_swap_demo_from_a_file(browser: Any, swap_page: Path, viewport: dict[str, int]) -> None:
-    s = Offline(browser, swap_page, viewport, BOKEH_READY.format(name="pcr-sparsity"))
+    s = Offline(browser, swap_page, viewport, SWAP_READY)
+    page = s.page
+    slider = page.get_by_role("slider", name="sparsity")
+    readout = page.locator("table.pcr-readout")
+    bars = page.locator(".pcr-swap rect.pcr-bar")
+    markers = page.locator(".pcr-swap circle.pcr-marker")
+    embedded = page.evaluate(DATA)  # what the page was written with
+
+    def shows(pct: int) -> None:
+        """Sparsity *pct*% is shown: slider, readouts, markers, line and bars agree."""
+        expect(slider).to_have_attribute("aria-valuetext", f"{pct}%", timeout=_budget.ms())
+        expect(readout).to_contain_text(f"{pct}% for every ReLU and pooling output")
+        assert s.swap("sparsity") == pytest.approx(pct / 100)
+        assert s.swap("current")["x"] == pytest.approx(pct / 100)
+        step = embedded["steps"][[round(g * 100) for g in embedded["grid"]].index(pct)]["bars"]
+        want = [f"{p}: swap {a:.2f} ms, stall {b:.2f} ms"
+                for p, a, b in zip(step["policy"], step["swap_ms"], step["stall_ms"])]  # fmt: skip
+        tips = bars.locator("title").all_text_contents()
+        assert [t.split(";")[0] for t in tips[::2]] == want  # one tip per bar, both bars of it
+        assert tips[::2] == tips[1::2]
+        for i, codec in enumerate(["zvc", "csr"]):
+            assert markers.nth(i).locator("title").text_content().startswith(f"{codec} at {pct}%:")
+
     try:
-        assert s.value("pcr-sparsity") == "50%"
-        assert "50% for every ReLU" in s.text("#pcr-readout")
+        assert page.title() == "Compressed swapping: resnet50-b64-r224 on v100-pcie3"
+        shows(50)
+        # two bars for each of vdnn, always:zvc, always:csr, cswap and oracle; a marker per codec
+        assert bars.count() == 2 * 5 and markers.count() == 2
+        legend = s.text(".pcr-legend")
+        assert "zvc" in legend and "measured on 1 MiB" in legend and "sparsity shown" in legend
+        # no kernel: the trace, device, codecs and the timeline are fixed, not offered
+        assert page.get_by_role("combobox").count() == 0
+        assert page.get_by_role("checkbox").count() == 0
+        _no_serious_violations(s, "at first")
         s.shot("demo_swap")
         s.fits()
-        bars = s.data("pcr-bars")
-        s.drag_to(
-            s.page.locator("#pcr-slot-sparsity .noUi-handle").first,
-            s.page.locator("#pcr-slot-sparsity .noUi-base").first,
-            1.0,
-        )
-        assert s.value("pcr-sparsity") == "90%"
-        assert "90% for every ReLU" in s.text("#pcr-readout")
-        after = s.data("pcr-bars")
-        assert after["policy"] == bars["policy"]
-        assert after["swap_ms"] != bars["swap_ms"]
-        assert s.data("pcr-current")["x"] == [0.9, 0.9]
+
+        s.drag_to(slider, slider, 1.0)  # the slider, with the mouse
+        shows(90)
+        slider.press("ArrowLeft")  # and the keys
+        shows(50)
+        slider.press("Home")
+        shows(10)
+        page.get_by_role("button", name="play").click()  # plays to the last sparsity
+        shows(90)
+        expect(page.get_by_role("button", name="play")).to_be_visible()
         s.shot("demo_swap_90")
+
+        present = page.get_by_role("button", name="presentation", exact=True)
+        present.click()
+        expect(present).to_have_attribute("aria-pressed", "true")
+        expect(page.locator(".pcr-explorer")).to_have_css("font-size", "18px")
+        s.fits()
+        _no_serious_violations(s, "in presentation mode")
+        s.shot("demo_swap_presentation")
     finally:
         s.close()
 

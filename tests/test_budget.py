@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import io
 import json
 import subprocess
 import sys
@@ -211,41 +210,6 @@ def test_cli_budget(data: SplitDatasets, tmp_path: Path) -> None:
     assert "recommendation: level " in text
     bad = subprocess.run(cmd[:4] + ["--bandwidth", "20MBs"], capture_output=True, text=True)
     assert bad.returncode == 2 and "not a bandwidth: '20MBs'" in bad.stderr
-
-
-def test_the_explorer_reprices_a_dragged_bandwidth_without_measuring(
-    report: pcr.BudgetReport, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from PIL import Image
-
-    from pcr_explore.widgets import BudgetExplorer
-
-    _refuse_measuring(monkeypatch)
-    ex = BudgetExplorer(report=report)
-    assert ex.bandwidth.value == pytest.approx(20.0)  # MB/s, the report's own
-    for mbps in (0.5, 40.0, 5000.0):
-        ex.bandwidth.value = mbps
-        assert ex.shown.bandwidth == pytest.approx(mbps * 1e6)
-        assert ex._read.data["seconds"] == pytest.approx(
-            [r.bytes / (mbps * 1e6) for r in report.levels]
-        )
-        assert f"Level {report.recommended} of 10" in ex.readout.value
-        assert ex.shown.sentence in ex.readout.value
-        # the verdict is stated once: the table under it does not repeat it
-        shown = ex.readout.value + ex.table.value
-        assert shown.count(f"Level {report.recommended} of") == 1
-        assert shown.count(ex.shown.sentence) == 1 and shown.count("choices: ") == 1
-        assert "<table class='budget'>" in ex.table.value
-    assert "decoding, not reading, sets the pace" in ex.readout.value
-    # the legend sits above the plot, not on the curves; a click hides a line
-    ((_, fig),) = ex._plots
-    assert fig.legend[0] in fig.above and fig.legend[0].click_policy == "hide"
-    assert ex.last_error is None
-    picture = Image.open(io.BytesIO(ex.snapshot()))
-    assert picture.format == "JPEG" and picture.width > 300
-    assert "image/jpeg" in ex._repr_mimebundle_()
-    with pytest.raises(ValueError, match="give a source to budget, or report="):
-        BudgetExplorer()
 
 
 def test_a_disk_size_gives_the_highest_level_whose_prefixes_fit(

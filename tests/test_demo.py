@@ -458,7 +458,7 @@ def test_the_page_files_ship_with_the_package() -> None:
     static = importlib.resources.files("pcr_explore.widgets") / "static"
     names = sorted(f.name for f in static.iterdir())
     page = {"module_page.html", "demo.css", "explorer.css", "scan_demo.js", "scan_explorer.js"}
-    assert page | {"chart.js", "demo.html", "player.js", "swap_demo.js"} <= set(names)
+    assert page | {"chart.js", "demo.html", "swap_demo.js", "swap_explorer.js"} <= set(names)
     for name in names:
         assert any(fnmatch.fnmatch(f"static/{name}", pattern) for pattern in shipped), name
 
@@ -467,20 +467,32 @@ def test_swap_demo_embeds_the_simulator_at_each_sparsity() -> None:
     grid = [0.3, 0.9]
     page = swap_demo("resnet50", codecs=["zvc", "csr"], sparsities=grid, sparsity=0.8)
     data = page_data(page)
-    assert data["grid"] == grid and data["start"] == 1
+    assert data["grid"] == grid == data["start"]["grid"] and data["start"]["sparsity"] == 0.9
     trace = load_trace("resnet50")
     policies = policies_for_codecs("v100-pcie3", ["zvc", "csr"])
     ratios = ratio_curve(["zvc", "csr"], sparsities=grid, n=1 << 20)
     for k, s in enumerate(grid):
         results = simulate_many(trace.with_sparsity(s), profile="v100-pcie3", policies=policies)
-        bars = data["steps"][k]["bars"]
+        step = data["steps"][k]
+        bars = step["bars"]
+        assert bars["names"] == policies
         assert bars["swap_ms"] == pytest.approx([r.swap_seconds * 1e3 for r in results.values()])
         assert bars["stall_ms"] == pytest.approx([r.stall_seconds * 1e3 for r in results.values()])
-        assert data["steps"][k]["current"]["y"] == pytest.approx(
-            [ratios["zvc"][k], ratios["csr"][k]]
-        )
-        assert f"{s:.0%} for every ReLU and pooling output" in data["steps"][k]["readout"]
-    assert "CategoricalSlider" in page.html
+        want = [ratios["zvc"][k], ratios["csr"][k]]
+        assert step["current"] == {"x": s, "codecs": ["zvc", "csr"], "y": pytest.approx(want)}
+        assert rows(step["readouts"])["sparsity"] == f"{s:.0%} for every ReLU and pooling output"
+    start = data["start"]
+    assert start["has_kernel"] is False and start["codecs"] == ["zvc", "csr"]
+    assert start["lines"]["codecs"] == ["zvc", "csr"] and len(start["lines"]["x"]) == 45
+    assert start["measured_points"]["label"] == "measured on 1 MiB"
+    assert start["ratio_title"] == "Compression ratio vs sparsity, 4 MiB tensors"
+    # SwapExplorer's own front end, the very text its widget loads, once; no Bokeh
+    scripts = re.findall(r"<script type='module'>(.*?)</script>", page.html, re.S)
+    assert len(scripts) == 1 and not re.search(r"^\s*import\b", scripts[0], re.M)
+    explorer = module_text("swap_explorer.js")
+    assert SwapExplorer._esm == explorer and page.html.count(explorer) == 1
+    assert "window.pcrSwap = swapPage(data, host);" in scripts[0]
+    assert "bokeh" not in page.html.lower() and "<div id='pcr-explorer'></div>" in page.html
 
 
 def test_swap_demo_bad_input() -> None:
@@ -494,10 +506,22 @@ def test_swap_explorer_saves_what_it_shows(tmp_path: Path) -> None:
     ex = SwapExplorer("resnet50", codecs=["zvc"], sparsity=0.4, measured=False)
     path = ex.save_html(tmp_path / "swap.html", sparsities=[0.2, 0.4])
     data = page_data(path.read_text())
-    assert data["grid"] == [0.2, 0.4] and data["start"] == 1
-    assert [p for p in data["steps"][1]["bars"]["policy"]] == [
-        "vdnn",
-        "always:zvc",
-        "cswap",
-        "oracle",
-    ]
+    assert data["grid"] == [0.2, 0.4] and data["start"]["sparsity"] == 0.4
+    assert data["steps"][1]["bars"]["policy"] == ["vdnn", "always:zvc", "cswap", "oracle"]
+    assert data["start"]["measured_points"]["codecs"] == []  # none measured, none shown
+
+
+def test_the_swap_page_reads_as_the_explorer_does() -> None:
+    # one text for both: the page's readouts, bars, markers and lines are the explorer's
+    ex = SwapExplorer("resnet50", codecs=["zvc", "csr"], sparsity=0.5, noise=0.0)
+    data = page_data(swap_demo("resnet50", codecs=["csr", "zvc"], sparsities=[0.5, 0.7], noise=0.0))
+    for k, s in enumerate(data["grid"]):
+        ex.sparsity = s
+        step = data["steps"][k]
+        assert step["readouts"] == ex.readouts
+        assert step["bars"] == ex.bars
+        assert step["current"] == ex.current
+    start = data["start"]
+    for key in ("lines", "measured_points", "ratio_title", "notes", "codecs", "all_codecs",
+                "colors", "profile", "tensor_size", "shape", "presentation"):  # fmt: skip
+        assert start[key] == getattr(ex, key), key

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_bytes"]
+__all__ = ["format_rate", "parse_bytes"]
 
 _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _UNITS |= {"ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
@@ -43,3 +43,23 @@ def parse_bytes(text: str | float | int, *, rate: bool = False) -> float:
         noun = "bandwidth" if rate else "size"
         raise ValueError(f"{noun} must be positive, got {text!r}")
     return value
+
+
+def format_rate(bps: float) -> str:
+    """Bytes per second in three figures, in the decimal unit that reads best.
+
+    One figure, one way: a storage speed reads the same in a picker, a
+    caption and a readout.
+
+    Examples
+    --------
+    >>> format_rate(731073), format_rate(20e6), format_rate(1.23456e6), format_rate(800)
+    ('731 kB/s', '20 MB/s', '1.23 MB/s', '800 B/s')
+    >>> format_rate(1.5e9), format_rate(999_999)
+    ('1.5 GB/s', '1 MB/s')
+    """
+    value = float(f"{bps:.3g}")  # 999,999 B/s reads "1 MB/s", not "1e+03 kB/s"
+    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} B/s"

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import html
+import math
 import os
 import textwrap
 from typing import Any
 
-import ipywidgets as w
 import numpy as np
-from bokeh.models import ColumnDataSource
-from bokeh.models.annotations import Span
-from bokeh.plotting import figure
+import traitlets as t
 
 from .._public import public
 from ..budgeting import BudgetReport, budget, format_bandwidth
@@ -19,23 +17,46 @@ from ..budgeting._html import render_details
 from ..budgeting._text import choices_line
 from ..read.sources import LevelSource
 from ..train.throttle import parse_bandwidth
-from ._explorer import Explorer
+from ._demo import static_text
+from ._module_widget import ModuleWidget, module_text
 from ._static import line_chart, text_panel, to_jpeg, vstack
 
-__all__ = ["BudgetExplorer"]
+__all__ = ["BudgetExplorer", "epoch_levels"]
 
-_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
+# The bandwidth slider, in MB/s: 0.1 to 10,000 on a log scale.
+_LOWEST, _HIGHEST = 0.1, 10_000.0
+
+
+def epoch_levels(report: BudgetReport) -> dict[str, Any]:
+    """What the page needs to price an epoch at any bandwidth, per scan level.
+
+    Keys: ``scans``, ``bytes`` (an epoch's reads at each level: the page
+    divides them by the bandwidth), ``decode`` (an epoch's decoding seconds
+    on the report's cores), ``recommended``, ``images`` and ``workers``.
+    """
+    scans = [x.scan for x in report.levels]
+    return {
+        "scans": scans,
+        "bytes": [int(x.bytes) for x in report.levels],
+        "decode": [float(report.decode_seconds(k)) for k in scans],
+        "recommended": int(report.recommended),
+        "images": int(report.images),
+        "workers": int(report.workers),
+    }
 
 
 @public("pcr_explore.widgets")
-class BudgetExplorer(Explorer):
+class BudgetExplorer(ModuleWidget):
     """How many bytes training needs, re-priced live at any storage bandwidth.
 
     Shows a :class:`~pcr_explore.BudgetReport`: per scan level the epoch's
     reading time at the chosen bandwidth and its decoding time on this
     machine (the slower sets the pace), the recommendation in one sentence,
     and the report's table. Dragging the bandwidth measures nothing: the
-    report is re-priced (:meth:`~pcr_explore.BudgetReport.reprice`).
+    page redraws the reading line itself (bytes / bandwidth) and the kernel
+    re-prices the report (:meth:`~pcr_explore.BudgetReport.reprice`) for
+    the sentence and the table. The front end is one ES module
+    (``static/budget_explorer.js``, on anywidget).
 
     Parameters
     ----------
@@ -51,13 +72,18 @@ class BudgetExplorer(Explorer):
 
     Attributes
     ----------
-    bandwidth : ipywidgets.FloatLogSlider
-        MB/s, from 0.1 to 10,000.
-    readout : ipywidgets.HTML
+    bandwidth : float
+        The storage bandwidth in MB/s, from 0.1 to 10,000 (a traitlet: set
+        ``ex.bandwidth = 500`` from code, or observe it).
+    presentation : bool
+        Larger text for a projector.
+    readout : str
         The recommendation at the bandwidth shown, and each criterion's level
-        (the only place the verdict is stated).
-    table : ipywidgets.HTML
-        The report's table and notes at that bandwidth.
+        (the only place the verdict is stated), as HTML.
+    table : str
+        The report's table and notes at that bandwidth, as HTML.
+    levels : dict
+        What the page prices an epoch with (:func:`epoch_levels`).
     shown : BudgetReport
         The report at the bandwidth shown.
 
@@ -65,10 +91,18 @@ class BudgetExplorer(Explorer):
     --------
     >>> from pcr_explore.widgets import BudgetExplorer
     >>> ex = BudgetExplorer("photos.pcr", bandwidth="20MB/s")
-    >>> ex.bandwidth.value = 500  # MB/s: nothing is measured again
+    >>> ex.bandwidth = 500  # MB/s: nothing is measured again
     >>> ex.shown.bandwidth
     500000000.0
     """
+
+    _esm = module_text("budget_explorer.js")
+    _css = static_text("explorer.css") + static_text("budget_explorer.css")
+
+    bandwidth = t.Float(20.0).tag(sync=True)
+    levels = t.Dict().tag(sync=True)
+    readout = t.Unicode("").tag(sync=True)
+    table = t.Unicode("").tag(sync=True)
 
     def __init__(
         self,
@@ -78,97 +112,39 @@ class BudgetExplorer(Explorer):
         bandwidth: float | str = "20MB/s",
         **budget_options: Any,
     ) -> None:
-        super().__init__()
         bw = parse_bandwidth(bandwidth)
         if report is None:
             if source is None:
                 raise ValueError("give a source to budget, or report=")
             report = budget(source, bandwidth=bw, **budget_options)
         self.report = report
-        start = report.bandwidth or bw
-        self.bandwidth = w.FloatLogSlider(
-            value=start / 1e6,
-            base=10,
-            min=-1,
-            max=4,
-            step=0.01,
-            description="MB/s",
-            readout_format=".3g",
-            continuous_update=True,
-            layout=w.Layout(width="420px"),
-        )
-        self.readout = w.HTML()
-        self.table = w.HTML(layout=w.Layout(overflow="auto", width="100%"))
-        self._read = ColumnDataSource({"scan": [], "seconds": []})
-        self.plot = self._plot(self._figure())
-        self.view = w.VBox(
-            [
-                w.HBox([self.bandwidth, self.presentation], layout=_ROW),
-                self.status,
-                self.plot,
-                self.readout,
-                self.table,
-                self.errors,
-            ],
-            layout=w.Layout(width="100%"),
-        )
-        self.bandwidth.observe(self._guarded(self._update), names="value")
         self.shown = report
+        start = report.bandwidth or bw
+        super().__init__(bandwidth=start / 1e6, levels=epoch_levels(report))
         self._update()
+        self.observe(self._guarded(self._update), names="bandwidth")
+        self.observe(lambda _: self._changed(), names="presentation")
 
-    def _figure(self) -> Any:
-        r = self.report
-        scans = [x.scan for x in r.levels]
-        fig = figure(
-            title=f"Input time of one epoch per scan level ({r.images:,} images)",
-            x_axis_label="scan level",
-            y_axis_label="seconds per epoch",
-            sizing_mode="stretch_width",
-            height=300,
-            tools="hover,save",
-            tooltips=[("level", "@scan"), ("seconds", "@seconds{0.000}")],
-        )
-        decode = ColumnDataSource({"scan": scans, "seconds": [r.decode_seconds(k) for k in scans]})
-        decoding = f"decoding, {r.workers} cores (measured)"
-        fig.line(
-            "scan", "seconds", source=decode, color="#9a6700", line_width=2, legend_label=decoding
-        )
-        reading = "reading at the bandwidth (bytes / bandwidth)"
-        fig.line(
-            "scan",
-            "seconds",
-            source=self._read,
-            color="#1f77b4",
-            line_width=2,
-            legend_label=reading,
-        )
-        fig.scatter("scan", "seconds", source=self._read, color="#1f77b4", size=6)
-        fig.add_layout(
-            Span(
-                location=r.recommended, dimension="height", line_dash="dashed", line_color="#cf222e"
-            )
-        )
-        fig.xaxis.ticker = scans
-        # above the plot, not on it: inside, it covered the start of the curves
-        legend = fig.legend[0]
-        legend.orientation = "horizontal"
-        legend.click_policy = "hide"
-        fig.add_layout(legend, "above")
-        return fig
+    @t.validate("bandwidth")
+    def _valid_bandwidth(self, proposal: Any) -> float:
+        v = float(proposal["value"])
+        if not math.isfinite(v):
+            raise t.TraitError(f"the bandwidth must be a number of MB/s, got {v}")
+        return min(_HIGHEST, max(_LOWEST, v))
 
     def _update(self, change: Any = None) -> None:
-        self.shown = self.report.reprice(float(self.bandwidth.value) * 1e6)
+        self.shown = self.report.reprice(float(self.bandwidth) * 1e6)
         s = self.shown
-        scans = [x.scan for x in s.levels]
-        self._read.data = {"scan": scans, "seconds": [s.read_seconds(k) for k in scans]}
         bw = format_bandwidth(float(s.bandwidth or 0))
         below = format_bandwidth(s.crossover(s.recommended))
-        self.readout.value = (
-            f"<b>Level {s.recommended} of {s.num_scans}</b> at {bw}: {s.sentence}.<br>"
-            f"<span class='pcr-note'>{html.escape(choices_line(s))}; reading is the "
-            f"bottleneck at this level below {below}.</span>"
-        )
-        self.table.value = render_details(s)
+        with self.hold_sync():
+            self.readout = (
+                f"<b>Level {s.recommended} of {s.num_scans}</b> at {bw}: "
+                f"{html.escape(s.sentence)}.<br>"
+                f"<span class='pcr-note'>{html.escape(choices_line(s))}; reading is the "
+                f"bottleneck at this level below {below}.</span>"
+            )
+            self.table = render_details(s)
 
     def snapshot(self) -> bytes:
         """The epoch-time chart and the recommendation, drawn with Pillow (a JPEG)."""

@@ -5,13 +5,10 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import ipywidgets as w
 import numpy as np
-from bokeh.core.property.vectorization import value
-from bokeh.models import FactorRange, Range1d
-from bokeh.models.annotations import LegendItem, Title
+import traitlets as t
 
 from .._public import public
 from ..swap import (
@@ -28,26 +25,33 @@ from ..swap.codecs.ratios import measured_ratio_curve
 from ..swap.simulator.applicability import applicable_codecs, codec_notes
 from ..swap.simulator.policies import policies_for_codecs
 from ..swap.traces.catalog import list_traces, load_trace
-from ._explorer import Debounced, Explorer, html_table
-from ._figures import fit_range, policy_bars_figure, ratio_figure, timeline_figure, update_source
+from ._explorer import Debounced
+from ._module_widget import ModuleWidget, module_text
 from ._static import PALETTE, bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
-from ._swap_values import codec_mix as _codec_mix
-from ._swap_values import measure_shape as _measure_shape
-from ._swap_values import short_policy as _short
-from ._swap_values import size_label as _size_label
-from ._swap_values import spec_text as _spec_text
+from ._swap_values import (
+    CURVE,
+    MEASURE_CAP,
+    MEASURED,
+    bars_state,
+    current_state,
+    measure_shape,
+    measured_label,
+    ratio_title,
+    readout_rows,
+    short_policy,
+    size_label,
+    spec_text,
+)
 
 __all__ = ["SwapExplorer"]
 
-_CURVE = np.round(np.linspace(0.0, 0.99, 45), 4)  # sparsities of the analytic lines
-_MEASURED = (0.1, 0.3, 0.5, 0.7, 0.9)  # sparsities encoded for real
-_MEASURE_CAP = 1 << 18  # elements; larger tensors are measured at this size (speed)
 _SIZES = [1 << k for k in range(12, 27, 2)]  # tensor elements offered: 4 Ki .. 64 Mi
-_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
+WAITING = "the timeline is redrawn when the sparsity stops moving"
+"""The timeline's caption while the sparsity moves (the page says it at once, too)."""
 
 
 @public("pcr_explore.widgets")
-class SwapExplorer(Explorer):
+class SwapExplorer(ModuleWidget):
     """Compressed activation swapping for one training step, live.
 
     Controls: the sparsity of the ReLU and pooling outputs (one value for
@@ -62,6 +66,11 @@ class SwapExplorer(Explorer):
     kernel for it, or no tensor of the trace suits it) is explained under
     the boxes (:func:`~pcr_explore.swap.simulator.applicability.codec_notes`).
 
+    The front end is one ES module (``static/swap_explorer.js``, on
+    anywidget) that draws the controls and the three charts itself: it runs
+    in JupyterLab, Notebook 7, VS Code, Colab and marimo, and the
+    kernel-free page of :func:`swap_demo` runs the same file.
+
     Parameters
     ----------
     trace_or_model : Trace or str
@@ -74,7 +83,8 @@ class SwapExplorer(Explorer):
     sparsity : float
         Starting sparsity of ReLU and pooling outputs.
     tensor_elements : int
-        Starting tensor size of the ratio plot, in float32 elements.
+        Starting tensor size of the ratio plot, in float32 elements (the
+        nearest size offered).
     batch : int
         Batch size of a built-in model's trace.
     measured : bool
@@ -86,12 +96,37 @@ class SwapExplorer(Explorer):
 
     Attributes
     ----------
-    trace_picker, sparsity, ramp, shape, tensor_size, profile, codec_boxes, timeline_policy
-        The controls (``shape`` "as traced" keeps a measured trace's sparsity).
-    readout, notes, timeline_caption : ipywidgets.HTML
-    ratio_plot, bars_plot, timeline_plot : jupyter_bokeh.BokehModel
-    sources : dict of str to ColumnDataSource
-        ``lines``, ``measured``, ``current``, ``bars``, ``events``.
+    sparsity : float
+        The sparsity of every ReLU and pooling output (0-0.99; traitlets:
+        set ``explorer.sparsity = 0.8`` from code, or observe it).
+    ramp : list of float
+        ``[shallow, deep]``: the sparsity of the first and last layers when
+        ``shape`` is ``"ramp"``.
+    shape : {"constant", "ramp", "traced"}
+        One value for every layer, a ramp with depth, or the trace's own
+        sparsity ("as traced", for a measured trace).
+    trace_name : str
+        The trace picked: a name of :func:`~pcr_explore.swap.list_traces`, or
+        ``"given"`` for the trace passed in; ``trace_options`` lists them.
+    profile : str
+        The device profile.
+    tensor_size : int
+        Tensor size of the ratio plot, in float32 elements (one of ``tensor_sizes``).
+    codecs : list of str
+        The ticked codecs, in registry order (set it to tick others).
+    timeline_policy : str
+        The policy whose timeline is drawn (one of ``policy_options``).
+    presentation : bool
+        Larger text for a projector.
+    lines, measured_points, current, bars, events : dict
+        What the charts draw: analytic ratios, ratios of real encodes, each
+        codec's ratio at the sparsity shown, the bars per policy, the
+        timeline's events.
+    measured : bool
+        Whether real encodes are measured and drawn.
+    readouts, notes : list of [str, str]
+        The readouts and, per ticked codec that cannot act, why.
+    timeline_caption : str
     results : dict of str to SimResult
         The simulation shown.
 
@@ -99,8 +134,34 @@ class SwapExplorer(Explorer):
     --------
     >>> from pcr_explore.widgets import SwapExplorer
     >>> ex = SwapExplorer("resnet50")
-    >>> ex.sparsity.value = 0.8
+    >>> ex.sparsity = 0.8
     """
+
+    _esm = module_text("swap_explorer.js")
+
+    sparsity = t.Float(0.65, min=0.0, max=0.99).tag(sync=True)
+    ramp = t.List(t.Float(), [0.4, 0.9], minlen=2, maxlen=2).tag(sync=True)
+    shape = t.Enum(["constant", "ramp", "traced"], "constant").tag(sync=True)
+    trace_name = t.Unicode("given").tag(sync=True)
+    trace_options: t.List[Any] = t.List().tag(sync=True)
+    profile = t.Unicode("v100-pcie3").tag(sync=True)
+    profiles = t.List(t.Unicode()).tag(sync=True)
+    tensor_size = t.Int(1 << 20).tag(sync=True)
+    tensor_sizes: t.List[Any] = t.List().tag(sync=True)
+    codecs = t.List(t.Unicode()).tag(sync=True)
+    all_codecs = t.List(t.Unicode()).tag(sync=True)
+    colors = t.Dict().tag(sync=True)
+    ratio_title = t.Unicode("").tag(sync=True)
+    lines = t.Dict().tag(sync=True)
+    measured_points = t.Dict().tag(sync=True)
+    current = t.Dict().tag(sync=True)
+    bars = t.Dict().tag(sync=True)
+    readouts: t.List[Any] = t.List().tag(sync=True)
+    notes: t.List[Any] = t.List().tag(sync=True)
+    timeline_policy = t.Unicode("").tag(sync=True)
+    policy_options: t.List[Any] = t.List().tag(sync=True)
+    events = t.Dict().tag(sync=True)
+    timeline_caption = t.Unicode("").tag(sync=True)
 
     def __init__(
         self,
@@ -116,168 +177,98 @@ class SwapExplorer(Explorer):
         seed: int = 0,
         timeline_delay: float = 0.5,
     ) -> None:
-        super().__init__()
         options, chosen = self._pick_trace(trace_or_model, batch)
-        self.trace_picker = w.Dropdown(
-            options=options, value=chosen, description="trace", layout=w.Layout(width="320px")
-        )
         self.noise, self.seed, self.measured = noise, seed, measured
         prof = get_profile(profile)
-        ticked = set(applicable_codecs(self.trace, prof) if codecs is None else codecs)
-        self._build_controls(sparsity, tensor_elements, prof.name, ticked)
-        self.ratio_fig, src, self.span = ratio_figure()
-        self.bars_fig, bars = policy_bars_figure(["vdnn"])
-        self._policy_range = cast(FactorRange, self.bars_fig.y_range)
-        self.timeline_fig, events = timeline_figure()
-        self.sources = {**src, **bars, **events}
-        self.ratio_plot = self._plot(self.ratio_fig)
-        self.bars_plot = self._plot(self.bars_fig)
-        self.timeline_plot = self._plot(self.timeline_fig)
+        ticked = applicable_codecs(self.trace, prof) if codecs is None else list(codecs)
         self.results: dict[str, SimResult] = {}
-
         self._simulate = functools.lru_cache(maxsize=128)(self._simulate_uncached)
         self._curves = functools.lru_cache(maxsize=64)(self._curves_uncached)
         self._measure = functools.lru_cache(maxsize=64)(self._measure_uncached)
+        names = codec_names()
+        super().__init__(
+            trace_options=options, trace_name=chosen, profiles=profile_names(),
+            profile=prof.name, all_codecs=names, codecs=ticked,
+            colors={c: PALETTE[i % len(PALETTE)] for i, c in enumerate(names)},
+            tensor_sizes=[[n, size_label(n)] for n in _SIZES],
+            tensor_size=min(_SIZES, key=lambda n: abs(n - tensor_elements)),
+            sparsity=sparsity,
+            ramp=[max(0.0, sparsity - 0.25), min(0.99, sparsity + 0.25)],
+        )  # fmt: skip
         self._timeline_later = Debounced(self._guarded(self._update_timeline), timeline_delay)
-
-        self.view = self._layout()
-        self._connect()
+        on_step, on_ratios = self._guarded(self._update_step), self._guarded(self._update_all)
+        self.observe(on_step, names=["sparsity", "ramp", "shape"])
+        self.observe(on_ratios, names=["profile", "tensor_size", "codecs"])
+        self.observe(self._guarded(self._on_trace), names="trace_name")
+        self.observe(self._guarded(self._update_timeline), names="timeline_policy")
+        self.observe(lambda _: self._changed(), names="presentation")
         self._update_all()
 
     def _pick_trace(self, trace_or_model: Trace | str, batch: int) -> tuple[list[Any], str]:
         """The trace to start with, and the picker's options (with the given one first)."""
         listed = list_traces()
-        options = [(o.label, o.name) for o in listed]
+        options = [[o.name, o.label] for o in listed]
         self._measured_names = {o.name for o in listed if o.kind != "analytic"}
         chosen = "given"  # the trace passed in, or a model at another batch
         if isinstance(trace_or_model, Trace):
             self.trace = self._given = trace_or_model
-            options.insert(0, (f"{trace_or_model.name} (yours)", chosen))
-        elif batch == 64 and str(trace_or_model) in dict(options).values():
+            options.insert(0, [chosen, f"{trace_or_model.name} (yours)"])
+        elif batch == 64 and str(trace_or_model) in {o.name for o in listed}:
             self.trace = self._given = load_trace(str(trace_or_model))
             chosen = str(trace_or_model)
         else:
             self.trace = self._given = builtin_trace(str(trace_or_model), batch=batch)
-            options.insert(0, (f"{trace_or_model} (analytic, batch {batch})", chosen))
+            options.insert(0, [chosen, f"{trace_or_model} (analytic, batch {batch})"])
         return options, chosen
 
-    def _build_controls(
-        self, sparsity: float, tensor_elements: int, profile: str, ticked: set[str]
-    ) -> None:
-        """The sparsity, tensor, device and codec controls, and the readouts."""
-        self.sparsity = w.FloatSlider(
-            value=sparsity,
-            min=0.0,
-            max=0.99,
-            step=0.01,
-            readout_format=".0%",
-            description="sparsity",
-            continuous_update=True,
-            layout=w.Layout(width="340px"),
-        )
-        self.ramp = w.FloatRangeSlider(
-            value=(max(0.0, sparsity - 0.25), min(0.99, sparsity + 0.25)),
-            min=0.0,
-            max=0.99,
-            step=0.01,
-            readout_format=".0%",
-            description="shallow to deep",
-            continuous_update=True,
-            disabled=True,
-            layout=w.Layout(width="380px"),
-            style={"description_width": "initial"},
-        )
-        self.shape = w.ToggleButtons(
-            options=[
-                ("one value", "constant"),
-                ("ramp with depth", "ramp"),
-                ("as traced", "traced"),
-            ],
-            value="constant",
-            style={"button_width": "auto"},
-        )
-        self.tensor_size = w.SelectionSlider(
-            options=[(_size_label(n), n) for n in _SIZES],
-            value=min(_SIZES, key=lambda n: abs(n - tensor_elements)),
-            description="tensor",
-            continuous_update=False,
-            layout=w.Layout(width="260px"),
-        )
-        self.profile = w.Dropdown(
-            options=profile_names(),
-            value=profile,
-            description="device",
-            layout=w.Layout(width="230px"),
-        )
-        self.codec_boxes = {
-            c: w.Checkbox(
-                value=c in ticked, description=c, indent=False, layout=w.Layout(width="84px")
-            )
-            for c in codec_names()
-        }
-        self.timeline_policy = w.Dropdown(
-            description="timeline of", options=[], value=None, layout=w.Layout(width="260px")
-        )
-        self.readout = w.HTML()
-        self.notes = w.HTML()
-        self.timeline_caption = w.HTML()
+    # -- what may be set -------------------------------------------------------------
 
-    def _layout(self) -> w.VBox:
-        """Controls on top, the ratio and policy plots side by side, the timeline below."""
-        half = {"flex": "1 1 45%", "min_width": "320px"}
-        return w.VBox(
-            [
-                w.HBox([self.shape, self.sparsity, self.ramp], layout=_ROW),
-                w.HBox(
-                    [self.trace_picker, self.profile, self.tensor_size, self.presentation],
-                    layout=_ROW,
-                ),
-                w.HBox(list(self.codec_boxes.values()), layout=_ROW),
-                self.notes,
-                w.HBox(
-                    [
-                        w.Box([self.ratio_plot], layout=w.Layout(**half)),
-                        w.Box([self.bars_plot], layout=w.Layout(**half)),
-                    ],
-                    layout=w.Layout(flex_flow="row wrap", width="100%"),
-                ),
-                w.HBox([self.timeline_policy, self.timeline_caption], layout=_ROW),
-                self.timeline_plot,
-                self.readout,
-                self.errors,
-            ],
-            layout=w.Layout(width="100%"),
-        )
+    @t.validate("ramp")
+    def _valid_ramp(self, proposal: Any) -> list[float]:
+        lo, hi = sorted(float(v) for v in proposal["value"])
+        if not 0.0 <= lo <= hi <= 0.99:
+            raise t.TraitError(f"ramp must be two sparsities in [0, 0.99], got {[lo, hi]}")
+        return [lo, hi]
 
-    def _connect(self) -> None:
-        """Every control to what it recomputes."""
-        on_step = self._guarded(self._update_step)
-        on_ratios = self._guarded(self._update_all)
-        self.sparsity.observe(on_step, names="value")
-        self.ramp.observe(on_step, names="value")
-        self.shape.observe(self._guarded(self._on_shape), names="value")
-        self.profile.observe(on_ratios, names="value")
-        self.trace_picker.observe(self._guarded(self._on_trace), names="value")
-        self.tensor_size.observe(on_ratios, names="value")
-        for box in self.codec_boxes.values():
-            box.observe(on_ratios, names="value")
-        self.timeline_policy.observe(self._guarded(self._update_timeline), names="value")
+    @t.validate("profile")
+    def _valid_profile(self, proposal: Any) -> str:
+        name = str(proposal["value"])
+        if name not in profile_names():
+            raise t.TraitError(f"no device profile {name!r}; choose from {profile_names()}")
+        return name
+
+    @t.validate("tensor_size")
+    def _valid_size(self, proposal: Any) -> int:
+        n = int(proposal["value"])
+        if n not in _SIZES:
+            raise t.TraitError(f"tensor_size must be one of {_SIZES}, got {n}")
+        return n
+
+    @t.validate("codecs")
+    def _valid_codecs(self, proposal: Any) -> list[str]:
+        known = codec_names()
+        unknown = sorted(set(proposal["value"]) - set(known))
+        if unknown:
+            raise t.TraitError(f"unknown codecs {unknown}; choose from {known}")
+        return [c for c in known if c in proposal["value"]]
+
+    @t.validate("trace_name")
+    def _valid_trace(self, proposal: Any) -> str:
+        name = str(proposal["value"])
+        if name not in [value for value, _ in self.trace_options]:
+            raise t.TraitError(f"no trace {name!r} to pick; see list_traces()")
+        return name
 
     # -- what is simulated ---------------------------------------------------------
 
-    @property
-    def codecs(self) -> list[str]:
-        """The ticked codecs, in registry order."""
-        return [c for c, box in self.codec_boxes.items() if box.value]
-
     def sparsity_spec(self) -> float | tuple[float, float] | None:
         """Return the sparsity to simulate: a value, a (low, high) ramp, or None (as traced)."""
-        if self.shape.value == "traced":
+        if self.shape == "traced":
             return None
-        if self.shape.value == "ramp":
-            lo, hi = self.ramp.value
+        if self.shape == "ramp":
+            lo, hi = self.ramp
             return (float(lo), float(hi))
-        return float(self.sparsity.value)
+        return float(self.sparsity)
 
     def policies(self) -> list[str]:
         """List the policies simulated.
@@ -287,7 +278,7 @@ class SwapExplorer(Explorer):
         vDNN, always-<codec> for each ticked codec the profile prices, CSWAP
         and the oracle over those codecs.
         """
-        return policies_for_codecs(self.profile.value, self.codecs)
+        return policies_for_codecs(self.profile, list(self.codecs))
 
     def _simulate_uncached(
         self,
@@ -302,175 +293,98 @@ class SwapExplorer(Explorer):
         )
 
     def _curves_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
-        return ratio_curve(codecs, sparsities=_CURVE, n=n)
+        return ratio_curve(codecs, sparsities=CURVE, n=n)
 
     def _measure_uncached(self, codecs: tuple[str, ...], n: int) -> dict[str, np.ndarray]:
-        return measured_ratio_curve(
-            codecs, _MEASURED, _measure_shape(min(n, _MEASURE_CAP)), self.seed
-        )
+        return measured_ratio_curve(codecs, MEASURED, measure_shape(min(n, MEASURE_CAP)), self.seed)
 
     # -- updates -------------------------------------------------------------------
 
-    def _color(self, codec: str) -> str:
-        return PALETTE[list(self.codec_boxes).index(codec) % len(PALETTE)]
-
-    def _legend_size(self, figure: Any) -> str | None:
-        return "11px"
-
-    def _on_shape(self, change: Any = None) -> None:
-        ramp = self.shape.value == "ramp"
-        self.ramp.disabled = not ramp
-        self.sparsity.disabled = ramp or self.shape.value == "traced"
-        self._update_step()
-
     def _on_trace(self, change: Any = None) -> None:
         """Load the picked trace; a measured one starts with its own sparsity."""
-        name = self.trace_picker.value
+        name = self.trace_name
         self.trace = self._given if name == "given" else load_trace(name)
         traced = name in self._measured_names or (
             name == "given" and "measured" in str(self.trace.meta)
         )
-        if self.shape.value != ("traced" if traced else "constant"):
-            self.shape.value = "traced" if traced else "constant"  # redraws via _on_shape
+        self.shape = "traced" if traced else "constant"  # re-simulates when it changes
         self._update_all()
 
     def _update_all(self, change: Any = None) -> None:
         """Redraw the ratio lines, measured points and notes, then the step."""
-        codecs, n = tuple(self.codecs), int(self.tensor_size.value)
+        codecs, n = tuple(self.codecs), int(self.tensor_size)
         curves = self._curves(codecs, n)
-        self.sources["lines"].data = {
-            "xs": [_CURVE] * len(curves),
-            "ys": [np.minimum(v, 1e4) for v in curves.values()],
-            "codec": list(curves),
-            "color": [self._color(c) for c in curves],
-        }
-        meas = self._measure(codecs, n) if self.measured and codecs else {}
-        self.sources["measured"].data = {
-            "x": np.tile(_MEASURED, len(meas)),
-            "y": np.concatenate(list(meas.values())) if meas else np.array([]),
-            "codec": [c for c in meas for _ in _MEASURED],
-            "color": [self._color(c) for c in meas for _ in _MEASURED],
-        }
-        m = int(np.prod(_measure_shape(min(n, _MEASURE_CAP))))
-        cast(Title, self.ratio_fig.title).text = f"Ratio vs sparsity, {_size_label(n)} tensors"
-        for item in self.ratio_fig.legend[0].items:
-            if not isinstance(item, LegendItem) or not item.renderers:
-                continue
-            if item.renderers[0].data_source is self.sources["measured"]:
-                item.label = value(f"measured on {_size_label(m)}")
-        notes = codec_notes(self.trace, self.profile.value, codecs)
-        self.notes.value = "".join(
-            f"<div style='color:#9a6700'><b>{c}</b>: {note}</div>" for c, note in notes.items()
-        )
-        self._update_step()
+        lines = {"x": CURVE.tolist(), "codecs": list(curves)}
+        lines["y"] = [np.minimum(v, 1e4).tolist() for v in curves.values()]
+        meas: dict[str, np.ndarray] = {}
+        if self.measured and codecs:
+            with self.busy(f"encoding {size_label(min(n, MEASURE_CAP))} tensors to measure..."):
+                meas = self._measure(codecs, n)
+        notes = codec_notes(self.trace, self.profile, list(codecs))
+        with self.hold_sync():
+            self.lines = lines
+            self.measured_points = {
+                "x": list(MEASURED),
+                "codecs": list(meas),
+                "y": [np.asarray(v, float).tolist() for v in meas.values()],
+                "label": measured_label(n),
+            }
+            self.ratio_title = ratio_title(n)
+            self.notes = [[c, note] for c, note in notes.items()]
+            self._update_step()
 
     def _update_step(self, change: Any = None) -> None:
         """Re-simulate the step and redraw what depends on sparsity; the timeline waits."""
         spec = self.sparsity_spec()
         policies = tuple(self.policies())
-        self.results = self._simulate(spec, self.profile.value, policies, self.trace_picker.value)
+        self.results = self._simulate(spec, self.profile, policies, self.trace_name)
         sim_trace = next(iter(self.results.values())).trace
-        s_mean = spec if isinstance(spec, float) else sim_trace.mean_sparsity
-        self.span.location = s_mean
-        codecs = tuple(self.codecs)
-        now = (
-            ratio_curve(codecs, sparsities=[s_mean], n=int(self.tensor_size.value))
-            if codecs
-            else {}
-        )
-        update_source(
-            self.sources["current"],
-            {
-                "x": [s_mean] * len(now),
-                "y": [float(min(v[0], 1e4)) for v in now.values()],
-                "codec": list(now),
-                "color": [self._color(c) for c in now],
-            },
-        )
+        s_mean = spec if isinstance(spec, float) else float(sim_trace.mean_sparsity)
         names = list(self.results)
-        labels = [_short(p) for p in names]
-        if list(self._policy_range.factors) != labels[::-1]:
-            self._policy_range.factors = labels[::-1]
-        fit_range(
-            cast(Range1d, self.bars_fig.x_range),
-            max(r.swap_seconds for r in self.results.values()) * 1e3,
-        )
-        update_source(
-            self.sources["bars"],
-            {
-                "policy": labels,
-                "swap_ms": [r.swap_seconds * 1e3 for r in self.results.values()],
-                "stall_ms": [r.stall_seconds * 1e3 for r in self.results.values()],
-                "label": [_codec_mix(r) for r in self.results.values()],
-            },
-        )
-        options = list(zip(labels, names))
-        if list(self.timeline_policy.options) != options:
-            keep = self.timeline_policy.value
-            cswap = next((p for p in names if p.startswith("cswap")), names[-1])
-            self.timeline_policy.options = options
-            self.timeline_policy.value = keep if keep in names else cswap
-        self.readout.value = html_table(self.readout_rows())
-        if self.sources["events"].data["start"] is not None and len(
-            self.sources["events"].data["start"]
-        ):
-            self.timeline_caption.value = (
-                "<i style='color:#777'>the timeline is redrawn when the sparsity stops moving</i>"
-            )
+        with self.hold_sync():
+            self.current = current_state(list(self.codecs), s_mean, int(self.tensor_size))
+            self.bars = bars_state(self.results)
+            self.readouts = [list(r) for r in self.readout_rows()]
+            options = [[p, short_policy(p)] for p in names]
+            if self.policy_options != options:
+                keep = self.timeline_policy
+                cswap = next((p for p in names if p.startswith("cswap")), names[-1])
+                self.policy_options = options
+                self.timeline_policy = keep if keep in names else cswap
+            if self.events.get("start"):
+                self.timeline_caption = WAITING
         self._timeline_later()
 
     def _update_timeline(self, change: Any = None) -> None:
-        result = self.results.get(self.timeline_policy.value)
+        result = self.results.get(self.timeline_policy)
         if result is None:
             return
         tl = result.timeline()
-        # only what the bars and their tooltips need: 500 events of strings are
-        # most of the message
-        self.sources["events"].data = {
-            "name": tl["name"],
-            "phase": tl["phase"],
-            "kind": tl["kind"],
-            "codec": tl["codec"],
-            "start": np.asarray(tl["start"]) * 1e3,
-            "end": np.asarray(tl["end"]) * 1e3,
-            "lane": tl["stream"],
-        }
-        self.timeline_caption.value = (
-            f"{_short(result.policy)} at sparsity {self._sparsity_text()}: "
-            f"{result.stall_seconds * 1e3:.2f} ms of stall"
-        )
+        # only what the bars and their tips need: 500 events of strings are most of the message
+        with self.hold_sync():
+            self.events = {
+                "name": list(tl["name"]),
+                "phase": list(tl["phase"]),
+                "kind": list(tl["kind"]),
+                "codec": [str(c) for c in tl["codec"]],
+                "start": [float(v) * 1e3 for v in tl["start"]],
+                "end": [float(v) * 1e3 for v in tl["end"]],
+                "lane": list(tl["stream"]),
+            }
+            self.timeline_caption = (
+                f"{short_policy(result.policy)} at sparsity {self._sparsity_text()}: "
+                f"{result.stall_seconds * 1e3:.2f} ms of stall"
+            )
 
     def readout_rows(self) -> list[tuple[str, str]]:
-        """Return the readouts as (label, value) pairs."""
-        base = self.results.get("vdnn")
-        best = min(self.results.values(), key=lambda r: r.stall_seconds)
-        rows = [
-            (
-                "trace",
-                f"{self.trace.name}: {len(self.trace)} tensors, "
-                f"{self.trace.total_bytes / 2**20:,.0f} MiB per step",
-            ),
-            ("sparsity", self._sparsity_text()),
-            ("device", self.profile.value),
-            ("compute per step", f"{best.compute_seconds * 1e3:.2f} ms"),
-        ]
-        if base is not None:
-            rows.append(("vDNN stall", f"{base.stall_seconds * 1e3:.2f} ms"))
-            saved = 1 - best.stall_seconds / base.stall_seconds if base.stall_seconds else 0.0
-            rows.append(
-                (
-                    "least stall",
-                    f"{_short(best.policy)}: {best.stall_seconds * 1e3:.2f} ms "
-                    f"({saved:.0%} less than vDNN)",
-                )
-            )
-        return rows
+        """Return the readouts as (label, value) pairs: what the page shows."""
+        return readout_rows(self.trace, self._sparsity_text(), self.profile, self.results)
 
     def _sparsity_text(self) -> str:
         spec = self.sparsity_spec()
         if spec is None:
             return f"as traced (mean {self.trace.mean_sparsity:.0%})"
-        return _spec_text(spec)
+        return spec_text(spec)
 
     def save_html(
         self, path: str | os.PathLike[str], *, sparsities: list[float] | None = None
@@ -484,9 +398,9 @@ class SwapExplorer(Explorer):
         from ._swap_demo import SPARSITY_GRID, swap_demo
 
         page = swap_demo(
-            self.trace, profile=self.profile.value, codecs=self.codecs,
+            self.trace, profile=self.profile, codecs=list(self.codecs),
             sparsities=SPARSITY_GRID if sparsities is None else sparsities,
-            sparsity=float(self.sparsity.value), tensor_elements=int(self.tensor_size.value),
+            sparsity=float(self.sparsity), tensor_elements=int(self.tensor_size),
             measured=self.measured, noise=self.noise, seed=self.seed,
         )  # fmt: skip
         return page.save_html(path)
@@ -494,29 +408,39 @@ class SwapExplorer(Explorer):
     # -- static picture --------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """Draw the ratio curves, the per-policy bars and the readouts with Pillow (JPEG)."""
+        """Draw the ratio curves, the per-policy bars and the readouts with Pillow.
+
+        Returns
+        -------
+        bytes
+            A JPEG, for places where widgets cannot run.
+        """
         return swap_picture(self)
 
 
 def swap_picture(ex: SwapExplorer) -> bytes:
     """The ratio curves, the per-policy bars and the readouts."""
-    lines = ex.sources["lines"].data
+    lines = ex.lines
+    x = np.asarray(lines.get("x", []), float)
     series = [
-        (c, np.asarray(x), np.log10(np.maximum(np.asarray(y, float), 1e-3)))
-        for c, x, y in zip(lines["codec"], lines["xs"], lines["ys"])
+        (c, x, np.log10(np.maximum(np.asarray(y, float), 1e-3)))
+        for c, y in zip(lines.get("codecs", []), lines.get("y", []))
     ]
     ratio = line_chart(
         series,
-        title="log10 compression ratio vs sparsity",
+        title=f"log10 {ex.ratio_title.lower()}",
         xlabel="sparsity (share of zeros)",
         ylabel="log10 ratio",
         legend_at="top_left",
         xfmt="{:.0%}",
     )
-    bars = ex.sources["bars"].data
+    bars = ex.bars
     policy = bar_chart(
-        [p.replace("always:", "") for p in bars["policy"]],
-        [("swap ms", np.asarray(bars["swap_ms"])), ("stall ms", np.asarray(bars["stall_ms"]))],
+        [p.replace("always:", "") for p in bars.get("policy", [])],
+        [
+            ("swap ms", np.asarray(bars.get("swap_ms", []), float)),
+            ("stall ms", np.asarray(bars.get("stall_ms", []), float)),
+        ],
         title="Swap time and stall per policy (ms)",
         size=(620, 300),
     )

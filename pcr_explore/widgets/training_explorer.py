@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
-import ipywidgets as w
 import numpy as np
+import traitlets as t
 
 from .._checks import check_scans
 from .._public import public
 from ..quality.tune import TuneResult, tune
 from ..read.reader import PCRDataset, open_dataset
+from ..storage._units import format_rate
 from ..train import (
     GradientTuneResult,
     LevelRun,
@@ -19,49 +21,86 @@ from ..train import (
     TrainOptions,
     TrainResult,
     default_levels,
-    similarity_figure,
     train_at_levels,
-    training_figure,
     tune_by_gradient,
 )
-from ._explorer import Explorer, html_table
+from ..train.result import _fmt
+from ._demo import static_text
+from ._module_widget import ModuleWidget, module_text
 from ._static import bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["TrainingExplorer"]
 
 _SIZES = (32, 48, 64, 96, 128, 160, 224)
-# 0.0 stands for "no limit": a Dropdown whose value is None shows nothing selected.
-_BANDWIDTHS: list[tuple[str, float]] = [
-    ("unlimited", 0.0),
-    ("200 MB/s", 200e6),
-    ("100 MB/s", 100e6),
-    ("50 MB/s", 50e6),
-    ("20 MB/s", 20e6),
-    ("10 MB/s", 10e6),
-    ("5 MB/s", 5e6),
-]
+# 0.0 stands for "no limit" (a picker needs a value to show "unlimited" as chosen).
+_BANDWIDTHS = (0.0, 200e6, 100e6, 50e6, 20e6, 10e6, 5e6)
+_HINT = "Pick levels and press Train."
 
 
 def _rate_label(bandwidth: float) -> str:
-    """A storage speed as a dropdown shows it: three figures, kB/s under 1 MB/s."""
-    if bandwidth < 1e6:
-        return f"{bandwidth / 1e3:.3g} kB/s"
-    return f"{bandwidth / 1e6:.3g} MB/s"
+    """A storage speed as the picker, the caption and the readouts show it."""
+    return "unlimited" if not bandwidth else format_rate(bandwidth)
+
+
+def _run_state(label: str, run: LevelRun | None = None) -> dict[str, Any]:
+    """One run's line: per epoch its accuracy, MB and seconds read so far, and level read."""
+    if run is None or not run.epochs:
+        return {"label": label, "epoch": [], "accuracy": [], "mbytes": [], "seconds": [],
+                "scan": []}  # fmt: skip
+    return {
+        "label": label,
+        "epoch": [int(e.epoch) for e in run.epochs],
+        "accuracy": [float(e.val_accuracy) for e in run.epochs],
+        "mbytes": [float(b) for b in run.cumulative_bytes() / 1e6],
+        "seconds": [float(s) for s in run.cumulative_seconds()],
+        "scan": [int(e.scan) for e in run.epochs],
+    }
+
+
+def result_table(result: TrainResult) -> dict[str, Any]:
+    """The finished run's table: caption, column heads and each run's row, as text."""
+    rows = result.rows()
+    rate = "unthrottled" if result.bandwidth is None else format_rate(result.bandwidth)
+    caption = (
+        f"{result.train_images} training images at {result.size} px, {result.epochs} epochs, "
+        f"{result.model}, seed {result.seed}, storage {rate}; validation at full quality"
+    )
+    return {
+        "caption": caption,
+        "columns": list(rows[0]) if rows else [],
+        "rows": [[_fmt(k, v) for k, v in row.items()] for row in rows],
+    }
+
+
+def similarity_state(g: GradientTuneResult, trained_at: int) -> dict[str, Any]:
+    """The gradient tuner's bars: mean and spread per level, the chosen level, the threshold."""
+    return {
+        "scans": [int(k) for k in g.scans],
+        "mean": [float(g.similarity[k]) for k in g.scans],
+        "std": [float(g.similarity_std[k]) for k in g.scans],
+        "chosen": int(g.scan),
+        "threshold": float(g.threshold),
+        "title": f"Gradient similarity to full quality (model trained at scan {trained_at})",
+    }
 
 
 @public("pcr_explore.widgets")
-class TrainingExplorer(Explorer):
+class TrainingExplorer(ModuleWidget):
     """Pick levels, size, epochs and a storage bandwidth; press Train.
 
     One model per chosen level is trained
     (:func:`~pcr_explore.train.train_at_levels`); after every epoch its
-    validation accuracy is streamed into three plots (against epochs, bytes
-    read and training time), with the bytes read and time so far above them.
-    When training ends, the gradient-similarity tuner
+    validation accuracy joins three plots (against epochs, bytes read and
+    training time), with the bytes read and time so far above them. When
+    training ends, the gradient-similarity tuner
     (:func:`~pcr_explore.train.tune_by_gradient`, on the model trained at the
     highest chosen level) draws its bar chart, and its choice is shown next
     to the MS-SSIM tuner's (:func:`~pcr_explore.quality.tune.tune`) for the same
     training images.
+
+    The front end is one ES module (``static/training_explorer.js``, on
+    anywidget) that draws the plots and bars itself: it runs in JupyterLab,
+    Notebook 7, VS Code, Colab and marimo with nothing fetched from a network.
 
     Parameters
     ----------
@@ -100,18 +139,38 @@ class TrainingExplorer(Explorer):
 
     Attributes
     ----------
-    level_boxes : dict of int to ipywidgets.Checkbox
-    size, epochs, bandwidth : ipywidgets controls
-    train_button : ipywidgets.Button
-    progress : ipywidgets.HTML
-        Bytes read and training time so far.
-    table : ipywidgets.HTML
-        The finished result's table.
-    comparison : ipywidgets.HTML
+    scans : list of int
+        The ticked levels (traitlets: set ``explorer.scans = [1, 5]`` from
+        code, or observe it); :attr:`num_scans` is the dataset's.
+    size : int
+        Training image side, one of :attr:`sizes`.
+    epochs : int
+        Epochs per level (1 to :attr:`max_epochs`).
+    bandwidth : float
+        Storage bandwidth in bytes/s (0: unlimited), one of
+        :attr:`bandwidths` (``[label, value]`` pairs, the picker's choices;
+        a new value joins them).
+    schedule : str
+        The curriculum (empty: none).
+    running : bool
+        A training run is under way (Train is disabled meanwhile).
+    runs : list of dict
+        One line per run of the latest training, in legend order: its
+        ``label`` and per epoch ``epoch``, ``accuracy``, ``mbytes`` and
+        ``seconds`` (read and spent so far) and ``scan`` (the level read).
+    run_epochs : int
+        Epochs per run of the latest training (the epoch axis's length).
+    progress : list of [str, str]
+        Readouts: what is training, its accuracy, bytes read and time so far.
+    table : dict
+        The finished run's table: ``caption``, ``columns``, ``rows``.
+    similarity : dict
+        The gradient tuner's bars (``scans``, ``mean``, ``std``, ``chosen``,
+        ``threshold``, ``title``); empty before it runs.
+    comparison : list of [str, str]
         The gradient tuner's choice next to the MS-SSIM tuner's.
-    figure : pcr_explore.train.TrainingFigure
-        The accuracy plots of the latest run and their data sources.
-    similarity : pcr_explore.train.SimilarityFigure
+    presentation : bool
+        Larger text for a projector.
     result : TrainResult or None
     gradient : GradientTuneResult or None
     quality : TuneResult or None
@@ -128,9 +187,29 @@ class TrainingExplorer(Explorer):
     >>> from pcr_explore.train import train_at_levels
     >>> result = train_at_levels("train.pcr", val="val.pcr", scans=(1, 10), size=64, epochs=2)
     >>> ex = TrainingExplorer("train.pcr", "val.pcr", result=result)
-    >>> sorted(ex.figure.sources), ex.figure.sources["scan 1"].data["epoch"]
-    (['scan 1', 'scan 10'], [1, 2])
+    >>> [(r["label"], r["epoch"]) for r in ex.runs]
+    [('scan 1', [1, 2]), ('scan 10', [1, 2])]
     """
+
+    _esm = module_text("training_explorer.js")
+    _css = static_text("explorer.css") + static_text("training_explorer.css")
+
+    num_scans = t.Int(1).tag(sync=True)
+    scans = t.List(t.Int()).tag(sync=True)
+    sizes = t.List(t.Int()).tag(sync=True)
+    size = t.Int(64).tag(sync=True)
+    epochs = t.Int(5, min=1).tag(sync=True)
+    max_epochs = t.Int(30).tag(sync=True)
+    bandwidths: t.List[Any] = t.List().tag(sync=True)
+    bandwidth = t.Float(0.0, min=0.0).tag(sync=True)
+    schedule = t.Unicode("").tag(sync=True)
+    running = t.Bool(False).tag(sync=True)
+    runs = t.List(t.Dict()).tag(sync=True)
+    run_epochs = t.Int(0).tag(sync=True)
+    progress: t.List[Any] = t.List().tag(sync=True)
+    table = t.Dict().tag(sync=True)
+    similarity = t.Dict().tag(sync=True)
+    comparison: t.List[Any] = t.List().tag(sync=True)
 
     def __init__(
         self,
@@ -151,85 +230,82 @@ class TrainingExplorer(Explorer):
         workers: int = 2,
         result: TrainResult | None = None,
     ) -> None:
-        super().__init__()
-        self.train_set = train if isinstance(train, PCRDataset) else open_dataset(str(train))
+        train_set = train if isinstance(train, PCRDataset) else open_dataset(str(train))
+        self.train_set = train_set
         self.val_set = val if isinstance(val, PCRDataset) else open_dataset(str(val))
         self.batch_size, self.seed, self.workers = batch_size, seed, workers
         self.threshold, self.tune_batches = threshold, tune_batches
         self.target, self.sample = target, sample
-        n = self.train_set.num_scans
-        scans = (
-            default_levels(n) if scans is None else check_scans(scans, n, where=self.train_set.url)
-        )
-        self.level_boxes = {
-            k: w.Checkbox(
-                value=k in scans, description=str(k), indent=False, layout=w.Layout(width="44px")
-            )
-            for k in range(1, n + 1)
-        }
-        self.size = w.Dropdown(
-            options=sorted({*_SIZES, size}),
-            value=size,
-            description="size",
-            layout=w.Layout(width="150px"),
-        )
-        self.epochs = w.IntSlider(
-            value=epochs, min=1, max=max(30, epochs), description="epochs", continuous_update=False
-        )
-        options = list(_BANDWIDTHS)
-        if bandwidth is not None and bandwidth not in dict(_BANDWIDTHS).values():
-            options.append((_rate_label(bandwidth), bandwidth))
-        self.bandwidth = w.Dropdown(
-            options=options,
-            value=bandwidth or 0.0,
-            description="storage",
-            layout=w.Layout(width="220px"),
-        )
-        self.schedule = w.Text(
-            value=str(schedule or ""),
-            placeholder="e.g. ramp:1-10:1-3",
-            description="curriculum",
-            tooltip="one more run whose level changes per epoch: ramp:START-END:FROM-TO "
-            "or steps:EPOCH=LEVEL,...",
-            layout=w.Layout(width="260px"),
-        )
-        self.train_button = w.Button(description="Train", button_style="primary", icon="play")
-        self.progress = w.HTML("<i>Pick levels and press Train.</i>")
-        self.table = w.HTML()
-        self.comparison = w.HTML()
-        self.figure = training_figure(
-            [f"scan {k}" for k in scans] + (["schedule"] if schedule else []) or ["scan 1"]
-        )
-        self.plot_box = w.Box([self._plot(self.figure.layout)])
-        self.similarity = similarity_figure()
+        n = train_set.num_scans
+        scans = default_levels(n) if scans is None else check_scans(scans, n, where=train_set.url)
         self.result: TrainResult | None = None
         self.gradient: GradientTuneResult | None = None
         self.quality: TuneResult | None = None
         self._runs: dict[str, LevelRun] = {}
-        self._readout: list[tuple[str, str]] = []
-        self.view = w.VBox(
-            [
-                w.HBox([w.HTML("<b>scan levels</b>&nbsp;"), *self.level_boxes.values()]),
-                w.HBox(
-                    [self.size, self.epochs, self.bandwidth, self.schedule, self.train_button],
-                    layout=w.Layout(flex_flow="row wrap"),
-                ),
-                self.progress,
-                self.plot_box,
-                w.HBox([self._plot(self.similarity.figure), self.comparison]),
-                self.table,
-                self.errors,
-            ]
+        super().__init__(
+            num_scans=n, scans=sorted(set(scans)), sizes=sorted({*_SIZES, size}), size=size,
+            max_epochs=max(30, epochs), epochs=epochs,
+            bandwidths=[[_rate_label(b), b] for b in _BANDWIDTHS],
+            schedule=str(schedule or ""),
+        )  # fmt: skip
+        self.bandwidth = float(bandwidth or 0.0)
+        self._lines([f"scan {k}" for k in scans] + (["schedule"] if schedule else []), epochs)
+        self.on_msg(self._message)
+        # what the saved picture shows: the picture follows it
+        self.observe(
+            lambda _: self._changed(),
+            names=["presentation", "runs", "progress", "bandwidth", "similarity", "comparison"],
         )
-        self.train_button.on_click(self._guarded(lambda _: self.train()))
         if result is not None:
             self.show_result(result)
+
+    # -- the controls' values ----------------------------------------------------------
+
+    @t.validate("scans")
+    def _valid_scans(self, proposal: Any) -> list[int]:
+        try:
+            return sorted(set(check_scans(proposal["value"], self.num_scans,
+                                          where=self.train_set.url)))  # fmt: skip
+        except ValueError as exc:
+            raise t.TraitError(str(exc)) from exc
+
+    @t.validate("size")
+    def _valid_size(self, proposal: Any) -> int:
+        size = int(proposal["value"])
+        if size < 8:
+            raise t.TraitError(f"the training image side must be at least 8 px, got {size}")
+        if size not in self.sizes:
+            self.sizes = sorted({*self.sizes, size})
+        return size
+
+    @t.validate("epochs")
+    def _valid_epochs(self, proposal: Any) -> int:
+        epochs = int(proposal["value"])
+        self.max_epochs = max(self.max_epochs, epochs)
+        return epochs
+
+    @t.validate("bandwidth")
+    def _valid_bandwidth(self, proposal: Any) -> float:
+        bw = float(proposal["value"] or 0.0)
+        if bw not in [b for _, b in self.bandwidths]:
+            self.bandwidths = [*self.bandwidths, [_rate_label(bw), bw]]
+        return bw
+
+    @property
+    def bandwidth_label(self) -> str:
+        """The storage bandwidth as the picker shows it (``"unlimited"``, ``"731 kB/s"``)."""
+        return _rate_label(self.bandwidth)
+
+    def _message(self, _: Any, content: Any, buffers: Any) -> None:
+        """The page's Train button: a message, not a trait (a press is an event, not a state)."""
+        if isinstance(content, dict) and content.get("event") == "train" and not self.running:
+            self._guarded(self.train)()
 
     # -- actions -------------------------------------------------------------------
 
     def chosen_scans(self) -> list[int]:
         """The ticked levels, in order."""
-        return [k for k, box in self.level_boxes.items() if box.value]
+        return sorted(self.scans)
 
     def train(self) -> TrainResult:
         """Train at the ticked levels (what the Train button does), then tune.
@@ -244,36 +320,36 @@ class TrainingExplorer(Explorer):
             If no level is ticked.
         """
         scans = self.chosen_scans()
-        text = self.schedule.value.strip()
+        text = self.schedule.strip()
         curriculum = ScanSchedule.parse(text) if text else None
         if curriculum is not None:
             curriculum.check(self.train_set.num_scans)
         if not scans and curriculum is None:
             raise ValueError("tick at least one scan level, or give a curriculum")
         labels = [f"scan {k}" for k in scans] + (["schedule"] if curriculum else [])
-        self.train_button.disabled = True
+        self.running = True
         try:
-            self._new_figure(labels)
+            self._lines(labels, int(self.epochs))
             self.result = train_at_levels(
                 self.train_set,
                 val=self.val_set,
                 scans=scans or None,
                 schedule=curriculum,
-                size=int(self.size.value),
-                epochs=int(self.epochs.value),
+                size=int(self.size),
+                epochs=int(self.epochs),
                 seed=self.seed,
-                bandwidth=self.bandwidth.value or None,
+                bandwidth=self.bandwidth or None,
                 workers=self.workers,
                 progress=False,
                 on_epoch=self._on_epoch,
                 options=TrainOptions(batch_size=self.batch_size),
             )
-            self.table.value = self.result._repr_html_()
+            self.table = result_table(self.result)
             self._done(self.result)
             if scans:
                 self._tune(scans)
         finally:
-            self.train_button.disabled = False
+            self.running = False
         return self.result
 
     def show_result(self, result: TrainResult, *, tune: bool = True) -> None:
@@ -305,145 +381,141 @@ class TrainingExplorer(Explorer):
             )
         scans = [r.scan for r in result.levels if isinstance(r.scan, int)]
         check_scans(scans, self.train_set.num_scans, where=self.train_set.url)
-        for k, box in self.level_boxes.items():
-            box.value = k in scans
-        self._set_controls(result)
-        self._new_figure([r.label for r in result.levels])
-        for run in result.levels:  # each line drawn whole, the readout left at the last
-            self._on_epoch(run)
-        self.result = result
-        self.batch_size, self.seed = result.batch_size, result.seed
-        self.table.value = result._repr_html_()
-        self._done(result)
+        with self.hold_sync():
+            self.scans = scans
+            self.size, self.epochs = result.size, result.epochs
+            self.bandwidth = result.bandwidth or 0.0
+            self.schedule = result.schedule or ""
+            self._lines([r.label for r in result.levels], result.epochs)
+            for run in result.levels:  # each line drawn whole, the readout left at the last
+                self._on_epoch(run)
+            self.result = result
+            self.batch_size, self.seed = result.batch_size, result.seed
+            self.table = result_table(result)
+            self._done(result)
         if tune and scans and f"scan {max(scans)}" in result.models:
             self._tune(scans)
 
-    def _set_controls(self, result: TrainResult) -> None:
-        if result.size not in self.size.options:
-            self.size.options = sorted({*self.size.options, result.size})
-        self.size.value = result.size
-        self.epochs.max = max(self.epochs.max, result.epochs)
-        self.epochs.value = result.epochs
-        bw = result.bandwidth or 0.0
-        if bw not in dict(self.bandwidth.options).values():
-            self.bandwidth.options = [*self.bandwidth.options, (_rate_label(bw), bw)]
-        self.bandwidth.value = bw
-        self.schedule.value = result.schedule or ""
-
-    def _new_figure(self, labels: list[str]) -> None:
-        """Empty plots with a line per label, in place of the last run's; tuners cleared."""
-        self._plots = [(m, f) for m, f in self._plots if f is not self.figure.layout]
-        self.figure = training_figure(labels)
-        self.plot_box.children = [self._plot(self.figure.layout)]
+    def _lines(self, labels: list[str], epochs: int) -> None:
+        """Empty lines, one per label, in place of the last run's; table and tuners cleared."""
         self._runs = {}
-        self.table.value = self.comparison.value = ""
-        self.similarity.show(None)
+        with self.hold_sync():
+            self.runs = [_run_state(label) for label in labels]
+            self.run_epochs = epochs
+            self.table, self.similarity, self.comparison = {}, {}, []
 
     def _on_epoch(self, run: LevelRun) -> None:
         self._runs[run.label] = run
-        self.figure.stream(run)
+        self.runs = [
+            _run_state(r["label"], self._runs.get(r["label"])) if r["label"] == run.label else r
+            for r in self.runs
+        ]
         last = run.epochs[-1]
         mb = sum(r.bytes_read for r in self._runs.values()) / 1e6
         secs = sum(float(r.cumulative_seconds()[-1]) for r in self._runs.values())
-        self._readout = [
-            ("training", f"{run.label}, epoch {last.epoch} of {self.epochs.value}"),
-            ("validation accuracy", f"{last.val_accuracy:.3f}"),
-            ("read from storage so far", f"{mb:,.1f} MB"),
-            ("training time so far", f"{secs:,.1f} s (load + compute)"),
+        rows = [
+            ["training", f"{run.label}, epoch {last.epoch} of {self.run_epochs}"],
+            ["validation accuracy", f"{last.val_accuracy:.3f}"],
+            ["read from storage so far", f"{mb:,.1f} MB"],
+            ["training time so far", f"{secs:,.1f} s (load + compute)"],
         ]
         if run.scan == "schedule":
             full = self.train_set.bytes_at(None) * len(run.epochs)
             saved = full - run.bytes_read
-            self._readout.append(
-                (
+            rows.append(
+                [
                     "curriculum: bytes saved so far",
                     f"{saved / 1e6:,.1f} MB ({saved / full:.0%} of reading every epoch in full; "
                     f"this epoch read level {last.scan})",
-                )
+                ]
             )
-        self.progress.value = html_table(self._readout)
+        self.progress = rows
 
     def _done(self, result: TrainResult) -> None:
         """The readout of a finished run: what was trained, not the last epoch seen."""
-        if not self._readout:
+        if not self._runs:
             return
         runs = ", ".join(r.label for r in result.levels)
-        self._readout[0] = ("trained", f"{runs}: {result.epochs} epochs each, done")
-        self.progress.value = html_table(self._readout)
+        self.progress = [
+            ["trained", f"{runs}: {result.epochs} epochs each, done"],
+            *self.progress[1:],
+        ]
 
     def _tune(self, scans: list[int]) -> None:
-        assert self.result is not None  # train() sets it first
-        model = self.result.models[f"scan {max(scans)}"]
+        if self.result is None:
+            raise RuntimeError("nothing trained to tune")
+        top = max(scans)
+        model = self.result.models[f"scan {top}"]
         full = self.train_set.num_scans
-        self.gradient = tune_by_gradient(
-            self.train_set,
-            model=model,
-            scans=sorted({*scans, full}),
-            batches=self.tune_batches,
-            batch_size=self.batch_size,
-            threshold=self.threshold,
-            size=int(self.size.value),
-            seed=self.seed,
-            workers=self.workers,
-        )
-        self.similarity.show(self.gradient)
-        if self.quality is None:  # independent of the training size: measure once
-            self.quality = tune(
+        with self.busy(f"measuring the gradient similarity of the model trained at scan {top}"):
+            self.gradient = tune_by_gradient(
                 self.train_set,
-                target=self.target,
-                sample=self.sample,
+                model=model,
+                scans=sorted({*scans, full}),
+                batches=self.tune_batches,
+                batch_size=self.batch_size,
+                threshold=self.threshold,
+                size=int(self.size),
+                seed=self.seed,
                 workers=self.workers,
-                progress=False,  # the widget shows its own state
             )
+            self.similarity = similarity_state(self.gradient, top)
+        if self.quality is None:  # independent of the training size: measure once
+            with self.busy("measuring MS-SSIM against full quality"):
+                self.quality = tune(
+                    self.train_set,
+                    target=self.target,
+                    sample=self.sample,
+                    workers=self.workers,
+                    progress=False,  # the widget shows its own state
+                )
         g, q = self.gradient, self.quality
-        self.comparison.value = html_table(
+        self.comparison = [
             [
-                (
-                    "gradient similarity",
-                    f"scan {g.scan} ({g.bytes_fraction[g.scan]:.0%} of the bytes; "
-                    f"model trained at scan {max(scans)}, {g.size} px, "
-                    f"threshold {g.threshold:g})",
-                ),
-                (
-                    "MS-SSIM tuner",
-                    f"scan {q.scan} ({q.bytes_fraction:.0%} of the bytes; mean MS-SSIM "
-                    f"&ge; {q.target:g} over {q.sample_size} images)",
-                ),
-            ]
-        )
+                "gradient similarity",
+                f"scan {g.scan} ({g.bytes_fraction[g.scan]:.0%} of the bytes; "
+                f"model trained at scan {top}, {g.size} px, threshold {g.threshold:g})",
+            ],
+            [
+                "MS-SSIM tuner",
+                f"scan {q.scan} ({q.bytes_fraction:.0%} of the bytes; mean MS-SSIM "
+                f"\u2265 {q.target:g} over {q.sample_size} images)",
+            ],
+        ]
 
     # -- static picture --------------------------------------------------------------
 
     def snapshot(self) -> bytes:
-        """The accuracy curves, the readouts and the similarity bars, drawn with Pillow."""
-        runs = list(self._runs.values())
+        """The accuracy curves, the readouts and the similarity bars, drawn with Pillow.
+
+        Returns
+        -------
+        bytes
+            A JPEG, for places where widgets cannot run.
+        """
+        runs = [r for r in self.runs if r["epoch"]]
         chart = line_chart(
-            [(r.label, np.arange(1, len(r.epochs) + 1), r.val_accuracy) for r in runs],
+            [(r["label"], np.asarray(r["epoch"]), np.asarray(r["accuracy"])) for r in runs],
             title="Validation accuracy per epoch" if runs else "No training yet: press Train",
             xlabel="epoch",
             ylabel="accuracy",
         )
-        lines = [f"{k}: {v}" for k, v in self._readout]
-        if self.gradient is not None:
-            g = self.gradient
+        lines = [f"{k}: {v}" for k, v in self.progress] or [_HINT]
+        lines.append(f"storage: {self.bandwidth_label}")
+        s = self.similarity
+        if s:
             lines += [
                 "",
-                f"gradient similarity: scan {g.scan} ({g.bytes_fraction[g.scan]:.0%} of the bytes)",
-                "  " + ", ".join(f"scan {k}: {g.similarity[k]:.3f}" for k in g.scans),
+                *(f"{k}: {v}" for k, v in self.comparison),
+                "  " + ", ".join(f"scan {k}: {m:.3f}" for k, m in zip(s["scans"], s["mean"])),
             ]
-        if self.quality is not None:
-            q = self.quality
-            lines.append(
-                f"MS-SSIM >= {q.target:g}: scan {q.scan} ({q.bytes_fraction:.0%} of the bytes)"
-            )
         parts = [hstack([chart, text_panel(lines, 440)])]
-        if self.gradient is not None:
-            g = self.gradient
+        if s:
             parts.append(
                 bar_chart(
-                    [str(k) for k in g.scans],
-                    [("cosine similarity", np.clip([g.similarity[k] for k in g.scans], 0, None))],
-                    title=f"Gradient similarity to full quality (chosen: scan {g.scan})",
+                    [str(k) for k in s["scans"]],
+                    [("cosine similarity", np.clip(s["mean"], 0, None))],
+                    title=f"Gradient similarity to full quality (chosen: scan {s['chosen']})",
                     ylabel="similarity",
                 )
             )

@@ -6,39 +6,37 @@ import functools
 import html
 import io
 import os
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, cast
 
-import ipywidgets as w
 import numpy as np
+import traitlets as t
 from PIL import Image
 
 from .._public import public
-from ..plots import quality_figure
-from ..plots._quality import recommended_data, target_location
+from ..plots._quality import images_data
 from ..plots._scales import axis_label, drawable
 from ..quality import QualityCurve, quality_curve
 from ..quality.compare import LevelCache
-from ..quality.compare._views import encode_jpeg, jpeg_size, worst_detail
+from ..quality.compare._views import encode_jpeg, worst_detail
 from ..quality.metrics import METRIC_LABELS
 from ..quality.metrics._names import format_value
-from ..quality.tune import DEFAULT_STATISTIC, STATISTICS, TuneResult, recommend
+from ..quality.tune import DEFAULT_STATISTIC, STATISTICS, TuneResult, _stat, recommend
 from ..read.sources import LevelSource, open_source
-from ._demo import data_uri
-from ._explorer import Explorer
-from ._figures import update_source
+from ._demo import static_text
+from ._module_widget import ModuleWidget, module_text
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
+from .scan_explorer import finite_list
 
-__all__ = ["TunerDashboard"]
+__all__ = ["GalleryCard", "TunerDashboard", "curve_lines"]
 
-# Target slider per metric: (min, max, step, default, readout format).
+# Target slider per metric: (min, max, step, default, decimals shown).
 _TARGETS = {
-    "mssim": (0.80, 0.999, 0.001, 0.95, ".3f"),
-    "ssim": (0.70, 0.999, 0.001, 0.90, ".3f"),
-    "psnr": (20.0, 50.0, 0.5, 35.0, ".1f"),
+    "mssim": (0.80, 0.999, 0.001, 0.95, 3),
+    "ssim": (0.70, 0.999, 0.001, 0.90, 3),
+    "psnr": (20.0, 50.0, 0.5, 35.0, 1),
 }
-_ROW = w.Layout(flex_flow="row wrap", align_items="center", width="100%")
+_STATISTIC_NAMES = {"p5": "5th percentile", "mean": "mean"}
 
 
 @dataclass(frozen=True)
@@ -51,34 +49,38 @@ class GalleryCard:
     caption: str
 
 
-def _img(data: bytes, alt: str) -> str:
-    w_, h_ = jpeg_size(data)
-    return (
-        f"<img src='{data_uri(data)}' width='{w_}' height='{h_}' alt='{alt}' "
-        "style='max-width:none'>"
-    )
+def curve_lines(curve: QualityCurve, max_images: int = 64) -> dict[str, Any]:
+    """What the page draws of a sample's curve, on both quality scales.
 
-
-def gallery_html(title: str, cards: list[GalleryCard], column: str) -> str:
-    """The gallery as one piece of HTML, pictures inlined: the page gets it in one message.
-
-    A widget per picture and caption would cost the page a message each,
-    which made up most of the time of a statistic or metric switch.
+    Keys: ``x`` (bytes read as a share of the full images), ``scans``, the
+    statistics' lines ``mean_value``, ``mean_db``, ``p5_*``, ``p50_*``,
+    ``p95_*`` (identical images left out, None for a gap), ``images`` (one
+    faint line per image, at most *max_images*), the axis ``labels`` per
+    scale, ``db`` (whether the metric has a dB scale) and ``stats``: the
+    per-level statistics :func:`~pcr_explore.quality.tune.recommend` decides
+    on, so the page places the recommended level as the kernel does.
     """
-    items = "".join(
-        "<div style='margin:0 12px 8px 0'>"
-        f"<div>{c.caption}</div>"
-        "<div style='display:flex;gap:2px'>"
-        f"{_img(c.full, 'full')}{_img(c.level, 'level')}{_img(c.difference, 'difference x4')}"
-        "</div></div>"
-        for c in cards
-    )
-    grid = f"display:grid;grid-template-columns:repeat(auto-fill, {column});width:100%"
-    return f"<div>{title}</div><div style='{grid}'>{items}</div>"
+    m = curve.metric
+    out: dict[str, Any] = {
+        "x": finite_list(curve.bytes_fraction),
+        "scans": [int(k) for k in curve.scans],
+        "labels": {s: axis_label(m, s) for s in ("value", "db")},
+        "db": m != "psnr",
+        "stats": {s: finite_list(_stat(curve.per_image.values, s)) for s in STATISTICS},
+    }
+    for key in ("mean", "p5", "p50", "p95"):
+        for scale in ("value", "db"):
+            out[f"{key}_{scale}"] = finite_list(drawable(curve.statistic(key), m, scale))
+    per = {s: images_data(curve, max_images, s) for s in ("value", "db")}
+    out["images"] = [
+        {"x": finite_list(xs), "y_value": finite_list(yv), "y_db": finite_list(yd)}
+        for xs, yv, yd in zip(per["value"]["xs"], per["value"]["ys"], per["db"]["ys"], strict=True)
+    ]
+    return out
 
 
 @public("pcr_explore.widgets")
-class TunerDashboard(Explorer):
+class TunerDashboard(ModuleWidget):
     """Pick the scan level for a quality target, and see what it costs.
 
     Controls: the target, the metric, the statistic (the 5th percentile over
@@ -86,14 +88,17 @@ class TunerDashboard(Explorer):
     by default, or their mean) and the sample size. Shows the recommended level
     with its bandwidth saving and bootstrap confidence
     (:func:`~pcr_explore.quality.tune.recommend`), the sample's bytes-vs-quality
-    curve with its p5-p95 band and the recommended level on the chosen
-    statistic's line (:func:`~pcr_explore.plots.quality_figure`), and the
-    images that suffer most at that level, zoomed where they differ most
-    from their full versions (:func:`~pcr_explore.quality.compare.worst_detail`).
+    curve with its p5-p95 band, the target as a line across it and the
+    recommended level marked on the chosen statistic's line, and the images
+    that suffer most at that level, zoomed where they differ most from their
+    full versions (:func:`~pcr_explore.quality.compare.worst_detail`).
 
     Moving the target or switching metric or statistic reuses the measured
     sample (no decoding); a new sample size measures once (the dashboard
-    says so while it works) and is cached.
+    says so while it works) and is cached. The front end is one ES module
+    (``static/tuner_dashboard.js``, on anywidget): it draws the curve, moves
+    the target line and the marker while the slider is dragged and switches
+    the quality axis with no round trip to the kernel.
 
     Parameters
     ----------
@@ -122,31 +127,61 @@ class TunerDashboard(Explorer):
 
     Attributes
     ----------
-    target : ipywidgets.FloatSlider
-        The target slider of the chosen metric (``targets`` holds one per
-        metric; each keeps its own value).
-    metric, statistic, sample, scale
-        The other controls (``scale``: the metric, or SSIM/MS-SSIM in dB).
-    readout : ipywidgets.HTML
-        The recommendation (its ``_repr_html_``).
+    target : float
+        The quality target of the chosen metric (a traitlet: set
+        ``dash.target = 0.99`` from code, or observe it); kept within the
+        metric's range (``target_ranges``). Each metric keeps its own
+        target (``targets``): switching metric brings its target back.
+    metric : {"mssim", "ssim", "psnr"}
+    statistic : {"p5", "mean"}
+    sample : int
+        The sample size, one of ``sizes``.
+    scale : {"value", "db"}
+        The quality axis: the metric, or SSIM/MS-SSIM in dB (drawn in the page).
+    presentation : bool
+        Larger text for a projector.
+    readout : str
+        The recommendation, as HTML (its ``_repr_html_``).
+    recommended : int
+        The recommended level shown.
     result : TuneResult
         The recommendation shown.
-    curve_figure : pcr_explore.plots.CurveFigure
-        The Bokeh figure and its sources; ``plot`` is its widget.
-    gallery : ipywidgets.HTML
-        The images that suffer most at the recommended level, one card each:
-        crops of the full image, of the level and of their amplified
-        difference, inlined so that a new level reaches the page in one
-        message; ``gallery_cards`` holds each card's crops and caption.
+    lines : dict
+        The sample's curve as the page draws it (:func:`curve_lines`).
+    gallery, crops, gallery_title
+        The images that suffer most at the recommended level: per card its
+        caption and the pictures' names, and three JPEG crops per card (the
+        full image, the level and their amplified difference);
+        ``gallery_cards`` holds them as :class:`GalleryCard`.
 
     Examples
     --------
     >>> from pcr_explore.widgets import TunerDashboard
     >>> dash = TunerDashboard("photos.pcr", sample=16)
-    >>> dash.target.value = 0.99   # the 5th percentile of 16 images at 0.99
+    >>> dash.target = 0.99   # the 5th percentile of 16 images at 0.99
     >>> dash.result.scan
     9
     """
+
+    _esm = module_text("tuner_dashboard.js")
+    _css = static_text("explorer.css") + static_text("tuner_dashboard.css")
+
+    metrics = t.List(t.List(t.Unicode())).tag(sync=True)
+    metric = t.Enum(list(_TARGETS), "mssim").tag(sync=True)
+    target = t.Float(0.95).tag(sync=True)
+    targets = t.Dict(value_trait=t.Float()).tag(sync=True)
+    target_ranges = t.Dict().tag(sync=True)
+    statistic = t.Enum(list(STATISTICS), DEFAULT_STATISTIC).tag(sync=True)
+    sizes = t.List(t.Int()).tag(sync=True)
+    sample = t.Int(0).tag(sync=True)
+    scale = t.Enum(["value", "db"], "value").tag(sync=True)
+    lines = t.Dict().tag(sync=True)
+    recommended = t.Int(0).tag(sync=True)
+    readout = t.Unicode("").tag(sync=True)
+    gallery_title = t.Unicode("").tag(sync=True)
+    gallery = t.List(t.Dict()).tag(sync=True)
+    crops = t.List(t.Bytes()).tag(sync=True)
+    thumb_side = t.Int(160).tag(sync=True)
 
     def __init__(
         self,
@@ -163,14 +198,13 @@ class TunerDashboard(Explorer):
         workers: int | None = None,
         curve: QualityCurve | None = None,
     ) -> None:
-        super().__init__()
         if metric not in _TARGETS:
             raise ValueError(f"metric must be one of {sorted(_TARGETS)}, got {metric!r}")
         if statistic not in STATISTICS:
             raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
         self.source = open_source(source)
         self.seed, self.workers = seed, workers
-        self.thumb_side, self.zoom = thumb_side, zoom
+        self.zoom = zoom
         # Pictures big enough that a zoomed crop shows the stored pixels.
         self.pictures = LevelCache(self.source, max_side=round(thumb_side * zoom))
         n = len(self.source)
@@ -181,113 +215,48 @@ class TunerDashboard(Explorer):
         self._given = curve
         sample = sample if curve is None else curve.sample_size
         sizes = sorted({min(n, s) for s in (8, 16, 32, 64, 128, 256, 512)} | {min(n, sample)})
-
-        self._build_controls(metric, statistic, target, sizes, min(n, sample))
-        self.readout = w.HTML()
-        self.curve_figure = quality_figure(
-            title="Quality per scan level over the sample",
-            sizing_mode="stretch_width",
-            height=340,
-        )
-        self.plot = self._plot(self.curve_figure.figure)
         self._worst = worst
-        self.gallery = w.HTML()
         self.gallery_cards: list[GalleryCard] = []
         self._curves = functools.lru_cache(maxsize=16)(self._measure)
         self._measured: set[int] = set()  # sample sizes measured (no wait to show)
         self._gallery_shows: tuple[int, str, int] | None = None
-        self._curve_drawn: tuple[int, str, str] | None = None  # sample, metric, scale drawn
-
-        self._column = f"minmax({3 * thumb_side + 20}px, 1fr)"
-        self.view = self._layout()
-        self.plot.add_class("pcr-dim")
-        self.gallery.add_class("pcr-dim")
-        self.gallery.add_class("pcr-gallery")
+        self._lines_drawn: tuple[int, str] | None = None
+        ranges = {
+            m: {"min": lo, "max": hi, "step": step, "digits": digits}
+            for m, (lo, hi, step, _, digits) in _TARGETS.items()
+        }
+        super().__init__(
+            metrics=[[m, label] for m, label in METRIC_LABELS.items() if m in _TARGETS],
+            target_ranges=ranges, sizes=sizes, statistic=statistic, thumb_side=thumb_side,
+        )  # fmt: skip
+        self.metric = metric
+        self.targets = {m: v[3] for m, v in _TARGETS.items()}
+        if target is not None:
+            self.target = target  # kept within the metric's range
+            self.targets = {**self.targets, metric: float(self.target)}
+        self.target = self.targets[metric]
+        self.sample = min(n, sample)
         self.result: TuneResult = self._recommend()
         self._show()
-        self._connect()
+        update = self._guarded(self._update)
+        self.observe(update, names=["target", "statistic"])
+        self.observe(self._guarded(self._on_sample), names="sample")
+        self.observe(self._guarded(self._on_metric), names="metric")
+        self.observe(lambda _: self._changed(), names=["scale", "presentation"])
 
-    def _build_controls(
-        self, metric: str, statistic: str, target: float | None, sizes: list[int], sample: int
-    ) -> None:
-        """The metric, target, statistic, sample-size and scale controls."""
-        self.metric = w.Dropdown(
-            options=[(label, m) for m, label in METRIC_LABELS.items()],
-            value=metric,
-            description="metric",
-            layout=w.Layout(width="200px"),
-        )
-        # One target slider per metric, only the chosen one shown: switching
-        # metric never changes a slider's range, which the page would answer
-        # by snapping the value to the old range and sending it back.
-        self.targets = {
-            m: w.FloatSlider(
-                value=(t_default if target is None or m != metric else target),
-                min=t_lo,
-                max=t_hi,
-                step=t_step,
-                readout_format=t_fmt,
-                description="target",
-                continuous_update=True,
-                layout=w.Layout(width="340px", display=None if m == metric else "none"),
-            )
-            for m, (t_lo, t_hi, t_step, t_default, t_fmt) in _TARGETS.items()
-        }
-        self.statistic = w.ToggleButtons(
-            options=[("5th percentile", "p5"), ("mean of images", "mean")],
-            value=statistic,
-            style={"button_width": "auto"},
-        )
-        self.sample = w.SelectionSlider(
-            options=sizes,
-            value=sample,
-            description="sample",
-            continuous_update=False,
-            layout=w.Layout(width="280px"),
-        )
-        self.scale = w.ToggleButtons(
-            options=[("value", "value"), ("in dB", "db")],
-            value="value",
-            tooltips=["the metric itself", "-10 log10(1 - value): spreads the upper levels"],
-            style={"button_width": "auto"},
-        )
+    @t.validate("target")
+    def _valid_target(self, proposal: Any) -> float:
+        lo, hi = _TARGETS[str(self.metric)][:2]
+        return float(min(hi, max(lo, float(proposal["value"]))))
 
-    def _layout(self) -> w.VBox:
-        """Controls on top, the curve and readout, then the gallery of worst images."""
-        side = w.VBox(
-            [self.scale, self.readout], layout=w.Layout(flex="1 1 32%", min_width="300px")
-        )
-        return w.VBox(
-            [
-                w.HBox([self.metric, self.statistic, self.presentation], layout=_ROW),
-                w.HBox([*self.targets.values(), self.sample], layout=_ROW),
-                self.status,
-                w.HBox(
-                    [w.Box([self.plot], layout=w.Layout(flex="1 1 60%", min_width="320px")), side],
-                    layout=w.Layout(flex_flow="row wrap", width="100%"),
-                ),
-                self.gallery,
-                self.errors,
-            ],
-            layout=w.Layout(width="100%"),
-        )
-
-    def _connect(self) -> None:
-        """Every control to what it redraws."""
-        on_target = self._guarded(self._update)
-        for slider in self.targets.values():
-            slider.observe(on_target, names="value")
-        self.statistic.observe(on_target, names="value")
-        self.scale.observe(on_target, names="value")
-        self.sample.observe(self._guarded(self._on_sample), names="value")
-        self.metric.observe(self._guarded(self._on_metric), names="value")
+    @t.validate("sample")
+    def _valid_sample(self, proposal: Any) -> int:
+        n = int(proposal["value"])
+        if self.sizes and n not in self.sizes:
+            raise t.TraitError(f"sample must be one of {self.sizes}, got {n}")
+        return n
 
     # -- what is computed ----------------------------------------------------------
-
-    @property
-    def target(self) -> w.FloatSlider:
-        """The target slider of the chosen metric."""
-        return self.targets[str(self.metric.value)]
 
     def _measure(self, sample: int) -> QualityCurve:
         if self._given is not None and sample == self._given.sample_size:
@@ -301,28 +270,30 @@ class TunerDashboard(Explorer):
 
     def curve(self) -> QualityCurve:
         """Return the sample's quality curve for the chosen metric (measured once per size)."""
-        base = self._curves(int(self.sample.value))
-        m = self.metric.value
+        base = self._curves(int(self.sample))
+        m = str(self.metric)
         return base if base.metric == m else base.with_metric(m)
 
     def _recommend(self) -> TuneResult:
         return recommend(
             self.curve(),
-            target=float(self.target.value),
-            statistic=self.statistic.value,
+            target=float(self.target),
+            statistic=self.statistic,  # type: ignore[arg-type]
             seed=self.seed,
         )
 
     # -- updates ---------------------------------------------------------------------
 
-    def _on_metric(self, change: Any = None) -> None:
-        for m, slider in self.targets.items():
-            slider.layout.display = None if m == self.metric.value else "none"
-        self.scale.layout.display = "none" if self.metric.value == "psnr" else None
-        self._update()
+    def _on_metric(self, change: Any) -> None:
+        # each metric keeps its own target: the one left is kept, the one picked comes back
+        self.targets = {**self.targets, change["old"]: float(self.target)}
+        if self.target != self.targets[change["new"]]:
+            self.target = self.targets[change["new"]]  # its observer recommends
+        else:
+            self._update()
 
     def _on_sample(self, change: Any = None) -> None:
-        n = int(self.sample.value)
+        n = int(self.sample)
         if n not in self._measured:
             with self.busy(f"measuring {n} images at every level..."):
                 self.curve()
@@ -330,58 +301,53 @@ class TunerDashboard(Explorer):
 
     def _update(self, change: Any = None) -> None:
         self.result = self._recommend()
+        self.targets = {**self.targets, str(self.metric): float(self.target)}
         self._show()
 
     def _show(self) -> None:
         r = self.result
-        scale = "value" if r.metric == "psnr" else str(self.scale.value)
-        shown = (int(self.sample.value), r.metric, r.scan)
-        # New lines or new pictures take the page a few hundred milliseconds to draw: it
-        # says so (the messages arrive in order, so the note goes when the last one is in).
-        slow = shown != self._gallery_shows or shown[:2] + (scale,) != self._curve_drawn
-        with self.busy(f"drawing scan {r.scan}...") if slow else nullcontext():
-            self.readout.value = r._repr_html_()
-            self._draw_curve(r, scale)
-            if shown != self._gallery_shows:  # the same level shows the same images
-                self._gallery_shows = shown
+        drawn = (int(self.sample), r.metric)
+        with self.hold_sync():
+            self.readout = r._repr_html_()
+            self.recommended = r.scan
+            if drawn != self._lines_drawn:  # a new target or statistic: the page moves them
+                self._lines_drawn = drawn
+                self.lines = curve_lines(r.curve)
+        shown = (int(self.sample), r.metric, r.scan)
+        if shown != self._gallery_shows:  # the same level shows the same images
+            with self.busy(f"drawing the images that suffer most at scan {r.scan}..."):
                 self._show_gallery(r)
-
-    def _draw_curve(self, r: TuneResult, scale: str) -> None:
-        """Update the figure; a new target or statistic moves only the rule and the star.
-
-        The sample's lines (every image's, the band, the statistics) are sent
-        again only when the sample, the metric or the scale changes: replacing
-        them makes the page recompute and repaint every line, which took most
-        of the time of a step of the target slider.
-        """
-        fig = self.curve_figure
-        drawn = (int(self.sample.value), r.metric, scale)
-        if drawn != self._curve_drawn:
-            self._curve_drawn = drawn
-            fig.update(
-                r.curve, target=r.target, recommended=r.scan, statistic=r.statistic, scale=scale
-            )
-            return
-        update_source(fig.recommended, recommended_data(r.curve, r.scan, r.statistic, scale))
-        where = target_location(r.target, r.metric, scale)
-        fig.target.location = where
-        fig.target.visible = where is not None
+            self._gallery_shows = shown
 
     def _show_gallery(self, r: TuneResult) -> None:
-        title = (
-            f"<b>The images that suffer most at scan {r.scan}</b>, zoomed x{self.zoom:g} where "
-            f"they differ most (left to right: full, scan {r.scan}, difference x4)"
-        )
-        self.gallery_cards = []
+        cards, shown = [], []
         for row in r.curve.per_image.worst(r.scan, n=self._worst):
             full, level, diff, (cx, cy) = self._crops(row["index"], r.scan)
+            name = html.escape(str(row["name"]))
             caption = (
-                f"<b>{html.escape(str(row['name']))}</b>: {METRIC_LABELS[r.metric]} "
+                f"<b>{name}</b>: {METRIC_LABELS[r.metric]} "
                 f"{format_value(row['value'], r.metric)}, {row['bytes_fraction']:.0%} of its "
                 f"bytes; window at ({cx:.0%}, {cy:.0%})"
             )
-            self.gallery_cards.append(GalleryCard(full, level, diff, caption))
-        self.gallery.value = gallery_html(title, self.gallery_cards, self._column)
+            cards.append(GalleryCard(full, level, diff, caption))
+            shown.append(
+                {
+                    "caption": caption,
+                    "alts": [
+                        f"{row['name']}: the full image, zoomed x{self.zoom:g}",
+                        f"{row['name']}: scan {r.scan}, the same window",
+                        f"{row['name']}: their difference, amplified x4",
+                    ],
+                }
+            )
+        self.gallery_cards = cards
+        with self.hold_sync():
+            self.gallery_title = (
+                f"<b>The images that suffer most at scan {r.scan}</b>, zoomed x{self.zoom:g} "
+                f"where they differ most (left to right: full, scan {r.scan}, difference x4)"
+            )
+            self.crops = [b for c in cards for b in (c.full, c.level, c.difference)]
+            self.gallery = shown
 
     def _crops(self, i: int, scan: int) -> tuple[bytes, bytes, bytes, tuple[float, float]]:
         """JPEGs of image *i*'s worst window (full, level, difference) and its centre, cached."""

@@ -1,23 +1,38 @@
-// The swap demo page: the sparsity slider picks one of the steps simulated before the page
-// was written (`data.steps`, one per sparsity of `data.grid`); the Bokeh callbacks call
-// the object swapPage returns.
-import { player } from "./player.js";
+// The swap demo page: SwapExplorer's own module (swap_explorer.js) on a model of the
+// page's. Every step was simulated before the page was written, one per sparsity of
+// `data.grid` (see pcr_explore.widgets.swap_demo); moving the sparsity puts that step's
+// bars, markers and readouts into the model, as the kernel would.
+import { render } from "./swap_explorer.js";
 
-export function swapPage(data, root = document) {
-  const state = {timer: null};
-  const readout = k => { root.getElementById("pcr-readout").innerHTML = data.steps[k].readout; };
-  function stop(button) { clearInterval(state.timer); state.timer = null; button.label = "\u25b6 play"; }
-  if (root.readyState === "loading") root.addEventListener("DOMContentLoaded", () => readout(data.start));
-  else readout(data.start);
-  return {
-    // m: the ratio plot's current points, the policy bars, the span at the sparsity
-    show(slider, m) {
-      const k = slider.categories.indexOf(slider.value), step = data.steps[k];
-      m.current.data = structuredClone(step.current);
-      m.bars.data = structuredClone(step.bars);
-      m.span.location = data.grid[k];
-      readout(k);
-    },
-    play: player(state, stop, 500),
-  };
+// The part of anywidget's model interface the explorer uses, held in the page.
+export class SwapPageModel {
+  constructor(state) { this.state = {...state}; this.handlers = {}; }
+  get(key) { return this.state[key]; }
+  set(key, value) {
+    if (this.state[key] === value) return;
+    this.state[key] = value;
+    for (const fn of this.handlers[`change:${key}`] || []) fn();
+  }
+  on(event, fn) { (this.handlers[event] = this.handlers[event] || []).push(fn); }
+  off(event, fn) {
+    this.handlers[event] = (this.handlers[event] || []).filter(f => fn && f !== fn);
+  }
+  save_changes() {}
+  send() {}
+}
+
+// The step simulated nearest to sparsity `s`.
+export function stepAt(data, s) {
+  let at = 0;
+  data.grid.forEach((x, i) => { if (Math.abs(x - s) < Math.abs(data.grid[at] - s)) at = i; });
+  return data.steps[at];
+}
+
+export function swapPage(data, host) {
+  const model = new SwapPageModel({...data.start, ...stepAt(data, data.start.sparsity)});
+  model.on("change:sparsity", () => {
+    for (const [k, v] of Object.entries(stepAt(data, model.get("sparsity")))) model.set(k, v);
+  });
+  render({model, el: host});
+  return model;
 }
