@@ -37,7 +37,7 @@ from pcr_explore.swap.simulator.policies import policies_for_codecs
 from pcr_explore.swap.traces.catalog import load_trace
 from pcr_explore.widgets import DemoPage, ScanExplorer, SwapExplorer, scan_demo, swap_demo
 from pcr_explore.widgets._module_widget import module_text
-from pcr_explore.widgets.scan_explorer import dataset_band
+from pcr_explore.widgets._scan_readout import dataset_band
 
 ROOT = Path(__file__).resolve().parents[1]
 

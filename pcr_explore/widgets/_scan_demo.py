@@ -18,8 +18,16 @@ from ..quality.compare._views import display_jpeg, encode_jpeg, jpeg_size
 from ..quality.metrics import METRICS
 from ..read.sources import LevelSource, open_source, orientation_of, scan_script_of, source_name
 from ._demo import DemoPage, data_uri, render_module_page
-from ._scan_readout import SIDE_CAPTION, SPLIT_NOTE, difference_caption, level_caption, level_rows
-from .scan_explorer import curve_labels, dataset_band, image_curve
+from ._scan_readout import (
+    SIDE_CAPTION,
+    SPLIT_NOTE,
+    curve_labels,
+    dataset_band,
+    difference_caption,
+    image_curve,
+    level_caption,
+    level_rows,
+)
 
 __all__ = ["scan_demo", "dataset_title", "DEFAULT_IMAGES", "DEFAULT_DATASET_SAMPLE"]
 

@@ -8,16 +8,23 @@ shows them. Both carry their own style (no page style sheet in a notebook).
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import numpy as np
 
 from ..jpeg.scan_script import ScanScript
-from ..quality import LevelQuality
+from ..plots._scales import axis_label, drawable
+from ..quality import LevelQuality, QualityCurve
 from ..quality.compare import level_note
 from ..quality.compare._views import difference_scale
+from ..quality.metrics import METRIC_LABELS
 from ..quality.metrics._names import format_value
 
 __all__ = [
+    "curve_labels",
+    "dataset_band",
+    "finite_list",
+    "image_curve",
     "SIDE_CAPTION",
     "SPLIT_NOTE",
     "difference_caption",
@@ -81,3 +88,43 @@ def difference_caption(gain: float) -> str:
         f"<span style='white-space:nowrap'><b>|level - full| x {gain:g}</b>: "
         f"0 {_RAMP} {top}+ of 255</span>"
     )
+
+
+def finite_list(values: Any) -> list[float | None]:
+    """Numbers as JSON takes them: NaN and infinities become None (a gap in a line)."""
+    return [float(v) if np.isfinite(v) else None for v in np.asarray(values, float)]
+
+
+def curve_labels(metric: str) -> dict[str, Any]:
+    """The curve's title and axis labels on both quality scales."""
+    label = METRIC_LABELS[metric]
+    return {
+        "title": f"Bytes read vs {label}",
+        "x": "bytes read (% of the full image)",
+        "y_value": axis_label(metric, "value"),
+        "y_db": axis_label(metric, "db"),
+        "metric": label,
+        "db": metric != "psnr",
+    }
+
+
+def dataset_band(curve: QualityCurve | None, metric: str) -> dict[str, Any]:
+    """The dataset's mean and p5-p95 band on both scales (empty without a curve)."""
+    if curve is None:
+        return {}
+    c = curve.with_metric(metric) if curve.metric != metric else curve
+    out: dict[str, Any] = {"x": finite_list(c.bytes_fraction)}
+    for key, values in (("mean", c.mean), ("lo", c.p5), ("hi", c.p95)):
+        for scale in ("value", "db"):
+            out[f"{key}_{scale}"] = finite_list(drawable(values, metric, scale))
+    return out
+
+
+def image_curve(nbytes: np.ndarray, q: LevelQuality | None, metric: str) -> dict[str, Any]:
+    """One image's points: bytes as a share of the full image, quality on both scales."""
+    x = finite_list(nbytes / nbytes[-1])
+    out: dict[str, Any] = {"x": x, "bytes": [int(b) for b in nbytes]}
+    for scale in ("value", "db"):
+        y = [None] * len(x) if q is None else finite_list(drawable(q.metric(metric), metric, scale))
+        out[f"y_{scale}"] = y
+    return out

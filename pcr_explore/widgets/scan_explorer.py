@@ -14,60 +14,28 @@ from PIL import Image
 
 from .._checks import check_scan
 from .._public import public
-from ..plots._scales import axis_label, drawable
 from ..plots._scan_grid import scan_grid_data
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import LevelCache, ScanStep, difference_map, scan_step
 from ..quality.compare._views import encode_jpeg, jpeg_size
-from ..quality.metrics import METRIC_LABELS, METRICS
+from ..quality.metrics import METRICS
 from ..read.sources import LevelSource, open_source, scan_script_of, source_name
 from ._explorer import Debounced
 from ._module_widget import ModuleWidget, module_text
 from ._scan_panel import GRID_LEGEND, step_drawing
-from ._scan_readout import SIDE_CAPTION, SPLIT_NOTE, difference_caption, level_caption, level_rows
+from ._scan_readout import (
+    SIDE_CAPTION,
+    SPLIT_NOTE,
+    curve_labels,
+    dataset_band,
+    difference_caption,
+    image_curve,
+    level_caption,
+    level_rows,
+)
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
-__all__ = ["ScanExplorer", "curve_labels", "finite_list"]
-
-
-def finite_list(values: Any) -> list[float | None]:
-    """Numbers as JSON takes them: NaN and infinities become None (a gap in a line)."""
-    return [float(v) if np.isfinite(v) else None for v in np.asarray(values, float)]
-
-
-def curve_labels(metric: str) -> dict[str, Any]:
-    """The curve's title and axis labels on both quality scales."""
-    label = METRIC_LABELS[metric]
-    return {
-        "title": f"Bytes read vs {label}",
-        "x": "bytes read (% of the full image)",
-        "y_value": axis_label(metric, "value"),
-        "y_db": axis_label(metric, "db"),
-        "metric": label,
-        "db": metric != "psnr",
-    }
-
-
-def dataset_band(curve: QualityCurve | None, metric: str) -> dict[str, Any]:
-    """The dataset's mean and p5-p95 band on both scales (empty without a curve)."""
-    if curve is None:
-        return {}
-    c = curve.with_metric(metric) if curve.metric != metric else curve
-    out: dict[str, Any] = {"x": finite_list(c.bytes_fraction)}
-    for key, values in (("mean", c.mean), ("lo", c.p5), ("hi", c.p95)):
-        for scale in ("value", "db"):
-            out[f"{key}_{scale}"] = finite_list(drawable(values, metric, scale))
-    return out
-
-
-def image_curve(nbytes: np.ndarray, q: LevelQuality | None, metric: str) -> dict[str, Any]:
-    """One image's points: bytes as a share of the full image, quality on both scales."""
-    x = finite_list(nbytes / nbytes[-1])
-    out: dict[str, Any] = {"x": x, "bytes": [int(b) for b in nbytes]}
-    for scale in ("value", "db"):
-        y = [None] * len(x) if q is None else finite_list(drawable(q.metric(metric), metric, scale))
-        out[f"y_{scale}"] = y
-    return out
+__all__ = ["ScanExplorer"]
 
 
 def panel_state(step: ScanStep, num_scans: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ..read.sources import LevelSource, open_source
 from ._demo import static_text
 from ._module_widget import ModuleWidget, module_text
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
-from .scan_explorer import finite_list
+from ._scan_readout import finite_list
 
 __all__ = ["GalleryCard", "TunerDashboard", "curve_lines"]
 

@@ -108,7 +108,7 @@ export function lineChart(parent, spec) {
   if (spec.title) el("div", {class: "pcr-chart-title"}, parent, spec.title);
   legend(parent, spec);
   const W = spec.width || 440, H = spec.height || 260;
-  const m = {left: 58, right: 14, top: 8, bottom: 40};
+  const m = {left: 62, right: 14, top: 8, bottom: 40};
   const root = svg("svg", {viewBox: `0 0 ${W} ${H}`, role: "img", class: "pcr-chart-svg",
                            "aria-label": spec.label || spec.title || "chart"}, parent);
   const xs = [], ys = [];
@@ -139,7 +139,7 @@ export function lineChart(parent, spec) {
   }
   if (spec.yLabel) {
     const cy = (m.top + H - m.bottom) / 2;
-    svg("text", {x: 14, y: cy, transform: `rotate(-90 14 ${cy})`, "text-anchor": "middle",
+    svg("text", {x: 19, y: cy, transform: `rotate(-90 19 ${cy})`, "text-anchor": "middle",
                  class: "pcr-axis-label"}, axes, spec.yLabel);
   }
   for (const b of spec.bands || []) {
@@ -201,7 +201,7 @@ export function barChart(parent, spec) {
   if (spec.title) el("div", {class: "pcr-chart-title"}, parent, spec.title);
   legend(parent, {bars: spec.series, rules: spec.rules});
   const W = spec.width || 440, H = spec.height || 240;
-  const m = {left: 58, right: 14, top: 8, bottom: 44};
+  const m = {left: 62, right: 14, top: 8, bottom: 44};
   const root = svg("svg", {viewBox: `0 0 ${W} ${H}`, role: "img", class: "pcr-chart-svg",
                            "aria-label": spec.label || spec.title || "chart"}, parent);
   const cats = spec.categories || [], series = spec.series || [];
@@ -226,7 +226,7 @@ export function barChart(parent, spec) {
   });
   if (spec.yLabel) {
     const cy = (m.top + H - m.bottom) / 2;
-    svg("text", {x: 14, y: cy, transform: `rotate(-90 14 ${cy})`, "text-anchor": "middle",
+    svg("text", {x: 19, y: cy, transform: `rotate(-90 19 ${cy})`, "text-anchor": "middle",
                  class: "pcr-axis-label"}, axes, spec.yLabel);
   }
   const inner = band * 0.8, width = spec.stacked ? inner : inner / Math.max(1, series.length);

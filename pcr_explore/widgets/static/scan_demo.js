@@ -2,24 +2,8 @@
 // page's. Every image's pictures, byte counters, readouts and curve were measured before
 // the page was written (`data`: see pcr_explore.widgets.scan_demo); choosing another
 // image puts its numbers into the model, as the kernel would.
+import { PageModel } from "./page_model.js";
 import { render } from "./scan_explorer.js";
-
-// The part of anywidget's model interface the explorer uses, held in the page.
-export class PageModel {
-  constructor(state) { this.state = {...state}; this.handlers = {}; }
-  get(key) { return this.state[key]; }
-  set(key, value) {
-    if (this.state[key] === value) return;
-    this.state[key] = value;
-    for (const fn of this.handlers[`change:${key}`] || []) fn();
-  }
-  on(event, fn) { (this.handlers[event] = this.handlers[event] || []).push(fn); }
-  off(event, fn) {
-    this.handlers[event] = (this.handlers[event] || []).filter(f => fn && f !== fn);
-  }
-  save_changes() {}
-  send() {}
-}
 
 // What the model holds for image `i` of the page (pictures are indices into `data.pics`).
 export function imageState(data, i) {

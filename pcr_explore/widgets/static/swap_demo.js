@@ -2,24 +2,8 @@
 // page's. Every step was simulated before the page was written, one per sparsity of
 // `data.grid` (see pcr_explore.widgets.swap_demo); moving the sparsity puts that step's
 // bars, markers and readouts into the model, as the kernel would.
+import { PageModel } from "./page_model.js";
 import { render } from "./swap_explorer.js";
-
-// The part of anywidget's model interface the explorer uses, held in the page.
-export class SwapPageModel {
-  constructor(state) { this.state = {...state}; this.handlers = {}; }
-  get(key) { return this.state[key]; }
-  set(key, value) {
-    if (this.state[key] === value) return;
-    this.state[key] = value;
-    for (const fn of this.handlers[`change:${key}`] || []) fn();
-  }
-  on(event, fn) { (this.handlers[event] = this.handlers[event] || []).push(fn); }
-  off(event, fn) {
-    this.handlers[event] = (this.handlers[event] || []).filter(f => fn && f !== fn);
-  }
-  save_changes() {}
-  send() {}
-}
 
 // The step simulated nearest to sparsity `s`.
 export function stepAt(data, s) {
@@ -29,7 +13,7 @@ export function stepAt(data, s) {
 }
 
 export function swapPage(data, host) {
-  const model = new SwapPageModel({...data.start, ...stepAt(data, data.start.sparsity)});
+  const model = new PageModel({...data.start, ...stepAt(data, data.start.sparsity)});
   model.on("change:sparsity", () => {
     for (const [k, v] of Object.entries(stepAt(data, model.get("sparsity")))) model.set(k, v);
   });
