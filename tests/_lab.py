@@ -401,7 +401,12 @@ class page_changes:  # noqa: N801 - a namespace of two page helpers
 
 # Each level has its own caption and picture in the page and one is visible: the counter
 # of the level shown (the first ScanExplorer in *root*, default the whole page).
-SHOWN_CAPTION = "(root => (root || document).querySelector('.pcr-scan .pcr-caption'))"
+# (inside open shadow roots too: marimo draws each anywidget in one)
+SHOWN_CAPTION = """(root => { const find = n => {
+  const c = n.querySelector('.pcr-scan .pcr-caption'); if (c) return c;
+  for (const e of n.querySelectorAll('*')) if (e.shadowRoot) {
+    const f = find(e.shadowRoot); if (f) return f; }
+  return null; }; return find(root || document); })"""
 
 
 def caption_text(page: Any) -> str:

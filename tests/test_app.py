@@ -36,6 +36,7 @@ from _lab import (
     stop_server,
     wait_caption,
 )
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -133,22 +134,21 @@ def _runs_as_an_app(browser: Any, url: str, viewport: dict[str, int], name: str)
     try:
         # the page comes as the cells run (the first run builds the sample)
         page.goto(url, wait_until="commit", timeout=_budget.ms())
+        # (Playwright's locators look inside shadow roots, where marimo draws a widget)
         picture = page.locator(".pcr-scan .pcr-stage img").first
         picture.wait_for(state="visible", timeout=_budget.ms())
-        page.wait_for_function(
-            "() => document.querySelectorAll('.pcr-scan circle.pcr-point').length === 10",
-            timeout=_budget.ms(),
-        )
+        points = page.locator(".pcr-scan circle.pcr-point")
+        expect(points).to_have_count(10, timeout=_budget.ms())
         assert picture.evaluate("img => img.complete && img.naturalWidth > 0")
         body = page.inner_text("body")
         assert "Traceback" not in body
         assert "from pcr_explore" not in body  # no code shown
-        # what the class sees agrees with itself: the text, the explorer and the readout
-        # printed under it all name scan 5
+        # what the class sees agrees with itself: the explorer and the readout printed
+        # under it both name scan 5, the level the notebook's text names
         wait_caption(page, "scan 5 of 10")
-        page.wait_for_function(
-            "() => document.body.innerText.includes('5 / 10')", timeout=_budget.ms()
-        )
+        readout = page.get_by_text("5 / 10").filter(has_not=page.locator(".pcr-scan"))
+        expect(readout.first).to_be_attached(timeout=_budget.ms())
+        assert page.get_by_text("5 / 10").count() >= 2  # the explorer's and the readout's
         slider = page.locator(".pcr-scan input[type=range][aria-valuetext]").first
         slider.scroll_into_view_if_needed()
         before = caption_text(page)
