@@ -1,4 +1,4 @@
-"""Each notebook's Run All and Voila's first paint of notebook 01, cold and warm.
+"""Each notebook's Run All and the app's first paint of notebook 01 (marimo, Voila), cold and warm.
 
 Run All is executed headless (nbclient, one kernel per run) with the
 notebook's default settings (``PCR_QUICK`` unset, the sample in
@@ -7,22 +7,23 @@ own (``PCR_RESULTS_CACHE``, a fresh folder per notebook):
 
 - **cold**: the cache is empty, every measurement runs;
 - **warm**: the same cache, filled by the cold run, as a re-run, a kernel
-  restart or a class's Voila finds it.
+  restart or a class's app finds it.
 
 The comparison is within the run (warm / cold), so a busy machine weighs on
 both; the load average before and after is printed with the table. Per-cell
 times of the cold run name where a notebook's time goes.
 
-Voila (the ``[app]`` extra) serves ``notebooks/`` as ``make app`` does;
-Debian's Chromium, through Playwright (the browser tests' helpers), opens
-notebook 01 and the first paint is the time from the request until the
-explorer's picture and its Bokeh plot are painted; cold over an empty
-cache, warm on a fresh kernel over the filled one. Skipped without Voila,
-Playwright or Chromium.
+The app (the ``[app]`` extra): marimo runs notebook 01 converted as
+``make app`` does (``make app-files``), and Voila (``make app-voila``) the
+notebook itself; Debian's Chromium, through Playwright (the browser tests'
+helpers), opens it and the first paint is the time from the request until
+the explorer's picture and its curve are drawn; cold over an empty results
+cache, warm on a fresh session over the filled one. Skipped without marimo
+or Voila, Playwright or Chromium.
 
 Usage::
 
-    python bench/bench_notebooks.py                    # every notebook and Voila
+    python bench/bench_notebooks.py                    # every notebook and the app
     python bench/bench_notebooks.py --notebooks 01 02 06 --label busy
 
 Prints a table and writes ``bench/results/notebooks[_LABEL].json``.
@@ -114,14 +115,12 @@ def _wait_port(port: int, proc: subprocess.Popen[Any], seconds: float) -> None:
             return
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("Voila did not start") from None
+                raise RuntimeError("the app server did not start") from None
             time.sleep(0.5)  # polling the server's port
 
 
 def _first_paint(browser: Any, url: str, timeout_s: int) -> float:
-    """Seconds from the request until the explorer's picture and its plot are painted."""
-    from _lab import ALL_CANVASES, CANVAS_INK
-
+    """Seconds from the request until the explorer's picture and its curve are drawn."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.route(
         "**/*",
@@ -130,40 +129,49 @@ def _first_paint(browser: Any, url: str, timeout_s: int) -> float:
     try:
         start = time.perf_counter()
         page.goto(url, wait_until="commit", timeout=60_000)
-        page.wait_for_selector("img.widget-image:visible", timeout=timeout_s * 1000)
-        page.wait_for_function(
-            f"() => ({ALL_CANVASES})().filter(c => c.width > 0 && ({CANVAS_INK})(c) > 1000)"
-            ".length >= 1",
-            timeout=timeout_s * 1000,
-            polling=100,
-        )
+        # locators look inside shadow roots (marimo draws each widget in one)
+        picture = page.locator(".pcr-scan .pcr-stage img").first
+        picture.wait_for(state="visible", timeout=timeout_s * 1000)
+        page.locator(".pcr-scan circle.pcr-point").nth(9).wait_for(timeout=timeout_s * 1000)
         return time.perf_counter() - start
     finally:
         page.close()
 
 
-def bench_voila(timeout: int) -> dict[str, Any] | None:
-    """Voila's first paint of notebook 01, cold (empty results cache) and warm."""
+def bench_app(kind: str, timeout: int) -> dict[str, Any] | None:
+    """The first paint of notebook 01 as an app (``marimo`` or ``voila``), cold and warm.
+
+    Cold: an empty results cache; warm: the next page load, its results cached.
+    """
     try:
-        import voila  # noqa: F401
+        __import__(kind)
         from _lab import CHROMIUM_ARGS, _free_port, chromium_path, stop_server
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
-        print(f"Voila skipped: {exc}")
+        print(f"{kind} skipped: {exc}")
         return None
     chromium = chromium_path()
     if chromium is None:
-        print("Voila skipped: no chromium")
+        print(f"{kind} skipped: no chromium")
         return None
-    tmp = Path(tempfile.mkdtemp(prefix="pcr-voila-"))
+    tmp = Path(tempfile.mkdtemp(prefix=f"pcr-{kind}-"))
     port = _free_port()
     env = dict(os.environ, PCR_RESULTS_CACHE=str(tmp / "results"))
     env.update(JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))
-    log = (tmp / "voila.log").open("w")
-    argv = [sys.executable, "-m", "voila", str(NOTEBOOKS), f"--port={port}", "--no-browser"]
-    argv += ["--Voila.ip=127.0.0.1", "--ServerApp.port_retries=0"]
+    env["PCR_SAMPLE_DIR"] = str(ROOT / "data" / "sample")
+    if kind == "marimo":  # what `make app` serves
+        bin_dir = Path(sys.executable).parent
+        subprocess.run(["make", "-s", "-C", str(ROOT), f"BIN={bin_dir}",
+                        f"APP_DIR={tmp / 'app'}", "app-files"], check=True)  # fmt: skip
+        argv = [sys.executable, "-m", "marimo", "run", str(tmp / "app" / "01_progressive_scans.py"),
+                "--headless", "--host", "127.0.0.1", "--port", str(port), "--no-token"]  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+    else:
+        argv = [sys.executable, "-m", "voila", str(NOTEBOOKS), f"--port={port}", "--no-browser"]
+        argv += ["--Voila.ip=127.0.0.1", "--ServerApp.port_retries=0"]
+        url = f"http://127.0.0.1:{port}/voila/render/01_progressive_scans.ipynb"
+    log = (tmp / "server.log").open("w")
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/voila/render/01_progressive_scans.ipynb"
     try:
         _wait_port(port, proc, 90)
         with sync_playwright() as pw:
@@ -177,7 +185,7 @@ def bench_voila(timeout: int) -> dict[str, Any] | None:
         stop_server(proc)
         log.close()
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"notebook": "01 in Voila (first paint)", "cold_s": cold, "warm_s": warm}
+    return {"notebook": f"01 in {kind} (first paint)", "cold_s": cold, "warm_s": warm}
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -191,7 +199,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--notebooks", nargs="*", default=None, help="numbers, e.g. 01 06")
-    ap.add_argument("--no-voila", action="store_true")
+    ap.add_argument("--no-app", "--no-voila", action="store_true", help="no app first paint")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per cell or paint")
     ap.add_argument("--label", default="", help="suffix of the JSON file (e.g. the load)")
     args = ap.parse_args()
@@ -209,10 +217,11 @@ def main() -> None:
         print(f"{r['notebook']}: cold {r['cold_s']:.1f} s, warm {r['warm_s']:.1f} s", flush=True)
         for i, sec, first in r["cold_cells"]:
             print(f"    cell {i:>2} {sec:7.1f} s  {first}", flush=True)
-    if not args.no_voila and "01" in names:
-        voila_row = bench_voila(args.timeout)
-        if voila_row:
-            rows.append(voila_row)
+    if not args.no_app and "01" in names:
+        for kind in ("marimo", "voila"):
+            row = bench_app(kind, args.timeout)
+            if row:
+                rows.append(row)
     load_after = _load()
     print(f"\nmachine: {platform.node()}, {os.cpu_count()} cores; load average (1, 5, 15 min)")
     print(f"before {load_before}; after {load_after}\n")
