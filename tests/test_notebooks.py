@@ -80,6 +80,10 @@ def test_notebook_is_committed_stripped_and_thin(path: Path) -> None:
     assert headings[-1] == "## Try it on your own data"
 
 
+WIDGET_MODULES = {"@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyter-widgets/output"}
+WIDGET_MODULES |= {"anywidget"}
+
+
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The kernel inherits this process's environment.
@@ -131,6 +135,13 @@ def test_notebook_runs(path: Path, sample_dir: Path, monkeypatch: pytest.MonkeyP
     )
     if path.stem in WIDGET_NOTEBOOKS:
         assert widget_views, f"{path.name} displayed no widget"
+    # The widget state a saved notebook carries needs no front end but anywidget's and the
+    # core widgets' (JupyterLab, Notebook 7, VS Code, Colab and marimo have both)
+    state = book.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    modules = {m["model_module"] for m in state.get("state", {}).values()}
+    assert modules <= WIDGET_MODULES, f"{path.name}: widget models from {sorted(modules)}"
+    if path.stem in WIDGET_NOTEBOOKS:
+        assert "anywidget" in modules
     # BokehJS once per notebook, Bokeh's core bundle (about 1.3 MB; its INLINE is about 4),
     # shared by the explorers and pcr_explore.widgets.show
     loaders = [o for o in outputs if "application/vnd.bokehjs_load.v0+json" in o.get("data", {})]
