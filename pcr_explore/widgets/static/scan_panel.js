@@ -129,7 +129,7 @@ function render({model, el: host}) {
       f.cap.innerHTML = p[c];
       f.img.alt = p[a];
       f.img.hidden = !url;
-      if (url) f.img.src = url;
+      if (url && f.img.src !== url) f.img.src = url;
     });
   }
 

@@ -137,7 +137,7 @@ function render({model, el: host}) {
       const k = levelWithin(s.share || [], b), url = (urls[j] || [])[k - 1];
       f.fig.style.maxWidth = `${get("max_side")}px`;
       f.img.hidden = !url;
-      if (url) f.img.src = url;
+      if (url && f.img.src !== url) f.img.src = url;
       f.img.alt = (s.alts || [])[k - 1] || s.name;
       f.cap.innerHTML = (s.captions || [])[k - 1] || "";
     });
