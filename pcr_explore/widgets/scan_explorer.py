@@ -14,7 +14,6 @@ from PIL import Image
 
 from .._checks import check_scan
 from .._public import public
-from ..plots._scan_grid import scan_grid_data
 from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
 from ..quality.compare import LevelCache, ScanStep, difference_map, scan_step
 from ..quality.compare._views import encode_jpeg, jpeg_size
@@ -22,7 +21,7 @@ from ..quality.metrics import METRICS
 from ..read.sources import LevelSource, open_source, scan_script_of, source_name
 from ._explorer import Debounced
 from ._module_widget import ModuleWidget, module_text
-from ._scan_panel import GRID_LEGEND, step_drawing
+from ._scan_panel import panel_state, step_drawing
 from ._scan_readout import (
     SIDE_CAPTION,
     SPLIT_NOTE,
@@ -36,27 +35,6 @@ from ._scan_readout import (
 from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["ScanExplorer"]
-
-
-def panel_state(step: ScanStep, num_scans: int) -> dict[str, Any]:
-    """What the "what each scan adds" panel shows for one image and level."""
-    k, cov = step.level, step.coverage
-    before = f"scan {k - 1}" if k > 1 else "flat grey"
-    have = int(step.level_bytes[k - 1])
-    return {
-        "title": f"Known after scan {k} of {num_scans}"
-        + (f": {cov.label()}" if step.adds_scan else " (this level adds no scan to this image)"),
-        "caption": f"<b>scan {k} of {num_scans}</b> &middot; {html.escape(step.note)}",
-        "grid": scan_grid_data(cov),
-        "legend": GRID_LEGEND,
-        "rows": [list(r) for r in step.rows()],
-        "picture": encode_jpeg(step.pixels),
-        "added": encode_jpeg(step.difference),
-        "picture_caption": f"<b>the image at scan {k}</b><br>{have:,} bytes read",
-        "added_caption": f"<b>what scan {k} adds</b><br>|scan {k} - {before}| x {step.gain:g}",
-        "picture_alt": f"the image at scan {k}",
-        "added_alt": f"what scan {k} adds to the image, amplified x{step.gain:g}",
-    }
 
 
 class _Level(t.Int):  # type: ignore[type-arg]
