@@ -25,8 +25,8 @@ from ..quality.tune import DEFAULT_STATISTIC, STATISTICS, TuneResult, _stat, rec
 from ..read.sources import LevelSource, open_source
 from ._demo import static_text
 from ._module_widget import ModuleWidget, module_text
-from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 from ._scan_readout import finite_list
+from ._static import hstack, line_chart, text_panel, to_jpeg, vstack
 
 __all__ = ["GalleryCard", "TunerDashboard", "curve_lines"]
 
