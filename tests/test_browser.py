@@ -16,10 +16,6 @@ open beside it) and take screenshots at 1440x900 and 1280x720 into
   the live view's output, nbconvert's HTML shows one picture per explorer and
   no widget text; reopened without a kernel, the picture as saved stands in
   for the widget and "model not found" is hidden.
-* 02: one recommendation: the tuner, ``tune()`` and the budget name the same
-  level and the budget states it once, its legend above its plot; switching
-  the metric sets the target to that metric's default, the mean moves the
-  star; a new target survives a reload (rule and star).
 * 03: tests/test_browser_03.py (SwapExplorer's own module).
 * 04: the reading figure and the strip of levels draw.
 * 05 (``PCR_QUICK``, a generated stand-in): the explorer opens with the
@@ -50,7 +46,6 @@ import pytest
 from _lab import (
     ARTIFACTS,
     CANVAS_INK,
-    KERNEL_IDLE,
     SHOWN_CAPTION,
     TWO_FRAMES,
     VIEWPORT,
@@ -539,120 +534,6 @@ def _end_sessions(lab: Lab) -> None:
         )
         with urllib.request.urlopen(req, timeout=_budget.seconds_left()):
             pass
-
-
-# The text of the first cell whose code holds *code*, once it shows *want* (the notebook
-# draws only the cells near the view: the cell is scrolled to first).
-_CELL_TEXT = """([code, want]) => { const nb = window.jupyterapp.shell.currentWidget.content;
-  const i = nb.widgets.findIndex(c => c.model.sharedModel.getSource().includes(code));
-  if (i < 0) return null;
-  nb.scrollToItem(i, 'start');
-  const text = nb.widgets[i].node.innerText;
-  return text.includes(want) ? text : null; }"""
-
-
-def _cell_text(page: Any, code: str, want: str) -> str:
-    found = page.wait_for_function(_CELL_TEXT, arg=[code, want], timeout=_budget.ms(), polling=250)
-    return str(found.json_value())
-
-
-def _one_recommendation(s: Session) -> None:
-    """The tuner, tune() and the budget name one level, and the budget says it once."""
-    page = s.page
-    tuner = _cell_text(page, "TunerDashboard(source, curve=curve", "recommended scan")
-    tuned = _cell_text(page, "result = tune(curve", "recommended scan")
-    budget = _cell_text(page, "BudgetExplorer(report=report)", "Level ")
-    levels = [int(m.group(1)) for t in (tuner, tuned) if (m := _RECOMMENDED.search(t))]
-    verdicts = re.findall(r"Level (\d+) of 10", budget)
-    assert len(verdicts) == 1, budget  # its table does not repeat the readout's verdict
-    assert levels == [int(verdicts[0])] * 2, (levels, verdicts)
-    assert "5th percentile" in tuner and "p5 quality >= 0.95" in budget  # one statistic
-    # the budget plot's legend sits above its plot, not on the curves
-    page.wait_for_function(f"() => ({_EPOCH_PLOT}).length === 1", timeout=_budget.ms())
-    assert page.evaluate(_EPOCH_PLOT) == [["Legend"]]
-    s.shots(page.locator(".widget-html", has_text="Level ").first, "02_tune_and_audit_budget")
-
-
-_RECOMMENDED = re.compile(r"recommended scan\s+(\d+)")
-_EPOCH_PLOT = """Bokeh.index.roots.filter(v => v.model.title
-  && v.model.title.text.startsWith('Input time of one epoch')).map(v => v.model.above
-  .map(m => m.type))"""
-
-
-def test_02_tuner(lab: Lab, browser: Any) -> None:
-    with _session(browser, "02_tune_and_audit") as s:
-        page = s.page
-        open_notebook(page, lab, s.name, "w02")
-        run_all(page)
-        _all_canvases_drawn(page, 1)
-        out = s.widget_output(".widget-dropdown")
-        cell = s.cell_of(out)
-        s.assert_fits(out)
-        s.shot(out, s.name)
-        _one_recommendation(s)
-        s.reveal(out, cell)
-
-        metric = page.locator(".widget-dropdown", has_text="metric").locator("select").first
-        recommendation = page.locator(".widget-html", has_text="recommended scan").first
-        switches = [
-            ("PSNR (dB)", "35.0", "5th percentile PSNR ≥ 35.0 dB"),
-            ("MS-SSIM", "0.950", "5th percentile MS-SSIM ≥ 0.95"),
-            ("SSIM", "0.900", "5th percentile SSIM ≥ 0.9"),
-            ("PSNR (dB)", "35.0", "5th percentile PSNR ≥ 35.0 dB"),
-            ("MS-SSIM", "0.950", "5th percentile MS-SSIM ≥ 0.95"),
-        ]
-        for label, shown, target in switches:
-            metric.select_option(label=label)
-            page.wait_for_function(
-                "([el, want]) => el.innerText.includes(want)",
-                arg=[recommendation.element_handle(), target],
-                timeout=_budget.ms(),
-            )
-            page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
-            # the slider on show is the metric's, at its default; the kernel agrees
-            slider = page.locator(".widget-slider:visible", has_text="target")
-            assert slider.count() == 1
-            assert slider.locator(".widget-readout").inner_text().strip() == shown, label
-            assert target in recommendation.inner_text(), (label, recommendation.inner_text())
-
-        page.locator(".widget-toggle-button", has_text="mean of images").first.click()
-        page.wait_for_function(
-            "el => el.innerText.includes('mean MS-SSIM')",
-            arg=recommendation.element_handle(),
-            timeout=_budget.ms(),
-        )
-        s.shot(out, "02_tune_and_audit_mean")
-        s.shots(out, "02_tune_and_audit")
-
-        # a new target, then a reload with the same kernel: the rule and the star are where
-        # the kernel has them, not where they first were
-        handle = page.locator(".widget-slider:visible", has_text="target").locator(".noUi-handle")
-        handle.first.focus()
-        for _ in range(30):
-            handle.first.press("ArrowRight")
-        # the star reaches the page in a message after the recommendation's: wait for both
-        page.wait_for_function(
-            f"""el => {{ const m = /recommended scan\\s+(\\d+)/.exec(el.innerText);
-              return !!m && el.innerText.includes('≥ 0.98') && ({_DOCUMENTS})(null).sources
-                .some(x => x.rows === 1 && x.cols.label && x.cols.label[0] === 'scan ' + m[1]);
-            }}""",
-            arg=recommendation.element_handle(),
-            timeout=_budget.ms(),
-        )
-        page.wait_for_function(KERNEL_IDLE, timeout=_budget.ms())
-        star = [x for x in _documents(page)["sources"] if x["rows"] == 1 and "label" in x["cols"]]
-        _reload_same_kernel(page)
-        s.reveal(s.widget_output(".widget-dropdown"), cell)
-        _all_canvases_drawn(page, 1)
-        docs = _documents(page)
-        assert ["width", 0.98] in [[d, round(v, 3)] for d, v in docs["spans"] if v], docs["spans"]
-        again = [x for x in docs["sources"] if x["rows"] == 1 and "label" in x["cols"]]
-        assert again == star, (again, star)
-        assert (
-            "mean MS-SSIM"
-            in page.locator(".widget-html", has_text="recommended").first.inner_text()
-        )
-        assert not s.errors, s.errors
 
 
 def test_04_reading(lab: Lab, browser: Any) -> None:
