@@ -367,15 +367,6 @@ def test_notebook7(
     _drive_jupyter(browser, "nb7", url, viewport, num_scans, nb7_own_errors, keys=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="Notebook 7 swallows ArrowRight on the focused slider: Lumino matches its "
-    "'notebook:move-cursor-heading-below-or-expand' binding (selector '.jp-Notebook"
-    ".jp-mod-commandMode:not(.jp-mod-readWrite) :focus') against the slider itself, in the "
-    "capture phase, before it reaches the data-lm-suppress-shortcuts mark on the explorer's "
-    "host, and prevents the key's default and stops it (fix: the mark on every control)",
-)
 def test_notebook7_arrow_keys(
     browser: Any, nb7: Notebook7, sample: Path, num_scans: int, nb7_own_errors: list[str]
 ) -> None:

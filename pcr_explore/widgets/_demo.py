@@ -112,7 +112,7 @@ def readout_table(rows: list[tuple[str, str]]) -> str:
     return f"<table class='pcr-readout'>{cells}</table>"
 
 
-_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([\w.]+)";\n', re.M)
+_IMPORT = re.compile(r'^import \{[^}]*\}\s*from "\./([\w.]+)";\n', re.M)
 
 
 def static_text(name: str) -> str:

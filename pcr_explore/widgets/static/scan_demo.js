@@ -3,7 +3,7 @@
 // the page was written (`data`: see pcr_explore.widgets.scan_demo); choosing another
 // image puts its numbers into the model, as the kernel would.
 import { PageModel } from "./page_model.js";
-import { render } from "./scan_explorer.js";
+import { renderScan } from "./scan_explorer.js";
 
 // What the model holds for image `i` of the page (pictures are indices into `data.pics`).
 export function imageState(data, i) {
@@ -17,6 +17,6 @@ export function scanPage(data, host) {
   model.on("change:image", () => {
     for (const [k, v] of Object.entries(imageState(data, model.get("image")))) model.set(k, v);
   });
-  render({model, el: host});
+  renderScan({model, el: host});
   return model;
 }

@@ -6,7 +6,9 @@
 // (`levels` names the levels held: all in a notebook, those embedded on a page), so the
 // level slider and the play button show a level without asking the kernel; the zoom, its
 // centre and the split line are drawn in the page too.
-import { el, lineChart, svg } from "./chart.js";
+import { el, lineChart } from "./chart.js";
+import { Pictures, button, explorerRoot, grids, picker, pictureUrl, slider, table, toggleGroup }
+  from "./controls.js";
 
 const MODES = [["level", "level", "the level alone"],
                ["side", "side by side", "the full image next to it"],
@@ -14,94 +16,10 @@ const MODES = [["level", "level", "the level alone"],
                ["diff", "difference", "where the level differs from the full image"]];
 const COLORS = {image: "#e6550d", dataset: "#3182bd", band: "#9ecae1", marker: "#d62728"};
 
-// A picture from the model: a data: URL (the demo page) or JPEG bytes (a kernel).
-function pictureUrl(value, made) {
-  if (typeof value === "string") return value || null;
-  if (!value || !value.byteLength) return null;
-  const bytes = value instanceof ArrayBuffer ? new Uint8Array(value)
-    : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  const url = URL.createObjectURL(new Blob([bytes], {type: "image/jpeg"}));
-  made.push(url);
-  return url;
-}
-
-class Pictures {
-  constructor() { this.made = []; this.urls = {}; }
-  set(key, values) {
-    for (const u of this.made.splice(0)) URL.revokeObjectURL(u);
-    this.urls[key] = (values || []).map(v => pictureUrl(v, this.made));
-  }
-  get(key, i) { return (this.urls[key] || [])[i] || null; }
-  clear() { for (const u of this.made.splice(0)) URL.revokeObjectURL(u); }
-}
-
-// A button named by its text (an icon's name in `extra["aria-label"]`), `tip` on hover.
-function button(parent, text, tip, extra = {}) {
-  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
-}
-
-function slider(parent, label, min, max, step, wide = false) {
-  const wrap = el("label", {class: wide ? "pcr-slider pcr-wide" : "pcr-slider"}, parent);
-  el("span", {class: "pcr-label"}, wrap, label);
-  const input = el("input", {type: "range", min, max, step}, wrap);
-  const out = el("output", {class: "pcr-value", "aria-hidden": "true"}, wrap);
-  return {wrap, input, out};
-}
-
-function toggleGroup(parent, label, options, onPick) {
-  const group = el("div", {class: "pcr-toggles", role: "group", "aria-label": label}, parent);
-  const buttons = options.map(([value, text, tip]) => {
-    const b = button(group, text, tip || text, {"aria-pressed": "false"});
-    b.addEventListener("click", () => onPick(value));
-    return [value, b];
-  });
-  return {group, show(now) {
-    for (const [v, b] of buttons) b.setAttribute("aria-pressed", String(v === now));
-  }};
-}
-
-function table(parent, rows) {
-  parent.replaceChildren();
-  for (const [k, v] of rows || []) {
-    const tr = el("tr", {}, parent);
-    el("th", {scope: "row"}, tr, k);
-    const td = el("td", {}, tr);
-    el("b", {}, td).innerHTML = v;  // the kernel's own text, escaped there
-  }
-}
-
-// The zig-zag grids of what the scan sends: cells and column heads as measured in the kernel.
-function grids(parent, grid, title) {
-  parent.replaceChildren();
-  const cell = 20, cells = grid.cells || {}, heads = grid.heads || {};
-  const n = (cells.x || []).length;
-  if (!n) return;
-  const width = Math.max(...cells.x) * cell + cell + 4, top = 2 * cell + 8;
-  const root = svg("svg", {viewBox: `0 0 ${width} ${top + 8 * cell + 8}`, role: "img",
-                           "aria-label": title, class: "pcr-grids"}, parent);
-  for (let i = 0; i < n; i++) {
-    const x0 = cells.x[i] * cell, y0 = top + (7 - cells.y[i]) * cell;
-    svg("rect", {x: x0, y: y0, width: cell - 2, height: cell - 2, fill: cells.fill[i],
-                 stroke: cells.line[i], "stroke-width": cells.width[i]}, root);
-    if (cells.text[i]) {
-      svg("text", {x: x0 + cell / 2 - 1, y: y0 + cell / 2 + 3, "text-anchor": "middle",
-                   fill: cells.ink[i], class: "pcr-grid-text"}, root, cells.text[i]);
-    }
-  }
-  for (let i = 0; i < (heads.x || []).length; i++) {
-    svg("text", {x: (heads.x[i] + 0.5) * cell, y: heads.y[i] > 9 ? 12 : cell + 12,
-                 fill: heads.color[i], class: "pcr-grid-head"}, root, heads.text[i]);
-  }
-}
-
-function build(el_) {
-  el_.replaceChildren();
-  el_.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-scan"}, el_);
+function build(host) {
+  const root = explorerRoot(host, "pcr-scan");
   const row1 = el("div", {class: "pcr-row"}, root);
-  const pickWrap = el("label", {class: "pcr-slider"}, row1);
-  el("span", {class: "pcr-label"}, pickWrap, "image");
-  const picker = el("select", {}, pickWrap);
+  const imagePicker = picker(row1, "image");
   const prev = button(row1, "\u25c0", "previous image", {"aria-label": "previous image"});
   const next = button(row1, "\u25b6", "next image", {"aria-label": "next image"});
   const present = button(row1, "presentation", "larger text for a projector",
@@ -141,12 +59,13 @@ function build(el_) {
   const panel = el("section", {class: "pcr-scan-panel", hidden: true,
                                "aria-label": "what the scan at this level adds"}, root);
   const error = el("pre", {class: "pcr-error", role: "alert", hidden: true}, root);
-  return {root, row1, picker, prev, next, present, play, level, zoom, zx, zy, scanToggle,
+  return {root, row1, picker: imagePicker, prev, next, present, play, level, zoom, zx, zy,
+          scanToggle,
           status, caption, stage, zoomBox, img, over, line, right, rightZoom, other,
           rightCaption, chart, row3, readout, panel, error};
 }
 
-function render({model, el: host}) {
+export function renderScan({model, el: host}) {
   const v = build(host);
   const pictures = new Pictures(), diffs = new Pictures(), panelUrls = [];
   const get = k => model.get(k);
@@ -353,7 +272,6 @@ function render({model, el: host}) {
   v.stage.addEventListener("pointerdown", ev => { v.stage.setPointerCapture(ev.pointerId); point(ev); });
   v.stage.addEventListener("pointermove", ev => { if (ev.buttons && get("mode") === "split") point(ev); });
   v.root.addEventListener("keydown", ev => {
-    ev.stopPropagation();  // keys pressed in the explorer are the explorer's, not the notebook's
     if (ev.target.closest("input, select")) return;  // a slider or a list steps by itself
     const d = {ArrowRight: 1, ArrowLeft: -1}[ev.key];
     if (!d) return;
@@ -386,5 +304,4 @@ function render({model, el: host}) {
   return () => { stop(); pictures.clear(); diffs.clear(); };
 }
 
-export default { render };
-export { render };
+export default { render: renderScan };

@@ -5,71 +5,14 @@
 //
 // The model holds every level's panel of the image shown (`panels`), so the level slider
 // and the arrow keys show a level without asking the kernel; a new image is measured there.
-import { el, svg } from "./chart.js";
-
-// JPEG bytes from the kernel (or a data: URL) as a URL an <img> shows.
-function pictureUrl(value, made) {
-  if (typeof value === "string") return value || null;
-  if (!value || !value.byteLength) return null;
-  const bytes = value instanceof ArrayBuffer ? new Uint8Array(value)
-    : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  const url = URL.createObjectURL(new Blob([bytes], {type: "image/jpeg"}));
-  made.push(url);
-  return url;
-}
-
-// A button named by its text, `tip` on hover.
-function button(parent, text, tip, extra = {}) {
-  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
-}
-
-function table(parent, rows) {
-  parent.replaceChildren();
-  for (const [k, v] of rows || []) {
-    const tr = el("tr", {}, parent);
-    el("th", {scope: "row"}, tr, k);
-    const td = el("td", {}, tr);
-    el("b", {}, td).innerHTML = v;  // the kernel's own text, escaped there
-  }
-}
-
-// The zig-zag grids of what the scan sends: cells and column heads as measured in the kernel.
-// (The same drawing as ScanExplorer's panel.)
-function grids(parent, grid, title) {
-  parent.replaceChildren();
-  const cell = 20, cells = grid.cells || {}, heads = grid.heads || {};
-  const n = (cells.x || []).length;
-  if (!n) return;
-  const width = Math.max(...cells.x) * cell + cell + 4, top = 2 * cell + 8;
-  const root = svg("svg", {viewBox: `0 0 ${width} ${top + 8 * cell + 8}`, role: "img",
-                           "aria-label": title, class: "pcr-grids"}, parent);
-  for (let i = 0; i < n; i++) {
-    const x0 = cells.x[i] * cell, y0 = top + (7 - cells.y[i]) * cell;
-    svg("rect", {x: x0, y: y0, width: cell - 2, height: cell - 2, fill: cells.fill[i],
-                 stroke: cells.line[i], "stroke-width": cells.width[i]}, root);
-    if (cells.text[i]) {
-      svg("text", {x: x0 + cell / 2 - 1, y: y0 + cell / 2 + 3, "text-anchor": "middle",
-                   fill: cells.ink[i], class: "pcr-grid-text"}, root, cells.text[i]);
-    }
-  }
-  for (let i = 0; i < (heads.x || []).length; i++) {
-    svg("text", {x: (heads.x[i] + 0.5) * cell, y: heads.y[i] > 9 ? 12 : cell + 12,
-                 fill: heads.color[i], class: "pcr-grid-head"}, root, heads.text[i]);
-  }
-}
+import { el } from "./chart.js";
+import { button, explorerRoot, grids, picker, pictureUrl, slider, table } from "./controls.js";
 
 function build(host) {
-  host.replaceChildren();
-  host.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-step-panel"}, host);
+  const root = explorerRoot(host, "pcr-step-panel");
   const row = el("div", {class: "pcr-row"}, root);
-  const wrap = el("label", {class: "pcr-slider pcr-wide"}, row);
-  el("span", {class: "pcr-label"}, wrap, "scan level");
-  const level = el("input", {type: "range", min: 1, max: 1, step: 1}, wrap);
-  const levelOut = el("output", {class: "pcr-value", "aria-hidden": "true"}, wrap);
-  const pickWrap = el("label", {class: "pcr-slider"}, row);
-  el("span", {class: "pcr-label"}, pickWrap, "image");
-  const picker = el("select", {}, pickWrap);
+  const {input: level, out: levelOut} = slider(row, "scan level", 1, 1, 1, true);
+  const imagePicker = picker(row, "image");
   const present = button(row, "presentation", "larger text for a projector",
                          {"aria-pressed": "false"});
   const status = el("div", {class: "pcr-status", role: "status"}, root);
@@ -87,7 +30,7 @@ function build(host) {
     return {cap, img};
   });
   const error = el("pre", {class: "pcr-error", role: "alert", hidden: true}, root);
-  return {root, row, level, levelOut, picker, present, status, body, caption, title, gridBox,
+  return {root, row, level, levelOut, picker: imagePicker, present, status, body, caption, title, gridBox,
           legend, readout, figs, error};
 }
 
@@ -161,7 +104,6 @@ function render({model, el: host}) {
   v.picker.addEventListener("change", () => save("image", Number(v.picker.value)));
   v.present.addEventListener("click", () => save("presentation", !get("presentation")));
   v.root.addEventListener("keydown", ev => {
-    ev.stopPropagation();  // keys pressed in the panel are the panel's, not the notebook's
     if (ev.target.closest("input, select")) return;  // a slider or a list steps by itself
     const d = {ArrowRight: 1, ArrowLeft: -1}[ev.key];
     if (!d) return;
@@ -185,4 +127,3 @@ function render({model, el: host}) {
 }
 
 export default { render };
-export { render };

@@ -6,31 +6,10 @@
 // caption of the image shown, so the byte budget slider moves the pictures, captions and the
 // budget line without asking the kernel; a new script or image is measured there.
 import { el, lineChart } from "./chart.js";
+import { button, explorerRoot, picker, pictureUrl, slider } from "./controls.js";
 
 const COLORS = ["#1f77b4", "#d62728"];
 const BUDGET = "#595959";
-
-// JPEG bytes from the kernel (or a data: URL) as a URL an <img> shows.
-function pictureUrl(value, made) {
-  if (typeof value === "string") return value || null;
-  if (!value || !value.byteLength) return null;
-  const bytes = value instanceof ArrayBuffer ? new Uint8Array(value)
-    : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  const url = URL.createObjectURL(new Blob([bytes], {type: "image/jpeg"}));
-  made.push(url);
-  return url;
-}
-
-// A button named by its text, `tip` on hover.
-function button(parent, text, tip, extra = {}) {
-  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
-}
-
-function picker(parent, label) {
-  const wrap = el("label", {class: "pcr-slider"}, parent);
-  el("span", {class: "pcr-label"}, wrap, label);
-  return el("select", {}, wrap);
-}
 
 function options(select, names, value) {
   select.replaceChildren();
@@ -48,9 +27,7 @@ function levelWithin(share, budget) {
 const percent = x => `${Math.round(x * 100)}%`;
 
 function build(host) {
-  host.replaceChildren();
-  host.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-scripts"}, host);
+  const root = explorerRoot(host, "pcr-scripts");
   const row1 = el("div", {class: "pcr-row"}, root);
   const pickA = picker(row1, "script A");
   const pickB = picker(row1, "script B");
@@ -63,10 +40,7 @@ function build(host) {
   const curves = el("div", {class: "pcr-chart"}, charts);
   const times = el("div", {class: "pcr-chart"}, charts);
   const row2 = el("div", {class: "pcr-row"}, main);
-  const wrap = el("label", {class: "pcr-slider pcr-wide"}, row2);
-  el("span", {class: "pcr-label"}, wrap, "byte budget");
-  const budget = el("input", {type: "range", min: 0.05, max: 1.05, step: 0.01}, wrap);
-  const budgetOut = el("output", {class: "pcr-value", "aria-hidden": "true"}, wrap);
+  const {input: budget, out: budgetOut} = slider(row2, "byte budget", 0.05, 1.05, 0.01, true);
   const pickImage = picker(row2, "image");
   const pics = el("section", {class: "pcr-pair pcr-script-pics",
                               "aria-label": "each script's image at the byte budget"}, main);
@@ -174,7 +148,6 @@ function render({model, el: host}) {
   v.pickImage.addEventListener("change", () => save("image", Number(v.pickImage.value)));
   v.present.addEventListener("click", () => save("presentation", !get("presentation")));
   // keys pressed in the explorer are the explorer's, not the notebook's
-  v.root.addEventListener("keydown", ev => ev.stopPropagation());
 
   // -- the model -----------------------------------------------------------------
   const on = (keys, fn) => { for (const k of keys) model.on(`change:${k}`, fn); };
@@ -195,4 +168,3 @@ function render({model, el: host}) {
 }
 
 export default { render };
-export { render };

@@ -3,7 +3,7 @@
 // `data.grid` (see pcr_explore.widgets.swap_demo); moving the sparsity puts that step's
 // bars, markers and readouts into the model, as the kernel would.
 import { PageModel } from "./page_model.js";
-import { render } from "./swap_explorer.js";
+import { renderSwap } from "./swap_explorer.js";
 
 // The step simulated nearest to sparsity `s`.
 export function stepAt(data, s) {
@@ -17,6 +17,6 @@ export function swapPage(data, host) {
   model.on("change:sparsity", () => {
     for (const [k, v] of Object.entries(stepAt(data, model.get("sparsity")))) model.set(k, v);
   });
-  render({model, el: host});
+  renderSwap({model, el: host});
   return model;
 }

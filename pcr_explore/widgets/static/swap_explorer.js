@@ -8,6 +8,7 @@
 // sparsity slider moves, the page moves its line and the codecs' markers (read off the
 // analytic lines it holds) at once; the bars and readouts follow from the kernel.
 import { el, format, svg, ticks } from "./chart.js";
+import { button, explorerRoot, fillPicker, picker, slider } from "./controls.js";
 
 const SHAPES = [["constant", "one value", "one sparsity for every ReLU and pooling output"],
                 ["ramp", "ramp with depth", "deeper layers sparser: from shallow to deep"],
@@ -22,34 +23,6 @@ const isNum = v => v !== null && v !== undefined && Number.isFinite(Number(v));
 const pct = s => `${Math.round(Number(s) * 100)}%`;
 const ms = v => `${Number(v).toFixed(2)} ms`;
 const times = r => `${format(r)}x`;
-
-function swapButton(parent, text, tip, extra = {}) {
-  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
-}
-
-function swapSlider(parent, label, min, max, step, wide = false) {
-  const wrap = el("label", {class: wide ? "pcr-slider pcr-wide" : "pcr-slider"}, parent);
-  el("span", {class: "pcr-label"}, wrap, label);
-  const input = el("input", {type: "range", min, max, step}, wrap);
-  const out = el("output", {class: "pcr-value", "aria-hidden": "true"}, wrap);
-  return {wrap, input, out};
-}
-
-function picker(parent, label) {
-  const wrap = el("label", {class: "pcr-slider"}, parent);
-  el("span", {class: "pcr-label"}, wrap, label);
-  return el("select", {}, wrap);
-}
-
-function fillPicker(select, options, value) {  // options: [[value, text], ...]
-  const now = options.map(o => `${o[0]}\u0000${o[1]}`).join("\u0001");
-  if (select.dataset.options !== now) {
-    select.replaceChildren();
-    for (const [v, text] of options) el("option", {value: String(v)}, select, String(text));
-    select.dataset.options = now;
-  }
-  select.value = String(value);
-}
 
 // The legend above a plot: [{name, draw(icon)}], each icon a 24x14 SVG.
 function swapLegend(parent, items) {
@@ -249,17 +222,15 @@ function timelineChart(parent, ev, big) {
 }
 
 function build(host) {
-  host.replaceChildren();
-  host.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-swap"}, host);
+  const root = explorerRoot(host, "pcr-swap");
   const row1 = el("div", {class: "pcr-row"}, root);
   const shapes = el("div", {class: "pcr-toggles", role: "group",
                             "aria-label": "sparsity of the layers"}, row1);
-  const play = swapButton(row1, "\u25b6 play", "step through the sparsities simulated");
-  const sparsity = swapSlider(row1, "sparsity", 0, 0.99, 0.01, true);
-  const shallow = swapSlider(row1, "shallow layers", 0, 0.99, 0.01);
-  const deep = swapSlider(row1, "deep layers", 0, 0.99, 0.01);
-  const present = swapButton(row1, "presentation", "larger text for a projector",
+  const play = button(row1, "\u25b6 play", "step through the sparsities simulated");
+  const sparsity = slider(row1, "sparsity", 0, 0.99, 0.01, true);
+  const shallow = slider(row1, "shallow layers", 0, 0.99, 0.01);
+  const deep = slider(row1, "deep layers", 0, 0.99, 0.01);
+  const present = button(row1, "presentation", "larger text for a projector",
                              {"aria-pressed": "false"});
   const row2 = el("div", {class: "pcr-row"}, root);
   const trace = picker(row2, "trace");
@@ -285,7 +256,7 @@ function build(host) {
           codecs, notes, status, ratio, bars, timeline, policy, caption, events, readout, error};
 }
 
-function render({model, el: host}) {
+export function renderSwap({model, el: host}) {
   const v = build(host);
   const get = k => model.get(k);
   const save = (k, value) => { model.set(k, value); model.save_changes(); };
@@ -294,7 +265,7 @@ function render({model, el: host}) {
   let timer = null, waiting = false;
 
   const shapeButtons = SHAPES.map(([value, text, tip]) => {
-    const b = swapButton(v.shapes, text, tip, {"aria-pressed": "false"});
+    const b = button(v.shapes, text, tip, {"aria-pressed": "false"});
     b.addEventListener("click", () => save("shape", value));
     return [value, b];
   });
@@ -450,7 +421,6 @@ function render({model, el: host}) {
       if (next >= g[g.length - 1]) stop();
     }, 500);
   });
-  v.root.addEventListener("keydown", ev => ev.stopPropagation());  // the explorer's keys
 
   // -- the model -----------------------------------------------------------------
   const on = (keys, fn) => { for (const k of keys) model.on(`change:${k}`, fn); };
@@ -477,5 +447,4 @@ function render({model, el: host}) {
   return () => stop();
 }
 
-export default { render };
-export { render };
+export default { render: renderSwap };
