@@ -1,8 +1,12 @@
-"""Notebook widgets: ScanExplorer, ScriptExplorer, TunerDashboard, SwapExplorer, TrainingExplorer.
+"""Notebook widgets (the explorers) and the kernel-free pages (scan_demo, swap_demo).
 
-Each is ipywidgets 8 plus Bokeh 3 (through ``jupyter_bokeh.BokehModel``),
-holds no logic of its own beyond wiring controls to library calls, and shows
-a static picture where widgets cannot run.
+ScanExplorer, ScriptExplorer, ScanPanel, TunerDashboard, BudgetExplorer,
+SwapExplorer and TrainingExplorer.
+Each explorer is one anywidget: its state is in traitlets, its front end one
+ES module of ``static/`` (drawing its own SVG charts), so it runs in
+JupyterLab, Notebook 7, VS Code, Colab and marimo with no extension. It
+holds no logic of its own beyond wiring its state to library calls, and
+shows a static picture where widgets cannot run.
 """
 
 from .._public import facade
