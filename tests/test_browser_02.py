@@ -165,6 +165,13 @@ def fits(out: Any, name: str) -> None:
               + els[j].textContent); }
           const cut = [...root.querySelectorAll('.pcr-chart-title')]
             .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent);
+          for (const svg of root.querySelectorAll('svg.pcr-chart-svg')) {
+            const [, , w, h] = svg.getAttribute('viewBox').split(' ').map(Number);
+            for (const t of svg.querySelectorAll('text')) { const b = t.getBBox();
+              const turned = t.getAttribute('transform'), y = Number(t.getAttribute('y'));
+              const out = turned ? y - b.width / 2 < -1 || y + b.width / 2 > h + 1
+                : b.x < -1 || b.y < -1 || b.x + b.width > w + 1 || b.y + b.height > h + 1;
+              if (out) cut.push(t.textContent); } }
           return [root.scrollWidth > root.clientWidth + 1, wide.slice(0, 5), bad, cut]; }"""
     )
     assert over == [False, [], [], []], f"{name}: cut off or overlapping: {over}"

@@ -64,7 +64,8 @@ def curve_lines(curve: QualityCurve, max_images: int = 64) -> dict[str, Any]:
     out: dict[str, Any] = {
         "x": finite_list(curve.bytes_fraction),
         "scans": [int(k) for k in curve.scans],
-        "labels": {s: axis_label(m, s) for s in ("value", "db")},
+        # short enough for a projector's font; the dB toggle's tip gives the formula
+        "labels": {s: axis_label(m, s).split(":")[0] for s in ("value", "db")},
         "db": m != "psnr",
         "stats": {s: finite_list(_stat(curve.per_image.values, s)) for s in STATISTICS},
     }
