@@ -152,7 +152,7 @@ def test_metric_statistic_and_sample(tuner: TunerDashboard) -> None:
     tuner.target = 0.97
     tuner.metric = "psnr"
     assert tuner.target == 35.0 and tuner.target_ranges["psnr"] == {
-        "min": 20.0, "max": 50.0, "step": 0.5, "digits": 1,
+        "min": 20.0, "max": 50.0, "step": 0.5, "digits": 1, "trim": False,
     }  # fmt: skip
     assert tuner.result.metric == "psnr" and tuner.result.target == 35.0
     assert "5th percentile PSNR &ge; 35.0 dB" in tuner.readout

@@ -223,7 +223,8 @@ class TunerDashboard(ModuleWidget):
         self._gallery_shows: tuple[int, str, int] | None = None
         self._lines_drawn: tuple[int, str] | None = None
         ranges = {
-            m: {"min": lo, "max": hi, "step": step, "digits": digits}
+            # shown as the readout writes the target: PSNR to 0.1 dB, the others as :g
+            m: {"min": lo, "max": hi, "step": step, "digits": digits, "trim": m != "psnr"}
             for m, (lo, hi, step, _, digits) in _TARGETS.items()
         }
         super().__init__(

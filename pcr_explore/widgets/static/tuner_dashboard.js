@@ -124,7 +124,8 @@ function render({model, el: host}) {
     v.target.max = String(range.max);
     v.target.step = String(range.step);
     v.target.value = String(get("target"));
-    const shown = Number(get("target")).toFixed(range.digits ?? 3);
+    const fixed = Number(get("target")).toFixed(range.digits ?? 3);
+    const shown = range.trim ? String(Number(fixed)) : fixed;  // as the readout writes it
     v.targetOut.textContent = shown;
     v.target.setAttribute("aria-valuetext", shown);
     statistic.show(get("statistic"));
