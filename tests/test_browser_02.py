@@ -124,7 +124,7 @@ class Session:
         return [
             m
             for m in self.console
-            if m.startswith("[error]") and "Failed to load resource" not in m
+            if m.startswith("[error]") and "the server responded with a status of 404" not in m
         ]
 
     def close(self, failed: bool) -> None:
