@@ -103,6 +103,6 @@ def test_tuner_dashboard_starts_from_the_curve_given(
 
     monkeypatch.setattr(tuner_dashboard, "quality_curve", refuse)
     dash = pcr.widgets.TunerDashboard(photo_folder, curve=curve, worst=1)
-    assert dash.curve() is curve and dash.sample.value == curve.sample_size
-    dash.target.value = 0.99  # re-tuning is a recommend() on the same curve
+    assert dash.curve() is curve and dash.sample == curve.sample_size
+    dash.target = 0.99  # re-tuning is a recommend() on the same curve
     assert dash.result.scan == recommend(curve, target=0.99).scan
