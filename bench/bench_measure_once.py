@@ -66,7 +66,7 @@ def main() -> None:
     )
 
     def retarget() -> int:
-        dash.target.value = 0.97 if dash.target.value != 0.97 else 0.95
+        dash.target = 0.97 if dash.target != 0.97 else 0.95
         return dash.result.scan
 
     t_slider, _ = _median_time(retarget, max(5, args.repeat))

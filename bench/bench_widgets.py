@@ -202,7 +202,7 @@ def bench_swap(repeat: int) -> list[dict]:
 def bench_tuner(source: str, repeat: int) -> list[dict]:
     dash = TunerDashboard(source, sample=16, workers=1)
     targets = [round(v, 3) for v in np.linspace(0.90, 0.995, 20 * repeat)]
-    fast = timed(setter(dash.target, t) for t in targets)
+    fast = timed(setter(dash, t, "target") for t in targets)
 
     def tune_at(target: float) -> Callable[[], None]:
         return lambda: None if tune(source, target=target, sample=16, workers=1) else None
