@@ -4,6 +4,7 @@
 // while the bandwidth slider is dragged (the model holds each level's bytes and decoding
 // seconds); the kernel re-prices the report for the sentence and the table under it.
 import { el, lineChart } from "./chart.js";
+import { button, explorerRoot, slider } from "./controls.js";
 
 const COLORS = {decode: "#9a6700", read: "#1f77b4", recommended: "#cf222e"};
 const LOG_MIN = -1, LOG_MAX = 4;  // the slider: 0.1 to 10,000 MB/s
@@ -25,16 +26,11 @@ export function formatBandwidth(bps) {
 }
 
 function build(host) {
-  host.replaceChildren();
-  host.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-budget"}, host);
+  const root = explorerRoot(host, "pcr-budget");
   const row = el("div", {class: "pcr-row"}, root);
-  const wrap = el("label", {class: "pcr-slider pcr-wide"}, row);
-  el("span", {class: "pcr-label"}, wrap, "storage bandwidth");
-  const slider = el("input", {type: "range", min: LOG_MIN, max: LOG_MAX, step: 0.01}, wrap);
-  const out = el("output", {class: "pcr-value", "aria-hidden": "true"}, wrap);
-  const present = el("button", {type: "button", class: "pcr-button", "aria-pressed": "false",
-                                title: "larger text for a projector"}, row, "presentation");
+  const {input: bandwidth, out} = slider(row, "storage bandwidth", LOG_MIN, LOG_MAX, 0.01, true);
+  const present = button(row, "presentation", "larger text for a projector",
+                         {"aria-pressed": "false"});
   const status = el("div", {class: "pcr-status", role: "status"}, root);
   const chart = el("section", {class: "pcr-chart pcr-budget-chart",
                                "aria-label": "input time of one epoch per scan level"}, root);
@@ -43,7 +39,7 @@ function build(host) {
   const table = el("div", {class: "pcr-table-box", tabindex: "0", role: "region",
                            "aria-label": "the report per scan level"}, root);
   const error = el("pre", {class: "pcr-error", role: "alert", hidden: true}, root);
-  return {root, slider, out, present, status, chart, readout, table, error};
+  return {root, slider: bandwidth, out, present, status, chart, readout, table, error};
 }
 
 function render({model, el: host}) {
@@ -105,7 +101,6 @@ function render({model, el: host}) {
     model.set("presentation", !get("presentation"));
     model.save_changes();
   });
-  v.root.addEventListener("keydown", ev => ev.stopPropagation());  // the notebook's keys stay out
 
   const on = (keys, fn) => { for (const k of keys) model.on(`change:${k}`, fn); };
   on(["bandwidth"], () => { bandwidth(); chart(); });

@@ -6,45 +6,13 @@
 // decides on (`lines.stats`), so the marker lands where the kernel's readout will say.
 // The quality axis (the metric or its loss in dB) is switched in the page too.
 import { el, lineChart } from "./chart.js";
+import { button, explorerRoot, picker, pictureUrl, slider, toggleGroup } from "./controls.js";
 
 const COLORS = {images: "#c9c9c9", band: "#9ecae1", median: "#4a7fb0", p5: "#08306b",
                 mean: "#e6550d", target: "#1a7f37", marker: "#d62728"};
 const STATISTICS = [["p5", "5th percentile", "nearly every image good enough"],
                     ["mean", "mean of images", "the images' mean"]];
 const STAT_NAMES = {p5: "5th percentile", mean: "mean"};
-
-// A picture from the model: a data: URL (a page) or JPEG bytes (a kernel).
-function pictureUrl(value, made) {
-  if (typeof value === "string") return value || null;
-  if (!value || !value.byteLength) return null;
-  const bytes = value instanceof ArrayBuffer ? new Uint8Array(value)
-    : new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  const url = URL.createObjectURL(new Blob([bytes], {type: "image/jpeg"}));
-  made.push(url);
-  return url;
-}
-
-function button(parent, text, tip, extra = {}) {
-  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
-}
-
-function toggleGroup(parent, label, options, onPick) {
-  const group = el("div", {class: "pcr-toggles", role: "group", "aria-label": label}, parent);
-  const buttons = options.map(([value, text, tip]) => {
-    const b = button(group, text, tip || text, {"aria-pressed": "false"});
-    b.addEventListener("click", () => onPick(value));
-    return [value, b];
-  });
-  return {group, show(now) {
-    for (const [v, b] of buttons) b.setAttribute("aria-pressed", String(v === now));
-  }};
-}
-
-function picker(parent, label) {
-  const wrap = el("label", {class: "pcr-slider"}, parent);
-  el("span", {class: "pcr-label"}, wrap, label);
-  return el("select", {}, wrap);
-}
 
 // Where the page draws the target on the quality axis (null: off the axis).
 function drawnTarget(value, scale) {
@@ -61,16 +29,11 @@ export function recommendedIndex(stats, target) {
 }
 
 function build(host) {
-  host.replaceChildren();
-  host.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-tuner"}, host);
+  const root = explorerRoot(host, "pcr-tuner");
   const row1 = el("div", {class: "pcr-row"}, root);
   const metric = picker(row1, "metric");
   const row2 = el("div", {class: "pcr-row"}, root);
-  const wrap = el("label", {class: "pcr-slider pcr-wide"}, row2);
-  el("span", {class: "pcr-label"}, wrap, "target");
-  const target = el("input", {type: "range"}, wrap);
-  const targetOut = el("output", {class: "pcr-value", "aria-hidden": "true"}, wrap);
+  const {input: target, out: targetOut} = slider(row2, "target", 0, 1, 0.01, true);
   const sample = picker(row2, "sample (images)");
   const status = el("div", {class: "pcr-status", role: "status"}, root);
   const main = el("div", {class: "pcr-main"}, root);
@@ -201,9 +164,6 @@ function render({model, el: host}) {
   v.sample.addEventListener("change", () => save("sample", Number(v.sample.value)));
   v.target.addEventListener("input", () => save("target", Number(v.target.value)));
   present.addEventListener("click", () => save("presentation", !get("presentation")));
-  v.root.addEventListener("keydown", ev => {
-    ev.stopPropagation();  // keys pressed in the dashboard are its own, not the notebook's
-  });
 
   // -- the model -----------------------------------------------------------------
   const on = (keys, fn) => { for (const k of keys) model.on(`change:${k}`, fn); };
