@@ -18,10 +18,6 @@ open beside it) and take screenshots at 1440x900 and 1280x720 into
   for the widget and "model not found" is hidden.
 * 03: tests/test_browser_03.py (SwapExplorer's own module).
 * 04: the reading figure and the strip of levels draw.
-* 05 (``PCR_QUICK``, a generated stand-in): the explorer opens with the
-  notebook's own run drawn (nothing pressed), the sharp-or-soft task's plot
-  has every level's line, and a reload shows the same curves and bars, not
-  empty plots.
 
 Every wait waits on a condition in the page, for as long as the test may take
 (``tests/_budget.py``), and no assertion is about time: the checks count what
@@ -551,34 +547,3 @@ def test_04_reading(lab: Lab, browser: Any) -> None:
         s.shot(out, "04_read_pcr_for_training_figure")
         assert not s.errors, s.errors
 
-
-@pytest.mark.timeout(900)  # its notebook trains (PCR_QUICK: tiny runs), slowly on a busy machine
-def test_05_training(lab: Lab, browser: Any) -> None:
-    with _session(browser, "05_train_at_levels") as s:
-        page = s.page
-        open_notebook(page, lab, s.name, "w05")
-        run_all(page)  # PCR_QUICK: a generated stand-in, tiny runs
-        _all_canvases_drawn(page, 7)  # the explorer's four, the sharp-or-soft task's three
-        # nothing empty: each level's line is drawn in the explorer and in the second plot
-        drawn = [x["name"] for x in _documents(page)["sources"] if x["name"] and x["rows"]]
-        assert all(drawn.count(f"scan {k}") >= 2 for k in (1, 2, 5, 10)), drawn
-        out = s.widget_output(".widget-button")
-        cell = s.cell_of(out)
-        s.assert_fits(out)
-        s.shots(out, s.name)
-        mine = _documents(page, out)["sources"]
-        curves = sorted((x["name"], x["rows"]) for x in mine if x["name"])
-        assert {n for n, rows in curves if rows} >= {f"scan {k}" for k in (1, 2, 5, 10)}, curves
-
-        # reload with the same kernel: every plot shows what was trained, not empty plots
-        _reload_same_kernel(page)
-        s.reveal(out, cell)
-        _all_canvases_drawn(page, 4)
-        mine = _documents(page, out)["sources"]
-        again = sorted((x["name"], x["rows"]) for x in mine if x["name"])
-        assert again == curves, again
-        similarity = [x for x in mine if {"mean", "lo", "color"} <= set(x["cols"])]
-        assert similarity and similarity[0]["rows"] >= 2, similarity
-        assert not s.bokeh_errors(), s.bokeh_errors()
-        s.shot(out, "05_train_at_levels_reloaded")
-        assert not s.errors, s.errors

@@ -216,6 +216,7 @@ def test_a_result_made_in_code_opens_drawn(data: SplitDatasets) -> None:
     again = ex.train()
     assert [r.label for r in again.levels] == ["scan 1"] and again.epochs == 1
     assert _lines(ex) == {"scan 1": [1]}
+    assert "scan 1: 1 epoch each, done" in _text(ex.progress)
 
 
 def test_a_result_of_other_classes_is_refused(data: SplitDatasets) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import traitlets as t
+from PIL import Image, ImageDraw
 
 from .._checks import check_scans
 from .._public import public
@@ -27,7 +28,7 @@ from ..train import (
 from ..train.result import _fmt
 from ._demo import static_text
 from ._module_widget import ModuleWidget, module_text
-from ._static import bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
+from ._static import PALETTE, _Axes, _font, hstack, text_panel, to_jpeg, vstack
 
 __all__ = ["TrainingExplorer"]
 
@@ -436,8 +437,9 @@ class TrainingExplorer(ModuleWidget):
         if not self._runs:
             return
         runs = ", ".join(r.label for r in result.levels)
+        epochs = f"{result.epochs} epoch{'s' if result.epochs != 1 else ''}"
         self.progress = [
-            ["trained", f"{runs}: {result.epochs} epochs each, done"],
+            ["trained", f"{runs}: {epochs} each, done"],
             *self.progress[1:],
         ]
 
@@ -488,35 +490,74 @@ class TrainingExplorer(ModuleWidget):
     def snapshot(self) -> bytes:
         """The accuracy curves, the readouts and the similarity bars, drawn with Pillow.
 
+        Each chart's legend is drawn above it, as the page draws it: none covers data.
+
         Returns
         -------
         bytes
             A JPEG, for places where widgets cannot run.
         """
         runs = [r for r in self.runs if r["epoch"]]
-        chart = line_chart(
-            [(r["label"], np.asarray(r["epoch"]), np.asarray(r["accuracy"])) for r in runs],
-            title="Validation accuracy per epoch" if runs else "No training yet: press Train",
-            xlabel="epoch",
-            ylabel="accuracy",
-        )
-        lines = [f"{k}: {v}" for k, v in self.progress] or [_HINT]
-        lines.append(f"storage: {self.bandwidth_label}")
-        s = self.similarity
-        if s:
-            lines += [
-                "",
-                *(f"{k}: {v}" for k, v in self.comparison),
-                "  " + ", ".join(f"scan {k}: {m:.3f}" for k, m in zip(s["scans"], s["mean"])),
-            ]
-        parts = [hstack([chart, text_panel(lines, 440)])]
-        if s:
-            parts.append(
-                bar_chart(
-                    [str(k) for k in s["scans"]],
-                    [("cosine similarity", np.clip(s["mean"], 0, None))],
-                    title=f"Gradient similarity to full quality (chosen: scan {s['chosen']})",
-                    ylabel="similarity",
-                )
-            )
+        chart = _accuracy_picture(runs, self.run_epochs)
+        rows = [*self.progress, ["storage", self.bandwidth_label], *self.comparison]
+        lines = [
+            wrapped
+            for k, v in rows or [["", _HINT]]
+            for wrapped in textwrap.wrap(f"{k}: {v}" if k else v, 60, subsequent_indent="    ")
+        ]
+        parts = [hstack([chart, text_panel([x.replace("\u2265", ">=") for x in lines], 460)])]
+        if self.similarity:
+            parts.append(_similarity_picture(self.similarity))
         return to_jpeg(vstack(parts))
+
+
+def _legend_strip(items: Sequence[tuple[str, str]], width: int) -> Image.Image:
+    """A legend as a strip of its own (swatch and label per entry), to go above a chart."""
+    im = Image.new("RGB", (width, 22), "white")
+    draw, x = ImageDraw.Draw(im), 56
+    for label, color in items:
+        draw.rectangle([x, 8, x + 14, 14], fill=color)
+        draw.text((x + 19, 4), label, fill="#222222", font=_font(11))
+        x += 19 + int(draw.textlength(label, font=_font(11))) + 14
+    return im
+
+
+def _accuracy_picture(runs: list[dict[str, Any]], epochs: int) -> Image.Image:
+    """Validation accuracy per epoch, a line per run, its legend above the plot."""
+    size = (480, 300)
+    im = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(im)
+    last = max([3, epochs, *(len(r["epoch"]) for r in runs)])
+    ax = _Axes(draw, size, (0.5, last + 0.5), (0.0, 1.02))
+    title = "Validation accuracy per epoch" if runs else "No training yet: press Train"
+    ax.frame(title, "epoch", "accuracy", xfmt="{:.0f}")
+    for k, r in enumerate(runs):
+        color = PALETTE[k % len(PALETTE)]
+        pts = [ax.px(x, y) for x, y in zip(r["epoch"], r["accuracy"])]
+        if len(pts) > 1:
+            draw.line(pts, fill=color, width=2)
+        for x, y in pts:
+            draw.ellipse([x - 3, y - 3, x + 3, y + 3], fill=color)
+    items = [(r["label"], PALETTE[k % len(PALETTE)]) for k, r in enumerate(runs)]
+    return vstack([_legend_strip(items, size[0]), im], gap=0)
+
+
+def _similarity_picture(s: dict[str, Any]) -> Image.Image:
+    """The gradient tuner's bars (the chosen level in red) and threshold, legend above."""
+    size, other, chosen = (480, 280), PALETTE[0], PALETTE[3]
+    im = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(im)
+    n = len(s["scans"])
+    ax = _Axes(draw, size, (0.0, float(n)), (0.0, 1.05))
+    ax.frame(s["title"], "", "similarity", xticks=False)
+    for i, (k, mean) in enumerate(zip(s["scans"], s["mean"])):
+        x0, top = ax.px(i + 0.15, max(0.0, mean))
+        x1, base = ax.px(i + 0.85, 0.0)
+        draw.rectangle([x0, top, x1, base], fill=chosen if k == s["chosen"] else other)
+        draw.text(((x0 + x1) / 2 - 12, ax.bottom + 6), f"scan {k}", fill="#222222", font=_font(11))
+    _, y = ax.px(0.0, s["threshold"])
+    for x in range(int(ax.left), int(ax.right), 10):  # dashed
+        draw.line([(x, y), (min(x + 6, ax.right), y)], fill="#555555", width=2)
+    items = [("other levels", other), (f"chosen: scan {s['chosen']}", chosen),
+             (f"threshold {s['threshold']:g}", "#555555")]  # fmt: skip
+    return vstack([_legend_strip(items, size[0]), im], gap=0)
