@@ -22,6 +22,7 @@ from .._json import to_json
 from .._public import public
 from ..quality import QualityCurve
 from ..storage._atomic import atomic_write
+from ..storage._units import format_rate
 from .decode import DecodeCost
 
 __all__ = ["BudgetFindings", "BudgetLevel", "format_bandwidth", "format_size"]
@@ -31,17 +32,14 @@ CRITERIA = ("quality", "gradient", "accuracy")
 
 @public("pcr_explore.budgeting")
 def format_bandwidth(bps: float) -> str:
-    """Bytes per second as a short string.
+    """Bytes per second as a short string (the one way the package writes a rate).
 
     Examples
     --------
     >>> format_bandwidth(20e6), format_bandwidth(1.5e9), format_bandwidth(800.0)
     ('20 MB/s', '1.5 GB/s', '800 B/s')
     """
-    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bps >= scale:
-            return f"{bps / scale:.3g} {unit}"
-    return f"{bps:.3g} B/s"
+    return format_rate(bps)
 
 
 def format_size(nbytes: float) -> str:

@@ -175,13 +175,16 @@ def training_figure(
             color = Category10_10[k % 10]
             fig.line(x, "accuracy", source=src, color=color, line_width=2, legend_label=label)
             fig.scatter(x, "accuracy", source=src, color=color, size=5)
-        # accuracy rises from chance with the epochs: late epochs at low accuracy (the
-        # bottom right) is where lines seldom are (a task that learns crosses the top
-        # left early); the plots against bytes and time share the colours, and keep
-        # their area clear. A click on a label hides its run.
-        fig.legend.location = "bottom_right"
+        # the legend above the first plot, off the data (a run may cross any corner);
+        # the plots against bytes and time share the colours. A click on a label hides
+        # its run.
         fig.legend.click_policy = "hide"
-        fig.legend.visible = not figs
+        if not figs:
+            legend = fig.legend[0]
+            legend.orientation = "horizontal"
+            fig.add_layout(legend, "above")
+        else:
+            fig.legend.visible = False
         figs.append(fig)
     return TrainingFigure(row(*figs, sizing_mode="stretch_width"), tuple(figs), sources)
 

@@ -13,6 +13,7 @@ import numpy as np
 from .._json import json_safe, to_json
 from .._public import public
 from ..storage._atomic import atomic_write
+from ..storage._units import format_rate
 
 __all__ = ["EpochStats", "LevelRun", "TrainResult"]
 
@@ -307,7 +308,7 @@ class TrainResult:
         return "\n".join([self._setting(), *lines])
 
     def _setting(self) -> str:
-        bw = "unthrottled" if self.bandwidth is None else f"{self.bandwidth / 1e6:g} MB/s"
+        bw = "unthrottled" if self.bandwidth is None else format_rate(self.bandwidth)
         return (
             f"{self.train_images} training images at {self.size} px, {self.epochs} epochs, "
             f"{self.model}, seed {self.seed}, storage {bw}"
