@@ -78,8 +78,7 @@ EXTRAS: dict[str, frozenset[str]] = {
     "torch": frozenset({"torch", "torchdata", "scipy", "pooch"}),
     "lab": frozenset(
         {"bokeh", "scipy", "lz4", "zstandard"}
-        | {"jupyterlab", "ipywidgets", "anywidget", "traitlets", "jupyter_bokeh", "IPython"}
-        | {"skimage"}
+        | {"jupyterlab", "ipywidgets", "anywidget", "traitlets", "IPython", "skimage"}
     ),
     "dask": frozenset({"dask", "distributed"}),
     "s3": frozenset({"s3fs"}),

@@ -16,7 +16,7 @@ import pcr_explore
 HEAVY = (
     "bokeh",
     "ipywidgets",
-    "jupyter_bokeh",
+    "anywidget",
     "scipy",
     "skimage",
     "imagehash",

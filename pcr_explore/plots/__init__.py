@@ -1,9 +1,9 @@
-"""Bokeh figure builders shared by the audit report, the notebooks and the widgets.
+"""Bokeh figure builders shared by the audit report and the notebooks.
 
 Each builder returns the figure together with its data sources. Every column
-a figure draws comes from those sources, so a widget updates a figure by
-assigning ``source.data = new_data`` once per source (``CurveFigure.update``
-does exactly that), which ``jupyter_bokeh`` syncs without ``push_notebook``.
+a figure draws comes from those sources, so a figure is updated by assigning
+``source.data = new_data`` once per source (``CurveFigure.update`` does
+exactly that).
 
 =====================  ===============================================
 :mod:`._quality`       quality against bytes over a sample of images

@@ -2,9 +2,8 @@
 
 Like :mod:`pcr_explore.plots`, every column drawn comes from a
 ``ColumnDataSource``: :meth:`TrainingFigure.stream` appends one epoch to a
-run's line (``source.stream``, which ``jupyter_bokeh`` forwards as a small
-patch) and :meth:`TrainingFigure.show` fills every line from a finished
-result.
+run's line (``source.stream``) and :meth:`TrainingFigure.show` fills every
+line from a finished result.
 """
 
 from __future__ import annotations

@@ -21,12 +21,58 @@ import anywidget
 import traitlets as t
 
 from ._demo import inline_module, static_text
-from ._explorer import Debounced
 from ._page import fallback_html
 
-__all__ = ["ModuleWidget", "module_text"]
+__all__ = ["Debounced", "ModuleWidget", "module_text"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Debounced:
+    """Run *fn* once the calls have stopped for *delay* seconds (on the kernel's event loop).
+
+    A drag sends a value every few milliseconds; work that only matters
+    once the hand stops (redrawing hundreds of timeline bars) waits for the
+    last one. Outside a running event loop (a script, a test) each call
+    runs *fn* at once, so results never depend on timing there.
+    """
+
+    def __init__(self, fn: Callable[[], None], delay: float = 0.25) -> None:
+        self.fn = fn
+        self.delay = delay
+        self._handle: Any = None
+
+    def __call__(self, *args: Any) -> None:
+        import asyncio
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.fn()
+            return
+        self.cancel()
+        self._handle = loop.call_later(self.delay, self._fire)
+
+    @property
+    def pending(self) -> bool:
+        """True while a call waits for the calls to stop."""
+        return self._handle is not None
+
+    def _fire(self) -> None:
+        self._handle = None
+        self.fn()
+
+    def cancel(self) -> None:
+        """Forget a waiting call."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def flush(self) -> None:
+        """Run a waiting call now."""
+        if self._handle is not None:
+            self.cancel()
+            self.fn()
 
 
 def module_text(name: str) -> str:

@@ -1,4 +1,4 @@
-"""What an explorer puts into the notebook page besides itself: BokehJS, style rules, a picture."""
+"""What an explorer puts into the notebook page besides itself (its picture); BokehJS for show()."""
 
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ def _request(kernel: Any) -> tuple[str | None, str]:
 def bokehjs_loaded_here() -> None:
     """Put BokehJS into the notebook page, once; a no-op outside a kernel.
 
-    ``jupyter_bokeh`` renders with the page's ``window.Bokeh`` and does not
-    load it, and a reloaded page (or the notebook opened again while the
-    kernel runs) has it only from the loader outputs the notebook holds: a
-    page runs them again as it renders them. So the loader (inline, the core
-    bundle only, so that it works offline) goes into the output of the first
-    cell that shows an explorer with this kernel, and again only when that
-    same cell runs again (running a cell clears its outputs). A front end
+    A figure shown with :func:`show` renders with the page's ``window.Bokeh``,
+    and a reloaded page (or the notebook opened again while the kernel runs)
+    has it only from the loader outputs the notebook holds: a page runs them
+    again as it renders them. So the loader (inline, the core bundle only, so
+    that it works offline) goes into the output of the first cell that shows
+    a figure with this kernel, and again only when that same cell runs again
+    (running a cell clears its outputs). A front end
     that does not say which cell runs (nbclient, ``jupyter nbconvert
     --execute``: each cell runs once, in order) gets it once per kernel.
     """
@@ -79,44 +79,14 @@ def show(figure: Any) -> None:
 
 _CHILD = ".jp-OutputArea-child"
 _OUT = ".jp-OutputArea-output"
-# JupyterLab renders BokehJS's loader as application/javascript or with jupyter_bokeh's type.
-_LOADER = ", ".join(
-    f'> [data-mime-type="{m}"]'
-    for m in ("application/javascript", "application/vnd.bokehjs_load.v0+json")
-)
-
-# Global rules, the same in every copy: presentation mode and the busy state.
-_SHARED = """
-.pcr-present .widget-label, .pcr-present .widget-readout, .pcr-present .widget-html-content,
-.pcr-present .widget-html-content table, .pcr-present .widget-dropdown select,
-.pcr-present .jupyter-button, .pcr-present .widget-checkbox label,
-.pcr-present .widget-inline-hbox .widget-label {font-size: 18px !important;}
-.pcr-present .widget-html-content table {line-height: 1.45 !important;}
-.pcr-present .widget-label, .pcr-present .widget-readout, .pcr-present .widget-checkbox,
-.pcr-present .widget-checkbox label {width: auto !important; max-width: none !important;
-  overflow: visible !important; text-overflow: clip !important;}
-.pcr-present .widget-readout {min-width: max-content !important; margin-right: 0.8em !important;}
-.pcr-present .widget-slider .widget-label {margin-left: 0.6em !important;}
-.pcr-present .widget-dropdown {width: auto !important; max-width: 100% !important;}
-.pcr-present .widget-dropdown select {width: auto !important; flex: 0 1 auto !important;}
-.pcr-busy .pcr-dim {opacity: 0.45; transition: opacity 0.15s;}
-.pcr-busy-note {color: #9a6700; font-weight: bold;}
-.pcr-levels > .widget-tab-bar {display: none !important;}
-.pcr-levels > .widget-tab-contents {border: none !important; padding: 0 !important;
-  overflow: visible !important; background: none !important;}
-.pcr-gallery > .widget-html-content {flex: 1 1 auto; min-width: 0;}
-.pcr-stale > * {visibility: hidden;}
-.pcr-stale::before {content: "drawing this level..."; color: #9a6700; position: absolute;}
-"""
 
 
 def fallback_html(key: str, picture: bytes | None) -> str:
     """The HTML of the output displayed just before an explorer's live view.
 
-    It holds the rules of presentation mode and the busy state, and the
-    widget's picture with a line saying what it is. Where the live view
-    shows (JupyterLab with the kernel: loading, then running) it hides
-    itself and the BokehJS loader's output before it. Where the live view
+    It holds the widget's picture with a line saying what it is. Where the
+    live view shows (JupyterLab with the kernel: loading, then running) it
+    hides itself. Where the live view
     cannot show (JupyterLab without the kernel: "Error displaying widget:
     model not found") it hides that message and the picture stays. Where
     widgets are not rendered at all (nbconvert's HTML, nbviewer), the live
@@ -131,8 +101,7 @@ def fallback_html(key: str, picture: bytes | None) -> str:
     """
     this, after = f"{_CHILD}:has(.{key})", f"{_CHILD}:has(.{key}) + {_CHILD}"
     rules = [
-        # the loader's output just before, and this one while the live view is there
-        f"{_CHILD}:has({_LOADER}):has(+ {_CHILD} .{key}) {{display: none;}}",
+        # this output while the live view is there
         f"{this}:has(+ {_CHILD} > {_OUT}:not([data-mime-type]):not(.jupyter-widgets)) "
         "{display: none;}",
         # the live view's output where it failed ("model not found": JupyterLab marks the
@@ -140,7 +109,6 @@ def fallback_html(key: str, picture: bytes | None) -> str:
         f"{after}:has(> {_OUT}.jupyter-widgets), "
         f'{after}:has(> {_OUT}[data-mime-type="text/plain"]) {{display: none;}}',
         f".{key} img {{display: block; max-width: 100%; height: auto;}}",
-        _SHARED,
     ]
     body = ""
     if picture is not None:

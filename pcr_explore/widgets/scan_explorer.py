@@ -19,8 +19,7 @@ from ..quality.compare import LevelCache, ScanStep, difference_map, scan_step
 from ..quality.compare._views import encode_jpeg, jpeg_size
 from ..quality.metrics import METRICS
 from ..read.sources import LevelSource, open_source, scan_script_of, source_name
-from ._explorer import Debounced
-from ._module_widget import ModuleWidget, module_text
+from ._module_widget import Debounced, ModuleWidget, module_text
 from ._scan_panel import panel_state, step_drawing
 from ._scan_readout import (
     SIDE_CAPTION,

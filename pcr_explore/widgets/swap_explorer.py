@@ -25,8 +25,7 @@ from ..swap.codecs.ratios import measured_ratio_curve
 from ..swap.simulator.applicability import applicable_codecs, codec_notes
 from ..swap.simulator.policies import policies_for_codecs
 from ..swap.traces.catalog import list_traces, load_trace
-from ._explorer import Debounced
-from ._module_widget import ModuleWidget, module_text
+from ._module_widget import Debounced, ModuleWidget, module_text
 from ._static import PALETTE, bar_chart, hstack, line_chart, text_panel, to_jpeg, vstack
 from ._swap_values import (
     CURVE,
