@@ -4,6 +4,7 @@
 // three plots: nothing covers a line. Training runs in the kernel: the Train button sends
 // a message, and each finished epoch arrives as the `runs` trait grows.
 import { barChart, el, lineChart, svg } from "./chart.js";
+import { button, explorerRoot, slider } from "./controls.js";
 
 // Bokeh's Category10, the colours the package's own training figures use.
 const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -15,14 +16,11 @@ const PLOTS = [
   ["seconds", "training seconds (load + compute)", "... against time"],
 ];
 
-function button(parent, text, tip, extra = {}) {
-  return el("button", {type: "button", class: "pcr-button", title: tip, ...extra}, parent, text);
-}
-
+// A labelled field (Notebook 7's shortcut mark on it, as on every control).
 function labelled(parent, label, tag, attrs = {}) {
   const wrap = el("label", {class: "pcr-slider"}, parent);
   el("span", {class: "pcr-label"}, wrap, label);
-  return el(tag, attrs, wrap);
+  return el(tag, {"data-lm-suppress-shortcuts": "true", ...attrs}, wrap);
 }
 
 function rowsTable(parent, rows) {
@@ -62,9 +60,7 @@ function resultTable(parent, table) {
 }
 
 function build(host) {
-  host.replaceChildren();
-  host.dataset.lmSuppressShortcuts = "true";  // JupyterLab and Notebook 7 leave our keys alone
-  const root = el("div", {class: "pcr-explorer pcr-training"}, host);
+  const root = explorerRoot(host, "pcr-training");
   const row1 = el("div", {class: "pcr-row"}, root);
   const levels = el("div", {class: "pcr-levels", role: "group", "aria-label": "scan levels"},
                     row1);
@@ -74,10 +70,7 @@ function build(host) {
                          {"aria-pressed": "false"});
   const row2 = el("div", {class: "pcr-row"}, root);
   const size = labelled(row2, "size", "select", {title: "training image side in pixels"});
-  const epochWrap = el("label", {class: "pcr-slider"}, row2);
-  el("span", {class: "pcr-label"}, epochWrap, "epochs");
-  const epochs = el("input", {type: "range", min: 1, max: 30, step: 1}, epochWrap);
-  const epochOut = el("output", {class: "pcr-value", "aria-hidden": "true"}, epochWrap);
+  const {input: epochs, out: epochOut} = slider(row2, "epochs", 1, 30, 1);
   const storage = labelled(row2, "storage", "select",
                            {title: "storage bandwidth the training reads are held to"});
   const schedule = labelled(row2, "curriculum", "input", {
@@ -116,7 +109,8 @@ function render({model, el: host}) {
     for (let k = 1; k <= get("num_scans"); k++) {
       const wrap = el("label", {class: "pcr-check"}, v.boxes);
       const box = el("input", {type: "checkbox", value: k, checked: ticked.has(k),
-                               "aria-label": `scan level ${k}`}, wrap);
+                               "aria-label": `scan level ${k}`,
+                               "data-lm-suppress-shortcuts": "true"}, wrap);
       el("span", {"aria-hidden": "true"}, wrap, String(k));
       box.addEventListener("change", () => {
         const now = [...v.boxes.querySelectorAll("input:checked")].map(b => Number(b.value));
@@ -243,7 +237,6 @@ function render({model, el: host}) {
   });
   v.present.addEventListener("click", () => save("presentation", !get("presentation")));
   v.root.addEventListener("keydown", ev => {
-    ev.stopPropagation();  // keys pressed in the explorer are the explorer's, not the notebook's
     if (ev.key === "Enter" && ev.target === v.schedule) v.schedule.blur();
   });
 
@@ -269,4 +262,3 @@ function render({model, el: host}) {
 }
 
 export default { render };
-export { render };
