@@ -1,4 +1,4 @@
-"""A real browser: JupyterLab in Chromium at 1280x720 runs notebooks 01-05 and drives the widgets.
+"""A real browser: JupyterLab in Chromium at 1280x720 runs notebooks 01 and 04 and drives them.
 
 Starts JupyterLab on a free loopback port (see ``tests/_lab.py``) and
 Debian's ``chromium`` through Playwright. Per notebook: run every cell, check
@@ -6,18 +6,21 @@ that nothing sticks out of the notebook's width at 1280x720 (the file browser
 open beside it) and take screenshots at 1440x900 and 1280x720 into
 ``test-artifacts/``. Then what a class would do:
 
-* 01: the explorer fits one 1280x720 screen; in presentation mode no readout
-  runs into the next label; keys and a click on the curve move the level,
-  play plays to the last level; during a continuous drag the counter shown
-  follows the slider in the page at every move and no picture is sent (the
-  page holds every level's); the saved picture follows the state; the page
-  is reloaded (same kernel, nothing run) and the plot's marker is at the
-  level the slider shows; run again, saved: one copy of BokehJS in the notebook, no picture in
-  the live view's output, nbconvert's HTML shows one picture per explorer and
-  no widget text; reopened without a kernel, the picture as saved stands in
-  for the widget and "model not found" is hidden.
-* 03: tests/test_browser_03.py (SwapExplorer's own module).
-* 04: the reading figure and the strip of levels draw.
+* 01: the explorer (ScanExplorer's own module) fits one 1280x720 screen; in
+  presentation mode no label runs into the next; keys and a click on the
+  curve move the level, play plays to the last level; during a continuous
+  drag the counter shown follows the slider in the page at every move (the
+  page holds every level's picture); the saved picture follows the state;
+  the page is reloaded (same kernel, nothing run) and the explorer shows the
+  level and scale of now; run again, saved: no picture in the live view's
+  output, nbconvert's HTML shows one picture per explorer and no widget
+  text; reopened without a kernel, the picture as saved stands in for the
+  widget and "model not found" is hidden.
+* 02, 03, 05: tests/test_browser_02.py, test_browser_03.py, test_browser_05.py;
+  ScriptExplorer (01): test_browser_scripts.py; ScanPanel (00):
+  test_browser_scan_panel.py; other hosts: test_browser_hosts.py.
+* 04: the reading figure (Bokeh, through ``widgets.show``) and the strip of
+  levels draw.
 
 Every wait waits on a condition in the page, for as long as the test may take
 (``tests/_budget.py``), and no assertion is about time: the checks count what
@@ -41,7 +44,6 @@ import _budget
 import pytest
 from _lab import (
     ARTIFACTS,
-    CANVAS_INK,
     SHOWN_CAPTION,
     TWO_FRAMES,
     VIEWPORT,
@@ -62,7 +64,6 @@ from _lab import (
 pytestmark = pytest.mark.browser
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-BOKEHJS_LOAD = "application/vnd.bokehjs_load.v0+json"
 
 # What a drag cost the page's main thread, for the log and test-artifacts/ only: on a
 # busy machine any figure can be slow, so bench/bench_browser_latency.py holds the targets.
@@ -129,21 +130,6 @@ class Session:
         )
         assert heights[0] <= heights[1], f"{self.name}: {heights} (widget, visible) at {VIEWPORT}"
 
-    def assert_no_overlap(self, locator: Any) -> None:
-        """No slider label, readout or description runs into another on its line."""
-        touching = locator.evaluate(
-            """out => { const els = [...out.querySelectorAll('.widget-label, .widget-readout')]
-                .filter(e => e.offsetParent !== null && e.textContent.trim());
-              const r = els.map(e => e.getBoundingClientRect()); const bad = [];
-              for (let i = 0; i < r.length; i++) for (let j = 0; j < r.length; j++) {
-                if (i === j || r[i].left > r[j].left) continue;
-                const sameLine = r[i].top < r[j].bottom - 2 && r[j].top < r[i].bottom - 2;
-                if (sameLine && r[i].right + 4 > r[j].left)
-                  bad.push(els[i].textContent.trim() + ' | ' + els[j].textContent.trim());
-              } return bad; }"""
-        )
-        assert touching == [], f"{self.name}: labels run into each other: {touching}"
-
     def assert_fits(self, locator: Any) -> None:
         """Nothing in the widget reaches past the output's right edge, no text is cut short."""
         over = locator.evaluate(
@@ -187,13 +173,6 @@ class Session:
         )
         locator.scroll_into_view_if_needed(timeout=_budget.ms())
 
-    def bokeh_errors(self) -> list[str]:
-        return [
-            m
-            for m in self.console
-            if "Could not create a view" in m or "Bokeh" in m and "rror" in m
-        ]
-
     def close(self, failed: bool) -> None:
         if failed:
             ARTIFACTS.mkdir(exist_ok=True)
@@ -218,47 +197,8 @@ def _note_drag(name: str, timing: DragTiming) -> None:
     print(f"{name}: {timing.summary()}")
 
 
-# Inked pixels of each legend swatch (a small canvas) of the figure titled *title*.
-_SWATCH_INK = f"""title => {{
-  const v = Bokeh.index.roots.find(v => v.model.title && v.model.title.text.startsWith(title));
-  const out = [];
-  const walk = n => {{ for (const e of n.querySelectorAll('*')) {{
-    if (e.tagName === 'CANVAS' && e.width > 0 && e.width <= 64) out.push(e);
-    if (e.shadowRoot) walk(e.shadowRoot); }} }};
-  walk(v.el.shadowRoot || v.el);
-  return out.map({CANVAS_INK});
-}}"""
-
-
-def _slider(page: Any, label: str) -> Any:
-    return page.locator(".widget-slider", has_text=label).first
-
-
 def _all_canvases_drawn(page: Any, count: int) -> None:
     wait_for_plots(page, count)
-
-
-# What the page's Bokeh documents hold now: every data source (its name, rows and the
-# first values of each column) and the location of every Span, per figure title.
-_DOCUMENTS = """within => { const out = {sources: [], spans: []}; const seen = new Set();
-  for (const v of Bokeh.index.roots) { const d = v.model.document;
-    if (!d || seen.has(d) || (within && !within.contains(v.el))) continue; seen.add(d);
-    for (const m of d._all_models.values()) {
-      if (typeof m.get_column === 'function' && typeof m.get_length === 'function') {
-        const cols = {}; for (const c of m.columns()) cols[c] = Array.from(m.get_column(c) || [])
-          .slice(0, 12).map(x => typeof x === 'number' || typeof x === 'string' ? x : null);
-        out.sources.push({name: m.name, rows: m.get_length() || 0, cols});
-      }
-      if ('location' in m && 'dimension' in m) out.spans.push([m.dimension, m.location]);
-    } }
-  return out; }"""
-
-
-def _documents(page: Any, within: Any = None) -> dict[str, Any]:
-    """The Bokeh documents of the page, or of those plots inside the locator *within*."""
-    if within is not None:
-        return within.evaluate(_DOCUMENTS)  # type: ignore[no-any-return]
-    return page.evaluate(_DOCUMENTS, None)  # type: ignore[no-any-return]
 
 
 def _save(page: Any) -> None:
@@ -546,4 +486,3 @@ def test_04_reading(lab: Lab, browser: Any) -> None:
         s.shot(strip, s.name)
         s.shot(out, "04_read_pcr_for_training_figure")
         assert not s.errors, s.errors
-
