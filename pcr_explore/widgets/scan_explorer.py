@@ -14,7 +14,7 @@ from PIL import Image
 
 from .._checks import check_scan
 from .._public import public
-from ..quality import LevelQuality, QualityCurve, image_quality, quality_curve
+from ..quality import LevelQuality, QualityCurve, level_quality, quality_curve
 from ..quality.compare import LevelCache, ScanStep, difference_map, scan_step
 from ..quality.compare._views import encode_jpeg, jpeg_size
 from ..quality.metrics import METRICS
@@ -235,7 +235,12 @@ class ScanExplorer(ModuleWidget):
         LevelQuality
         """
         i = self.index if i is None else i
-        return self.cache.per_image("quality", i, lambda: image_quality(self.source, image=i))
+
+        def measure() -> LevelQuality:  # the levels the pictures were made from: read once
+            levels = [self.cache.jpeg(i, k) for k in range(1, self.num_scans + 1)]
+            return level_quality(levels, source=self.source.names[i])
+
+        return self.cache.per_image("quality", i, measure)
 
     def _known_quality(self, i: int) -> LevelQuality | None:
         q = self.cache.cached("quality", i)
