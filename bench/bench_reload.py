@@ -8,20 +8,26 @@ every model, each widget output says "Loading widget...".
 
 A sampler installed in the page before it loads records, every 25 ms, the
 notebook's cells in the DOM, the outputs that say "Loading widget...", the
-widget views and the Bokeh plots drawn. A round ends when no output says
+widget views (the widget outputs that hold their view; an anywidget's view
+has none of ipywidgets' control classes) and the explorers drawn: a
+``.pcr-explorer`` element (the root every explorer's ES module draws into)
+that holds its content, an SVG chart (``svg.pcr-chart-svg``) or a decoded
+picture (``img``), not only its frame. A round ends when no output says
 "Loading widget...", the kernel is idle and nothing has changed for 2 s. Per
 notebook and round, in seconds from the reload (the navigation's start):
 
 * *shown*: the first cell is in the page (JupyterLab's own start);
 * *loading*: how long outputs said "Loading widget..." (first to last sample);
-* *drawn*: the last widget view and the last Bokeh plot of the cells in view
-  are in the page (the widgets redrawn).
+* *drawn*: the last widget view and the last explorer of the cells in view
+  are drawn (the widgets redrawn).
 
-The baseline, in the same run and the same rounds: a notebook of bare widgets
-(an ``IntSlider``, a ``FloatSlider``, an ``Image`` and a small Bokeh figure
-shown with ``jupyter_bokeh``), what JupyterLab, ipywidgets, jupyter_bokeh,
-Chromium and the machine cost without the explorers; the table gives each
-notebook's *drawn* over the baseline's.
+The baseline, in the same run and the same rounds: a notebook of bare widgets,
+an ``IntSlider``, a ``FloatSlider``, an ``Image`` and a minimal
+``anywidget.AnyWidget`` whose ES module draws one div (counted as the
+baseline's explorer once its text is in): the same kinds of front end as the
+explorers (ipywidgets' views, anywidget's module loading), so what JupyterLab,
+ipywidgets, anywidget, Chromium and the machine cost without the explorers;
+the table gives each notebook's *drawn* over the baseline's.
 
 ``--load K`` runs K busy-loop processes (at the same priority as everything
 else) during the reloads, after the notebooks have run: a simulated busy
@@ -42,6 +48,7 @@ Playwright (the ``test`` extra).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -64,9 +71,15 @@ from _lab import (  # noqa: E402
     jupyterlab,
     open_notebook,
     run_all,
-    wait_for_plots,
 )
-from _procs import uptime  # noqa: E402
+
+# bench/_procs.py by its path: the name ``_procs`` is tests/_procs.py's, which _lab imports.
+_spec = importlib.util.spec_from_file_location("_bench_procs", HERE / "_procs.py")
+if _spec is None or _spec.loader is None:
+    raise ImportError(f"cannot load {HERE / '_procs.py'}")
+_bench_procs = sys.modules["_bench_procs"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bench_procs)
+uptime = _bench_procs.uptime
 
 NOTEBOOKS = {
     "01": "01_progressive_scans",
@@ -78,39 +91,45 @@ NOTEBOOKS = {
 }
 BASELINE = "bare_widgets"
 
-# Bare widgets: what a reload costs without the explorers.
+# Bare widgets: what a reload costs without the explorers. The bare anywidget's div carries
+# the class that the sampler counts as the baseline's explorer (``pcr-bare``).
 _BASELINE_CELLS = [
-    "import numpy as np, ipywidgets as w\n"
-    "from bokeh.io import output_notebook\n"
-    "from bokeh.resources import Resources\n"
-    "from bokeh.plotting import figure\n"
-    "from jupyter_bokeh import BokehModel\n"
-    "output_notebook(Resources(mode='inline', components=['bokeh']), hide_banner=True)",
+    "import numpy as np, ipywidgets as w, anywidget, traitlets",
     "w.VBox([w.IntSlider(5, min=1, max=10, description='level'),\n"
     "        w.FloatSlider(0.5, min=0, max=0.99, description='sparsity')])",
     "import io\nfrom PIL import Image\n"
     "buf = io.BytesIO(); Image.fromarray((np.random.default_rng(0).random((256, 256, 3)) * 255)"
     ".astype('uint8')).save(buf, 'JPEG')\n"
     "w.Image(value=buf.getvalue(), format='jpeg')",
-    "p = figure(width=500, height=300, title='bare figure')\n"
-    "p.line(np.arange(10), np.arange(10) ** 2)\n"
-    "BokehModel(p)",
+    "class Bare(anywidget.AnyWidget):\n"
+    "    _esm = '''export default { render({ model, el }) {\n"
+    "        const d = document.createElement('div'); d.className = 'pcr-bare';\n"
+    "        d.textContent = model.get('text'); el.appendChild(d); } };'''\n"
+    "    text = traitlets.Unicode('a bare anywidget').tag(sync=True)\n\n"
+    "Bare()",
 ]
 
+# The explorers drawn: roots that hold a chart or a decoded picture (the baseline: its div's text).
+_DRAWN = """() => [...document.querySelectorAll('.jp-OutputArea-output .pcr-explorer')]
+  .filter(r => r.querySelector('svg.pcr-chart-svg')
+    || [...r.querySelectorAll('img')].some(i => i.complete && i.naturalWidth > 0)).length
+  + [...document.querySelectorAll('.jp-OutputArea-output .pcr-bare')]
+    .filter(d => d.textContent.length > 0).length"""
+
 # Installed before the page's own scripts: samples the page every 25 ms from the start.
-_SAMPLER = """window.addEventListener('DOMContentLoaded', () => {
-  const s = window.__reload = [];
-  setInterval(() => {
+_SAMPLER = f"""window.addEventListener('DOMContentLoaded', () => {{
+  const s = window.__reload = []; const drawn = {_DRAWN};
+  setInterval(() => {{
     let loading = 0, failed = 0;
-    for (const o of document.querySelectorAll('.jp-OutputArea-output')) {
+    for (const o of document.querySelectorAll('.jp-OutputArea-output')) {{
       if (o.childElementCount === 0 && o.textContent.startsWith('Loading widget')) loading++;
       if (o.textContent.startsWith('Error displaying widget')) failed++;
-    }
+    }}
     s.push([performance.now(), document.querySelectorAll('.jp-Notebook .jp-Cell').length,
-      loading, document.querySelectorAll('.jp-OutputArea-output .jupyter-widgets').length,
-      window.Bokeh ? Bokeh.index.roots.length : 0, failed]);
-  }, 25);
-});"""
+      loading, document.querySelectorAll('.jp-OutputArea-output > .lm-Widget').length,
+      drawn(), failed]);
+  }}, 25);
+}});"""
 
 # Settled: nothing says "Loading widget..." and the counts have not changed for 2 s.
 _SETTLED = """() => { const s = window.__reload; if (!s) return false; const n = s.length;
@@ -133,15 +152,15 @@ def _timeline(samples: list[list[float]]) -> dict[str, float]:
     shown = next(x[0] for x in samples if x[1] > 0)
     loading = [x[0] for x in samples if x[2] > 0]
     views = next(x[0] for x in samples if x[3] >= last[3])
-    plots = next(x[0] for x in samples if x[4] >= last[4])
-    drawn = max(views, plots, loading[-1] if loading else 0.0)
+    explorers = next(x[0] for x in samples if x[4] >= last[4])
+    drawn = max(views, explorers, loading[-1] if loading else 0.0)
     return {
         "failed": max(x[5] for x in samples),
         "shown": shown / 1000,
         "loading": (loading[-1] - loading[0]) / 1000 if loading else 0.0,
         "drawn": drawn / 1000,
         "views": last[3],
-        "plots": last[4],
+        "explorers": last[4],
     }
 
 
@@ -178,14 +197,14 @@ def reload_rounds(page: Any, requests: _Requests, rounds: int) -> list[dict[str,
 
 
 def _prepare(browser: Any, lab: Lab, name: str) -> tuple[Any, _Requests]:
-    """Open *name*, Run All, wait for its plots, save: ready to reload."""
+    """Open *name*, Run All, wait for an explorer drawn, save: ready to reload."""
     page = browser.new_page(viewport={"width": 1440, "height": 900})
     page.add_init_script(_SAMPLER)
     requests = _Requests(page)
     open_notebook(page, lab, name, f"reload{name[:2]}")
     t = time.perf_counter()
     run_all(page, timeout_ms=900_000)
-    wait_for_plots(page, 1)
+    page.wait_for_function(f"() => ({_DRAWN})() > 0", timeout=300_000, polling=250)
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
     time.sleep(2)  # the explorers redraw their saved pictures a second after the last change
     page.wait_for_function(KERNEL_IDLE, timeout=60_000)
@@ -203,7 +222,7 @@ def _table(results: dict[str, list[dict[str, float]]]) -> None:
     base = _median(results[BASELINE], "drawn")
     print(
         f"\n{'notebook':<28} {'shown':>6} {'loading':>8} {'drawn':>6} {'worst':>6}"
-        f" {'drawn-shown':>11} {'x bare':>7}  views/plots  one-by-one  failed"
+        f" {'drawn-shown':>11} {'x bare':>7}  views/explorers  one-by-one  failed"
         "   (s from reload, median)"
     )
     for name, rounds in results.items():
@@ -212,14 +231,15 @@ def _table(results: dict[str, list[dict[str, float]]]) -> None:
         print(
             f"{name:<28} {_median(rounds, 'shown'):6.2f} {_median(rounds, 'loading'):8.2f}"
             f" {drawn:6.2f} {max(r['drawn'] for r in rounds):6.2f} {gap:11.2f}"
-            f" {drawn / base:7.2f}  {rounds[-1]['views']:>5.0f}/{rounds[-1]['plots']:<5.0f}"
+            f" {drawn / base:7.2f}  {rounds[-1]['views']:>5.0f}/{rounds[-1]['explorers']:<9.0f}"
             f" {sum(r['request_state'] > 0 for r in rounds):>4} of {len(rounds):<4}"
             f" {sum(r['failed'] for r in rounds):>5.0f}"
         )
     print(
-        "one-by-one: rounds in which the page asked for the widgets' states one model at a"
-        " time (the kernel missed the 4 s to answer all at once); failed: outputs that said"
-        ' "Error displaying widget"'
+        "views: widget outputs holding their view; explorers: explorers drawn (the baseline:"
+        " its bare anywidget)\none-by-one: rounds in which the page asked for the widgets'"
+        " states one model at a time (the kernel missed the 4 s to answer all at once);"
+        ' failed: outputs that said "Error displaying widget"'
     )
 
 
