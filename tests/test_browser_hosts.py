@@ -20,6 +20,16 @@ shows ``ScanExplorer(<the bundled sample>, dataset_sample=2, level=2)``; at
 * marimo: the explorer shown as a cell's last expression and through
   ``mo.ui.anywidget`` both draw and both follow the keyboard.
 
+Every other explorer (ScriptExplorer, ScanPanel, TunerDashboard, SwapExplorer and,
+with torch, BudgetExplorer and TrainingExplorer, each built as cheaply as the
+kernel tests build it) is shown once in Notebook 7 and once in marimo, each in its
+own cell of one notebook or app: it draws (an SVG chart or a loaded picture), its
+first range slider takes ArrowRight and the kernel's trait follows (Notebook 7: asked
+without running a cell; marimo: a cell writing the trait runs again), no error but
+the host's own, and axe-core finds nothing serious or critical in it. JupyterLab
+shows them in their own tests (``test_browser_02``, ``_03``, ``_05``, ``_scripts``,
+``_scan_panel``).
+
 Screenshots go to ``test-artifacts/hosts_<host>_<width>x<height>*.png``. Every
 wait waits on a condition in the page, for as long as the test may take
 (``tests/_budget.py``); nothing asserts a time.
@@ -27,9 +37,12 @@ wait waits on a condition in the page, for as long as the test may take
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +58,11 @@ from _hosts import (
     write_notebook,
 )
 from _lab import ARTIFACTS, KERNEL_IDLE, TWO_FRAMES, Lab, jupyterlab, new_page, run_all
+from playwright.sync_api import expect
 
 import pcr_explore as pcr
 from pcr_explore import open_dataset
+from pcr_explore.train import SplitDatasets
 
 pytestmark = pytest.mark.browser
 
@@ -498,6 +513,224 @@ def test_marimo(
                 wait_drawn(page, direct, num_scans)
                 wait_caption(page, direct, f"scan 3 of {num_scans}")
                 s.shot(wrapped, "_reloaded")
+                assert new_errors(s, marimo_own_errors) == [], s.errors
+        finally:
+            print(f"--- marimo log ---\n{server.log.read_text()[-3000:]}")
+
+
+# -- every other explorer, once per host (Notebook 7 and marimo) -----------------------------
+#
+# Each explorer built as cheaply as the tests build it elsewhere (two sample images, a
+# simulated step, a report and a run on 32-pixel stand-in images, each under a few seconds
+# of CPU), each in its own cell: it draws, its first slider takes ArrowRight and the
+# kernel's trait follows, axe-core finds nothing serious in it.
+
+
+@dataclass(frozen=True)
+class Other:
+    """One explorer to show: its variable, root class, code, and the trait its first slider sets."""
+
+    name: str
+    root: str
+    code: str
+    trait: str
+    needs_torch: bool = False
+
+    def expected(self, slider_value: str) -> float:
+        """The trait the kernel gets for the value *slider_value* of the first slider."""
+        v = float(slider_value)
+        # the bandwidth slider is log10(MB/s); the others set their trait as they read
+        return 10**v if self.trait == "bandwidth" else v
+
+
+def others(sample: Path, data: SplitDatasets) -> list[Other]:
+    """The explorers other than ScanExplorer, as the kernel builds them (torch ones if there)."""
+    images, train, val = str(sample.parent / "images"), str(data.train), str(data.val)
+    found = [
+        Other("scripts", "pcr-scripts",
+              f"ScriptExplorer({images!r}, ['standard', 'spectral'], sample=2, max_side=160)",
+              "budget"),
+        Other("panel", "pcr-step-panel", f"ScanPanel({str(sample)!r}, level=2, size=128)",
+              "level"),
+        Other("tuner", "pcr-tuner",
+              f"TunerDashboard({str(sample)!r}, target=0.95, sample=2, worst=2, thumb_side=120,"
+              " workers=1)", "target"),
+        Other("swap", "pcr-swap", "SwapExplorer('vgg16', batch=8, noise=0.0, measured=False)",
+              "sparsity"),
+        Other("budget", "pcr-budget",
+              f"BudgetExplorer(report=pcr.budget({train!r}, val={val!r}, bandwidth='20MB/s',"
+              " sample=None, scans=(1, 3, 10), size=32, train_epochs=1, workers=1,"
+              " progress=False))", "bandwidth", needs_torch=True),
+        Other("training", "pcr-training",
+              f"TrainingExplorer({train!r}, {val!r}, tune_batches=1, sample=4, workers=1,"
+              f" result=train_at_levels({train!r}, val={val!r}, scans=(1, 5), size=32,"
+              " epochs=2, workers=1, progress=False))", "epochs", needs_torch=True),
+    ]  # fmt: skip
+    torch = importlib.util.find_spec("torch") is not None
+    return [o for o in found if torch or not o.needs_torch]
+
+
+OTHERS_IMPORTS = (
+    "import warnings\n"
+    "import pcr_explore as pcr\n"
+    "from pcr_explore.errors import FewerScalesWarning\n"
+    "from pcr_explore.widgets import (BudgetExplorer, ScanPanel, ScriptExplorer, SwapExplorer,\n"
+    "    TrainingExplorer, TunerDashboard)\n"
+    "warnings.simplefilter('ignore', FewerScalesWarning)  # 32-pixel images: MS-SSIM's scales\n"
+)
+
+# The explorer has drawn: an SVG chart, or a picture with a source and pixels.
+OTHER_DRAWN = """root => !!root.querySelector('svg.pcr-chart-svg')
+  || [...root.querySelectorAll('img')].some(i => i.getAttribute('src') && i.complete
+    && i.naturalWidth > 0)"""
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> SplitDatasets:
+    """30 training and validation 32-pixel pattern images in 5 classes, as PCR datasets."""
+    from pcr_explore.train import load_flowers, write_stand_in_archive
+
+    tmp = tmp_path_factory.mktemp("stand_in")
+    archive = write_stand_in_archive(tmp / "flower_photos.tgz", per_class=6, side=32)
+    return load_flowers(archive, cache_dir=tmp / "cache", workers=1, progress=False)
+
+
+def press_arrow_right(page: Any, root: Any) -> str:
+    """Focus the explorer's first range slider, press ArrowRight: its new value (it moved)."""
+    slider = root.locator("input[type=range]").first
+    slider.scroll_into_view_if_needed()
+    before = slider.input_value()
+    slider.focus()
+    assert slider.evaluate("el => el === el.getRootNode().activeElement")
+    page.keyboard.press("ArrowRight")
+    after = slider.input_value()
+    assert after != before, f"ArrowRight left the slider at {before}"
+    return after
+
+
+def check_trait(other: Other, slider_value: str, kernel_text: str) -> None:
+    """The kernel's trait is what the slider's value sets (to 6 significant digits)."""
+    got = float(kernel_text)
+    assert got == pytest.approx(other.expected(slider_value), rel=1e-5), (
+        other.name,
+        slider_value,
+        kernel_text,
+    )
+
+
+def _wait_kernel_changed(page: Any, expression: str, before: str) -> str:
+    """Wait until the repr of *expression* in the kernel is other than *before*; return it."""
+    found = page.wait_for_function(
+        """async ([expr, before]) => { const k = window.jupyterapp.shell.currentWidget
+            .sessionContext.session.kernel;
+          const r = await k.requestExecute({code: '', silent: true, store_history: false,
+            user_expressions: {v: expr}}).done;
+          const v = r.content.user_expressions.v;
+          return v.status === 'ok' && v.data['text/plain'] !== before && v.data['text/plain']; }""",
+        arg=[expression, before],
+        timeout=_budget.ms(),
+        polling=250,
+    )
+    return str(found.json_value())
+
+
+def test_notebook7_every_other_explorer(
+    browser: Any,
+    nb7: Notebook7,
+    sample: Path,
+    stand_in: SplitDatasets,
+    nb7_own_errors: list[str],
+) -> None:
+    """Notebook 7: every other explorer draws, takes ArrowRight (the kernel follows); axe-core."""
+    shown = others(sample, stand_in)
+    cells = [OTHERS_IMPORTS + "from pcr_explore.train import train_at_levels"]
+    cells += [f"{o.name} = {o.code}\n{o.name}" for o in shown]
+    write_notebook(nb7.root / "nb7_others.ipynb", cells)
+    with session(browser, "nb7_others", SIZES[1]) as s:
+        page = s.page
+        _jupyter_open(page, nb7.url("nb7_others.ipynb"))
+        try:
+            run_all(page)
+            for cell, o in enumerate(shown, start=1):
+                # the notebook keeps only the cells near the view in the page
+                page.evaluate(
+                    "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')",
+                    cell,
+                )
+                root = page.locator(f".pcr-explorer.{o.root}").first
+                root.wait_for(timeout=_budget.ms())
+                root.scroll_into_view_if_needed()
+                page.wait_for_function(OTHER_DRAWN, arg=root.element_handle())
+                if cell == 1:
+                    s.shot(root, "_others")
+                check_axe(page, root, f"{s.name} {o.name}")
+                before = kernel_value(page, f"{o.name}.{o.trait}")
+                value = press_arrow_right(page, root)
+                check_trait(o, value, _wait_kernel_changed(page, f"{o.name}.{o.trait}", before))
+        finally:
+            _shut_kernel(page)
+        assert new_errors(s, nb7_own_errors) == [], s.errors
+
+
+def marimo_others_app(shown: list[Other]) -> str:
+    """A marimo app: the imports, then per explorer a cell showing it through
+    ``mo.ui.anywidget`` and a cell writing its trait (run again when the widget changes)."""
+    imports = "".join(f"    {line}\n" for line in OTHERS_IMPORTS.splitlines())
+    names = "BudgetExplorer, ScanPanel, ScriptExplorer, SwapExplorer, TrainingExplorer, "
+    names += "TunerDashboard, mo, pcr, train_at_levels"
+    cells = [
+        "import marimo\n\napp = marimo.App(width='full')\n",
+        "@app.cell\ndef _():\n    import marimo as mo\n"
+        f"{imports}    from pcr_explore.train import train_at_levels\n    return ({names})\n",
+    ]
+    for o in shown:
+        w = f"w{o.name}"
+        cells.append(
+            f"@app.cell\ndef _({names}):\n    {w} = mo.ui.anywidget({o.code})\n    {w}\n"
+            f"    return ({w},)\n"
+        )
+        cells.append(
+            f"@app.cell\ndef _(mo, {w}):\n"
+            f'    mo.md(f"kernel {o.name} {o.trait}: {{{w}.widget.{o.trait}!r}}")\n    return\n'
+        )
+    cells.append('if __name__ == "__main__":\n    app.run()\n')
+    return "\n\n".join(cells)
+
+
+def test_marimo_every_other_explorer(
+    browser: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    sample: Path,
+    stand_in: SplitDatasets,
+    marimo_own_errors: list[str],
+) -> None:
+    """marimo: every other explorer draws, takes ArrowRight (the kernel follows); axe-core."""
+    shown = others(sample, stand_in)
+    tmp = tmp_path_factory.mktemp("marimo_others")
+    app = tmp / "others_app.py"
+    app.write_text(marimo_others_app(shown))
+    with marimo(tmp, app, kernel_env(tmp)) as server:
+        try:
+            with session(browser, "marimo_others", SIZES[1]) as s:
+                page = s.page
+                _marimo_open(page, server)
+                for i, o in enumerate(shown):
+                    root = page.locator(f".pcr-explorer.{o.root}").first
+                    root.wait_for(timeout=_budget.ms())
+                    root.scroll_into_view_if_needed()
+                    page.wait_for_function(
+                        OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms()
+                    )
+                    if i == 0:
+                        s.shot(root, "_others")
+                    check_axe(page, root, f"{s.name} {o.name}")
+                    # the value written, not the cell's code in the editor
+                    said = page.get_by_text(re.compile(rf"^kernel {o.name} {o.trait}: [-.\d]+$"))
+                    before = said.text_content(timeout=_budget.ms())
+                    value = press_arrow_right(page, root)
+                    # the cell ran again (its output may be a new element: the locator re-finds it)
+                    expect(said).not_to_have_text(before or "", timeout=_budget.ms())
+                    check_trait(o, value, said.text_content().split(": ", 1)[1])
                 assert new_errors(s, marimo_own_errors) == [], s.errors
         finally:
             print(f"--- marimo log ---\n{server.log.read_text()[-3000:]}")
