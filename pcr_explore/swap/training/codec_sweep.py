@@ -120,7 +120,7 @@ class CodecSweep:
             x_range=FactorRange(*names),
             height=300,
             width=560,
-            title=f"Accuracy and bytes saved after {self.steps} steps (measured here)",
+            title=f"Accuracy and bytes saved, {self.steps} steps (measured on this machine)",
             y_range=Range1d(start=0, end=1.05),
             y_axis_label="validation accuracy",
             toolbar_location=None,
