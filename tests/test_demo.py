@@ -458,7 +458,7 @@ def test_the_page_files_ship_with_the_package() -> None:
     static = importlib.resources.files("pcr_explore.widgets") / "static"
     names = sorted(f.name for f in static.iterdir())
     page = {"module_page.html", "demo.css", "explorer.css", "scan_demo.js", "scan_explorer.js"}
-    assert page | {"chart.js", "demo.html", "swap_demo.js", "swap_explorer.js"} <= set(names)
+    assert page | {"chart.js", "page_model.js", "swap_demo.js", "swap_explorer.js"} <= set(names)
     for name in names:
         assert any(fnmatch.fnmatch(f"static/{name}", pattern) for pattern in shipped), name
 

@@ -1,11 +1,11 @@
-"""Pages that run without a kernel: one HTML file, BokehJS inlined, every number embedded.
+"""Pages that run without a kernel: one HTML file, every number embedded.
 
 :func:`~pcr_explore.widgets.scan_demo` and :func:`~pcr_explore.widgets.swap_demo`
 measure what a slider would ask for, at every position, before the page is
-written; in the browser, Bokeh's ``CustomJS`` callbacks only pick among those
-values. So the page opens from a file, an e-mail attachment or a course page
-with no kernel, no server and no network: the pictures are ``data:`` URIs,
-BokehJS is inlined (the parts the page uses), and nothing is fetched.
+written; in the browser, the explorer's own module runs on a page model that
+only picks among those values. So the page opens from a file, an e-mail
+attachment or a course page with no kernel, no server and no network: the
+pictures are ``data:`` URIs, the scripts are inlined, and nothing is fetched.
 
 A page's script, style sheet and body are files of the ``static`` folder
 (its scripts are ES modules, inlined as one module), read as package data.
@@ -33,9 +33,7 @@ __all__ = [
     "DemoPage",
     "data_uri",
     "inline_module",
-    "readout_table",
     "render_module_page",
-    "render_page",
     "static_text",
 ]
 
@@ -50,7 +48,7 @@ class DemoPage:
     title : str
         The page title.
     html : str
-        The whole document: BokehJS, the controls, the figures and the data.
+        The whole document: the explorer's modules, its style sheets and the data.
 
     Examples
     --------
@@ -106,12 +104,6 @@ def data_uri(jpeg: bytes) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
 
 
-def readout_table(rows: list[tuple[str, str]]) -> str:
-    """A two-column HTML table of label/value readouts (values are HTML already)."""
-    cells = "".join(f"<tr><td>{k}</td><td><b>{v}</b></td></tr>" for k, v in rows)
-    return f"<table class='pcr-readout'>{cells}</table>"
-
-
 _IMPORT = re.compile(r'^import \{[^}]*\}\s*from "\./([\w.]+)";\n', re.M)
 
 
@@ -141,69 +133,6 @@ def _json_script(element_id: str, data: Mapping[str, Any]) -> str:
     """*data* as JSON inside a script element the page parses once (``</`` escaped)."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return f"<script type='application/json' id='{element_id}'>{text}</script>"
-
-
-def render_page(
-    title: str,
-    *,
-    page: str,
-    intro: str,
-    roots: Mapping[str, Any],
-    data: Mapping[str, Any],
-    start: str,
-    fill: Mapping[str, str] | None = None,
-) -> str:
-    """The HTML document of a demo.
-
-    Parameters
-    ----------
-    title : str
-        Title and heading (plain text).
-    page : str
-        The page's files in the ``static`` folder: ``PAGE.html`` (its body,
-        with ``{name}`` where Bokeh root or *fill* entry *name* goes),
-        ``PAGE.css`` and ``PAGE.js`` (an ES module).
-    intro : str
-        The paragraph under the heading (HTML).
-    roots : mapping of str to bokeh.models.Model
-        The Bokeh models placed in the body; they share one document, so a
-        callback of one may change another.
-    data : mapping
-        JSON-able values; the page's script reads them as ``data``.
-    start : str
-        The statement that starts the page's module with ``data``; it runs
-        before the Bokeh roots are embedded.
-    fill : mapping of str to str, optional
-        Further HTML placed in the body.
-
-    Returns
-    -------
-    str
-        A complete document: only the BokehJS bundles the models need,
-        inlined, so that it opens offline.
-    """
-    from bokeh.embed import components
-    from bokeh.embed.bundle import bundle_for_objs_and_resources
-    from bokeh.resources import INLINE
-
-    bokeh_script, divs = components(dict(roots))
-    bundle = bundle_for_objs_and_resources(list(roots.values()), INLINE)
-    script = (
-        inline_module(f"{page}.js")
-        + 'const data = JSON.parse(document.getElementById("pcr-demo-data").textContent);\n'
-        + start
-    )
-    return static_text("demo.html").format(
-        title=html.escape(title),
-        resources="".join(bundle),
-        css=static_text("demo.css") + static_text(f"{page}.css"),
-        intro=intro,
-        body=static_text(f"{page}.html").format(**divs, **(fill or {})),
-        version=__version__,
-        data=_json_script("pcr-demo-data", data),
-        script=script,
-        bokeh=bokeh_script,
-    )
 
 
 def render_module_page(

@@ -1,4 +1,4 @@
-"""What an explorer puts into the notebook page besides itself (its picture); BokehJS for show()."""
+"""What an explorer puts into the notebook page besides itself (its picture); show() for Bokeh figures."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def show(figure: Any) -> None:
     """Show a Bokeh figure or layout in the notebook, with the page's one copy of BokehJS.
 
     Like ``bokeh.io.output_notebook(); bokeh.io.show(figure)``, but the
-    notebook carries BokehJS once, shared with the explorers (about 2.5 MB
+    notebook carries BokehJS once, shared by every figure shown (about 2.5 MB
     saved, where Bokeh's ``INLINE`` loader adds about 8 MB per call), and a
     page reloaded with the same kernel still draws the figure. The copy
     carried is Bokeh's core bundle: figures and layouts, not Bokeh's own
