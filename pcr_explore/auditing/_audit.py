@@ -154,53 +154,10 @@ def _sample(
         p.order,
         p.want,
         level_bytes=level_bytes,
-        target=o.target,
-        metric=o.metric,
-        statistic=o.statistic,  # type: ignore[arg-type]
-        seed=o.seed,
-        luminance=o.luminance,
-        worst=o.worst,
-        workers=o.workers,
+        o=o,
         progress=bar,
-        max_pixels=o.measured_pixels,
         measured=p.measured,
         client=client,
-    )
-
-
-def _checked(
-    *,
-    sample: int | None,
-    target: float | None,
-    metric: str | None,
-    statistic: str,
-    seed: int,
-    workers: int | None,
-    luminance: bool,
-    curve: QualityCurve | None,
-    options: AuditOptions,
-) -> Options:
-    """Every setting checked at once; a curve measured before brings its own sample and metric."""
-    if curve is not None:
-        if metric is not None and metric != curve.metric:
-            raise ValueError(f"the curve was measured with {curve.metric!r}, not {metric!r}")
-        metric, sample, luminance = curve.metric, curve.sample_size, curve.luminance
-    a = options
-    return check_options(
-        sample=sample,
-        target=target,
-        metric="mssim" if metric is None else metric,
-        statistic=statistic,
-        workers=workers,
-        seed=seed,
-        luminance=luminance,
-        worst=a.worst,
-        backend=a.backend,
-        quality=a.quality,
-        thresholds=a.thresholds,
-        max_pixels=a.max_pixels,
-        bytes_sample=a.bytes_sample,
-        quality_pixels=a.quality_pixels,
     )
 
 
@@ -379,7 +336,8 @@ def audit(
     >>> report.to_html("audit.html")
     PosixPath('audit.html')
     """
-    o = _checked(
+    o = check_options(
+        options or AuditOptions(),
         sample=sample,
         target=target,
         metric=metric,
@@ -388,7 +346,6 @@ def audit(
         workers=workers,
         luminance=luminance,
         curve=curve,
-        options=options or AuditOptions(),
     )
     check_client(client)
     t0 = time.perf_counter()

@@ -11,8 +11,9 @@ from ..errors import PCRError
 from ..quality._curve import QualityCurve
 from ..quality._jobs import Outcome
 from ..quality._sampler import Sampler
-from ..quality.tune import Statistic, TuneResult, recommend
+from ..quality.tune import TuneResult, recommend
 from ..read.sources import LevelSource
+from ._options import Options
 from ._thumbs import thumb_uri
 
 __all__ = ["SampleQuality", "measure_sample", "quality_of_curve"]
@@ -33,15 +34,8 @@ def measure_sample(
     want: int,
     *,
     level_bytes: np.ndarray,
-    target: float,
-    metric: str,
-    statistic: Statistic,
-    seed: int,
-    luminance: bool,
-    worst: int,
-    workers: int | None,
+    o: Options,
     progress: Any,
-    max_pixels: int | None = None,
     measured: list[Outcome] | None = None,
     client: Any = None,
 ) -> SampleQuality:
@@ -58,16 +52,12 @@ def measure_sample(
     level_bytes : ndarray of int
         Bytes per level over all readable images: the recommendation's
         bytes fraction is the whole dataset's, not the sample's.
-    target, metric, statistic, seed, luminance
-        As for :func:`~pcr_explore.auditing.audit`.
-    worst : int
-        Worst-degrading images to keep, with thumbnails.
-    workers : int, optional
-        Worker processes.
+    o : Options
+        The audit's checked settings: the target, metric, statistic, seed,
+        luminance, workers, worst images kept (with thumbnails) and the
+        pixels a sampled image is measured at, at most (bounded memory).
     progress : tqdm bar
         Advanced by one per image measured.
-    max_pixels : int, optional
-        Larger images are measured at a reduced size (bounded memory).
     measured : list of Outcome, optional
         Outcomes already measured for the first images of *order*, in that
         order; only the rest of the sample is measured here.
@@ -81,29 +71,24 @@ def measure_sample(
     """
     sampler = Sampler(
         src,
-        seed=seed,
-        metric=metric,
-        luminance=luminance,
-        workers=workers,
+        seed=o.seed,
+        metric=o.metric,
+        luminance=o.luminance,
+        workers=o.workers,
         progress=progress,
         order=order,
-        max_pixels=max_pixels,
+        max_pixels=o.measured_pixels,
         client=client,
     )
     sampler.add(measured or [])
     sampler.grow(want)
-    curve = sampler.curve()
-    if not curve.sample_size:
-        return SampleQuality(failed=curve.failed)
-    frac = level_bytes / level_bytes[-1]
-    result = recommend(curve, target=target, statistic=statistic, seed=seed, bytes_fraction=frac)
-    return SampleQuality(result, _worst_images(src, result, worst), curve.failed)
+    return quality_of_curve(src, sampler.curve(), level_bytes=level_bytes, o=o)
 
 
 def quality_of_curve(
-    src: LevelSource, curve: QualityCurve, *, level_bytes: np.ndarray, o: Any
+    src: LevelSource, curve: QualityCurve, *, level_bytes: np.ndarray, o: Options
 ) -> SampleQuality:
-    """The recommendation and the worst images from a curve measured before the audit.
+    """The recommendation and the worst images from a measured curve (this audit's or one before).
 
     *o* holds the audit's checked target, statistic, seed and worst count.
     """
@@ -111,7 +96,11 @@ def quality_of_curve(
         return SampleQuality(failed=curve.failed)
     frac = level_bytes / level_bytes[-1]
     result = recommend(
-        curve, target=o.target, statistic=o.statistic, seed=o.seed, bytes_fraction=frac
+        curve,
+        target=o.target,
+        statistic=o.statistic,  # type: ignore[arg-type]
+        seed=o.seed,
+        bytes_fraction=frac,
     )
     return SampleQuality(result, _worst_images(src, result, o.worst), curve.failed)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from .._public import public
 from ..jpeg.transcode import check_backend_and_quality
+from ..quality._curve import QualityCurve
 from ..quality.metrics import DEFAULT_TARGETS, METRICS
 from ..quality.metrics._targets import check_target
 from ..quality.tune import STATISTICS
@@ -89,9 +90,9 @@ class AuditOptions:
     bytes_sample: int | None = BYTES_SAMPLE
 
 
-@dataclass(frozen=True)
-class Options:
-    """The audit's settings, validated, with the target and thresholds resolved."""
+@dataclass(frozen=True, kw_only=True)
+class Options(AuditOptions):
+    """The audit's settings, validated: the rare ones, with the target and thresholds resolved."""
 
     sample: int | None
     target: float
@@ -100,13 +101,7 @@ class Options:
     workers: int | None
     seed: int
     luminance: bool
-    worst: int
-    backend: str
-    quality: int
     thresholds: dict[str, float]
-    max_pixels: int
-    bytes_sample: int | None = None
-    quality_pixels: int | None = None
 
     @property
     def measured_pixels(self) -> int:
@@ -122,23 +117,20 @@ def _count(name: str, value: object, low: int, *, none: bool = False) -> None:
 
 
 def check_options(
+    options: AuditOptions,
     *,
     sample: int | None,
     target: float | None,
-    metric: str,
+    metric: str | None,
     statistic: str,
     workers: int | None,
     seed: int,
     luminance: bool,
-    worst: int,
-    backend: str,
-    quality: int,
-    thresholds: Mapping[str, float] | None,
-    max_pixels: int,
-    bytes_sample: int | None = None,
-    quality_pixels: int | None = None,
+    curve: QualityCurve | None = None,
 ) -> Options:
     """Validate every audit option at once, before any work (see :func:`~pcr_explore.audit`).
+
+    A *curve* measured before brings its own sample, metric and luminance.
 
     Returns
     -------
@@ -147,18 +139,23 @@ def check_options(
     Raises
     ------
     ValueError
-        Naming the first option out of range.
+        Naming the first option out of range, or a *metric* that is not the curve's.
 
     Examples
     --------
     >>> o = check_options(
+    ...     AuditOptions(thresholds={"blurry": 0.1}),
     ...     sample=64, target=None, metric="psnr", statistic="mean", workers=None, seed=0,
-    ...     luminance=False, worst=6, backend="auto", quality=90, thresholds={"blurry": 0.1},
-    ...     max_pixels=1 << 22,
+    ...     luminance=False,
     ... )
     >>> o.target, o.thresholds["blurry"]
     (35.0, 0.1)
     """
+    if curve is not None:
+        if metric is not None and metric != curve.metric:
+            raise ValueError(f"the curve was measured with {curve.metric!r}, not {metric!r}")
+        metric, sample, luminance = curve.metric, curve.sample_size, curve.luminance
+    metric = "mssim" if metric is None else metric
     if not isinstance(metric, str):
         raise ValueError(f"the audit's metric is one of {', '.join(METRICS)}, got {metric!r}")
     resolved = check_target(metric, target)
@@ -170,14 +167,17 @@ def check_options(
         raise ValueError(f"sample must be a positive number of images, got {sample}")
     _count("workers", workers, 1, none=True)
     _count("seed", seed, 0)
-    _count("worst", worst, 0)
-    _count("max_pixels", max_pixels, 1)
-    _count("bytes_sample", bytes_sample, 1, none=True)
-    _count("quality_pixels", quality_pixels, 1, none=True)
+    _count("worst", options.worst, 0)
+    _count("max_pixels", options.max_pixels, 1)
+    _count("bytes_sample", options.bytes_sample, 1, none=True)
+    _count("quality_pixels", options.quality_pixels, 1, none=True)
     if not isinstance(luminance, bool):
         raise ValueError(f"luminance must be True or False, got {luminance!r}")
-    check_backend_and_quality(backend, quality)
+    check_backend_and_quality(options.backend, options.quality)
+    rare = {f.name: getattr(options, f.name) for f in fields(AuditOptions)}
+    rare["thresholds"] = check_thresholds(options.thresholds)
     return Options(
+        **rare,
         sample=sample,
         target=resolved,
         metric=metric,
@@ -185,11 +185,4 @@ def check_options(
         workers=workers,
         seed=seed,
         luminance=luminance,
-        worst=worst,
-        backend=backend,
-        quality=quality,
-        thresholds=check_thresholds(thresholds),
-        max_pixels=max_pixels,
-        bytes_sample=bytes_sample,
-        quality_pixels=quality_pixels,
     )
