@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from .._version import __version__
 from ._findings import AuditFindings, lossy_note
-from ._html_base import CSS as _CSS
-from ._html_base import MAX_ROWS as _MAX_ROWS
-from ._html_base import esc as _e
-from ._html_base import fmt as _fmt
-from ._html_base import table as _table
+from ._html_base import CSS, esc, fmt, page, table
 from ._html_issues import render_issues
 
 __all__ = ["render_fragment", "render_page"]
@@ -22,19 +18,16 @@ __all__ = ["render_fragment", "render_page"]
 def _counts_table(title: str, counts: dict[str, int]) -> str:
     if not counts:
         return ""
-    rows = [(_e(k), f"{v:,}") for k, v in list(counts.items())[:_MAX_ROWS]]
-    more = (
-        f"<p class='meta'>and {len(counts) - _MAX_ROWS} more</p>" if len(counts) > _MAX_ROWS else ""
-    )
-    return f"<div><h3>{_e(title)}</h3>{_table(('', 'images'), rows, (1,))}{more}</div>"
+    rows = [(esc(k), f"{v:,}") for k, v in counts.items()]
+    return f"<div><h3>{esc(title)}</h3>{table(('', 'images'), rows, (1,))}</div>"
 
 
 def _header(r: AuditFindings) -> str:
     return (
-        f"<h1>Dataset audit: {_e(r.path)}</h1>"
-        f"<p class='meta'>{_e(r.kind)}; {r.images:,} images, {r.readable:,} readable, "
-        f"{_e(r.problems_line)}; audited in {r.seconds:.1f} s by pcr-explore "
-        f"{_e(__version__)}</p>"
+        f"<h1>Dataset audit: {esc(r.path)}</h1>"
+        f"<p class='meta'>{esc(r.kind)}; {r.images:,} images, {r.readable:,} readable, "
+        f"{esc(r.problems_line)}; audited in {r.seconds:.1f} s by pcr-explore "
+        f"{esc(__version__)}</p>"
     )
 
 
@@ -46,10 +39,10 @@ def _recommendation(r: AuditFindings) -> str:
     lo, hi = t.ci
     return (
         f"<div class='card {cls}'><b>Recommended scan level: {t.scan} of "
-        f"{t.curve.num_scans}</b> &mdash; {t.statistic} {_e(t.metric)} {t.value:.4f} "
+        f"{t.curve.num_scans}</b> &mdash; {t.statistic} {esc(t.metric)} {t.value:.4f} "
         f"({t.confidence:.0%} interval {lo:.4f} to {hi:.4f}) for a target of {t.target:g}; "
         f"reads {t.bytes_fraction:.1%} of the bytes, saving {t.bandwidth_saving:.1%}.<br>"
-        f"Sample: {t.sample_size:,} of {t.population:,} images; {_e(t.explanation)}.</div>"
+        f"Sample: {t.sample_size:,} of {t.population:,} images; {esc(t.explanation)}.</div>"
     )
 
 
@@ -64,13 +57,13 @@ def _levels(r: AuditFindings) -> str:
                 f"{d['bytes']:,}"
                 + (f" ({d['bytes_low']:,} to {d['bytes_high']:,})" if "bytes_low" in d else ""),
                 f"{d['bytes_fraction']:.1%}",
-                _fmt(d["mean"]),
-                _fmt(d["p5"]),
-                _fmt(d["p50"]),
-                _fmt(d["p95"]),
+                fmt(d["mean"]),
+                fmt(d["p5"]),
+                fmt(d["p50"]),
+                fmt(d["p95"]),
             )
         )
-    table = _table(
+    levels = table(
         (
             "scan",
             "bytes"
@@ -84,10 +77,8 @@ def _levels(r: AuditFindings) -> str:
         ),
         rows,
         (1, 2, 3, 4, 5, 6),
+        highlight=None if rec is None else rec - 1,
     )
-    if rec is not None:  # highlight the recommended row
-        marker = f"<tr><td>{rec}</td>"
-        table = table.replace(marker, f"<tr class='rec'><td>{rec}</td>", 1)
     bytes_from = (
         "all readable images"
         if r.bytes_measured is None
@@ -96,7 +87,7 @@ def _levels(r: AuditFindings) -> str:
     )
     return (
         f"<h2>Bytes and quality per scan level</h2><p class='meta'>Bytes: {bytes_from}; "
-        "quality: the sample, each level against the same image in full.</p>" + table
+        "quality: the sample, each level against the same image in full.</p>" + levels
     )
 
 
@@ -113,8 +104,8 @@ def _worst(r: AuditFindings) -> str:
                 f"<img src='{w['thumb_level']}' alt='scan {k}' title='scan {k}'></div>"
             )
         figs.append(
-            f"<figure>{pair}<figcaption>{_e(w['file'])}<br>full | scan {k}: "
-            f"{_e(r.tune.metric)} {w['value']:.4f}, {w['bytes_fraction']:.1%} of its bytes"
+            f"<figure>{pair}<figcaption>{esc(w['file'])}<br>full | scan {k}: "
+            f"{esc(r.tune.metric)} {w['value']:.4f}, {w['bytes_fraction']:.1%} of its bytes"
             "</figcaption></figure>"
         )
     return (
@@ -127,7 +118,7 @@ def _worst(r: AuditFindings) -> str:
 def _overview(r: AuditFindings) -> str:
     sizes = r.sizes
     size_rows = [
-        (name, _fmt(s.get("min"), d), _fmt(s.get("median"), d), _fmt(s.get("max"), d))
+        (name, fmt(s.get("min"), d), fmt(s.get("median"), d), fmt(s.get("max"), d))
         for name, s, d in (
             ("width (px)", sizes.get("width", {}), 0),
             ("height (px)", sizes.get("height", {}), 0),
@@ -135,9 +126,7 @@ def _overview(r: AuditFindings) -> str:
         )
     ]
     size_table = (
-        "<div><h3>Sizes</h3>"
-        + _table(("", "min", "median", "max"), size_rows, (1, 2, 3))
-        + "</div>"
+        "<div><h3>Sizes</h3>" + table(("", "min", "median", "max"), size_rows, (1, 2, 3)) + "</div>"
     )
     return (
         "<h2>Contents</h2><div class='cols'>"
@@ -156,13 +145,13 @@ def _problems(r: AuditFindings) -> str:
     if r.conversions:
         lossy = sum(not c["lossless"] for c in r.conversions)
         rows = [
-            (_e(c["file"]), "yes" if c["lossless"] else "<b>no</b>", _e(c["note"]))
-            for c in r.conversions[:_MAX_ROWS]
+            (esc(c["file"]), "yes" if c["lossless"] else "<b>no</b>", esc(c["note"]))
+            for c in r.conversions
         ]
         out.append(
             f"<h3>Conversions at encode ({len(r.conversions):,}, {lossy:,} with loss)</h3>"
-            + (f"<p>{_e(lossy_note(lossy))}</p>" if lossy else "")
-            + _table(("file", "lossless", "note"), rows)
+            + (f"<p>{esc(lossy_note(lossy))}</p>" if lossy else "")
+            + table(("file", "lossless", "note"), rows)
         )
     return "".join(out)
 
@@ -215,19 +204,8 @@ def render_page(r: AuditFindings) -> str:
     from bokeh.resources import INLINE
 
     script, div = _plots(r)
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Audit: {_e(r.path)}</title><style>{_CSS}</style>"
-        f"{INLINE.render()}{script}</head><body>"
-        + _header(r)
-        + _recommendation(r)
-        + f"<h2>Quality against bytes</h2>{div}"
-        + _levels(r)
-        + _worst(r)
-        + _overview(r)
-        + _problems(r)
-        + "</body></html>\n"
-    )
+    plots = f"<h2>Quality against bytes</h2>{div}"
+    return page(f"Audit: {r.path}", _body(r, plots), head=INLINE.render() + script)
 
 
 def render_fragment(r: AuditFindings) -> str:
@@ -243,13 +221,17 @@ def render_fragment(r: AuditFindings) -> str:
     str
         A ``<div>`` with its own styles.
     """
+    return f"<div><style>{CSS}</style>{_body(r)}</div>"
+
+
+def _body(r: AuditFindings, plots: str = "") -> str:
+    """Every section of the report, the plots (if any) after the recommendation."""
     return (
-        f"<div><style>{_CSS}</style>"
-        + _header(r)
+        _header(r)
         + _recommendation(r)
+        + plots
         + _levels(r)
         + _worst(r)
         + _overview(r)
         + _problems(r)
-        + "</div>"
     )

@@ -6,9 +6,11 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["CSS", "MAX_ROWS", "esc", "fmt", "table"]
+__all__ = ["CSS", "MAX_ROWS", "esc", "fmt", "more_line", "page", "table"]
 
 MAX_ROWS = 500
+
+_REC = " class='rec'"  # the recommended row
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto;
@@ -47,16 +49,47 @@ def fmt(v: Any, digits: int = 4) -> str:
     return esc(v)
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = ()) -> str:
-    head = "".join(
-        f"<th class='num'>{esc(h)}</th>" if i in numeric else f"<th>{esc(h)}</th>"
-        for i, h in enumerate(header)
+def table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    numeric: Iterable[int] = (),
+    *,
+    highlight: int | None = None,
+    limit: int = MAX_ROWS,
+    more: str = "",
+    cls: str = "",
+) -> str:
+    """An HTML table of cells already escaped: *numeric* columns right-aligned.
+
+    Row *highlight* (from 0) is marked as the recommended one; rows past
+    *limit* are left out, a line saying how many (and *more*) under the table.
+    """
+    num = set(numeric)
+    body = "".join(
+        f"<tr{_REC if k == highlight else ''}>{_cells('td', r, num)}</tr>"
+        for k, r in enumerate(rows[:limit])
     )
-    body = []
-    for r in rows:
-        cells = "".join(
-            f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>"
-            for i, c in enumerate(r)
-        )
-        body.append(f"<tr>{cells}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    attr = f" class='{cls}'" if cls else ""
+    html_table = f"<table{attr}><tr>{_cells('th', map(esc, header), num)}</tr>{body}</table>"
+    return html_table + more_line(len(rows), limit, more)
+
+
+def _cells(tag: str, values: Iterable[Any], numeric: set[int]) -> str:
+    return "".join(
+        f"<{tag} class='num'>{v}</{tag}>" if i in numeric else f"<{tag}>{v}</{tag}>"
+        for i, v in enumerate(values)
+    )
+
+
+def more_line(total: int, shown: int, more: str = "") -> str:
+    """The "and N more" line under a list cut at *shown* of *total* items ("" if none is cut)."""
+    return f"<p class='meta'>and {total - shown:,} more{more}</p>" if total > shown else ""
+
+
+def page(title: str, body: str, *, css: str = "", head: str = "") -> str:
+    """A whole HTML document: the shared styles and *css*, then *head* (scripts), then *body*."""
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{esc(title)}</title><style>{CSS}{css}</style>{head}</head>"
+        f"<body>{body}</body></html>\n"
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from ._checks import CHECKS, ISSUE_TITLES
 from ._findings import AuditFindings
-from ._html_base import MAX_ROWS, esc, table
+from ._html_base import MAX_ROWS, esc, more_line, table
 from ._thumbs import MAX_SET_MEMBERS_SHOWN, MAX_SETS_SHOWN
 
 __all__ = ["render_issues"]
@@ -52,10 +52,7 @@ def _summary(r: AuditFindings) -> str:
 
 def _rows(r: AuditFindings, kind: str) -> str:
     rows = [(esc(p["file"]), esc(p["issue"])) for p in r.problems if p.get("type") == kind]
-    more = ""
-    if len(rows) > _ROWS_PER_TYPE:
-        more = f"<p class='meta'>and {len(rows) - _ROWS_PER_TYPE:,} more (see JSON)</p>"
-    return table(("file", "issue"), rows[:_ROWS_PER_TYPE]) + more
+    return table(("file", "issue"), rows, limit=_ROWS_PER_TYPE, more=" (see JSON)")
 
 
 def _section(r: AuditFindings, kind: str, n: int) -> str:
@@ -85,13 +82,8 @@ def _set_block(r: AuditFindings, s: dict[str, Any]) -> str:
         _figure(r, f, c or "(no class)")
         for f, c in zip(files[:MAX_SET_MEMBERS_SHOWN], s["classes"][:MAX_SET_MEMBERS_SHOWN])
     )
-    more = (
-        f"<p class='meta'>and {len(files) - MAX_SET_MEMBERS_SHOWN} more: "
-        + esc(", ".join(files[MAX_SET_MEMBERS_SHOWN:]))
-        + "</p>"
-        if len(files) > MAX_SET_MEMBERS_SHOWN
-        else ""
-    )
+    rest = ": " + esc(", ".join(files[MAX_SET_MEMBERS_SHOWN:]))
+    more = more_line(len(files), MAX_SET_MEMBERS_SHOWN, rest)
     what = (
         "exact duplicates (identical bytes)"
         if s["kind"] == "exact"

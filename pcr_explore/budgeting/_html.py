@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._version import __version__
-from ..auditing._html_base import CSS, esc
+from ..auditing._html_base import esc, page, table
 from ._chart import CHART_CSS, render_chart
 from ._text import choices_line, columns, disk_line
 
@@ -19,13 +19,9 @@ _CSS = "table.budget td { white-space: nowrap; }" + CHART_CSS
 
 def _table(r: BudgetReport) -> str:
     cols = columns(r)
-    head = "".join(f"<th class='num'>{esc(h)}</th>" for h, _ in cols)
-    body = []
-    for i in range(r.num_scans):
-        cls = " class='rec'" if i + 1 == r.recommended else ""
-        cells = "".join(f"<td class='num'>{esc(c[i])}</td>" for _, c in cols)
-        body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table class='budget'><tr>{head}</tr>{''.join(body)}</table>"
+    rows = [[esc(cells[i]) for _, cells in cols] for i in range(r.num_scans)]
+    every = range(len(cols))
+    return table([h for h, _ in cols], rows, every, highlight=r.recommended - 1, cls="budget")
 
 
 def render_verdict(r: BudgetReport) -> str:
@@ -55,10 +51,9 @@ def render_fragment(r: BudgetReport) -> str:
 
 def render_page(r: BudgetReport) -> str:
     """A whole page: no script and no link outside it, so it opens from a file offline."""
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Byte budget: {esc(r.source)}</title><style>{CSS}{_CSS}</style></head><body>"
-        f"<h1>How many bytes does training need?</h1>"
+    body = (
+        "<h1>How many bytes does training need?</h1>"
         f"<p class='meta'>{esc(r.source)}: {r.images:,} images; pcr-explore {esc(__version__)}"
-        "</p>" + render_verdict(r) + render_chart(r) + render_details(r) + "</body></html>\n"
+        "</p>" + render_verdict(r) + render_chart(r) + render_details(r)
     )
+    return page(f"Byte budget: {r.source}", body, css=_CSS)
