@@ -189,6 +189,11 @@ class OnError:
                 stacklevel=3,
             )
 
+    def reported(self, items: Iterable[_T]) -> Iterator[_T]:
+        """*items*, then :meth:`report` once the last has been taken."""
+        yield from items
+        self.report()
+
 
 def record_order(num_records: int, rng: np.random.Generator | None = None) -> list[int]:
     """Records in reading order: as stored, or permuted by *rng*.

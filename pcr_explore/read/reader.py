@@ -21,7 +21,7 @@ import posixpath
 import warnings
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -54,7 +54,6 @@ from .pipeline import ErrorChoice, OnError, RecordSpan
 
 __all__ = ["ReadStats", "PCRDataset", "open_dataset"]
 
-_T = TypeVar("_T")
 
 #: Requests one span read sends at once (its scan groups' ranges that are not adjacent).
 REQUEST_THREADS = 8
@@ -458,25 +457,17 @@ class PCRDataset:
         self._check_scan(scan)  # at the call, not at the first image
         errors = OnError.of(on_error)
         items = ((e.index, e.data, e.label) for e in self._items(scan, shuffle, seed, errors))
-        return self._reported(items, errors)
+        return errors.reported(items)
 
     def _items(
         self, scan: int | None, shuffle: bool, seed: int | None, on_error: OnError | None = None
     ) -> Iterator[pipeline.Encoded]:
         """:meth:`iter_jpeg` as the pipeline's stages: records, prefix fetch, split."""
         k = self._check_scan(scan)
-        errors = on_error or OnError()
         rng = np.random.default_rng(seed) if shuffle else None
         self.check_cache_fits(k)
-        for r, prefix in pipeline.fetch(
-            lambda r: self._read_prefix(r, k),
-            pipeline.record_order(len(self.records), rng),
-            on_error=errors,
-            where=lambda r: f"{self.url} record {r}",
-            cost=lambda r: int(self._cum[r, k - 1]),
-            read_ahead=self.read_ahead,
-            clock=self.stats.clock(k),
-        ):
+        order = pipeline.record_order(len(self.records), rng)
+        for r, prefix in self._prefixes(order, k, on_error, self.stats.clock(k)):
             yield from pipeline.split(
                 prefix, first_index=int(self._starts[r]), where=self._image_name, rng=rng
             )
@@ -546,12 +537,7 @@ class PCRDataset:
             on_error=errors,
             clock=self.stats.clock(k),
         )
-        return self._reported(decoded, errors)
-
-    @staticmethod
-    def _reported(items: Iterator[_T], errors: OnError) -> Iterator[_T]:
-        yield from items
-        errors.report()
+        return errors.reported(decoded)
 
     def folder_files(self) -> list[str]:
         """Names of the files in the dataset's folder (one listing request).

@@ -248,14 +248,7 @@ class FolderSource:
         items = self._encoded(pipeline.record_order(len(self), rng), scan, errors)
         # built here, so that it decodes with the decoder in force at this call
         decoded = pipeline.decode(items, size=size, mode=mode, workers=workers, on_error=errors)
-        return self._reported(decoded, errors)
-
-    @staticmethod
-    def _reported(
-        pairs: Iterator[tuple[np.ndarray, int]], errors: OnError
-    ) -> Iterator[tuple[np.ndarray, int]]:
-        yield from pairs
-        errors.report()
+        return errors.reported(decoded)
 
     def _encoded(
         self, order: list[int], scan: int | None, errors: OnError
