@@ -212,25 +212,27 @@ _UNSAFE_JOINS = tuple(a + part + b for part in ("", ".", "..") for a in "\0/" fo
 _DRIVE_JOINED = re.compile(r"\0[A-Za-z]:[\\/]")
 
 
-def _check_images(
-    path: str, labels: np.ndarray, widths: np.ndarray, heights: np.ndarray, comps: np.ndarray
-) -> None:
+def _check_images(path: str, *columns: np.ndarray) -> None:
     """Refuse an image table no encoder writes.
 
-    A label below -1, a side of 0 or past libjpeg's limit, a component count a
-    JPEG cannot have.
+    *columns* are the labels, widths, heights, component counts and
+    orientations: a label below -1, a side of 0 or past libjpeg's limit, a
+    component count a JPEG cannot have, an orientation outside 1-8.
     """
+    labels, widths, heights, comps, orientations = columns
     checks = (
         (labels < -1, "label", "-1 (none) or a class index"),
         ((widths < 1) | (widths > MAX_SIDE), "width", f"1..{MAX_SIDE}"),
         ((heights < 1) | (heights > MAX_SIDE), "height", f"1..{MAX_SIDE}"),
         (~np.isin(comps, _COMPONENTS), "colour component count", "1, 3 or 4"),
+        ((orientations < 1) | (orientations > 8), "EXIF orientation", "1-8"),
     )
-    for bad, what, expected in checks:
+    for values, (bad, what, expected) in zip(columns, checks):
         if np.any(bad):
             i = int(np.flatnonzero(bad)[0])
-            value = {"label": labels, "width": widths, "height": heights}.get(what, comps)[i]
-            raise PCRFormatError(f"{path}: image {i} has {what} {int(value)}; expected {expected}")
+            raise PCRFormatError(
+                f"{path}: image {i} has {what} {int(values[i])}; expected {expected}"
+            )
 
 
 def is_safe_name(name: str) -> bool:
@@ -300,16 +302,7 @@ def encode_record(
         for im in images:
             crc = zlib.crc32(im.pieces[k], crc)
         group_crcs.append(crc)
-    header_len = (
-        _PREAMBLE.size
-        + _GROUP.itemsize * num_scans
-        + _PER_IMAGE[VERSION] * n
-        + 8 * n * num_scans
-        + 4
-        + int(name_offsets[-1])
-        + _TAIL[VERSION]
-        + len(script)
-    )
+    header_len = _header_size(VERSION, num_scans, n) + int(name_offsets[-1]) + len(script)
     offsets = header_len + np.concatenate([[0], np.cumsum(group_lengths)[:-1]]).astype(np.uint64)
     head = b"".join(
         [
@@ -354,6 +347,12 @@ def write_record(
     return parse_header(chunks[0], str(path), file_size=sum(len(c) for c in chunks))
 
 
+def _header_size(version: int, num_scans: int, n: int) -> int:
+    """Bytes of a header of *n* images and *num_scans* scans without its names and script."""
+    per_image = _PER_IMAGE[version] + 8 * num_scans
+    return _PREAMBLE.size + _GROUP.itemsize * num_scans + per_image * n + 4 + _TAIL[version]
+
+
 def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, int, int]:
     if len(buf) < _PREAMBLE.size:
         raise CorruptRecordError(
@@ -371,13 +370,7 @@ def _preamble(buf: bytes, path: str, file_size: int | None) -> tuple[int, int, i
         raise PCRFormatError(
             f"{path}: header claims {num_scans} scan groups (1..{MAX_SCANS} allowed)"
         )
-    minimum = (
-        _PREAMBLE.size
-        + _GROUP.itemsize * num_scans
-        + (_PER_IMAGE[version] + 8 * num_scans) * n
-        + 4
-        + _TAIL[version]
-    )
+    minimum = _header_size(version, num_scans, n)
     if header_len < minimum or header_len > _MAX_HEADER:
         raise PCRFormatError(
             f"{path}: header claims {header_len} bytes for {n} images and {num_scans} scans "
@@ -500,10 +493,7 @@ def parse_header(
     heights = take("<u2", n).astype(np.uint16)
     comps = take("u1", n).copy()
     orientations = take("u1", n).copy() if version >= 2 else np.ones(n, np.uint8)
-    if np.any((orientations < 1) | (orientations > 8)):
-        bad = int(np.flatnonzero((orientations < 1) | (orientations > 8))[0])
-        raise PCRFormatError(f"{path}: image {bad} has EXIF orientation {orientations[bad]} (1-8)")
-    _check_images(path, labels, widths, heights, comps)
+    _check_images(path, labels, widths, heights, comps, orientations)
     pieces = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     piece_crcs = take("<u4", n * s).astype(np.uint32).reshape(n, s)
     name_offsets = take("<u4", n + 1).astype(np.int64)

@@ -15,7 +15,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .._public import public
 from ..errors import CorruptRecordError, DatasetError, ScanScriptError
@@ -126,11 +126,6 @@ def check_manifest(m: object, path: str) -> None:
     ...
     pcr_explore.DatasetError: m.json: not a PCR dataset manifest (format field missing)
     """
-    _checked(m, path)
-
-
-def _checked(m: object, path: str) -> dict[str, Any]:
-    """*m*, once :func:`check_manifest` has found nothing wrong with it."""
     if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:
         raise DatasetError(f"{path}: not a PCR dataset manifest (format field missing)")
     if m.get("format_version") not in _READABLE:
@@ -143,7 +138,6 @@ def _checked(m: object, path: str) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError) as exc:
         what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
         raise DatasetError(f"{path}: malformed manifest: {what}") from exc
-    return m
 
 
 def _check_fields(m: dict[str, Any]) -> None:
@@ -305,7 +299,8 @@ class Manifest:
         ...
         pcr_explore.DatasetError: m.json: not a PCR dataset manifest (format field missing)
         """
-        fields = _checked(m, path)
+        check_manifest(m, path)
+        fields = cast(dict[str, Any], m)
         records = tuple(RecordEntry.from_json(r) for r in fields["records"])
         return cls(
             version=int(fields["format_version"]),

@@ -28,9 +28,11 @@ class RecordPrefix:
 
     def jpeg_bytes(self, i: int) -> bytes:
         """Image *i* of the record at this prefix's level, as a JPEG file."""
+        return b"".join(self._pieces(i)) + EOI
+
+    def _pieces(self, i: int) -> list[bytes | memoryview]:
         offs, lens = self.header.piece_ranges(i, self.scan)
-        buf = self.buffer
-        return b"".join([buf[o : o + n] for o, n in zip(offs, lens)]) + EOI
+        return [self.buffer[o : o + n] for o, n in zip(offs, lens)]
 
     def check_pieces(self) -> None:
         """Check every image's pieces in the prefix against the header's CRC-32s.
@@ -44,14 +46,8 @@ class RecordPrefix:
         CorruptRecordError
             Naming the file, the image and the scan group.
         """
-        h, buf = self.header, self.buffer
-        for i in range(h.num_images):
-            offs, lens = h.piece_ranges(i, self.scan)
-            h.check_pieces(i, [buf[o : o + n] for o, n in zip(offs, lens)])
-
-    def level_size(self, i: int) -> int:
-        """Bytes of image *i* at this level, EOI included."""
-        return int(self.header.piece_lengths[i, : self.scan].sum()) + len(EOI)
+        for i in range(self.header.num_images):
+            self.header.check_pieces(i, self._pieces(i))
 
 
 def parse_prefix(

@@ -7,6 +7,7 @@ prints, and in a notebook it shows as a table.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,12 +109,18 @@ class DatasetSummary:
             "total_bytes": self.total_bytes,
         }
 
-    def __str__(self) -> str:
-        lines = [
-            f"{self.path}: {count(self.images, 'image')}, {count(self.records, 'record')}, "
+    def _holds(self, escape: Callable[[str], str]) -> str:
+        """What the dataset holds, in one line (the script's name passed through *escape*)."""
+        return (
+            f"{count(self.images, 'image')}, {count(self.records, 'record')}, "
             f"{count(len(self.classes), 'class', 'classes')}, {self.skipped:,} skipped at encode, "
             + (f"{self.lossy:,} re-encoded with loss, " if self.lossy else "")
-            + f"{self.scan_script} scan script",
+            + f"{escape(self.scan_script)} scan script"
+        )
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.path}: {self._holds(str)}",
             f"{'scan':>4} {'bytes':>14} {'of full':>8} {'of source':>10}  adds",
         ]
         src = self.source_bytes
@@ -141,11 +148,7 @@ class DatasetSummary:
             )
         )
         return (
-            f"<p><b>{html.escape(self.path)}</b>: {count(self.images, 'image')}, "
-            f"{count(self.records, 'record')}, {count(len(self.classes), 'class', 'classes')},"
-            f" {self.skipped:,} skipped at encode,"
-            + (f" {self.lossy:,} re-encoded with loss," if self.lossy else "")
-            + f" {html.escape(self.scan_script)} scan script</p>"
+            f"<p><b>{html.escape(self.path)}</b>: {self._holds(html.escape)}</p>"
             "<table><tr><th>scan</th><th>bytes</th><th>of full</th><th>adds</th></tr>"
             f"{rows}</table>"
         )
