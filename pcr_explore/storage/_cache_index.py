@@ -26,6 +26,7 @@ removed or replaced meanwhile connects to the new one.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -87,6 +88,18 @@ def refuse_link(path: Path) -> None:
         return
     if stat.S_ISLNK(mode):
         raise OSError(errno.ELOOP, "a symbolic link where the cache keeps its own file", str(path))
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction: committed if the block ends, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 class CacheIndex:
@@ -158,14 +171,8 @@ class CacheIndex:
         db = self._conn()
         if not write:
             return step(db)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            out = step(db)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return out
+        with _transaction(db):
+            return step(db)
 
     def _conn(self) -> sqlite3.Connection:
         """The connection of this process to the file now at the index's path."""
@@ -201,8 +208,7 @@ class CacheIndex:
         """Make the tables and fill them from the folders, unless they are of this layout."""
         if db.execute("PRAGMA user_version").fetchone()[0] == LAYOUT:
             return
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with _transaction(db):
             if db.execute("PRAGMA user_version").fetchone()[0] != LAYOUT:  # not meanwhile
                 old = db.execute(
                     "SELECT name FROM sqlite_master "
@@ -216,10 +222,6 @@ class CacheIndex:
                     put_folder(db, folder, digest, rows)
                 db.execute(f"PRAGMA user_version = {LAYOUT}")
                 self.rebuilt += 1
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
 
     def _replace(self) -> None:
         """Remove the damaged database (unless another process did); the next use makes it anew."""

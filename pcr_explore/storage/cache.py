@@ -314,10 +314,6 @@ class PrefixCache:
         """The cache file of record *r*."""
         return self.folder / self._names[r]
 
-    def _least_level(self, r: int, size: int) -> int:
-        """The lowest level of record *r* whose prefix holds *size* bytes (trimming goes by it)."""
-        return bisect.bisect_left(self._bounds[r], size)
-
     def length(self, r: int) -> int:
         """Bytes of record *r* held, trimmed back to the last boundary the manifest knows."""
         if r in self._bad:
@@ -410,7 +406,7 @@ class PrefixCache:
             except OSError:
                 f.truncate(start)
                 raise
-            ix.put(db, self.folder.name, name, end, self._least_level(r, end), time.time_ns())
+            ix.put(db, self.folder.name, name, end, _least(self._bounds, r, end), time.time_ns())
 
     def _fitting(self, r: int, end: int) -> int:
         """How much of record *r*'s first *end* bytes the limit lets the cache keep.
@@ -490,7 +486,7 @@ class PrefixCache:
             held = min(st.st_size, fit if size is None else size)
             if held < st.st_size:
                 f.truncate(held)
-            ix.put(db, self.folder.name, name, held, self._least_level(r, held), None)
+            ix.put(db, self.folder.name, name, held, _least(self._bounds, r, held), None)
         return held < st.st_size, held
 
     def _remove(self, db: sqlite3.Connection, folder: str, name: str) -> bool:
@@ -561,7 +557,10 @@ def _is_file(p: Path) -> bool:
 
 
 def _least(bounds: Sequence[Sequence[int]], r: int | None, size: int) -> int | None:
-    """The lowest level of record *r* of *bounds* that holds *size* bytes (None: unknown)."""
+    """The lowest level of record *r* of *bounds* that holds *size* bytes (None: unknown).
+
+    Trimming goes by it: a prefix at that level is cut back first.
+    """
     return None if r is None or r >= len(bounds) else bisect.bisect_left(bounds[r], size)
 
 
