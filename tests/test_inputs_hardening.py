@@ -372,18 +372,30 @@ def test_a_brace_pattern_of_too_many_shards_is_refused_before_expanding(tmp_path
 
 
 @given(st.text(alphabet="{},.ab1-\\", max_size=10))
-def test_a_patterns_shard_count_is_the_number_braceexpand_makes(pattern: str) -> None:
+def test_a_pattern_expands_to_the_names_braceexpand_makes(pattern: str) -> None:
     from braceexpand import UnbalancedBracesError, braceexpand
 
     try:
-        expected: int | None = len(list(braceexpand(pattern)))
+        expected: list[str] | None = list(braceexpand(pattern))
     except UnbalancedBracesError:
         expected = None
     try:
-        got: int | None = _braces.pattern_count(pattern)
-    except ValueError:
+        got: list[str] | None = _braces.expand(pattern)
+    except DatasetError:
         got = None
     assert got == expected
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("pattern", ["s-{0..999}-{0..999}-{0..1}.tar", "{a,b}{0..999999}.tar"])
+def test_a_product_of_ranges_over_the_limit_is_refused(pattern: str) -> None:
+    with pytest.raises(DatasetError, match=r"stands for more than the 1,000,000 shards allowed"):
+        _braces.expand(pattern)
+
+
+def test_a_malformed_pattern_is_refused() -> None:
+    with pytest.raises(DatasetError, match=r"s-\{0\.\.2\.tar\}\}: not a usable brace pattern"):
+        _braces.expand("s-{0..2.tar}}")
 
 
 # -- 11. one-line errors, never a foreign exception ---------------------
