@@ -56,19 +56,6 @@ __all__ = [
 # resolutions, and near or below SSIM's 11-pixel window.
 TINY_SIDE = 32
 
-_SUFFIX_FORMATS = {
-    ".jpg": ("JPEG", "MPO"),
-    ".jpeg": ("JPEG", "MPO"),
-    ".jpe": ("JPEG", "MPO"),
-    ".jfif": ("JPEG", "MPO"),
-    ".png": ("PNG",),
-    ".webp": ("WEBP",),
-    ".bmp": ("BMP",),
-    ".tif": ("TIFF",),
-    ".tiff": ("TIFF",),
-    ".gif": ("GIF",),
-}
-
 # How a source file is coded, as the audit counts it.
 BASELINE = "baseline JPEG"
 STANDARD = "standard progressive JPEG"
@@ -231,8 +218,8 @@ def inspect_file(job: FileJob) -> FileInfo:
         return _bad(base, f"cannot decode: {_first_line(exc)}")
     issues: list[tuple[str, str]] = []
     suffix = Path(job.name).suffix.lower()
-    expected = _SUFFIX_FORMATS.get(suffix, ())
-    if job.data is None and expected and fmt not in expected:
+    named = Image.registered_extensions().get(suffix)  # the format the name says
+    if job.data is None and named and fmt != named and {fmt, named} != {"JPEG", "MPO"}:
         issues.append(("misnamed", f"a {fmt} file named {suffix}"))
     coding = NOT_JPEG
     frame = read_frame(raw) if fmt in ("JPEG", "MPO") else None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from ..jpeg._orient import apply_orientation
 from ..jpeg._tjtransform import decode_checked
 from ..jpeg.transcode import _to_8bit
 
@@ -28,16 +29,6 @@ ANALYSIS_SIDE = 256
 
 # Pillow modes that hold one channel: grayscale by how they are stored.
 ONE_CHANNEL_MODES = frozenset({"1", "L", "LA", "La", "I", "I;16", "I;16L", "I;16B", "I;16N", "F"})
-
-_TRANSPOSE = {
-    2: Image.Transpose.FLIP_LEFT_RIGHT,
-    3: Image.Transpose.ROTATE_180,
-    4: Image.Transpose.FLIP_TOP_BOTTOM,
-    5: Image.Transpose.TRANSPOSE,
-    6: Image.Transpose.ROTATE_270,
-    7: Image.Transpose.TRANSVERSE,
-    8: Image.Transpose.ROTATE_90,
-}
 
 
 @dataclass(frozen=True)
@@ -154,8 +145,8 @@ def reduced_image(
         small = small.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
     elif small is im:
         small = im.copy()
-    if orientation in _TRANSPOSE:
-        small = small.transpose(_TRANSPOSE[orientation])
+    if 2 <= orientation <= 8:  # any other value is no orientation
+        small = Image.fromarray(apply_orientation(np.asarray(small), orientation))
     return small, checked
 
 

@@ -112,12 +112,9 @@ def _summary(values: np.ndarray) -> dict[str, float]:
 
 def _shorter_side_buckets(widths: np.ndarray, heights: np.ndarray) -> dict[str, int]:
     edges = [0, TINY_SIDE, 128, 256, 512, 1024, 2048]
-    side = np.minimum(widths, heights)
-    out = {}
-    for lo, hi in zip(edges, [*edges[1:], None]):
-        label = f"{lo}-{hi - 1}" if hi is not None else f"{lo}+"
-        out[label] = int(np.count_nonzero((side >= lo) & ((side < hi) if hi else True)))
-    return out
+    counts, _ = np.histogram(np.minimum(widths, heights), bins=[*edges, np.inf])
+    labels = [f"{lo}-{hi - 1}" for lo, hi in zip(edges, edges[1:])] + [f"{edges[-1]}+"]
+    return {label: int(n) for label, n in zip(labels, counts)}
 
 
 def size_summary(widths: np.ndarray, heights: np.ndarray) -> dict[str, Any]:
