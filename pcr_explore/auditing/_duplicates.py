@@ -21,7 +21,7 @@ threshold); a wider reach costs more search, growing fast with the bits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,6 +140,22 @@ def near_duplicates(
     [2.0, 2.0, 14.0, nan]
     """
     reach = _check_bits(max_bits, reach)
+    return _per_distinct_hash(
+        hashes, groups, reach, lambda uniq: _search(uniq, max_bits, reach, block=block, bands=bands)
+    )
+
+
+def _per_distinct_hash(
+    hashes: Sequence[int | None],
+    groups: list[list[int]],
+    reach: int,
+    search: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+) -> NearDuplicates:
+    """Search the distinct hashes of the images with one (an exact group as its first member).
+
+    *search* takes the sorted distinct hashes and returns each one's nearest
+    distance, its component label and each component's span.
+    """
     nearest = np.full(len(hashes), np.nan)
     copies = {i for g in groups for i in g[1:]}  # counted as their group's first member
     reps = [i for i, h in enumerate(hashes) if h is not None and i not in copies]
@@ -147,7 +163,7 @@ def near_duplicates(
         return NearDuplicates([], nearest, [], reach)
     values = np.array([hashes[i] for i in reps], np.uint64)
     uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
-    best, comp, span = _search(uniq, max_bits, reach, block=block, bands=bands)
+    best, comp, span = search(uniq)
     best[counts > 1] = 0  # two different files with the same hash are at distance 0
     nearest[reps] = best[inverse]
     for g in groups:  # an exact copy is as near to others as its first member
@@ -261,14 +277,15 @@ def _near_duplicates_exhaustive(
     second for 20,000); tests check :func:`near_duplicates` against it. Its
     ``nearest`` is exact at any distance.
     """
-    n = len(hashes)
-    nearest = np.full(n, np.nan)
-    copies = {i for g in groups for i in g[1:]}  # counted as their group's first member
-    reps = [i for i, h in enumerate(hashes) if h is not None and i not in copies]
-    if len(reps) < 2:
-        return NearDuplicates([], nearest, [])
-    values = np.array([hashes[i] for i in reps], np.uint64)
-    uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return _per_distinct_hash(
+        hashes, groups, HASH_BITS, lambda uniq: _all_pairs(uniq, max_bits, block)
+    )
+
+
+def _all_pairs(
+    uniq: np.ndarray, max_bits: int, block: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_search`'s results from every pair of *uniq* compared, in blocks of rows."""
     m = len(uniq)
     best = np.full(m, HASH_BITS + 1, np.int64)
     rows: list[np.ndarray] = []
@@ -283,15 +300,8 @@ def _near_duplicates_exhaustive(
         rows.append(idx[r])
         cols.append(c)
         dists.append(d[r, c])
-    # two different files with the same hash are at distance 0
-    best[counts > 1] = 0
-    nearest[reps] = np.where(best[inverse] <= HASH_BITS, best[inverse], np.nan).astype(np.float64)
-    for g in groups:  # an exact copy is as near to others as its first member
-        nearest[g[1:]] = nearest[g[0]]
     r_all, c_all = np.concatenate(rows), np.concatenate(cols)
     comp = _components(m, [r_all], [c_all])
-    rep_comp = comp[inverse]
     span = np.zeros(comp.max() + 1, np.int64)
     np.maximum.at(span, comp[r_all], np.concatenate(dists))
-    sets, spans = _sets(reps, rep_comp, span)
-    return NearDuplicates(sets, nearest, spans)
+    return best, comp, span
