@@ -188,7 +188,7 @@ class BudgetFindings:
         row = self.level(k)
         parts = [
             f"level {k} reads {row.bytes_fraction:.0%} of the bytes",
-            f"{self.statistic} {_metric_label(self.metric)} {_stat(row, self.statistic):.3g}",
+            f"{self.statistic} {quality_label(self.metric)} {_stat(row, self.statistic):.3g}",
         ]
         if row.gradient is not None:
             parts.append(f"gradients agree {row.gradient:.2f}")
@@ -255,7 +255,8 @@ class BudgetFindings:
         return text
 
 
-def _metric_label(metric: str) -> str:
+def quality_label(metric: str) -> str:
+    """The metric as the budget's table and sentence name it (PSNR without its unit)."""
     return {"mssim": "MS-SSIM", "ssim": "SSIM", "psnr": "PSNR"}.get(metric, metric)
 
 

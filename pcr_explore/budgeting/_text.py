@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._findings import format_bandwidth, format_size
+from ._findings import format_bandwidth, format_size, quality_label
 
 if TYPE_CHECKING:
     from ._findings import BudgetFindings as BudgetReport
@@ -22,7 +22,7 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 def columns(r: BudgetReport) -> list[tuple[str, list[str]]]:
     """The table's columns as (header, cells), shared by the text and HTML views."""
-    q = {"mssim": "MS-SSIM", "ssim": "SSIM", "psnr": "PSNR"}.get(r.metric, r.metric)
+    q = quality_label(r.metric)
     rows = r.levels
     cols = [
         ("scan", [str(x.scan) for x in rows]),
