@@ -245,11 +245,17 @@ def test_resume_after_a_run_of_skipped_sources(
     ref = encode_dataset(photo_copy, tmp_path / "ref", **kw)
     assert ref.skipped == 3
 
-    def killed(*args: object) -> None:
-        raise KeyboardInterrupt
+    from pcr_explore.storage._output import FolderOutput
+
+    publish = FolderOutput.write
+
+    def killed(self: FolderOutput, name: str, data: bytes) -> None:
+        if name == "manifest.json":
+            raise KeyboardInterrupt
+        publish(self, name, data)
 
     with monkeypatch.context() as m:
-        m.setattr("pcr_explore.encode.encoder.write_json_atomic", killed)
+        m.setattr(FolderOutput, "write", killed)
         with pytest.raises(KeyboardInterrupt):
             encode_dataset(photo_copy, out, **kw)
     lines = [json.loads(x) for x in (out / ".pcr-journal.jsonl").read_text().splitlines()]

@@ -32,6 +32,16 @@ from ._plan import record_file
 PLAN = ".pcr-plan.json"
 JOURNAL = ".pcr-journal.jsonl"
 
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in the file at *path*; {} if it is missing, torn or not an object."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 _ENTRY_KEYS = ("slice", "start", "end", "skipped", "notes", "source_bytes", "images", "file")
 
 
@@ -83,15 +93,9 @@ class Journal:
         DatasetError
             If *out* holds an interrupted encode of another plan.
         """
-        plan = self.out / PLAN
-        if not plan.exists():
-            return {}
-        try:
-            old = json.loads(plan.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}  # a torn plan: nothing can be trusted, start over
-        if not isinstance(old, dict) or not isinstance(old.get("digest"), str):
-            return {}  # not a plan this encoder wrote whole: start over
+        old = read_json_object(self.out / PLAN)
+        if not isinstance(old.get("digest"), str):
+            return {}  # none, or not a plan this encoder wrote whole: start over
         if old["digest"] != self.digest:
             raise DatasetError(
                 f"{self.out}: holds an interrupted encode of different sources or options "

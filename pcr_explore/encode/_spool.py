@@ -16,6 +16,7 @@ planned source; the file is cut there and the rest is transcoded again.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
@@ -41,26 +42,16 @@ def spool_file(i: int) -> str:
     return f".record-{i:05d}.spool"
 
 
+# RecordImage's fields kept in an entry's metadata, beside its piece lengths and CRCs
+_IMAGE_FIELDS = ("label", "width", "height", "components", "orientation")
+
+
 def _meta(res: Transcoded) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "index": res.index,
-        "name": res.name,
-        "source_bytes": res.source_bytes,
-        "backend": res.backend,
-        "note": res.note,
-        "error": res.error,
-    }
+    meta = {k: v for k, v in vars(res).items() if k != "image"}
     im = res.image
     if im is not None:
-        meta["image"] = {
-            "label": im.label,
-            "width": im.width,
-            "height": im.height,
-            "components": im.components,
-            "orientation": im.orientation,
-            "lengths": [len(p) for p in im.pieces],
-            "crcs": im.piece_crcs(),
-        }
+        meta["image"] = {k: getattr(im, k) for k in _IMAGE_FIELDS}
+        meta["image"].update(lengths=[len(p) for p in im.pieces], crcs=im.piece_crcs())
     return meta
 
 
@@ -91,29 +82,13 @@ def _parse(buf: bytes, pos: int, index: int, name: str) -> tuple[Transcoded, int
             return None
         image = None
         if im is not None:
-            at, pieces = pos + 4 + n, []
-            for ln in lengths:
-                pieces.append(buf[at : at + ln])
-                at += ln
-            image = RecordImage(
-                name,
-                int(im["label"]),
-                int(im["width"]),
-                int(im["height"]),
-                int(im["components"]),
-                pieces,
-                [int(c) for c in im["crcs"]],
-                int(im["orientation"]),
-            )
-        res = Transcoded(
-            index,
-            name,
-            image,
-            int(meta["source_bytes"]),
-            str(meta["backend"]),
-            str(meta["note"]),
-            str(meta["error"]),
-        )
+            bounds = list(itertools.accumulate(lengths, initial=pos + 4 + n))
+            pieces = [buf[a:b] for a, b in itertools.pairwise(bounds)]
+            crcs = [int(c) for c in im["crcs"]]
+            fields = {k: int(im[k]) for k in _IMAGE_FIELDS}
+            image = RecordImage(name, pieces=pieces, crcs=crcs, **fields)
+        texts = {k: str(meta[k]) for k in ("backend", "note", "error")}
+        res = Transcoded(index, name, image, int(meta["source_bytes"]), **texts)
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
         return None
     return res, end + 4

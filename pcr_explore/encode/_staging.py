@@ -42,6 +42,7 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..storage._atomic import atomic_write
+from ._journal import read_json_object
 
 __all__ = ["Sample", "Staging", "remove_staging", "shown", "staging_path"]
 
@@ -73,19 +74,12 @@ def staging_path(out: Path, identity: Any) -> Path:
     return out.parent / f".{out.name}.pcr-staging-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
-def _marker(folder: Path) -> dict[str, Any]:
-    try:
-        found = json.loads((folder / MARKER).read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
 def remove_staging(out: Path, *, keep: Path | None = None) -> None:
     """Remove the staging folders of the output folder *out* but *keep* (call under its lock)."""
     name = re.compile(rf"\.{re.escape(out.name)}\.pcr-staging-[0-9a-f]{{16}}")
     for p in out.parent.iterdir():
-        if p != keep and name.fullmatch(p.name) and _marker(p).get("output") == str(out):
+        found = p != keep and name.fullmatch(p.name)
+        if found and read_json_object(p / MARKER).get("output") == str(out):
             shutil.rmtree(p, ignore_errors=True)
 
 
@@ -102,7 +96,7 @@ class Staging:
 
     def whole(self) -> bool:
         """Whether an earlier run staged this folder to the end."""
-        return _marker(self.folder) == {"output": self.out, "complete": True}
+        return read_json_object(self.folder / MARKER) == {"output": self.out, "complete": True}
 
     def start(self) -> None:
         """Empty the folder (what a killed run staged in part) and mark it as being staged."""

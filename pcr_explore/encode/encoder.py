@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,12 +42,11 @@ from ..records.manifest import (
     FORMAT_VERSION,
     MANIFEST,
     Manifest,
-    write_json_atomic,
 )
 from ..records.summary import count
 from ..storage._lock import FolderLock
 from ..storage._output import FolderOutput, ObjectOutput, open_output
-from ._journal import PLAN, Journal
+from ._journal import PLAN, Journal, read_json_object
 from ._plan import EncodePlan, make_plan
 from ._shard import Transcoded, transcode_batch, transcode_source, write_shard
 from ._spool import Spool, spool_file
@@ -103,13 +102,10 @@ class EncodeSummary:
 
 # What the encoder writes into an output folder, and nothing else: a user's
 # own files there (``old-model.pcr``, notes) are never touched.
-_OWN_FILE = re.compile(
-    r"record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json|\.record-\d{5}\.spool"
-)
+_WRITTEN = r"record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json"
+_OWN_FILE = re.compile(rf"{_WRITTEN}|\.record-\d{{5}}\.spool")
 # atomic_write's temporary names: ".<final name>.<random>.tmp"
-_OWN_TEMP = re.compile(
-    r"\.(record-\d{5}\.pcr|manifest\.json|\.pcr-journal\.jsonl|\.pcr-plan\.json)\..+\.tmp"
-)
+_OWN_TEMP = re.compile(rf"\.({_WRITTEN})\..+\.tmp")
 
 
 def _tidy(out: Path, overwrite: bool) -> None:
@@ -397,11 +393,7 @@ def _finished(out: Path, digest: str, url: str) -> EncodeSummary | None:
     The manifest is written last, so a manifest beside a plan file of the same
     digest means every record is done: the run was stopped while cleaning up.
     """
-    try:
-        left = json.loads((out / PLAN).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(left, dict) or left.get("digest") != digest:
+    if read_json_object(out / PLAN).get("digest") != digest:
         return None
     typed = Manifest.from_json(json.loads((out / MANIFEST).read_text("utf-8")), str(out / MANIFEST))
     Journal(out, digest, {}).remove()
@@ -426,26 +418,18 @@ def _check_options(
         )
 
 
+@dataclass
 class _Run:
     """One encode of a plan into an output: the records still to do, and the manifest."""
 
-    def __init__(
-        self,
-        plan: EncodePlan,
-        output: FolderOutput | ObjectOutput,
-        options: dict[str, Any],
-        strict: bool,
-        progress: bool,
-        on_record: Callable[[int], None] | None,
-    ) -> None:
-        self.plan = plan
-        self.output = output
-        self.options = options
-        self.strict = strict
-        self.progress = progress
-        self.on_record = on_record
-        self.journal: Journal | None = None
-        self.entries: dict[int, dict[str, Any]] = {}
+    plan: EncodePlan
+    output: FolderOutput | ObjectOutput
+    options: dict[str, Any]
+    strict: bool
+    progress: bool
+    on_record: Callable[[int], None] | None
+    journal: Journal | None = None
+    entries: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def clear_remote(self, overwrite: bool) -> None:
         """Object storage: refuse to replace a dataset unless told to; drop our leftovers.
@@ -506,9 +490,7 @@ class _Run:
         )
         if isinstance(self.output, FolderOutput):
             _tidy(self.output.folder, False)  # temporary files of workers that died
-            write_json_atomic(self.output.folder / MANIFEST, manifest)
-        else:
-            self.output.write(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+        self.output.write(MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
         if journal is not None:
             journal.remove()
         typed = Manifest.from_json(manifest, f"{self.output.url}/{MANIFEST}")  # as readers will
