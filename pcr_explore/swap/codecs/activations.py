@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -99,31 +100,20 @@ def synthetic_activations(
     n = field_.size
     if n and correlation > 0 and len(shape) >= 1:
         axes = tuple(range(-min(2, len(shape)), 0))
-        spec = np.fft.rfftn(field_, axes=axes)
-        gain = np.ones((1,) * len(shape), dtype=np.float32)
-        for ax in axes:
-            f = np.fft.rfftfreq(shape[ax]) if ax == axes[-1] else np.fft.fftfreq(shape[ax])
-            g = np.exp(-2.0 * (np.pi * correlation * f) ** 2).astype(np.float32)
-            gain = gain * g.reshape([-1 if i == len(shape) + ax else 1 for i in range(len(shape))])
-        field_ = np.fft.irfftn(spec * gain, s=[shape[a] for a in axes], axes=axes).astype(
-            np.float32
-        )
+        freqs = [np.fft.fftfreq(shape[a]) for a in axes[:-1]] + [np.fft.rfftfreq(shape[-1])]
+        gains = [np.exp(-2.0 * (np.pi * correlation * f) ** 2).astype(np.float32) for f in freqs]
+        gain = math.prod(np.ix_(*gains))  # broadcast over the filtered axes
+        spec = np.fft.rfftn(field_, axes=axes) * gain
+        field_ = np.fft.irfftn(spec, s=[shape[a] for a in axes], axes=axes).astype(np.float32)
         std = field_.std()
         if std > 0:
             field_ /= std
     flat = field_.reshape(-1)
     k = int(round(float(sparsity) * n))
-    tiny = np.finfo(dt).tiny
-    if k == 0:
-        out = flat - flat.min() if n else flat
-    else:
-        zero_idx = np.argpartition(flat, k - 1)[:k]
-        thr = flat[zero_idx].max()
-        out = flat - thr
-        out[zero_idx] = 0.0
-    out = out.astype(dt)
-    positive = np.ones(n, dtype=bool)
-    if k:
-        positive[zero_idx] = False
-    out[positive & (out <= 0)] = tiny  # ties at the threshold stay non-zero
+    zero_idx = np.argpartition(flat, k - 1)[:k] if k else np.zeros(0, dtype=np.intp)
+    # the k smallest become the zeros; without any, the smallest value sits at the threshold
+    thr = flat[zero_idx].max() if k else flat.min(initial=np.inf)
+    out = (flat - thr).astype(dt)
+    out[out <= 0] = np.finfo(dt).tiny  # ties at the threshold stay non-zero
+    out[zero_idx] = 0.0
     return out.reshape(shape)
