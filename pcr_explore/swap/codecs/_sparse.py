@@ -114,13 +114,9 @@ class ZVC(Codec):
         nz = nonzero_mask(flat)
         if n == threads * width:
             padded = nz  # every chunk is whole words: the flat mask is the layout
-        else:
+        else:  # thread t's chunk, zero-filled past n, then to whole words
             padded = np.zeros((threads, width), dtype=bool)
-            full = n // chunk if chunk else 0
-            if full:
-                padded[:full, :chunk] = nz[: full * chunk].reshape(full, chunk)
-            if n - full * chunk:
-                padded[full, : n - full * chunk] = nz[full * chunk :]
+            padded[:, :chunk] = np.pad(nz, (0, threads * chunk - n)).reshape(threads, chunk)
         masks = np.packbits(padded.reshape(-1), bitorder="little").view("<u4")
         offsets = np.zeros(threads, dtype="<u4")
         if words:
@@ -186,10 +182,7 @@ class Bitmap(Codec):
 def _csr_dims(shape: tuple[int, ...] | None, n: Any) -> tuple[Any, Any]:
     if shape is None:
         return 1, n
-    if len(shape) == 0:
-        return 1, 1
-    cols = shape[-1]
-    return math.prod(shape[:-1]), cols
+    return math.prod(shape[:-1]), shape[-1] if shape else 1  # a 0-d tensor is one 1x1 row
 
 
 @public("pcr_explore.swap.codecs")
@@ -212,10 +205,7 @@ class CSR(Codec):
         rows, cols = _csr_dims(arr.shape, arr.size)
         flat = arr.reshape(-1)
         idx = np.flatnonzero(nonzero_mask(flat))
-        if cols:
-            row, col = np.divmod(idx, cols)
-        else:
-            row = col = idx
+        row, col = np.divmod(idx, cols)  # no elements where cols is 0: nothing divides
         row_ptr = np.zeros(int(rows) + 1, dtype=np.int32)
         np.cumsum(np.bincount(row, minlength=int(rows)), out=row_ptr[1:])
         return {"values": flat.take(idx), "col_idx": col.astype(np.int32), "row_ptr": row_ptr}
