@@ -67,10 +67,9 @@ class _ByteCodec(Codec):
     def _size(self, n, nnz, itemsize, shape):
         n, _, p = nonzero_share(n, nnz)
         flat_s, flat_n = np.broadcast_arrays(np.where(n > 0, 1.0 - p, 0.0), n)
-        keys = np.round(flat_s, 3)
-        cost = {v: _sampled_cost(self, float(v), itemsize) for v in np.unique(keys)}
-        fixed = np.array([cost[v][0] for v in keys.ravel()]).reshape(keys.shape)
-        per = np.array([cost[v][1] for v in keys.ravel()]).reshape(keys.shape)
+        keys, where = np.unique(np.round(flat_s, 3), return_inverse=True)
+        cost = np.array([_sampled_cost(self, float(v), itemsize) for v in keys]).reshape(-1, 2)
+        fixed, per = np.moveaxis(cost[where.reshape(flat_s.shape)], -1, 0)
         return np.where(flat_n > 0, fixed + per * flat_n, fixed)
 
 
