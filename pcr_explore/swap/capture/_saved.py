@@ -12,21 +12,9 @@ import numpy as np
 from ..._public import public
 from ...errors import SwapError
 from ..traces import TensorRecord, Trace
-from ._torch_ops import host_copy, is_weight, require_torch, zero_count
+from ._torch_ops import host_copy, is_weight, numpy_dtype, require_torch, zero_count
 
 __all__ = ["SavedTensorCapture", "capture_saved_tensors"]
-
-_TORCH_DTYPES = {
-    "torch.float32": "float32",
-    "torch.float16": "float16",
-    "torch.bfloat16": "float16",  # same width; numpy has no bfloat16
-    "torch.float64": "float64",
-    "torch.int64": "int64",
-    "torch.int32": "int32",
-    "torch.uint8": "uint8",
-    "torch.int8": "int8",
-    "torch.bool": "uint8",
-}
 
 
 @public("pcr_explore.swap.capture")
@@ -139,7 +127,7 @@ def capture_saved_tensors(
             {
                 "name": f"{len(cap.records):03d}.{op.removesuffix('Backward0').lower()}",
                 "shape": list(t.shape),
-                "dtype": _TORCH_DTYPES.get(str(t.dtype), "float32"),
+                "dtype": numpy_dtype(t),
                 "bytes": n * t.element_size(),
                 "sparsity": zero_count(torch, t) / n if n else 0.0,
                 "kind": kind,

@@ -8,11 +8,14 @@ each leaf module, so a captured step can be priced by the simulator.
 from __future__ import annotations
 
 import contextlib
+import math
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 from ...errors import MissingExtraError
 
@@ -84,6 +87,20 @@ def zero_count(torch: ModuleType, t: Any) -> int:
     return int((d == 0).sum())
 
 
+def numpy_dtype(t: Any) -> str:
+    """The numpy dtype name a trace records for *t*.
+
+    bfloat16, which numpy lacks, as float16 (the same width), bool as uint8,
+    and what numpy cannot hold as a number (complex, float8) as float32.
+    """
+    name = str(t.dtype).removeprefix("torch.")
+    name = {"bfloat16": "float16", "bool": "uint8"}.get(name, name)
+    try:
+        return name if np.dtype(name).kind in "fiu" else "float32"
+    except TypeError:
+        return "float32"
+
+
 def host_copy(torch: ModuleType, t: Any) -> Any:
     """A numpy copy of *t* on the CPU (bfloat16, which numpy lacks, as float32)."""
     host = t.detach().to("cpu")
@@ -97,9 +114,7 @@ def module_cost(module: Any, inputs: tuple[Any, ...], output: Any) -> tuple[floa
     width = output.element_size() if hasattr(output, "element_size") else 4
     name = type(module).__name__
     if name.startswith("Conv"):
-        k = 1
-        for d in module.kernel_size:
-            k *= int(d)
+        k = math.prod(int(d) for d in module.kernel_size)
         flops = 2.0 * out_n * (module.in_channels // module.groups) * k
     elif name == "Linear":
         flops = 2.0 * out_n * module.in_features

@@ -196,8 +196,8 @@ def cnn_trace(
     >>> len(t), t.tensors[1].name, t.tensors[1].shape
     (10, 'conv1_1', (4, 16, 16, 16))
     """
-    acts = cnn_activations(images, size=size, seed=seed)
     x0 = sample_images(size) if images is None else np.asarray(images, dtype=np.float32)
+    acts = cnn_activations(x0, seed=seed)  # the photos loaded once, for the input record too
     cs = [get_codec(c) for c in codecs]
     layers = [("input", x0, 0.0), *acts]
     recs = [

@@ -25,12 +25,12 @@ from ...errors import SwapError
 from ..codecs import get_codec
 from ..codecs._registry import applies
 from ..traces import TensorRecord, Trace
-from ._saved import _TORCH_DTYPES
 from ._torch_ops import (
     MASK_SAVERS,
     host_copy,
     is_weight,
     kind_of,
+    numpy_dtype,
     op_label,
     require_torch,
     track_modules,
@@ -178,7 +178,7 @@ def _record_step(
             saved[key] = _Saved(
                 name=name,
                 shape=tuple(int(d) for d in t.shape),
-                dtype=_TORCH_DTYPES.get(str(t.dtype), "float32"),
+                dtype=numpy_dtype(t),
                 sparsity=zero_count(torch, t) / max(1, t.numel()),
                 op=op,
                 savers={tr.saver},

@@ -28,6 +28,7 @@ from ...errors import SwapError
 from ..capture._torch_ops import (
     MASK_SAVERS,
     is_weight,
+    numpy_dtype,
     op_label,
     require_torch,
     track_modules,
@@ -345,7 +346,7 @@ class _Hooks:
         d = t.detach()
         info = SavedTensorInfo(
             tuple(int(s) for s in t.shape),
-            str(d.dtype).removeprefix("torch."),
+            numpy_dtype(d),
             nbytes,
             zero_count(torch, d) / max(1, d.numel()),
             op_label(t),
