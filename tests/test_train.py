@@ -38,7 +38,7 @@ from pcr_explore.train import (  # noqa: E402 - after the torch check
     tune_by_gradient,
     write_html,
 )
-from pcr_explore.train.gradient import _level_jpeg, _Probe  # noqa: E402
+from pcr_explore.train.gradient import _level_jpeg  # noqa: E402
 
 SIZE = 32
 
@@ -196,20 +196,20 @@ def test_a_training_steps_gradient_is_its_levels_gradient_computed_again(
     torch.manual_seed(0)
     net = _dropout_cnn(5)
     params = list(net.parameters())
-    probe = _Probe(torch, net, torch.nn.functional.cross_entropy, SIZE, 1, ds.num_scans)
     pairs = []
 
     def again(idx: Any, flips: Any, rng: Any) -> None:
         step = torch.cat([p.grad.reshape(-1) for p in params]).double()
         i = idx.numpy()
-        arrays = probe._pixels(ds, i, [ds.jpeg_bytes(int(j), 3) for j in i])
+        arrays = probe._pixels(i, [ds.jpeg_bytes(int(j), 3) for j in i])
         y = torch.as_tensor(ds.labels[i], dtype=torch.int64)
         pairs.append((step, probe._grad(arrays, y, rng, flips), probe._grad(arrays, y, 7, flips)))
 
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
     gen = torch.Generator().manual_seed(0)
-    train_epoch(net, opt, level.images, level.labels, batch_size=8, generator=gen, on_step=again)
-    probe.close()
+    with StepTuner(ds, model=net, trained=3, size=SIZE, workers=1) as probe:
+        x, y = level.images, level.labels
+        train_epoch(net, opt, x, y, batch_size=8, generator=gen, on_step=again)
     assert len(pairs) == 5
     for step, same, other_masks in pairs:
         # Same images, flips, weights and dropout masks: the same gradient.

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -246,130 +246,12 @@ def _settled(sims: dict[int, list[float]], threshold: float, confidence: float) 
     return not any(lo < threshold <= hi for lo, hi in intervals)
 
 
-class _Probe:
-    """Gradients of one model on batches of images at several levels.
-
-    Each batch leaves the model as found: its weights untouched and its
-    batch-norm statistics restored (the tuner's forward passes are not
-    training). A gradient *given* for a level (the training step's own) is
-    used as it is instead of being computed again. The similarities of the
-    batches measured so far are kept in ``sims``, by level.
-    """
-
-    def __init__(
-        self,
-        torch: Any,
-        model: Any,
-        loss_fn: Any,
-        size: int,
-        workers: int,
-        full: int,
-        levels: tuple[int, ...] = (),
-    ) -> None:
-        self.torch, self.model = torch, model
-        self.loss_fn = loss_fn or torch.nn.functional.cross_entropy
-        self.size, self.full, self.levels = size, full, levels
-        self.sims: dict[int, list[float]] = {k: [] for k in levels}
-        self.images = self.widest = 0
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        self.level_bytes: dict[int, int] = {}
-        self.full_bytes = 0
-        self.passes = 0
-        self.reused = 0
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
-
-    def close(self) -> None:
-        self._pool.shutdown()
-
-    def _pixels(self, src: LevelSource, idx: np.ndarray, datas: list[bytes]) -> list[np.ndarray]:
-        # Upright, as the reader decodes them, so a level's pixels are training's.
-        s = (self.size, self.size)
-        turns = [orientation_of(src, int(i)) for i in idx]
-        # the pool's threads decode with the JPEG decoder in force in this one
-        work = carried(lambda d, o: decode_upright(d, s, o, mode="RGB"))
-        return list(self._pool.map(work, datas, turns))
-
-    def _grad(self, arrays: list[np.ndarray], y: Any, rng: int | Any, flips: Any) -> Any:
-        x = to_input(stack_images(arrays, [0] * len(arrays))[0])
-        if flips is not None:  # the training step's augmentation, applied as it applies it
-            x[flips] = x[flips].flip(-1)
-        self.passes += 1
-        return _flat_grad(self.torch, self.model, self.params, x, y, self.loss_fn, rng)
-
-    def batch(
-        self,
-        src: LevelSource,
-        idx: np.ndarray,
-        labels: np.ndarray,
-        rng: int | Any,
-        *,
-        flips: Any = None,
-        given: tuple[int, Any] | None = None,
-    ) -> None:
-        """Add each level's gradient similarity to full quality on the images *idx*.
-
-        *rng* is a seed or a random-number state; *flips* a boolean mask of
-        the images flipped left to right; *given* a level and its gradient,
-        already computed on these images with these flips and this state.
-        """
-        saved = [b.detach().clone() for b in self.model.buffers()]
-        try:
-            for k, v in self._similarities(src, idx, labels, rng, flips, given).items():
-                self.sims[k].append(v)
-            self.images += len(idx)
-            self.widest = max(self.widest, len(idx))
-        finally:
-            with self.torch.no_grad():
-                for buf, old in zip(self.model.buffers(), saved):
-                    buf.copy_(old)
-
-    def _similarities(
-        self,
-        src: LevelSource,
-        idx: np.ndarray,
-        labels: np.ndarray,
-        rng: int | Any,
-        flips: Any,
-        given: tuple[int, Any] | None,
-    ) -> dict[int, float]:
-        fulls = [src.jpeg_bytes(int(i), None) for i in idx]
-        cum = [src.level_bytes(int(i)) for i in idx]
-        self.full_bytes += sum(len(f) for f in fulls)
-        y = self.torch.as_tensor(labels[idx], dtype=self.torch.int64)
-        grads = dict([given]) if given is not None else {}
-        self.reused += len(grads)
-        ref_arrays = self._pixels(src, idx, fulls)
-        if self.full not in grads:
-            grads[self.full] = self._grad(ref_arrays, y, rng, flips)
-        ref = grads[self.full]
-        out = {}
-        for k in self.levels:
-            self.level_bytes[k] = self.level_bytes.get(k, 0) + sum(int(c[k - 1]) for c in cum)
-            if k >= self.full:
-                out[k] = 1.0  # the same bytes: the same gradient
-                continue
-            if k not in grads:
-                arrays = self._pixels(src, idx, [_level_jpeg(f, c, k) for f, c in zip(fulls, cum)])
-                if all(np.array_equal(a, r) for a, r in zip(arrays, ref_arrays)):
-                    out[k] = 1.0
-                    continue
-                grads[k] = self._grad(arrays, y, rng, flips)
-            out[k] = _cosine(ref, grads[k])
-        return out
-
-
 def _check_batches(batches: int, min_batches: int, batch_size: int, confidence: float) -> None:
     check_count(batches, "batches")
     check_count(min_batches, "min_batches")
     check_count(batch_size, "batch_size")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-
-
-def _levels(src: LevelSource, scans: Sequence[int] | None) -> tuple[int, ...]:
-    full = src.num_scans
-    levels = default_levels(full) if scans is None else scans
-    return check_scans(levels, full, where=source_name(src), distinct=True)
 
 
 def _bytes_read(src: LevelSource) -> int:
@@ -383,51 +265,6 @@ def _labelled(src: LevelSource) -> tuple[np.ndarray, np.ndarray]:
     if not len(labelled):
         raise DatasetError(f"{getattr(src, 'url', src)}: no labelled image to compute a loss on")
     return labels, labelled
-
-
-@dataclass(frozen=True)
-class _Setting:
-    """What a measurement compared: the result's fields of the same names."""
-
-    scans: tuple[int, ...]
-    threshold: float
-    confidence: float
-    max_batches: int
-    batch_size: int
-    size: int
-
-
-def _result(
-    src: LevelSource, probe: _Probe, setting: _Setting, seconds: float, bytes_read: int
-) -> GradientTuneResult:
-    """The result of the batches *probe* measured."""
-    full, levels, sims = src.num_scans, setting.scans, probe.sims
-    mean = {k: float(np.mean(v)) for k, v in sims.items()}
-    meets = [k for k in levels if mean[k] >= setting.threshold]
-    if hasattr(src, "bytes_at"):
-        bytes_at = {k: int(src.bytes_at(k)) for k in levels} | {full: int(src.bytes_at(full))}
-    else:  # estimate the whole folder from the images measured
-        scale = len(src) / max(1, probe.images)
-        bytes_at = {k: int(v * scale) for k, v in probe.level_bytes.items()}
-        bytes_at[full] = int(probe.full_bytes * scale)
-    return GradientTuneResult(
-        scan=meets[0] if meets else full,
-        **asdict(setting),
-        similarity=mean,
-        similarity_std={k: float(np.std(v)) for k, v in sims.items()},
-        per_batch={k: tuple(v) for k, v in sims.items()},
-        bytes_at=bytes_at,
-        bytes_fraction={k: v / bytes_at[full] for k, v in bytes_at.items()},
-        met=bool(meets),
-        num_scans=full,
-        batches=len(sims[levels[0]]),
-        seconds=seconds,
-        bytes_read=bytes_read,
-        similarity_ci={k: _clipped(mean_interval(v, setting.confidence)) for k, v in sims.items()},
-        decided=_settled(sims, setting.threshold, setting.confidence),
-        passes=probe.passes + probe.reused,
-        passes_reused=probe.reused,
-    )
 
 
 @public("pcr_explore.train")
@@ -509,28 +346,37 @@ def tune_by_gradient(
     >>> r.similarity[r.scan] >= 0.8  # r.scan: the lowest level that reaches the threshold
     True
     """
-    torch = require_torch("tune_by_gradient")
+    require_torch("tune_by_gradient")
     _check_batches(batches, min_batches, batch_size, confidence)
     src = source if isinstance(source, LevelSource) else open_source(source)
-    levels = _levels(src, scans)
-    labels, labelled = _labelled(src)
-    t0 = time.perf_counter()
-    before = _bytes_read(src)
+    _, labelled = _labelled(src)
     pick = np.random.default_rng(seed).permutation(labelled)[: batches * batch_size]
     groups = [pick[i : i + batch_size] for i in range(0, len(pick), batch_size)]
-    probe = _Probe(torch, model, loss_fn, size, workers, src.num_scans, levels)
+    tuner = StepTuner(
+        src,
+        model=model,
+        trained=src.num_scans,
+        scans=scans,
+        batches=len(groups),
+        min_batches=min_batches,
+        threshold=threshold,
+        confidence=confidence,
+        size=size,
+        loss_fn=loss_fn,
+        workers=workers,
+        reuse=False,
+    )
     was_training = model.training
     model.train()  # the gradients training would see (batch statistics)
     try:
-        for b, idx in enumerate(groups):
-            probe.batch(src, idx, labels, seed + b)
-            if b + 1 >= min_batches and _settled(probe.sims, threshold, confidence):
-                break
+        with tuner:
+            for b, idx in enumerate(groups):
+                if tuner.done:
+                    break
+                tuner(idx, None, seed + b)
     finally:
-        probe.close()
         model.train(was_training)
-    setting = _Setting(levels, float(threshold), float(confidence), len(groups), batch_size, size)
-    return _result(src, probe, setting, time.perf_counter() - t0, _bytes_read(src) - before)
+    return replace(tuner.result(), batch_size=batch_size)
 
 
 @public("pcr_explore.train")
@@ -612,16 +458,25 @@ class StepTuner:
         workers: int = 2,
         reuse: bool = True,
     ) -> None:
-        torch = require_torch("StepTuner")
+        self._torch = torch = require_torch("StepTuner")
         _check_batches(batches, min_batches, 1, confidence)
-        full = source.num_scans
-        self.trained = check_scan(trained, full, where=f"{source_name(source)}: trained")
-        levels = _levels(source, scans)
-        self._setting = _Setting(levels, float(threshold), float(confidence), batches, 0, size)
+        self._full = full = source.num_scans
+        where = source_name(source)
+        self.trained = check_scan(trained, full, where=f"{where}: trained")
+        levels = default_levels(full) if scans is None else scans
+        self._scans = check_scans(levels, full, where=where, distinct=True)
+        self._threshold, self._confidence = float(threshold), float(confidence)
+        self._batches, self._min, self._start, self._size = batches, min_batches, start, size
         self._src, self._model, self._reuse = source, model, reuse
         self._labels, _ = _labelled(source)
-        self._min, self._start, self._steps = min_batches, start, 0
-        self._probe = _Probe(torch, model, loss_fn, size, workers, full, levels)
+        self._loss_fn = loss_fn or torch.nn.functional.cross_entropy
+        self._params = [p for p in model.parameters() if p.requires_grad]
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers))
+        # what the batches measured so far: each level's similarities, by batch
+        self._sims: dict[int, list[float]] = {k: [] for k in self._scans}
+        self._level_bytes: dict[int, int] = {}
+        self._steps = self._images = self._widest = self._full_bytes = 0
+        self._passes = self._reused = 0
         self.seconds = 0.0
         self.bytes_read = 0
         self.done = False
@@ -630,30 +485,95 @@ class StepTuner:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._probe.close()
+        self._pool.shutdown()
 
     def __call__(self, indices: Any, flips: Any, rng_state: Any) -> None:
-        """Measure on one training step's batch (the step's gradient is in ``.grad``)."""
+        """Measure on one training step's batch (the step's gradient is in ``.grad``).
+
+        *rng_state* is a random-number state or a seed; *flips* a boolean
+        mask of the images flipped left to right (None: none).
+        """
         self._steps += 1
         if self.done or self._steps <= self._start:
             return
         t0 = time.perf_counter()
         before = _bytes_read(self._src)
-        probe = self._probe
         given = None
-        if self._reuse and (self.trained in self._setting.scans or self.trained == probe.full):
-            given = (
-                self.trained,
-                _flatten(probe.torch, [p.grad for p in probe.params], probe.params),
-            )
-        idx = np.asarray(indices, dtype=np.int64)
-        probe.batch(self._src, idx, self._labels, rng_state, flips=flips, given=given)
-        s, used = self._setting, len(probe.sims[self._setting.scans[0]])
-        self.done = used >= s.max_batches or (
-            used >= self._min and _settled(probe.sims, s.threshold, s.confidence)
+        if self._reuse and (self.trained in self._scans or self.trained == self._full):
+            step = _flatten(self._torch, [p.grad for p in self._params], self._params)
+            given = (self.trained, step)
+        self._batch(np.asarray(indices, dtype=np.int64), rng_state, flips, given)
+        used = len(self._sims[self._scans[0]])
+        self.done = used >= self._batches or (
+            used >= self._min and _settled(self._sims, self._threshold, self._confidence)
         )
         self.seconds += time.perf_counter() - t0
         self.bytes_read += _bytes_read(self._src) - before
+
+    def _pixels(self, idx: np.ndarray, datas: list[bytes]) -> list[np.ndarray]:
+        # Upright, as the reader decodes them, so a level's pixels are training's.
+        s = (self._size, self._size)
+        turns = [orientation_of(self._src, int(i)) for i in idx]
+        # the pool's threads decode with the JPEG decoder in force in this one
+        work = carried(lambda d, o: decode_upright(d, s, o, mode="RGB"))
+        return list(self._pool.map(work, datas, turns))
+
+    def _grad(self, arrays: list[np.ndarray], y: Any, rng: int | Any, flips: Any) -> Any:
+        x = to_input(stack_images(arrays, [0] * len(arrays))[0])
+        if flips is not None:  # the training step's augmentation, applied as it applies it
+            x[flips] = x[flips].flip(-1)
+        self._passes += 1
+        return _flat_grad(self._torch, self._model, self._params, x, y, self._loss_fn, rng)
+
+    def _batch(
+        self, idx: np.ndarray, rng: int | Any, flips: Any, given: tuple[int, Any] | None
+    ) -> None:
+        """Add each level's gradient similarity to full quality on the images *idx*.
+
+        The model is left as found: its weights untouched and its batch-norm
+        statistics restored (the tuner's forward passes are not training).
+        *given* is a level and its gradient, already computed on these
+        images with these flips and this state.
+        """
+        saved = [b.detach().clone() for b in self._model.buffers()]
+        try:
+            for k, v in self._similarities(idx, rng, flips, given).items():
+                self._sims[k].append(v)
+            self._images += len(idx)
+            self._widest = max(self._widest, len(idx))
+        finally:
+            with self._torch.no_grad():
+                for buf, old in zip(self._model.buffers(), saved):
+                    buf.copy_(old)
+
+    def _similarities(
+        self, idx: np.ndarray, rng: int | Any, flips: Any, given: tuple[int, Any] | None
+    ) -> dict[int, float]:
+        src, full = self._src, self._full
+        fulls = [src.jpeg_bytes(int(i), None) for i in idx]
+        cum = [src.level_bytes(int(i)) for i in idx]
+        self._full_bytes += sum(len(f) for f in fulls)
+        y = self._torch.as_tensor(self._labels[idx], dtype=self._torch.int64)
+        grads = dict([given]) if given is not None else {}
+        self._reused += len(grads)
+        ref_arrays = self._pixels(idx, fulls)
+        if full not in grads:
+            grads[full] = self._grad(ref_arrays, y, rng, flips)
+        ref = grads[full]
+        out = {}
+        for k in self._scans:
+            self._level_bytes[k] = self._level_bytes.get(k, 0) + sum(int(c[k - 1]) for c in cum)
+            if k >= full:
+                out[k] = 1.0  # the same bytes: the same gradient
+                continue
+            if k not in grads:
+                arrays = self._pixels(idx, [_level_jpeg(f, c, k) for f, c in zip(fulls, cum)])
+                if all(np.array_equal(a, r) for a, r in zip(arrays, ref_arrays)):
+                    out[k] = 1.0
+                    continue
+                grads[k] = self._grad(arrays, y, rng, flips)
+            out[k] = _cosine(ref, grads[k])
+        return out
 
     def result(self) -> GradientTuneResult:
         """What the batches measured so far say.
@@ -663,10 +583,42 @@ class StepTuner:
         ValueError
             If no training step has been measured yet.
         """
-        if not self._probe.images:
+        if not self._images:
             raise ValueError(
                 f"no training step measured yet ({self._steps} seen, the first "
                 f"{self._start} let pass)"
             )
-        setting = replace(self._setting, batch_size=self._probe.widest)
-        return _result(self._src, self._probe, setting, self.seconds, self.bytes_read)
+        src, full, levels, sims = self._src, self._full, self._scans, self._sims
+        mean = {k: float(np.mean(v)) for k, v in sims.items()}
+        meets = [k for k in levels if mean[k] >= self._threshold]
+        if hasattr(src, "bytes_at"):
+            bytes_at = {k: int(src.bytes_at(k)) for k in levels} | {full: int(src.bytes_at(full))}
+        else:  # estimate the whole folder from the images measured
+            scale = len(src) / max(1, self._images)
+            bytes_at = {k: int(v * scale) for k, v in self._level_bytes.items()}
+            bytes_at[full] = int(self._full_bytes * scale)
+        return GradientTuneResult(
+            scan=meets[0] if meets else full,
+            threshold=self._threshold,
+            scans=levels,
+            similarity=mean,
+            similarity_std={k: float(np.std(v)) for k, v in sims.items()},
+            per_batch={k: tuple(v) for k, v in sims.items()},
+            bytes_at=bytes_at,
+            bytes_fraction={k: v / bytes_at[full] for k, v in bytes_at.items()},
+            met=bool(meets),
+            num_scans=full,
+            batches=len(sims[levels[0]]),
+            batch_size=self._widest,
+            size=self._size,
+            seconds=self.seconds,
+            bytes_read=self.bytes_read,
+            similarity_ci={
+                k: _clipped(mean_interval(v, self._confidence)) for k, v in sims.items()
+            },
+            decided=_settled(sims, self._threshold, self._confidence),
+            max_batches=self._batches,
+            confidence=self._confidence,
+            passes=self._passes + self._reused,
+            passes_reused=self._reused,
+        )
