@@ -384,6 +384,7 @@ def load_flowers(
     cache = Path(cache_dir)
     local = path if path is not None else os.environ.get(FLOWERS_ENV) or None
     p = Path(local) if local is not None else None
+    note = ""
     if p is not None and p.is_dir():
         images = p
         tag = f"local-{hashlib.sha256(str(p.resolve()).encode()).hexdigest()[:10]}"
@@ -395,15 +396,22 @@ def load_flowers(
         else:
             try:
                 archive = download(url, cache / Path(url).name, sha256=sha256, progress=progress)
+                digest = sha256.lower() if sha256 else sha256_of(archive)
             except DatasetError as exc:
                 if offline != "stand-in":
                     raise
-                return _stand_in(cache, exc, val_fraction, seed, workers, progress)
-            digest = sha256.lower() if sha256 else sha256_of(archive)
-        images = extract(archive, cache / f"unpacked-{digest[:10]}")
-        tag = f"archive-{digest[:10]}"
+                note = STAND_IN_NOTE.format(why=_why(exc))
+                archive = write_stand_in_archive(
+                    cache / "stand_in_flowers.tgz",
+                    per_class=_STAND_IN_PER_CLASS,
+                    side=_STAND_IN_SIDE,
+                )
+                # named by its bytes, so a changed generator never reuses an older split
+                digest, per_class = sha256_of(archive), None
+        tag = f"{'stand-in' if note else 'archive'}-{digest[:10]}"
+        images = extract(archive, cache / f"unpacked-{tag.removeprefix('archive-')}")
     name = f"{tag}-v{val_fraction:g}-n{per_class or 'all'}-s{seed}"
-    return prepare_split(
+    data = prepare_split(
         images,
         cache / "flowers" / name,
         val_fraction=val_fraction,
@@ -412,6 +420,7 @@ def load_flowers(
         workers=workers,
         progress=progress,
     )
+    return dataclasses.replace(data, note=note)
 
 
 STAND_IN_NOTE = (
@@ -438,29 +447,3 @@ def _why(exc: Exception) -> str:
         reason = failure_reason(cause)
         return reason if getattr(cause, "response", None) is not None else f"no network: {reason}"
     return str(cause or exc)
-
-
-def _stand_in(
-    cache: Path,
-    why: Exception,
-    val_fraction: float,
-    seed: int,
-    workers: int | None,
-    progress: bool,
-) -> SplitDatasets:
-    """The stand-in set, built offline, with the note that says so."""
-    archive = write_stand_in_archive(
-        cache / "stand_in_flowers.tgz", per_class=_STAND_IN_PER_CLASS, side=_STAND_IN_SIDE
-    )
-    # named by its bytes, so a changed generator never reuses an older stand-in's split
-    digest = sha256_of(archive)[:10]
-    images = extract(archive, cache / f"unpacked-stand-in-{digest}")
-    data = prepare_split(
-        images,
-        cache / "flowers" / f"stand-in-{digest}-v{val_fraction:g}-s{seed}",
-        val_fraction=val_fraction,
-        seed=seed,
-        workers=workers,
-        progress=progress,
-    )
-    return dataclasses.replace(data, note=STAND_IN_NOTE.format(why=_why(why)))
