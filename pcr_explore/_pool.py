@@ -42,6 +42,7 @@ __all__ = [
     "ordered_map",
     "parallel_map",
     "progress_bar",
+    "require_distributed",
     "worker_pool",
     "end_with",
 ]
@@ -178,6 +179,24 @@ def check_client(client: Any) -> None:
     raise TypeError(f"client must be a dask.distributed.Client, got {client!r}{hint}")
 
 
+def require_distributed(work: str) -> Any:
+    """The ``distributed`` module.
+
+    Raises
+    ------
+    MissingExtraError
+        If Dask's distributed scheduler is not installed; names *work* and the extra.
+    """
+    try:
+        import distributed
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"{work} on a Dask cluster needs dask.distributed ({exc.name} is missing): "
+            "pip install 'pcr-explore[dask]'"
+        ) from exc
+    return distributed
+
+
 def cluster_threads(client: Any) -> int:
     """Worker threads of *client*'s cluster now (at least 1: tasks wait for workers to join)."""
     return max(1, sum(client.nthreads().values()))
@@ -198,17 +217,12 @@ class _NamedTasks(Executor):
 
 def _on_dask(fn: Callable[[_T], _R], items: Iterable[_T], client: Any, name: str) -> Iterator[_R]:
     """:func:`ordered_map` on *client*'s cluster: a few tasks queued per worker thread."""
-    try:
-        from distributed import KilledWorker
-    except ImportError as exc:  # a client without its package: only a stand-in could get here
-        raise MissingExtraError(
-            f"work on a Dask cluster needs dask.distributed ({exc.name} is missing): "
-            "pip install 'pcr-explore[dask]'"
-        ) from exc
+    # a client without its package: only a stand-in could get here
+    killed_worker = require_distributed("work").KilledWorker
     window = 4 * cluster_threads(client)
     try:
         yield from ordered_map(fn, items, _NamedTasks(client, name), window)
-    except KilledWorker as exc:
+    except killed_worker as exc:
         raise WorkerError(
             f"{name}: every Dask worker that ran one of its tasks died (killed or out of memory, "
             f"more often than distributed.scheduler.allowed-failures allows): {exc}"

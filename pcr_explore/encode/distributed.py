@@ -23,8 +23,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .._pool import cluster_threads, require_distributed
 from .._public import public
-from ..errors import DatasetError, MissingExtraError, WorkerError
+from ..errors import DatasetError, WorkerError
 from ._plan import EncodePlan
 from ._shard import encode_shard
 
@@ -34,33 +35,14 @@ __all__ = [
     "connect",
     "local_cluster",
     "max_local_workers",
-    "require_distributed",
     "run_on_dask",
 ]
 
-_EXTRA = "pip install 'pcr-explore[dask]'"
 #: Local worker processes per CPU at most: more only queue for the same cores,
 #: and each one is a Python process of its own to start.
 WORKERS_PER_CPU = 4
 #: Seconds to wait for a scheduler to answer.
 CONNECT_TIMEOUT = 5.0
-
-
-def require_distributed() -> Any:
-    """The ``distributed`` module.
-
-    Raises
-    ------
-    MissingExtraError
-        If Dask's distributed scheduler is not installed; names the extra.
-    """
-    try:
-        import distributed
-    except ImportError as exc:
-        raise MissingExtraError(
-            f"encoding on a Dask cluster needs dask.distributed ({exc.name} is missing): {_EXTRA}"
-        ) from exc
-    return distributed
 
 
 def max_local_workers() -> int:
@@ -81,7 +63,7 @@ def local_cluster(*, workers: int, threads_per_worker: int = 1) -> tuple[Any, An
     MissingExtraError
         If ``pcr-explore[dask]`` is not installed.
     """
-    distributed = require_distributed()
+    distributed = require_distributed("encoding")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"dask workers must be at least 1, got {workers!r}")
     if workers > max_local_workers():
@@ -112,7 +94,7 @@ def connect(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
     MissingExtraError
         If ``pcr-explore[dask]`` is not installed.
     """
-    distributed = require_distributed()
+    distributed = require_distributed("encoding")
     try:
         scheme, where = distributed.comm.parse_address(address)
         if scheme in ("tcp", "tls"):
@@ -148,9 +130,8 @@ def run_on_dask(
     WorkerError
         If the workers running a record kept dying.
     """
-    distributed = require_distributed()
+    distributed = require_distributed("encoding")
     token = uuid.uuid4().hex[:8]
-    threads = sum(client.nthreads().values()) or 1
 
     def submit(i: int) -> Any:
         start, end = plan.slices[i]
@@ -166,7 +147,7 @@ def run_on_dask(
         )
 
     pending = iter(todo)
-    first = [submit(i) for _, i in zip(range(2 * threads), pending)]
+    first = [submit(i) for _, i in zip(range(2 * cluster_threads(client)), pending)]
     futures = distributed.as_completed(first)
     live = set(first)
     try:
