@@ -358,8 +358,7 @@ def audit(
         )
     m = _inspect_and_measure(t, o, curve, progress, client)
     infos, found, ok, sampled = m.infos, m.found, m.ok, m.sampled
-    level_bytes, measured = m.level_bytes.total, m.level_bytes.measured
-    t_files, t_checks, t_sample = m.t_files, m.t_checks, m.t_sample
+    measured = m.level_bytes.measured
     problems = _problems(t, infos, found, sampled)
     examples, thumbs = gallery(problems, found.scores, found.duplicate_sets, t.load, o.worst)
     widths = np.array([i.width for i in ok], np.int64)
@@ -380,7 +379,7 @@ def audit(
         problems=problems,
         duplicates=found.exact,
         conversions=_conversions(t, infos),
-        level_bytes=level_bytes,
+        level_bytes=m.level_bytes.total,
         source_bytes=int(sum(i.file_bytes for i in ok)),
         tune=sampled.tune,
         worst=sampled.worst,
@@ -393,10 +392,10 @@ def audit(
         thumbnails=thumbs,
         notes=_notes(found, sampled, o, measured, len(ok)),
         timings={
-            "files": t_files - t0,
-            "checks": t_checks - t_files,
-            "quality_sample": t_sample - t_checks,
-            "report": end - t_sample,
+            "files": m.t_files - t0,
+            "checks": m.t_checks - m.t_files,
+            "quality_sample": m.t_sample - m.t_checks,
+            "report": end - m.t_sample,
         },
         bytes_measured=None if measured == len(ok) else measured,
         bytes_interval=m.level_bytes.interval,

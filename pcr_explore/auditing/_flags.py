@@ -20,14 +20,8 @@ from ._inspect import FileInfo
 
 __all__ = ["ImageFindings", "find_issues"]
 
-_PROPERTY_CHECKS = (
-    "blurry",
-    "dark",
-    "light",
-    "low_information",
-    "grayscale",
-    "odd_aspect_ratio",
-)
+# The checks scored by a property of one image; the other two compare it with the rest.
+_PROPERTY_CHECKS = tuple(k for k in CHECKS if k not in ("near_duplicate", "odd_size"))
 
 
 @dataclass
