@@ -22,7 +22,7 @@ from .._json import to_json
 from .._public import public
 from ..quality import QualityCurve
 from ..storage._atomic import atomic_write
-from ..storage._units import format_rate
+from ..storage._units import format_rate, parse_bytes
 from .decode import DecodeCost
 
 __all__ = ["BudgetFindings", "BudgetLevel", "format_bandwidth", "format_size"]
@@ -175,9 +175,7 @@ class BudgetFindings:
         >>> print(r.reprice("100MB/s").sentence)  # nothing is measured again
         level 5 reads 43% of the bytes; ...; at 100 MB/s ...
         """
-        from ..train.throttle import parse_bandwidth
-
-        bw = None if bandwidth is None else parse_bandwidth(bandwidth)
+        bw = None if bandwidth is None else parse_bytes(bandwidth, rate=True)
         return dataclasses.replace(self, bandwidth=bw)
 
     # -- words -----------------------------------------------------------------

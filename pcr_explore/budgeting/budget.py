@@ -149,14 +149,6 @@ def _torch_or_note(notes: list[str], what: str, progress: bool = False) -> bool:
     return True
 
 
-def _train(
-    src: PCRDataset, val: PCRDataset, epochs: int, scans: Sequence[int] | None, **kw: Any
-) -> Any:
-    from ..train import train_at_levels
-
-    return train_at_levels(src, val=val, scans=scans, epochs=epochs, **kw)
-
-
 class _CountedLoss:
     """Cross-entropy that advances a progress bar: the tuner computes it once per gradient pass."""
 
@@ -335,7 +327,7 @@ def budget(
     o = options or BudgetOptions()
     src = train if isinstance(train, LevelSource) else open_source(train)
     where = str(getattr(src, "url", train))
-    bw = _bandwidth(bandwidth)
+    bw = None if bandwidth is None else parse_bytes(bandwidth, rate=True)
     disk_bytes = None if disk is None else int(parse_bytes(disk))
     metric = curve.metric if curve is not None else "mssim"
     target = _target(metric_name(metric), target)
@@ -357,8 +349,10 @@ def budget(
         curve = _quality(src, sample, seed, workers, progress, client)
     labelled = bool((np.asarray(src.labels) >= 0).any())
     if training is None and train_epochs and _torch_or_note(notes, "the proxy training", progress):
+        from ..train import train_at_levels
+
         kw = dict(size=size, seed=seed, workers=workers, progress=progress)
-        training = _train(src, v, train_epochs, levels, **kw)  # type: ignore[arg-type]
+        training = train_at_levels(src, val=v, scans=levels, epochs=train_epochs, **kw)  # type: ignore[arg-type]
     if gradient is None and not labelled:
         notes.append("gradient similarity skipped: the images have no labels to compute a loss")
     elif gradient is None and _torch_or_note(notes, "gradient similarity", progress):
@@ -397,14 +391,6 @@ def _with_disk(report: BudgetReport, src: LevelSource, disk: int) -> BudgetRepor
         "is a prefix of its files that a disk could keep (encode it: pcr-explore encode)"
     )
     return dataclasses.replace(report, notes=(*report.notes, note))
-
-
-def _bandwidth(bandwidth: float | str | None) -> float | None:
-    if bandwidth is None:
-        return None
-    from ..train.throttle import parse_bandwidth
-
-    return parse_bandwidth(bandwidth)
 
 
 def _weights(training: Any, model_given: bool) -> str:
