@@ -211,17 +211,21 @@ def reading_figure(
     src = ColumnDataSource(reading_data(report))
     levels = list(src.data["level"])
     size = "as stored" if report.size is None else f"{report.size} px"
-    left = figure(
-        x_range=FactorRange(factors=levels),
+    # the two plots alike but for their titles and y ranges; they share the level axis
+    panel: dict[str, Any] = dict(
         width=width,
         min_width=width,
         height=height,
         sizing_mode=sizing_mode,
-        title="Bytes read per epoch (share of full quality)",
         x_axis_label="scan level",
-        y_range=Range1d(start=0, end=1.15),
         tools="save",
         toolbar_location=None,
+    )
+    left = figure(
+        x_range=FactorRange(factors=levels),
+        title="Bytes read per epoch (share of full quality)",
+        y_range=Range1d(start=0, end=1.15),
+        **panel,
     )
     bars = _fraction_bars(left, src, "level", width=0.7, alpha=0.75, font="10pt")
     left.add_tools(
@@ -237,15 +241,9 @@ def reading_figure(
     top = max([h for h in src.data["high"] if np.isfinite(h)] + [1.0])
     right = figure(
         x_range=left.x_range,
-        width=width,
-        min_width=width,
-        height=height,
-        sizing_mode=sizing_mode,
         title=f"Images per second (read + decode at {size})",
-        x_axis_label="scan level",
         y_range=Range1d(start=0, end=top * 1.12),
-        tools="save",
-        toolbar_location=None,
+        **panel,
     )
     rate = right.vbar(
         x="level",

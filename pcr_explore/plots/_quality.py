@@ -24,7 +24,8 @@ __all__ = [
     "target_location",
 ]
 
-_CURVE_COLUMNS = ("scan", "label", "label_dx", "bytes_fraction", "mean", "p5", "p50", "p95")
+_STATISTICS = ("mean", "p5", "p50", "p95")
+_CURVE_COLUMNS = ("scan", "label", "label_dx", "bytes_fraction", *_STATISTICS)
 _PADDING = 0.06  # of the x axis's span, split between its ends: the last marker is not cut
 _STATISTIC_NAMES = {"mean": "mean", "p5": "5th percentile"}
 
@@ -70,10 +71,7 @@ def curve_data(curve: QualityCurve | None, scale: str = "value") -> dict[str, An
         "label": [str(int(k)) for k in curve.scans],
         "label_dx": level_label_offsets(x, x_range=span),
         "bytes_fraction": x,
-        "mean": drawable(curve.mean, m, scale),
-        "p5": drawable(curve.p5, m, scale),
-        "p50": drawable(curve.p50, m, scale),
-        "p95": drawable(curve.p95, m, scale),
+        **{s: drawable(curve.statistic(s), m, scale) for s in _STATISTICS},
     }
 
 
