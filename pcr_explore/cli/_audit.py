@@ -41,7 +41,7 @@ def _sample(text: str) -> int | str:
 
 
 def _quality_options(p: argparse.ArgumentParser) -> None:
-    """The target, metric and statistic, as the audit and the tuner take them."""
+    """The target, metric, statistic, workers and luminance: the audit's and the tuner's alike."""
     defaults = ", ".join(f"{m} {t:g}" for m, t in DEFAULT_TARGETS.items())
     p.add_argument(
         "--target",
@@ -56,6 +56,10 @@ def _quality_options(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_STATISTIC,
         help="statistic over images that must reach the target: p5, the 5th percentile "
         "(nearly every image; the default), or the mean",
+    )
+    p.add_argument("--workers", type=_positive, default=None, help="worker processes")
+    p.add_argument(
+        "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
     )
 
 
@@ -73,11 +77,7 @@ def register(sub: Any) -> None:
     _quality_options(p)
     p.add_argument("--json", metavar="OUT", help="write the report as JSON ('-': stdout)")
     p.add_argument("--html", metavar="OUT", help="write a standalone HTML report")
-    p.add_argument("--workers", type=_positive, default=None, help="worker processes")
     p.add_argument("--seed", type=int, default=0, help="seed of the quality sample")
-    p.add_argument(
-        "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
-    )
     p.add_argument(
         "--threshold",
         type=_threshold,
@@ -175,10 +175,6 @@ def register_tune(sub: Any) -> None:
         help="images measured, or 'auto' (double the sample until the decision is clear)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the sample and the bootstrap")
-    p.add_argument("--workers", type=_positive, default=None, help="worker processes")
-    p.add_argument(
-        "--luminance", action="store_true", help="measure quality on luminance only (default RGB)"
-    )
     p.add_argument(
         "--max-pixels",
         type=_positive,
