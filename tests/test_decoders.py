@@ -155,7 +155,7 @@ def test_set_decoder_holds_in_this_thread_and_writes_no_environment(name: str) -
     _backend(name)
     assert decoder_name() == name  # the automatic choice
     set_decoder("pillow")
-    assert decoder_name() == "pillow" and _decoders.active_backend() is None
+    assert decoder_name() == "pillow" and _decoders.backend_named(None) is None
     assert _decoders.ENV_VAR not in os.environ  # no process-wide state is written
     seen: list[str] = []
     other = threading.Thread(target=lambda: seen.append(decoder_name()))

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .._json import displayable
 from ..errors import PCRError
 from ..jpeg.scan_script import STANDARD, ScanScript
 from ..jpeg.transcode import Backend, transcode
 from ..records.format import RecordImage, encode_record, parse_header
 from ._plan import record_file
-from .discover import display_name
 
 __all__ = ["Transcoded", "encode_shard", "transcode_batch", "transcode_source", "write_shard"]
 
@@ -65,7 +65,7 @@ def transcode_source(
             name,
             None,
             0,
-            error=f"{display_name(name)}: file name is not valid UTF-8 (records store names "
+            error=f"{displayable(name)}: file name is not valid UTF-8 (records store names "
             "as UTF-8); rename the file",
         )
     try:
@@ -110,7 +110,7 @@ def write_shard(
         "start": start,
         "end": end,
         "skipped": [
-            {"file": display_name(r.name), "issue": r.error} for r in results if r.image is None
+            {"file": displayable(r.name), "issue": r.error} for r in results if r.image is None
         ],
         "notes": [
             {"file": r.name, "note": r.note, "lossless": r.backend == "jpegtran"}

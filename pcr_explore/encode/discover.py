@@ -20,7 +20,7 @@ from .._public import public
 from ..errors import DatasetError, LabelWarning, no_such_path
 from ..jpeg.transcode import IMAGE_SUFFIXES
 
-__all__ = ["MAX_LABELS_BYTES", "SourceItem", "display_name", "find_sources"]
+__all__ = ["MAX_LABELS_BYTES", "SourceItem", "find_sources"]
 
 #: The largest label CSV read: a line per image, so millions of images (ImageNet's
 #: 1.28 million take about 60 MB).
@@ -88,7 +88,7 @@ def find_sources(
         if top:
             warnings.warn(
                 f"{root}: {len(top)} image(s) sit beside the class folders "
-                f"(first: {display_name(top[0])}); they get no label (-1), the class "
+                f"(first: {displayable(top[0])}); they get no label (-1), the class "
                 "folders keep theirs. Move them into a class folder, or pass a label CSV.",
                 LabelWarning,
                 stacklevel=2,
@@ -98,20 +98,6 @@ def find_sources(
         items = [SourceItem(n, None) for n in names]
     classes = sorted({i.label for i in items if i.label is not None})
     return items, classes
-
-
-def display_name(name: str) -> str:
-    r"""*name* made printable: bytes that are not UTF-8 shown as ``\xNN`` escapes.
-
-    File names on POSIX are bytes; Python keeps undecodable ones as lone
-    surrogates, which cannot be printed or written as UTF-8.
-
-    Examples
-    --------
-    >>> display_name("caf\udce9.jpg")
-    'caf\\xe9.jpg'
-    """
-    return displayable(name)
 
 
 def _read_label_csv(path: Path) -> dict[str, str]:

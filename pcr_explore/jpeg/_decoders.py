@@ -229,17 +229,6 @@ def _decode(
     return pillow_decode(data, target_for, mode)
 
 
-def _load(name: str, origin: str) -> _Backend:
-    if name not in NAMES:
-        raise ValueError(f"{origin}: unknown JPEG decoder {name!r}; expected one of {NAMES}")
-    try:
-        return _FACTORIES[name]()
-    except ImportError as exc:
-        raise MissingExtraError(
-            f"{origin}: JPEG decoder {name!r} needs {_PACKAGES[name]}: {exc}"
-        ) from exc
-
-
 def _partial(data: bytes, scans: int) -> bytes:
     # the first *scans* scans of a progressive JPEG (and the next scan's
     # tables), closed by EOI; FF DA only occurs as an SOS marker
@@ -287,8 +276,13 @@ def _key(name: str | None, origin: str) -> str:
 def _resolve(key: str, origin: str) -> _Backend | None:
     if key == "pillow":
         return None
-    if key != "auto":
-        return _load(key, origin)
+    if key != "auto":  # a name _key has checked
+        try:
+            return _FACTORIES[key]()
+        except ImportError as exc:
+            raise MissingExtraError(
+                f"{origin}: JPEG decoder {key!r} needs {_PACKAGES[key]}: {exc}"
+            ) from exc
     for candidate in _PREFERENCE:
         try:
             backend = _FACTORIES[candidate]()
@@ -314,32 +308,20 @@ def _backend_for(key: str, origin: str, *, fresh: bool = False) -> _Backend | No
         return cast("_Backend | None", got)
 
 
-def _forget() -> None:
-    """Load and probe every backend again at its next use."""
-    with _resolving:
-        _resolved.clear()
+def backend_named(decoder: str | None) -> _Backend | None:
+    """The backend *decoder* names; None stands for Pillow.
 
-
-def _chosen() -> tuple[str, str]:
-    """(key, origin) of the decoder in force: this context's choice, else ``PCR_DECODER``'s."""
+    *decoder* None: the one in force here, this context's choice, else
+    ``PCR_DECODER``'s.
+    """
+    if decoder is not None:
+        return _backend_for(_key(decoder, "decoder="), "decoder=")
     key = _CHOICE.get()
     if key is not None:
-        return key, "use_decoder"
+        return _backend_for(key, "use_decoder")
     env = os.environ.get(ENV_VAR)
     origin = f"{ENV_VAR}={env}"
-    return _key(env, origin), origin
-
-
-def active_backend() -> _Backend | None:
-    """The backend in force here (None: Pillow)."""
-    return _backend_for(*_chosen())
-
-
-def backend_named(decoder: str | None) -> _Backend | None:
-    """The backend *decoder* names (None: the one in force here); None stands for Pillow."""
-    if decoder is None:
-        return active_backend()
-    return _backend_for(_key(decoder, "decoder="), "decoder=")
+    return _backend_for(_key(env, origin), origin)
 
 
 @public("pcr_explore.jpeg")
@@ -361,14 +343,15 @@ def decoder_name() -> str:
     >>> decoder_name() in ("pillow", "simplejpeg")
     True
     """
-    backend = active_backend()
+    backend = backend_named(None)
     return "pillow" if backend is None else backend.name
 
 
 def _choose(name: str | None, origin: str) -> str | None:
     """The value :data:`_CHOICE` takes for *name*, its backend loaded (errors raised here)."""
     if name is None:
-        _forget()  # the process default is loaded (and probed) again at its next use
+        with _resolving:  # the process default is loaded (and probed) again at its next use
+            _resolved.clear()
         return None
     key = _key(name, origin)
     _backend_for(key, origin, fresh=True)  # fails here, not at the first decode

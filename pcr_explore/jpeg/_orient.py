@@ -17,6 +17,17 @@ __all__ = ["apply_orientation", "decode_upright", "stored_size", "TRANSPOSED"]
 
 # Orientations whose upright image has width and height swapped.
 TRANSPOSED = frozenset({5, 6, 7, 8})
+# Whether the rows and the columns are reversed (after the transpose, where there is one)
+_FLIPS = {
+    1: (False, False),
+    2: (False, True),
+    3: (True, True),
+    4: (True, False),
+    5: (False, False),
+    6: (False, True),
+    7: (True, True),
+    8: (True, False),
+}
 
 
 def apply_orientation(arr: np.ndarray, orientation: int) -> np.ndarray:
@@ -32,22 +43,11 @@ def apply_orientation(arr: np.ndarray, orientation: int) -> np.ndarray:
     """
     if orientation == 1:
         return arr
-    if orientation == 2:
-        out = arr[:, ::-1]
-    elif orientation == 3:
-        out = arr[::-1, ::-1]
-    elif orientation == 4:
-        out = arr[::-1]
-    elif orientation == 5:
-        out = arr.swapaxes(0, 1)
-    elif orientation == 6:
-        out = arr.swapaxes(0, 1)[:, ::-1]
-    elif orientation == 7:
-        out = arr.swapaxes(0, 1)[::-1, ::-1]
-    elif orientation == 8:
-        out = arr.swapaxes(0, 1)[::-1]
-    else:
+    if orientation not in _FLIPS:
         raise ValueError(f"EXIF orientation must be 1-8, got {orientation!r}")
+    rows, cols = _FLIPS[orientation]
+    out = arr.swapaxes(0, 1) if orientation in TRANSPOSED else arr
+    out = out[:: -1 if rows else 1, :: -1 if cols else 1]
     return np.ascontiguousarray(out)
 
 

@@ -31,7 +31,6 @@ grayscale) before it is returned.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import shutil
@@ -362,8 +361,9 @@ def transcode(
             note = f"{fmt} with {frames} frames: the first kept" if frames > 1 else ""
             scans = _scan_flags(script, mode == "L")
             if jt is not None:
-                head = (fmt, mode, note, label, script)
-                return _lossless(jt, data, path, scans, orientation, head)
+                out, turned, orientation = _lossless(jt, data, path, scans, orientation, label)
+                note = _join(note, turned)
+                return _finish(out, "jpegtran", True, fmt, mode, note, label, script, orientation)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
                 note = _join(
                     note, "CMYK converted to RGB (its 18-scan progression would not share levels)"
@@ -400,34 +400,25 @@ def transcode(
 
 
 def _lossless(
-    jt: str,
-    data: bytes,
-    path: str | None,
-    scans: list[str],
-    orientation: int,
-    head: tuple[str, str, str, str, ScanScript],
-) -> TranscodeResult:
-    """A JPEG's coefficients rewritten in the script's scans, turned upright where it can be.
+    jt: str, data: bytes, path: str | None, scans: list[str], orientation: int, label: str
+) -> tuple[bytes, str, int]:
+    """A JPEG's coefficients rewritten in *scans*, turned upright where it can be.
 
-    *head* is the source's format, mode, note so far, label and the script.
+    Returns the JPEG, a note on its orientation, and the orientation still
+    to apply after decoding.
     """
-    fmt, mode, note, label, script = head
     if orientation in _JPEGTRAN_ORIENT:
         flags = [*scans, *_JPEGTRAN_ORIENT[orientation], "-perfect"]
         try:
             out = _run_jpegtran(jt, data, path, flags, label)
         except JPEGError:
             # not block-aligned: keep the coefficients, turn after decoding
-            out = _run_jpegtran(jt, data, path, scans, label)
-            note = _join(note, "EXIF rotation not block-aligned: orientation stored for the reader")
-            res = _finish(out, "jpegtran", True, fmt, mode, note, label, script)
-            return dataclasses.replace(res, orientation=orientation)
-        note = _join(note, "EXIF orientation applied losslessly")
-        return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
-    # the same bytes as the program, without a process per image
-    got = progressive(data, label) if script.is_standard else None
-    out = got if got is not None else _run_jpegtran(jt, data, path, scans, label)
-    return _finish(out, "jpegtran", True, fmt, mode, note, label, script)
+            why = "EXIF rotation not block-aligned: orientation stored for the reader"
+            return _run_jpegtran(jt, data, path, scans, label), why, orientation
+        return out, "EXIF orientation applied losslessly", 1
+    # the standard script (-progressive): the program's bytes, without a process per image
+    got = progressive(data, label) if scans == ["-progressive"] else None
+    return got if got is not None else _run_jpegtran(jt, data, path, scans, label), "", 1
 
 
 def _join(*notes: str) -> str:
@@ -455,7 +446,8 @@ def _finish(
     note: str,
     label: str,
     script: ScanScript,
+    orientation: int = 1,
 ) -> TranscodeResult:
     pj = split_scans(out, source=label)
     script.check(pj, source=label)
-    return TranscodeResult(pj, backend, lossless, fmt, mode, note)
+    return TranscodeResult(pj, backend, lossless, fmt, mode, note, orientation)
