@@ -21,7 +21,7 @@ from ._flags import ImageFindings, find_issues
 from ._inspect import FileInfo
 from ._measure import SampleQuality, measure_sample, quality_of_curve
 from ._options import AuditOptions, Options, check_options
-from ._pass import Pass, inspect_all
+from ._pass import inspect_all
 from ._properties import ANALYSIS_SIDE
 from ._report import AuditReport
 from ._target import Target, class_counts, open_target, size_summary
@@ -141,26 +141,6 @@ def _notes(
     return notes
 
 
-def _sample(
-    t: Target, p: Pass, level_bytes: np.ndarray, o: Options, bar: Any, client: Any
-) -> SampleQuality:
-    """Finish the quality sample the pass began: replacements, the curve, the recommendation."""
-    bar.total = min(p.want, len(p.order))
-    bar.refresh()
-    if not p.order or not p.want:
-        return SampleQuality()
-    return measure_sample(
-        t.source,
-        p.order,
-        p.want,
-        level_bytes=level_bytes,
-        o=o,
-        progress=bar,
-        measured=p.measured,
-        client=client,
-    )
-
-
 class _Measured(NamedTuple):
     """What the one pass over the files found and measured, with when each part ended."""
 
@@ -200,7 +180,9 @@ def _inspect_and_measure(
         level_bytes = _level_bytes(ok, t.source.num_scans)
         t_checks = time.perf_counter()
         if curve is None:
-            sampled = _sample(t, p, level_bytes.total, o, sample_bar, client)
+            sampled = measure_sample(
+                t.source, p, level_bytes=level_bytes.total, o=o, progress=sample_bar, client=client
+            )
         else:
             sampled = quality_of_curve(t.source, curve, level_bytes=level_bytes.total, o=o)
     return _Measured(

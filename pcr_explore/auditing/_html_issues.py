@@ -19,8 +19,6 @@ __all__ = ["render_issues"]
 # Rows listed per issue type; the JSON has them all.
 _ROWS_PER_TYPE = 50
 
-_DUPLICATE_TYPES = ("exact_duplicate", "near_duplicate", "label_leak")
-
 
 def _figure(r: AuditFindings, file: str, caption: str) -> str:
     uri = r.thumbnails.get(file)

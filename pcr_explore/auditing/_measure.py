@@ -9,11 +9,11 @@ import numpy as np
 
 from ..errors import PCRError
 from ..quality._curve import QualityCurve
-from ..quality._jobs import Outcome
 from ..quality._sampler import Sampler
 from ..quality.tune import TuneResult, recommend
 from ..read.sources import LevelSource
 from ._options import Options
+from ._pass import Pass
 from ._thumbs import thumb_uri
 
 __all__ = ["SampleQuality", "measure_sample", "quality_of_curve"]
@@ -30,25 +30,22 @@ class SampleQuality:
 
 def measure_sample(
     src: LevelSource,
-    order: list[int],
-    want: int,
+    p: Pass,
     *,
     level_bytes: np.ndarray,
     o: Options,
     progress: Any,
-    measured: list[Outcome] | None = None,
     client: Any = None,
 ) -> SampleQuality:
-    """Measure *want* images taken in *order* and recommend a level.
+    """Finish the quality sample the pass began: replacements, the curve, the recommendation.
 
     Parameters
     ----------
     src : LevelSource
         The audited images.
-    order : list of int
-        Readable images in the order to sample them (a seeded permutation).
-    want : int
-        Images to measure; failures are replaced by the next in *order*.
+    p : Pass
+        The pass over the files: ``p.want`` images are taken in ``p.order``
+        (failures replaced by the next), the first ``p.measured`` already.
     level_bytes : ndarray of int
         Bytes per level over all readable images: the recommendation's
         bytes fraction is the whole dataset's, not the sample's.
@@ -57,10 +54,7 @@ def measure_sample(
         luminance, workers, worst images kept (with thumbnails) and the
         pixels a sampled image is measured at, at most (bounded memory).
     progress : tqdm bar
-        Advanced by one per image measured.
-    measured : list of Outcome, optional
-        Outcomes already measured for the first images of *order*, in that
-        order; only the rest of the sample is measured here.
+        Advanced by one per image measured; its total set here.
     client : dask.distributed.Client, optional
         Measure the rest on this Dask cluster.
 
@@ -69,6 +63,10 @@ def measure_sample(
     SampleQuality
         ``tune`` None when no image could be measured.
     """
+    progress.total = min(p.want, len(p.order))
+    progress.refresh()
+    if not p.order or not p.want:
+        return SampleQuality()
     sampler = Sampler(
         src,
         seed=o.seed,
@@ -76,12 +74,12 @@ def measure_sample(
         luminance=o.luminance,
         workers=o.workers,
         progress=progress,
-        order=order,
+        order=p.order,
         max_pixels=o.measured_pixels,
         client=client,
     )
-    sampler.add(measured or [])
-    sampler.grow(want)
+    sampler.add(p.measured)
+    sampler.grow(p.want)
     return quality_of_curve(src, sampler.curve(), level_bytes=level_bytes, o=o)
 
 

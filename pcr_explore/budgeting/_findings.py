@@ -27,8 +27,6 @@ from .decode import DecodeCost
 
 __all__ = ["BudgetFindings", "BudgetLevel", "format_bandwidth", "format_size"]
 
-CRITERIA = ("quality", "gradient", "accuracy")
-
 
 @public("pcr_explore.budgeting")
 def format_bandwidth(bps: float) -> str:
