@@ -21,6 +21,7 @@ A dataset is a directory of record files plus ``manifest.json``. The encoder:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -524,16 +525,14 @@ class _Run:
                 results, spool = list(kept.get(i, [])), spools.get(i)
                 for res in results:
                     self._check(res)
-                while len(results) < end - start:
-                    got = next(stream, None)
-                    if got is None:  # pragma: no cover - fewer results than planned
-                        raise RuntimeError("fewer transcode results than planned sources")
-                    res = got
+                for res in itertools.islice(stream, end - start - len(results)):
                     bar.update(1)
                     self._check(res)
                     results.append(res)
                     if spool is not None:
                         spool.append(res)
+                if len(results) < end - start:  # pragma: no cover - fewer results than planned
+                    raise RuntimeError("fewer transcode results than planned sources")
                 self.finished(write_shard(self.output, i, start, end, results, script))
                 if spool is not None:
                     spool.remove()

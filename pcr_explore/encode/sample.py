@@ -20,20 +20,14 @@ from .encoder import encode_dataset
 __all__ = ["SAMPLE_CLASSES", "write_sample_images", "build_sample"]
 
 
-def _motorcycle(side: int) -> Callable[[], np.ndarray]:
+def _photo(name: str, side: int | None = None) -> Callable[[], np.ndarray]:
+    """A loader of scikit-image's photo *name* (of a stereo pair's *side*)."""
+
     def load() -> np.ndarray:
         from skimage import data
 
-        return data.stereo_motorcycle()[side]
-
-    return load
-
-
-def _photo(name: str) -> Callable[[], np.ndarray]:
-    def load() -> np.ndarray:
-        from skimage import data
-
-        return getattr(data, name)()
+        photo = getattr(data, name)()
+        return photo if side is None else photo[side]
 
     return load
 
@@ -45,8 +39,8 @@ SAMPLE_CLASSES: dict[str, dict[str, Callable[[], np.ndarray]]] = {
         "coffee": _photo("coffee"),
         "rocket": _photo("rocket"),
         "chelsea": _photo("chelsea"),
-        "motorcycle_left": _motorcycle(0),
-        "motorcycle_right": _motorcycle(1),
+        "motorcycle_left": _photo("stereo_motorcycle", 0),
+        "motorcycle_right": _photo("stereo_motorcycle", 1),
         "camera": _photo("camera"),
     },
     "science": {

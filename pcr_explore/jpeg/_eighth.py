@@ -50,32 +50,6 @@ _SMOOTHED = range(1, 10)  # AC coefficients whose absence lets libjpeg re-estima
 _MAX_RUN = 32767  # longest end-of-band run one symbol codes (EOB14 + 14 bits)
 
 
-class _Bits:
-    """An entropy-coded segment: bits packed from the top, 0xFF stuffed, padded with ones."""
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-        self._acc = 0
-        self._n = 0
-
-    def put(self, code: int, nbits: int) -> None:
-        self._acc = (self._acc << nbits) | code
-        self._n += nbits
-        while self._n >= 8:
-            self._n -= 8
-            byte = (self._acc >> self._n) & 0xFF
-            self.out.append(byte)
-            if byte == 0xFF:
-                self.out.append(0)
-        self._acc &= (1 << self._n) - 1
-
-    def close(self) -> bytes:
-        if self._n:
-            pad = 8 - self._n
-            self.put((1 << pad) - 1, pad)
-        return bytes(self.out)
-
-
 @lru_cache(maxsize=256)  # images of one dataset share a few sizes
 def zero_ac_scan(component_id: int, blocks: int) -> bytes:
     """A DHT and an AC first scan (1-63, Al=0) that sets every AC coefficient of *blocks* to zero.
@@ -94,11 +68,15 @@ def zero_ac_scan(component_id: int, blocks: int) -> bytes:
     counts = [1, len(symbols) - 1] + [0] * 14  # codes "0" and "10": none is all ones
     codes = {s: (c, n) for s, c, n in zip(symbols, (0b0, 0b10), (1, 2))}
     dht = bytes([0x10, *counts, *symbols])  # class 1 (AC), table 0
-    bits = _Bits()
+    acc = nbits = 0  # the scan's bits, packed from the top
     for run in runs:
         extra = run.bit_length() - 1
-        bits.put(*codes[extra << 4])
-        bits.put(run - (1 << extra), extra)
+        code, length = codes[extra << 4]
+        acc = (((acc << length) | code) << extra) | (run - (1 << extra))
+        nbits += length + extra
+    pad = -nbits % 8  # padded with ones, and every FF byte followed by a stuffed 00
+    acc = (acc << pad) | ((1 << pad) - 1)
+    bits = acc.to_bytes((nbits + pad) // 8, "big").replace(b"\xff", b"\xff\x00")
     sos = bytes([1, component_id, 0x00, 1, 63, 0x00])  # 1 component, tables 0/0, Ss=1 Se=63
     return (
         b"\xff\xc4"
@@ -107,7 +85,7 @@ def zero_ac_scan(component_id: int, blocks: int) -> bytes:
         + b"\xff\xda"
         + struct.pack(">H", 2 + len(sos))
         + sos
-        + bits.close()
+        + bits
     )
 
 

@@ -27,6 +27,7 @@ import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import groupby
 from pathlib import Path
 
 from .._checks import check_scan
@@ -139,13 +140,9 @@ def _validate(scans: tuple[ScanHeader, ...], source: str) -> None:
 
 def _ranges(qs: list[int]) -> str:
     """Sorted integers as runs: ``[1, 2, 3, 7]`` -> ``"1-3,7"``."""
-    runs: list[list[int]] = []
-    for q in qs:
-        if runs and q == runs[-1][1] + 1:
-            runs[-1][1] = q
-        else:
-            runs.append([q, q])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    # in a run, each integer less its position is the same
+    runs = [[q for _, q in run] for _, run in groupby(enumerate(qs), lambda t: t[1] - t[0])]
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 @dataclass(frozen=True)
