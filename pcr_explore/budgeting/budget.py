@@ -149,6 +149,14 @@ def _torch_or_note(notes: list[str], what: str, progress: bool = False) -> bool:
     return True
 
 
+def _train(
+    src: PCRDataset, val: PCRDataset, epochs: int, scans: Sequence[int] | None, **kw: Any
+) -> Any:
+    from ..train import train_at_levels
+
+    return train_at_levels(src, val=val, scans=scans, epochs=epochs, **kw)
+
+
 class _CountedLoss:
     """Cross-entropy that advances a progress bar: the tuner computes it once per gradient pass."""
 
@@ -349,10 +357,8 @@ def budget(
         curve = _quality(src, sample, seed, workers, progress, client)
     labelled = bool((np.asarray(src.labels) >= 0).any())
     if training is None and train_epochs and _torch_or_note(notes, "the proxy training", progress):
-        from ..train import train_at_levels
-
         kw = dict(size=size, seed=seed, workers=workers, progress=progress)
-        training = train_at_levels(src, val=v, scans=levels, epochs=train_epochs, **kw)  # type: ignore[arg-type]
+        training = _train(src, v, train_epochs, levels, **kw)  # type: ignore[arg-type]
     if gradient is None and not labelled:
         notes.append("gradient similarity skipped: the images have no labels to compute a loss")
     elif gradient is None and _torch_or_note(notes, "gradient similarity", progress):
