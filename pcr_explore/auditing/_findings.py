@@ -127,11 +127,9 @@ class AuditFindings:
             raise MissingExtraError(
                 "AuditReport.to_frame needs pandas: pip install 'pcr-explore[pandas]'"
             ) from exc
-        types: dict[str, list[str]] = {}
+        types: dict[str, dict[str, None]] = {}  # a file's issue types, in order, once each
         for p in self.problems:
-            kinds = types.setdefault(p["file"], [])
-            if p.get("type", "") not in kinds:
-                kinds.append(p.get("type", ""))
+            types.setdefault(p["file"], {})[p.get("type", "")] = None
         rows = [{**r, "issues": ",".join(types.get(r["file"], []))} for r in self.scores]
         return pd.DataFrame(rows)
 
