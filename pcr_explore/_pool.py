@@ -56,20 +56,17 @@ def main_is_importable() -> bool:
 
 def _alive(pid: int) -> bool:
     """Whether *pid* runs (a killed process waiting to be reaped does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rpartition(b")")[2].split()[0]
-        return state not in (b"Z", b"X")
-    except FileNotFoundError:
-        return False
-    except (OSError, IndexError):  # no /proc: ask the kernel directly
+    if not os.path.isdir("/proc"):  # macOS, say: ask the kernel directly
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:  # pragma: no cover - the pid now belongs to another user
+        except (ProcessLookupError, PermissionError):  # gone, or the pid is another user's now
             return False
         return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):  # gone
+        return False
 
 
 @contextmanager

@@ -37,7 +37,7 @@ from .._pool import main_is_importable, ordered_map, worker_pool
 from .._public import public
 from ..errors import DatasetError
 from ..jpeg.scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
-from ..jpeg.transcode import Backend, check_backend_and_quality, find_jpegtran
+from ..jpeg.transcode import Backend, check_backend_and_quality, jpegtran_for
 from ..records.manifest import (
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -412,11 +412,7 @@ def _check_options(
         raise ValueError(f"record_size must be a positive number of bytes, got {record_size!r}")
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers must be at least 1, got {workers!r}")
-    if backend == "jpegtran" and find_jpegtran() is None:
-        raise FileNotFoundError(
-            "jpegtran not found: install libjpeg-turbo (Debian: libjpeg-turbo-progs) "
-            "or use backend='pillow' / 'auto'"
-        )
+    jpegtran_for(backend)  # a missing program fails here, not as every source skipped
 
 
 @dataclass

@@ -182,6 +182,23 @@ def find_jpegtran() -> str | None:
     return _which_jpegtran(os.environ.get("PATH"))
 
 
+def jpegtran_for(backend: str) -> str | None:
+    """The ``jpegtran`` a transcode with *backend* may run (None: none is installed).
+
+    Raises
+    ------
+    FileNotFoundError
+        If *backend* is ``"jpegtran"`` and the program is not installed.
+    """
+    exe = find_jpegtran()
+    if backend == "jpegtran" and exe is None:
+        raise FileNotFoundError(
+            "jpegtran not found: install libjpeg-turbo (Debian: libjpeg-turbo-progs, "
+            "conda-forge: libjpeg-turbo) or use backend='pillow' / 'auto'"
+        )
+    return exe
+
+
 @lru_cache(maxsize=8)
 def _which_jpegtran(path: str | None) -> str | None:
     # a search of $PATH per image cost 0.2 ms; a changed $PATH searches again
@@ -338,12 +355,7 @@ def transcode(
         label = name or os.fspath(source)
         path = os.path.abspath(source)  # absolute: a name starting with '-' is not an option
         data = _read_source(source, label)
-    exe = find_jpegtran()
-    if backend == "jpegtran" and exe is None:
-        raise FileNotFoundError(
-            "jpegtran not found: install libjpeg-turbo (Debian: libjpeg-turbo-progs, "
-            "conda-forge: libjpeg-turbo) or use backend='pillow'"
-        )
+    exe = jpegtran_for(backend)
     try:
         with Image.open(io.BytesIO(data)) as im:
             fmt = im.format or "?"
