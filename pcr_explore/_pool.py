@@ -139,11 +139,7 @@ def ordered_map(
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
     it = iter(items)
-    pending: deque[Future[_R]] = deque()
-    for item in it:
-        pending.append(executor.submit(fn, item))
-        if len(pending) >= window:
-            break
+    pending = deque(executor.submit(fn, item) for item in itertools.islice(it, window))
     try:
         while pending:
             result = pending.popleft().result()

@@ -383,12 +383,7 @@ def script_from_record(text: str | None, *, source: str) -> ScanScript:
     if not text:
         return STANDARD
     script = ScanScript.parse(text, source=f"{source}: stored scan script")
-    if script.is_standard:
-        return STANDARD
-    for named in SCRIPTS.values():
-        if named.color == script.color:
-            return named
-    return script
+    return next((named for named in SCRIPTS.values() if named.color == script.color), script)
 
 
 def script_option(script: ScanScript) -> str:
