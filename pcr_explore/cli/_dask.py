@@ -35,26 +35,25 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     from ..encode.distributed import connect, local_cluster
 
     if args.scheduler:
-        client = connect(args.scheduler)
-        try:
-            yield client
-        finally:
-            client.close(timeout=30)
-        return
-    if args.dask_workers is None:
+        client, cluster = connect(args.scheduler), None
+    elif args.dask_workers is None:
         yield None
         return
-    try:
-        cluster, client = local_cluster(workers=args.dask_workers)
-    except ValueError as exc:  # too many for this machine
-        raise ValueError(f"--dask-workers {args.dask_workers}: {exc}") from None
+    else:
+        try:
+            cluster, client = local_cluster(workers=args.dask_workers)
+        except ValueError as exc:  # too many for this machine
+            raise ValueError(f"--dask-workers {args.dask_workers}: {exc}") from None
     try:
         yield client
     finally:
         # bounded: the work is done by now, and a worker that does not answer
         # the close must not keep the command running
-        try:
+        if cluster is None:
             client.close(timeout=30)
-            cluster.close(timeout=30)
-        except Exception as exc:  # noqa: BLE001 - reported, the command's work is done
-            print(f"pcr-explore: the local Dask cluster did not close: {exc}", file=sys.stderr)
+        else:
+            try:
+                client.close(timeout=30)
+                cluster.close(timeout=30)
+            except Exception as exc:  # noqa: BLE001 - reported, the command's work is done
+                print(f"pcr-explore: the local Dask cluster did not close: {exc}", file=sys.stderr)
