@@ -31,13 +31,9 @@ _TJXOPT_COPYNONE = 64
 _TJFLAG_STOPONWARNING = 8192  # a warning (corrupt data) fails, as jpegtran's exit status does
 
 
-class _Region(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_int), ("y", ctypes.c_int), ("w", ctypes.c_int), ("h", ctypes.c_int)]
-
-
 class _Transform(ctypes.Structure):
     _fields_ = [
-        ("r", _Region),
+        ("r", ctypes.c_int * 4),  # the crop region (x, y, w, h): none
         ("op", ctypes.c_int),
         ("options", ctypes.c_int),
         ("data", ctypes.c_void_p),
@@ -49,7 +45,7 @@ class _Transform(ctypes.Structure):
 def _library() -> Any:
     """``libturbojpeg`` with the signatures used here, or None when it is not installed."""
     try:
-        lib = ctypes.CDLL("libturbojpeg.so.0")
+        lib: Any = ctypes.CDLL("libturbojpeg.so.0")  # signatures declared below
     except OSError:
         return None
     lib.tjInitTransform.restype = ctypes.c_void_p
@@ -69,6 +65,13 @@ def _library() -> Any:
     lib.tjFree.argtypes = [ctypes.c_void_p]
     lib.tjGetErrorStr2.restype = ctypes.c_char_p
     lib.tjGetErrorStr2.argtypes = [ctypes.c_void_p]
+    lib.tjDecompressHeader3.restype = ctypes.c_int
+    lib.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + [
+        ctypes.POINTER(ctypes.c_int)
+    ] * 4
+    lib.tjDecompress2.restype = ctypes.c_int
+    lib.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong]
+    lib.tjDecompress2.argtypes += [ctypes.c_void_p] + [ctypes.c_int] * 5
     return lib
 
 
@@ -121,22 +124,6 @@ def read_check(data: bytes, source: str) -> bool:
     return _transform(data, _TJXOPT_NOOUTPUT | _TJXOPT_COPYNONE, source) is not None
 
 
-@cache
-def _decompressor() -> Any:
-    """The library with ``tjDecompressHeader3`` and ``tjDecompress2`` declared, or None."""
-    lib = _library() if available() else None
-    if lib is None:
-        return None
-    lib.tjDecompressHeader3.restype = ctypes.c_int
-    lib.tjDecompressHeader3.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong] + [
-        ctypes.POINTER(ctypes.c_int)
-    ] * 4
-    lib.tjDecompress2.restype = ctypes.c_int
-    lib.tjDecompress2.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_ulong]
-    lib.tjDecompress2.argtypes += [ctypes.c_void_p] + [ctypes.c_int] * 5
-    return lib
-
-
 def decode_checked(
     data: bytes, stored: tuple[int, int], out: tuple[int, int], gray: bool
 ) -> np.ndarray | None:
@@ -149,7 +136,7 @@ def decode_checked(
     missing, the stored size is not *stored*, or libjpeg complains (a caller
     decoding with Pillow then gets its message, naming the problem).
     """
-    lib = _decompressor()
+    lib = _library() if available() else None
     if lib is None:
         return None
     handle = _handle(lib)

@@ -368,12 +368,11 @@ def transcode(
                 im.getexif().get(0x0112, 1) if fmt in ("JPEG", "MPO", "TIFF", "WEBP", "PNG") else 1
             )
             lossless_ok = backend != "pillow" and fmt in ("JPEG", "MPO") and mode in ("L", "RGB")
-            jt = exe if lossless_ok else None
             frames = int(getattr(im, "n_frames", 1) or 1)
             note = f"{fmt} with {frames} frames: the first kept" if frames > 1 else ""
             scans = _scan_flags(script, mode == "L")
-            if jt is not None:
-                out, turned, orientation = _lossless(jt, data, path, scans, orientation, label)
+            if lossless_ok and exe is not None:
+                out, turned, orientation = _lossless(exe, data, path, scans, orientation, label)
                 note = _join(note, turned)
                 return _finish(out, "jpegtran", True, fmt, mode, note, label, script, orientation)
             if fmt in ("JPEG", "MPO") and mode == "CMYK":
