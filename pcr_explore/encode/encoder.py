@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._pool import main_is_importable, ordered_map, worker_pool
+from .._pool import main_is_importable, ordered_map, progress_bar, worker_pool
 from .._public import public
 from ..errors import DatasetError
 from ..jpeg.scan_script import ScanScript, resolve_scan_script, script_from_option, script_option
@@ -464,9 +464,7 @@ class _Run:
         self.entries = dict(done)
         todo = [i for i in range(len(plan.slices)) if i not in done]
         initial = sum(e["end"] - e["start"] for e in done.values())
-        from .._pool import progress_bar as tqdm  # not at the top: readers would pay for it
-
-        bar = tqdm(
+        bar = progress_bar(
             total=len(plan), initial=initial, unit="img", desc="encode", disable=not self.progress
         )
         try:
