@@ -183,32 +183,29 @@ def _encode(args: argparse.Namespace) -> int:
 
 
 def _run_encode(args: argparse.Namespace) -> EncodeSummary:
-    with dask_client(args) as client:
-        return _encode_with(args, client)
-
-
-def _encode_with(args: argparse.Namespace, client: Any) -> EncodeSummary:
     from ..encode.encoder import EncodeOptions, encode_dataset
 
-    return encode_dataset(
-        args.src,
-        args.out,
-        scan_script=args.scan_script,
-        record_size=args.record_size,
-        workers=args.workers,
-        labels=args.labels,
-        seed=args.seed,
-        overwrite=args.overwrite,
-        progress=not args.quiet,
-        client=client,
-        options=EncodeOptions(
-            backend=args.backend,
-            quality=args.quality,
-            parallel="processes" if args.processes else "threads",
-            shuffle=not args.no_shuffle,
-            strict=args.strict,
-        ),
+    options = EncodeOptions(
+        backend=args.backend,
+        quality=args.quality,
+        parallel="processes" if args.processes else "threads",
+        shuffle=not args.no_shuffle,
+        strict=args.strict,
     )
+    with dask_client(args) as client:
+        return encode_dataset(
+            args.src,
+            args.out,
+            scan_script=args.scan_script,
+            record_size=args.record_size,
+            workers=args.workers,
+            labels=args.labels,
+            seed=args.seed,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+            client=client,
+            options=options,
+        )
 
 
 def _inspect(args: argparse.Namespace) -> int:

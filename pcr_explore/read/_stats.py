@@ -184,9 +184,7 @@ class ReadStats:
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        state["_clocks"] = self._clocks
-        return state
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)

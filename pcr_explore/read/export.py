@@ -492,11 +492,6 @@ def _to_folder(
     return files
 
 
-def _locked(out: Path) -> FolderLock:
-    """*out*'s lock (the encoder's): another export into it is refused at once."""
-    return FolderLock(out, doing="export")
-
-
 @public("pcr_explore")
 def export_dataset(
     dataset: PCRDataset | str | os.PathLike[str],
@@ -577,7 +572,7 @@ def export_dataset(
     folder = Path(out)
     _check_out(folder, overwrite)  # before the folder or its lock is made
     folder.mkdir(parents=True, exist_ok=True)
-    with _locked(folder):
+    with FolderLock(folder, doing="export"):  # the encoder's: a second export is refused at once
         old, remove = _earlier_export(folder, overwrite)  # again: now no other export writes
         files, nbytes = _write(ds, k, folder, to, int(shard_bytes), progress, old, remove)
     return ExportSummary(str(folder), to, k, len(ds), len(files), nbytes)

@@ -236,15 +236,13 @@ def measure_reading(
     for _ in range(passes):
         for s in order:
             runs[s].append(read_pass(dataset, s, size, workers=workers, limit=limit))
-    if passes == 1:
-        return ReadingReport(tuple(runs[s][0] for s in order), float(bandwidth), size)
     out = [
         LevelReading(
             s,
             r[0].images,
             r[0].bytes_read,
             statistics.median(x.seconds for x in r),
-            tuple(x.seconds for x in r),
+            tuple(x.seconds for x in r) if passes > 1 else (),
         )
         for s, r in runs.items()
     ]

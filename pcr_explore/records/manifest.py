@@ -8,8 +8,6 @@ folder without one is an unfinished encode.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import unicodedata
 import urllib.parse
@@ -20,7 +18,6 @@ from typing import Any, cast
 from .._public import public
 from ..errors import CorruptRecordError, DatasetError, ScanScriptError
 from ..jpeg.scan_script import ScanScript, script_from_record
-from ..storage._atomic import atomic_write
 from .format import RecordHeader
 
 __all__ = [
@@ -33,7 +30,6 @@ __all__ = [
     "check_manifest",
     "check_header",
     "check_record_name",
-    "write_json_atomic",
 ]
 
 MANIFEST = "manifest.json"
@@ -41,11 +37,6 @@ FORMAT_NAME = "pcr-explore-dataset"
 FORMAT_VERSION = 2
 _READABLE = (1, 2)  # version 1: no scan_script field, the standard script
 NUM_LEVELS = 10  # levels of the standard scan script (the default)
-
-
-def write_json_atomic(path: str | os.PathLike[str], obj: object) -> None:
-    """Write JSON to *path* through a temporary file, fsync and a rename."""
-    atomic_write(path, json.dumps(obj, indent=1) + "\n")
 
 
 _HEX8 = re.compile(r"[0-9a-f]{8}")
