@@ -34,3 +34,14 @@ def bandwidth(text: str) -> float:
         return parse_bytes(text, rate=True)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def int_list(text: str, *, what: str = "levels", example: str = "1,2,5,10") -> list[int]:
+    """Parse ``"1,2,5,10"`` into whole numbers, or tell argparse what was wrong."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected {what} such as {example}, got {text!r}")
+    return values

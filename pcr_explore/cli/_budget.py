@@ -6,18 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from ._args import bandwidth, byte_size, positive_int
+from ._args import bandwidth, byte_size, int_list, positive_int
 from ._dask import dask_client, dask_options
 from ._defaults import DEFAULT_STATISTIC, STATISTICS
-
-
-def _scans(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(k) for k in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected levels such as 1,2,5,10, got {text!r}"
-        ) from None
 
 
 def register(sub: Any) -> None:
@@ -46,7 +37,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--sample", type=positive_int, default=64, help="images in the quality sample")
     p.add_argument(
-        "--scans", type=_scans, default=None, help="levels for gradients and training (1,2,5,10)"
+        "--scans", type=int_list, default=None, help="levels for gradients and training (1,2,5,10)"
     )
     p.add_argument("--size", type=positive_int, default=64, help="training image side, px")
     p.add_argument(

@@ -5,21 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._args import positive_int
+from ._args import int_list, positive_int
 from ._defaults import DEFAULT_DATASET_SAMPLE
-
-
-def _levels(text: str) -> list[int]:
-    """``"1,2,5,10"`` -> [1, 2, 5, 10]."""
-    try:
-        levels = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected levels such as 1,2,5,10, got {text!r}"
-        ) from None
-    if not levels:
-        raise argparse.ArgumentTypeError(f"expected levels such as 1,2,5,10, got {text!r}")
-    return levels
 
 
 def register(sub: Any) -> None:
@@ -43,7 +30,7 @@ def register(sub: Any) -> None:
         metavar="I",
         help="these image indices instead of the first N",
     )
-    p.add_argument("--levels", type=_levels, metavar="K,K,...", help="levels embedded (all)")
+    p.add_argument("--levels", type=int_list, metavar="K,K,...", help="levels embedded (all)")
     p.add_argument("--max-side", type=positive_int, default=512, help="picture size (512 px)")
     p.add_argument("--metric", choices=("mssim", "ssim", "psnr"), default="mssim")
     p.add_argument(

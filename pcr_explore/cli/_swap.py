@@ -20,6 +20,7 @@ import argparse
 import sys
 from typing import Any
 
+from ._args import int_list
 from ._args import positive_int as _positive
 from ._defaults import BUILTIN_MODELS, PROFILES
 
@@ -148,13 +149,7 @@ def run_swap_sim(args: argparse.Namespace) -> int:
 
 
 def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seeds like 0,1,2, got {text!r}") from None
-    if not seeds:
-        raise argparse.ArgumentTypeError("no seed given")
-    return seeds
+    return int_list(text, what="seeds", example="0,1,2")
 
 
 def add_swap_train_parser(subparsers: Any) -> argparse.ArgumentParser:

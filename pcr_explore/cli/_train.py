@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ._args import bandwidth
+from ._args import bandwidth, int_list
 from ._args import positive_int as _positive
 
 __all__ = ["add_train_parsers"]
@@ -24,15 +24,7 @@ def _schedule(text: str) -> Any:
 def _scans(text: str) -> list[int] | str:
     if text.strip() == "auto":
         return "auto"
-    try:
-        levels = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(
-            f"expected levels like 1,2,5,10 or 'auto': {text}"
-        ) from exc
-    if not levels:
-        raise argparse.ArgumentTypeError("no scan level given")
-    return levels
+    return int_list(text, example="1,2,5,10 or 'auto'")
 
 
 def _levels(text: str) -> list[int]:
