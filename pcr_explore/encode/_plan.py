@@ -75,7 +75,6 @@ class EncodePlan:
     src: Path
     names: tuple[str, ...]
     labels: tuple[int, ...]
-    sizes: tuple[int, ...]
     classes: tuple[str, ...]
     slices: tuple[tuple[int, int], ...]
     digest: str
@@ -127,13 +126,11 @@ def make_plan(
         line = f"{it.name}\0{it.label}\0{size}\0{mtime}\n"
         h.update(line.encode("utf-8", "surrogateescape"))  # names are bytes on POSIX
     ordered = [items[j] for j in order]
-    sizes = sizes[order]
     return EncodePlan(
         src=src,
         names=tuple(it.name for it in ordered),
         labels=tuple(class_index.get(it.label or "", -1) for it in ordered),
-        sizes=tuple(int(s) for s in sizes),
         classes=tuple(classes),
-        slices=tuple(cut_records(sizes, record_size)),
+        slices=tuple(cut_records(sizes[order], record_size)),
         digest=h.hexdigest(),
     )
