@@ -21,7 +21,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from ..errors import (
     CorruptRecordError,
@@ -73,7 +73,7 @@ def credentials_to_header(
     if not any(k.lower() == "authorization" for k in headers):  # the caller's own header wins
         headers["Authorization"] = f"Basic {token}"
     options["headers"] = headers
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])), options
+    return strip_credentials(url), options
 
 
 def open_store(

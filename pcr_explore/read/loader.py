@@ -547,9 +547,7 @@ def torch_dataset(
             f"torch_dataset got unexpected keyword(s) {sorted(unknown)}; besides its own it "
             f"takes open_dataset's: {sorted(_OPEN_OPTIONS)}"
         )
-    options.update(open_options)
-    if options.get("cache_max_bytes") is not None and options.get("cache_dir") is None:
-        raise ValueError(f"{url}: cache_max_bytes needs a cache_dir")
+    options.update(open_options)  # open_dataset checks them, with this process's handle
     # a PCRDataset opened with the same keywords serves as this process's handle
     probe = source if isinstance(source, PCRDataset) and options == source.options else None
     if isinstance(schedule, str):

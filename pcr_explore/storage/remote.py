@@ -375,26 +375,24 @@ class HTTPStore:
 
         return with_retries(self.policy, once, path, on_retry=self._count_retry, until=until)
 
+    def _status(self, path: str) -> tuple[int, str]:
+        """The status and ``Content-Type`` of one HEAD of *path* (status 0: no answer)."""
+        try:
+            resp = self._open("HEAD", path, {}, _until(self.policy))
+        except (_Retry, RemoteReadError):
+            return 0, ""
+        return resp.status, resp.headers.get("Content-Type", "")
+
     def isfile(self, path: str) -> bool:
         """Whether a HEAD of *path* answers like a file (never for a folder URL)."""
         if path.endswith("/"):
             return False
-        try:
-            resp = self._open("HEAD", path, {}, _until(self.policy))
-        except (_Retry, RemoteReadError):
-            return False
-        html = resp.headers.get("Content-Type", "").startswith("text/html")
-        return resp.status == 200 and not html
+        status, kind = self._status(path)
+        return status == 200 and not kind.startswith("text/html")
 
     def exists(self, path: str) -> bool:
         """Whether a HEAD of *path* (or of *path* + ``/``) answers below 400."""
-        for p in (path, path.rstrip("/") + "/"):
-            try:
-                if self._open("HEAD", p, {}, _until(self.policy)).status < 400:
-                    return True
-            except (_Retry, RemoteReadError):
-                pass
-        return False
+        return any(0 < self._status(p)[0] < 400 for p in (path, path.rstrip("/") + "/"))
 
     def ls(self, path: str, detail: bool = False) -> list[str]:
         """HTTP has no listing.
