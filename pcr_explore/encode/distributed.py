@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .._checks import check_count
 from .._pool import cluster_threads, require_distributed
 from .._public import public
 from ..errors import DatasetError, WorkerError
@@ -64,8 +65,7 @@ def local_cluster(*, workers: int, threads_per_worker: int = 1) -> tuple[Any, An
         If ``pcr-explore[dask]`` is not installed.
     """
     distributed = require_distributed("encoding")
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"dask workers must be at least 1, got {workers!r}")
+    workers = check_count(workers, "dask workers")
     if workers > max_local_workers():
         raise ValueError(
             f"at most {max_local_workers()} local worker processes ({WORKERS_PER_CPU} per CPU; "

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .._checks import check_count
 from .._pool import main_is_importable, ordered_map, progress_bar, worker_pool
 from .._public import public
 from ..errors import DatasetError
@@ -410,8 +411,8 @@ def _check_options(
         raise ValueError(f"parallel must be 'threads' or 'processes', got {parallel!r}")
     if isinstance(record_size, bool) or not isinstance(record_size, int) or record_size < 1:
         raise ValueError(f"record_size must be a positive number of bytes, got {record_size!r}")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise ValueError(f"workers must be at least 1, got {workers!r}")
+    if workers is not None:
+        check_count(workers, "workers")
     jpegtran_for(backend)  # a missing program fails here, not as every source skipped
 
 
