@@ -190,9 +190,6 @@ class PCRDataset:
         """The local prefix cache (None: every read goes to the store)."""
         return self._fetch.cache
 
-    def _path(self, r: int) -> str:
-        return posixpath.join(self._root, self.records[r].file)
-
     def header(self, r: int) -> RecordHeader:
         """The parsed header of record *r* (read once, then cached)."""
         h = self._headers.get(r)
@@ -226,17 +223,13 @@ class PCRDataset:
     def _parse(
         self, r: int, buf: bytes, scan: int | None, verify: bool
     ) -> tuple[RecordHeader, RecordPrefix | None]:
-        header = self._headers.get(r)
+        header, path = self._headers.get(r), self._fetch.path(r)
         if header is None:
-            n = self.records[r].header_bytes
-            header = parse_header(buf, self._path(r), expected_len=n)
-            self._check_header(r, header)
+            header = parse_header(buf, path, expected_len=self.records[r].header_bytes)
+            check_header(self.records[r], header, path, self.classes, self.scan_script)
         if scan is None:
             return header, None
-        return header, parse_prefix(buf, self._path(r), scan, header, verify=verify)
-
-    def _check_header(self, r: int, h: RecordHeader) -> None:
-        check_header(self.records[r], h, self._path(r), self.classes, self.scan_script)
+        return header, parse_prefix(buf, path, scan, header, verify=verify)
 
     @property
     def names(self) -> list[str]:
@@ -324,7 +317,7 @@ class PCRDataset:
         n = self.records[r].images
         if not 0 <= start < stop <= n:
             raise IndexError(
-                f"{self._path(r)}: the image range {start}:{stop} is empty or not within its "
+                f"{self._fetch.path(r)}: the image range {start}:{stop} is empty or not within its "
                 f"{n} images"
             )
         if (start, stop) == (0, n) or self.cache is not None:
@@ -437,7 +430,9 @@ class PCRDataset:
         """
         r, j = self.locate(i)
         o = int(self.header(r).orientations[j])  # turned upright after decoding
-        return decode_upright(self.jpeg_bytes(i, scan), size, o, source=f"{self._path(r)}[{j}]")
+        return decode_upright(
+            self.jpeg_bytes(i, scan), size, o, source=f"{self._fetch.path(r)}[{j}]"
+        )
 
     def iter_jpeg(
         self,

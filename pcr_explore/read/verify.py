@@ -9,7 +9,7 @@ non-zero on any problem.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .._public import public
@@ -53,14 +53,7 @@ class VerifyReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields plus ``ok``."""
-        return {
-            "path": self.path,
-            "ok": self.ok,
-            "records": self.records,
-            "images": self.images,
-            "problems": list(self.problems),
-            "extra_files": list(self.extra_files),
-        }
+        return {"path": self.path, "ok": self.ok, **asdict(self)}  # ok right after the path
 
     def __str__(self) -> str:
         head = (
