@@ -320,22 +320,26 @@ def _tar_samples(url: str) -> Iterator[Sample]:
 # -- Parquet and Hugging Face ----------------------------------------------
 
 
-def _label_column(label: str | None, columns: Sequence[str], where: str) -> str | None:
-    """The label column to read: None for no labels.
+def _columns(
+    image: str, label: str | None, columns: Sequence[str], where: str
+) -> tuple[str | None, list[str]]:
+    """The label column to read (None for no labels), and the columns to read.
 
     Raises
     ------
     DatasetError
-        If the caller named a column (other than the default) that is not there.
+        If *image* is not a column, or the caller named a label column
+        (other than the default) that is not there.
     """
-    if label is None or label in columns:
-        return label
-    if label == DEFAULT_LABEL_COLUMN:
-        return None
-    raise DatasetError(
-        f"{where}: no label column {label!r} (columns: {', '.join(columns)}); "
-        "name one of these, or pass label_column=None for unlabelled images"
-    )
+    if image not in columns:
+        raise DatasetError(f"{where}: no column {image!r} (columns: {list(columns)})")
+    use_label = None if label == DEFAULT_LABEL_COLUMN and label not in columns else label
+    if use_label is not None and use_label not in columns:
+        raise DatasetError(
+            f"{where}: no label column {label!r} (columns: {', '.join(columns)}); "
+            "name one of these, or pass label_column=None for unlabelled images"
+        )
+    return use_label, [image] + ([use_label] if use_label and use_label != image else [])
 
 
 def _image_bytes(value: Any, where: str, *, read_path: bool = False) -> bytes:
@@ -398,11 +402,7 @@ def _parquet_samples(path: str, image: str, label: str | None) -> Iterator[Sampl
     try:
         with f:
             pf = pq.ParquetFile(f)
-            columns = pf.schema_arrow.names
-            if image not in columns:
-                raise DatasetError(f"{path}: no column {image!r} (columns: {columns})")
-            use_label = _label_column(label, columns, path)
-            wanted = [image] + ([use_label] if use_label and use_label != image else [])
+            use_label, wanted = _columns(image, label, pf.schema_arrow.names, path)
             # a few rows at a time: a file's images are never all in memory at once
             for batch in pf.iter_batches(batch_size=16, columns=wanted):
                 for rec in batch.to_pylist():
@@ -425,11 +425,8 @@ def _hf_samples(ds: Any, image: str, label: str | None) -> Iterator[Sample]:
         from datasets import Image as HFImage
     except ImportError as exc:  # pragma: no cover - a datasets object implies the package
         raise MissingExtraError("reading a datasets.Dataset needs datasets") from exc
-    if image not in ds.column_names:
-        raise DatasetError(f"the dataset: no column {image!r} (columns: {ds.column_names})")
-    use_label = _label_column(label, ds.column_names, "the dataset")
+    use_label, wanted = _columns(image, label, ds.column_names, "the dataset")
     names = getattr(ds.features.get(use_label), "names", None) if use_label else None
-    wanted = [image] + ([use_label] if use_label and use_label != image else [])
     try:  # bytes or path as stored, not decoded pixels
         raw = ds.select_columns(wanted).cast_column(image, HFImage(decode=False))
     except (pa.ArrowException, ValueError, TypeError) as exc:
