@@ -45,7 +45,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from PIL import Image
@@ -293,19 +293,15 @@ def _resolve(key: str, origin: str) -> _Backend | None:
     return None
 
 
-_MISSING: Any = object()
-
-
 def _backend_for(key: str, origin: str, *, fresh: bool = False) -> _Backend | None:
     """The backend for *key*, loaded (and for "auto" probed) once per process unless *fresh*."""
-    got = _MISSING if fresh else _resolved.get(key, _MISSING)  # the hot path: no lock
-    if got is not _MISSING:
-        return cast("_Backend | None", got)
+    if not fresh:
+        with contextlib.suppress(KeyError):  # the hot path: no lock
+            return _resolved[key]
     with _resolving:
-        got = _MISSING if fresh else _resolved.get(key, _MISSING)
-        if got is _MISSING:
-            got = _resolved[key] = _resolve(key, origin)
-        return cast("_Backend | None", got)
+        if fresh or key not in _resolved:
+            _resolved[key] = _resolve(key, origin)
+        return _resolved[key]
 
 
 def backend_named(decoder: str | None) -> _Backend | None:
