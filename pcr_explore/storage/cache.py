@@ -156,20 +156,6 @@ def cache_folder(cache_dir: str | os.PathLike[str], url: str) -> Path:
     return Path(cache_dir) / hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
 
 
-def _level(bounds: Sequence[int], size: int) -> int | None:
-    """The highest level whose boundary a prefix of *size* bytes reaches (None: not the header).
-
-    *bounds* are where the header (level 0) and scan groups 1..S end.
-
-    Examples
-    --------
-    >>> _level((100, 300, 300, 900), 300), _level((100, 300, 300, 900), 899), _level((100,), 5)
-    (2, 2, None)
-    """
-    held = [k for k, b in enumerate(bounds) if b <= size]
-    return held[-1] if held else None
-
-
 class PrefixCache:
     """Record prefixes of one dataset on local disk.
 
@@ -249,7 +235,7 @@ class PrefixCache:
 
     def _open(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        if _source_of(self.folder) != self._digest:
+        if _source(self.folder, "manifest_sha256") != self._digest:
             keep = set(self._names)
             for name, _, _ in _prefix_files(self.folder):
                 if name not in keep:
@@ -433,7 +419,7 @@ class PrefixCache:
         """
         assert self.max_bytes is not None
         folder, keep = self.folder.name, self._names[r]
-        level = _level(self._bounds[r], end) or 0
+        level = max(0, bisect.bisect_right(self._bounds[r], end) - 1)  # the highest it reaches
         top = len(self._bounds[r]) - 1
         over = ix.total(db) - start + end - self.max_bytes
         while over > 0 and level < top:
@@ -564,16 +550,11 @@ def _least(bounds: Sequence[Sequence[int]], r: int | None, size: int) -> int | N
     return None if r is None or r >= len(bounds) else bisect.bisect_left(bounds[r], size)
 
 
-def _read_json(path: Path) -> Any:
-    """The JSON in *path*, not following a link (ValueError or OSError: none)."""
-    with os.fdopen(os.open(path, os.O_RDONLY | _NOFOLLOW), "rb") as f:
-        return json.loads(f.read(1 << 16))
-
-
-def _source_of(folder: Path) -> str | None:
-    """The manifest digest in *folder*'s ``source.json`` (None: none readable)."""
+def _source(folder: Path, key: str) -> str | None:
+    """Field *key* of *folder*'s ``source.json``, not following a link (None: none readable)."""
     try:
-        return str(_read_json(folder / _SOURCE)["manifest_sha256"])
+        with os.fdopen(os.open(folder / _SOURCE, os.O_RDONLY | _NOFOLLOW), "rb") as f:
+            return str(json.loads(f.read(1 << 16))[key])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -588,11 +569,10 @@ def _datasets(cache_dir: Path) -> list[tuple[Path, str]]:
     for d in children:
         if not _FOLDER.fullmatch(d.name) or d.is_symlink() or not d.is_dir():
             continue
-        try:
-            url = _read_json(d / _SOURCE)["url"]
-        except (OSError, ValueError, KeyError, TypeError):
+        url = _source(d, "url")
+        if url is None:
             continue  # not ours: never touched
-        out.append((d, strip_credentials(str(url))))  # an older version wrote it as given
+        out.append((d, strip_credentials(url)))  # an older version wrote it as given
     return out
 
 
