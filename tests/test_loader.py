@@ -16,7 +16,7 @@ from _pcr_data import digest, random_dataset
 from pcr_explore import CorruptRecordError, RemoteReadError
 from pcr_explore.encode.encoder import encode_dataset
 from pcr_explore.jpeg import decode
-from pcr_explore.read.loader import batch_counts, record_shard
+from pcr_explore.read.loader import batch_counts
 from pcr_explore.read.pipeline import RecordSpan
 from pcr_explore.read.reader import open_dataset
 
@@ -30,18 +30,6 @@ def two_records(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = random_dataset(tmp_path_factory.mktemp("loader") / "ds", images=24, records=2)
     assert len(open_dataset(str(out)).records) == 2
     return out
-
-
-@pytest.mark.parametrize("seed", [None, 3])
-def test_shards_partition_the_records(seed: int | None) -> None:
-    shards = [record_shard(11, s, 4, seed) for s in range(4)]
-    flat = sorted(r for sh in shards for r in sh)
-    assert flat == list(range(11))
-    assert all(len(sh) in (2, 3) for sh in shards)
-    if seed is not None:
-        assert [r for sh in zip(*shards) for r in sh] != list(range(8))
-    with pytest.raises(ValueError, match="shard 4 out of range"):
-        record_shard(11, 4, 4, None)
 
 
 def test_torch_dataset_reads_every_image_once(photo_folder: Path, tmp_path: Path) -> None:

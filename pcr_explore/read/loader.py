@@ -84,7 +84,7 @@ from ._tally import Reporter, WorkerTally
 from .reader import PCRDataset, open_dataset
 from .schedule import ScanSchedule
 
-__all__ = ["record_shard", "batch_counts", "PCRIterableDataset", "torch_dataset"]
+__all__ = ["batch_counts", "PCRIterableDataset", "torch_dataset"]
 
 # what torch_dataset passes on to open_dataset, in this process and in every worker
 _OPEN_OPTIONS = frozenset(
@@ -106,19 +106,6 @@ def _content_digest(ds: PCRDataset) -> str:
     ]
     text = json.dumps([ds.num_scans, list(ds.classes), entries], separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def record_shard(
-    num_records: int, shard: int, num_shards: int, epoch_seed: int | None
-) -> list[int]:
-    """The records shard *shard* of *num_shards* reads whole, in order (``whole_records=True``).
-
-    With *epoch_seed* the record order is shuffled identically on every shard
-    before it is dealt out, so shards never overlap and together cover all
-    records.
-    """
-    rng = None if epoch_seed is None else np.random.default_rng(epoch_seed)
-    return pipeline.shard(pipeline.record_order(num_records, rng), shard, num_shards)
 
 
 def _to_chw_tensor(arr: np.ndarray) -> Any:
@@ -284,12 +271,12 @@ class PCRIterableDataset(Resumable):
         dataset's choice) deals whole records instead of equal slices.
         """
         whole = self.whole_records if whole_records is None else whole_records
-        epoch_seed = self.seed + epoch if self.shuffle else None
-        if whole:
-            records = record_shard(self.num_records, shard, num_shards, epoch_seed)
-            return [(r, 0, self._record_images[r]) for r in records]
-        rng = None if epoch_seed is None else np.random.default_rng(epoch_seed)
+        # the same record order on every shard, so that shards never overlap
+        rng = np.random.default_rng(self.seed + epoch) if self.shuffle else None
         order = pipeline.record_order(self.num_records, rng)
+        if whole:
+            records = pipeline.shard(order, shard, num_shards)
+            return [(r, 0, self._record_images[r]) for r in records]
         return pipeline.image_shard(self._record_images, order, shard, num_shards)
 
     def _shard_rng(self, epoch: int, shard: int) -> np.random.Generator | None:
