@@ -404,6 +404,11 @@ def _member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
+def _cannot_write(exc: OSError, name: str, how: str, where: Path) -> OSError:
+    """*exc* as an error naming the file *where* and the image *name* it was writing."""
+    return OSError(exc.errno, f"cannot write image {name} {how}: {exc.strerror or exc}", str(where))
+
+
 def _sample(tar: tarfile.TarFile, key: str, data: bytes, meta: dict[str, Any], where: Path) -> None:
     """Add one image's members to *tar*; an error names the image and the shard (*where*)."""
     name = meta["name"]
@@ -413,9 +418,7 @@ def _sample(tar: tarfile.TarFile, key: str, data: bytes, meta: dict[str, Any], w
             _member(tar, f"{key}.cls", str(meta["label"]).encode())
         _member(tar, f"{key}.json", json.dumps(meta).encode())
     except OSError as exc:
-        raise OSError(
-            exc.errno, f"cannot write image {name} into it: {exc.strerror or exc}", str(where)
-        ) from exc
+        raise _cannot_write(exc, name, "into it", where) from exc
     except (ValueError, tarfile.TarError) as exc:
         raise DatasetError(f"{name}: cannot be written to {where}: {exc}") from exc
 
@@ -482,11 +485,7 @@ def _to_folder(
         try:
             _write_new(stage / paths[i], data)
         except OSError as exc:
-            raise OSError(
-                exc.errno,
-                f"cannot write image {name} there: {exc.strerror or exc}",
-                str(out / paths[i]),
-            ) from exc
+            raise _cannot_write(exc, name, "there", out / paths[i]) from exc
         files.append(paths[i])
         bar.update(1)
     return files
