@@ -258,14 +258,9 @@ def _read(args: argparse.Namespace) -> int:
 
 def _sample(args: argparse.Namespace) -> int:
     from ..encode.sample import build_sample
+    from ..read.reader import open_dataset
 
     pcr = build_sample(args.out, progress=not args.quiet)
     print(f"sample dataset: {pcr}")
-    ns = argparse.Namespace(
-        path=str(pcr),
-        json=False,
-        timeout=DEFAULT_TIMEOUT,
-        retries=DEFAULT_RETRIES,
-        deadline=DEFAULT_DEADLINE,
-    )
-    return _inspect(ns)
+    print(open_dataset(str(pcr)).summary())
+    return 0
