@@ -212,10 +212,7 @@ def _inspect(args: argparse.Namespace) -> int:
     from .._json import to_json
 
     info = _open(args).summary()
-    if args.json:
-        print(to_json(info.to_dict()))
-    else:
-        print(info)
+    print(to_json(info.to_dict()) if args.json else info)  # as verify prints its report
     return 0
 
 
