@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from ...errors import MissingExtraError
 
 INSTALL = "pip install 'pcr-explore[torch]'"
@@ -93,6 +91,8 @@ def numpy_dtype(t: Any) -> str:
     bfloat16, which numpy lacks, as float16 (the same width), bool as uint8,
     and what numpy cannot hold as a number (complex, float8) as float32.
     """
+    import numpy as np  # here: the command line's help imports this module, and no numpy
+
     name = str(t.dtype).removeprefix("torch.")
     name = {"bfloat16": "float16", "bool": "uint8"}.get(name, name)
     try:
