@@ -26,7 +26,10 @@ kernel tests build it) is shown once in Notebook 7 and once in marimo, each in i
 own cell of one notebook or app: it draws (an SVG chart or a loaded picture), its
 first range slider takes ArrowRight and the kernel's trait follows (Notebook 7: asked
 without running a cell; marimo: a cell writing the trait runs again), no error but
-the host's own, and axe-core finds nothing serious or critical in it. JupyterLab
+the host's own, and axe-core finds nothing serious or critical in it; that at
+1280x720, then the page is reloaded at 1440x900 and every explorer draws again
+with each first slider where ArrowRight left it (Notebook 7: saved, same kernel;
+marimo: ``marimo edit`` keeps the session). JupyterLab
 shows them in their own tests (``test_browser_02``, ``_03``, ``_05``, ``_scripts``,
 ``_scan_panel``).
 
@@ -634,6 +637,19 @@ def _wait_kernel_changed(page: Any, expression: str, before: str) -> str:
     return str(found.json_value())
 
 
+def _nb7_drawn(page: Any, cell: int, o: Other) -> Any:
+    """Bring cell *cell* into the page and wait until its explorer *o* has drawn; its root."""
+    # the notebook keeps only the cells near the view in the page
+    page.evaluate(
+        "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')", cell
+    )
+    root = page.locator(f".pcr-explorer.{o.root}").first
+    root.wait_for(timeout=_budget.ms())
+    root.scroll_into_view_if_needed()
+    page.wait_for_function(OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms())
+    return root
+
+
 def test_notebook7_every_other_explorer(
     browser: Any,
     nb7: Notebook7,
@@ -641,7 +657,11 @@ def test_notebook7_every_other_explorer(
     stand_in: SplitDatasets,
     nb7_own_errors: list[str],
 ) -> None:
-    """Notebook 7: every other explorer draws, takes ArrowRight (the kernel follows); axe-core."""
+    """Notebook 7: every other explorer draws, takes ArrowRight (the kernel follows); axe-core.
+
+    Then the notebook is saved and reloaded at the other size (the same kernel): each
+    explorer draws again, its first slider where ArrowRight left it.
+    """
     shown = others(sample, stand_in)
     cells = [OTHERS_IMPORTS + "from pcr_explore.train import train_at_levels"]
     cells += [f"{o.name} = {o.code}\n{o.name}" for o in shown]
@@ -651,22 +671,23 @@ def test_notebook7_every_other_explorer(
         _jupyter_open(page, nb7.url("nb7_others.ipynb"))
         try:
             run_all(page)
+            moved = {}
             for cell, o in enumerate(shown, start=1):
-                # the notebook keeps only the cells near the view in the page
-                page.evaluate(
-                    "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')",
-                    cell,
-                )
-                root = page.locator(f".pcr-explorer.{o.root}").first
-                root.wait_for(timeout=_budget.ms())
-                root.scroll_into_view_if_needed()
-                page.wait_for_function(OTHER_DRAWN, arg=root.element_handle())
+                root = _nb7_drawn(page, cell, o)
                 if cell == 1:
                     s.shot(root, "_others")
                 check_axe(page, root, f"{s.name} {o.name}")
                 before = kernel_value(page, f"{o.name}.{o.trait}")
-                value = press_arrow_right(page, root)
+                moved[o.name] = value = press_arrow_right(page, root)
                 check_trait(o, value, _wait_kernel_changed(page, f"{o.name}.{o.trait}", before))
+            page.set_viewport_size(SIZES[0])
+            _jupyter_save_and_reload(page)
+            for cell, o in enumerate(shown, start=1):
+                root = _nb7_drawn(page, cell, o)
+                if cell == 1:
+                    s.shot(root, "_others_reloaded")
+                slider = root.locator("input[type=range]").first
+                expect(slider).to_have_value(moved[o.name], timeout=_budget.ms())
         finally:
             _shut_kernel(page)
         assert new_errors(s, nb7_own_errors) == [], s.errors
@@ -704,7 +725,11 @@ def test_marimo_every_other_explorer(
     stand_in: SplitDatasets,
     marimo_own_errors: list[str],
 ) -> None:
-    """marimo: every other explorer draws, takes ArrowRight (the kernel follows); axe-core."""
+    """marimo: every other explorer draws, takes ArrowRight (the kernel follows); axe-core.
+
+    Then the page is reloaded at the other size (``marimo edit`` keeps the session): every
+    explorer draws again, its first slider where ArrowRight left it.
+    """
     shown = others(sample, stand_in)
     tmp = tmp_path_factory.mktemp("marimo_others")
     app = tmp / "others_app.py"
@@ -714,6 +739,7 @@ def test_marimo_every_other_explorer(
             with session(browser, "marimo_others", SIZES[1]) as s:
                 page = s.page
                 _marimo_open(page, server)
+                moved = {}
                 for i, o in enumerate(shown):
                     root = page.locator(f".pcr-explorer.{o.root}").first
                     root.wait_for(timeout=_budget.ms())
@@ -727,10 +753,23 @@ def test_marimo_every_other_explorer(
                     # the value written, not the cell's code in the editor
                     said = page.get_by_text(re.compile(rf"^kernel {o.name} {o.trait}: [-.\d]+$"))
                     before = said.text_content(timeout=_budget.ms())
-                    value = press_arrow_right(page, root)
+                    moved[o.name] = value = press_arrow_right(page, root)
                     # the cell ran again (its output may be a new element: the locator re-finds it)
                     expect(said).not_to_have_text(before or "", timeout=_budget.ms())
                     check_trait(o, value, said.text_content().split(": ", 1)[1])
+                page.set_viewport_size(SIZES[0])
+                page.reload(wait_until="domcontentloaded", timeout=_budget.ms())
+                for i, o in enumerate(shown):
+                    root = page.locator(f".pcr-explorer.{o.root}").first
+                    root.wait_for(timeout=_budget.ms())
+                    root.scroll_into_view_if_needed()
+                    page.wait_for_function(
+                        OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms()
+                    )
+                    if i == 0:
+                        s.shot(root, "_others_reloaded")
+                    slider = root.locator("input[type=range]").first
+                    expect(slider).to_have_value(moved[o.name], timeout=_budget.ms())
                 assert new_errors(s, marimo_own_errors) == [], s.errors
         finally:
             print(f"--- marimo log ---\n{server.log.read_text()[-3000:]}")
