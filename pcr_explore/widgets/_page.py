@@ -1,4 +1,4 @@
-"""What an explorer puts into the notebook page besides itself (its picture); show() for Bokeh figures."""
+"""What an explorer puts into the notebook page besides itself (its picture); show() for Bokeh."""
 
 from __future__ import annotations
 
