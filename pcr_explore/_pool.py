@@ -56,17 +56,20 @@ def main_is_importable() -> bool:
 
 def _alive(pid: int) -> bool:
     """Whether *pid* runs (a killed process waiting to be reaped does not)."""
-    if not os.path.isdir("/proc"):  # macOS, say: ask the kernel directly
-        try:
-            os.kill(pid, 0)
-        except (ProcessLookupError, PermissionError):  # gone, or the pid is another user's now
-            return False
-        return True
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):  # gone
+    except FileNotFoundError:
+        if os.path.exists("/proc/self/stat"):  # a /proc that lists this process: pid is gone
+            return False
+    except (OSError, IndexError):  # a /proc this process may not read: ask the kernel
+        pass
+    # no /proc (macOS), an empty one (FreeBSD) or an unreadable one
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or the pid is another user's now
         return False
+    return True
 
 
 @contextmanager
