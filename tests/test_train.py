@@ -327,6 +327,9 @@ def test_result_json_table_plot_and_time_to_accuracy(run, tmp_path: Path) -> Non
         )
     )
     assert full.time_to_accuracy(1.01) is None
+    best = int(np.argmax(full.val_accuracy))
+    assert full.bytes_to_accuracy(full.best_val_accuracy) == int(full.cumulative_bytes()[best])
+    assert full.bytes_to_accuracy(1.01) is None
     assert run.speedup(0.95)["scan 10"] == pytest.approx(1.0)
     html = run._repr_html_()
     assert "scan 1" in html and "scan 10" in html and "<table>" in html

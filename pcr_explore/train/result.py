@@ -123,6 +123,10 @@ class LevelRun:
         """Training seconds by the end of each epoch (see :meth:`EpochStats.seconds`)."""
         return np.cumsum([e.seconds(pipelined) for e in self.epochs], dtype=np.float64)
 
+    def _first_epoch_at(self, target: float) -> int | None:
+        hits = np.flatnonzero(self.val_accuracy >= target)
+        return int(hits[0]) if len(hits) else None
+
     def time_to_accuracy(self, target: float, *, pipelined: bool = False) -> float | None:
         """Training seconds until validation accuracy first reaches *target*.
 
@@ -138,8 +142,13 @@ class LevelRun:
         float or None
             None when no epoch reached *target*.
         """
-        hits = np.flatnonzero(self.val_accuracy >= target)
-        return float(self.cumulative_seconds(pipelined)[hits[0]]) if len(hits) else None
+        i = self._first_epoch_at(target)
+        return None if i is None else float(self.cumulative_seconds(pipelined)[i])
+
+    def bytes_to_accuracy(self, target: float) -> int | None:
+        """Bytes read until validation accuracy first reaches *target* (None: never)."""
+        i = self._first_epoch_at(target)
+        return None if i is None else int(self.cumulative_bytes()[i])
 
     def to_dict(self) -> dict[str, Any]:
         """The run as a JSON-ready dict."""
