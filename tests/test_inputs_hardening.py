@@ -476,3 +476,19 @@ def test_cls_text_that_is_not_an_ascii_integer_is_an_error(tmp_path: Path, jpg: 
         shard = _tar(tmp_path / f"s{i}.tar", [("a.jpg", jpg), ("a.cls", text.encode())])
         with pytest.raises(DatasetError, match=rf"s{i}\.tar: a\.cls"):
             _encode(shard, tmp_path / "ds")
+
+
+def test_ranges_too_large_together_are_refused_before_any_is_expanded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four ranges of a million names each: braceexpand would hold all four million names
+    before yielding one, so the pattern is refused without calling it."""
+    import braceexpand
+
+    def never(pattern: str) -> None:
+        raise AssertionError(f"braceexpand called on {pattern}")
+
+    monkeypatch.setattr(braceexpand, "braceexpand", never)
+    pattern = "s-{000000..999999}-{000000..999999}-{000000..999999}-{000000..999999}.tar"
+    with pytest.raises(DatasetError, match=r"ranges hold 4,000,000 names together"):
+        _braces.expand(pattern)

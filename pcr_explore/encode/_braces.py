@@ -2,10 +2,11 @@
 
 ``braceexpand`` turns every range of a pattern into a tuple before it yields
 the first name (``itertools.product`` does), so a typo such as
-``{0000000000..9999999999}`` would fill memory. :func:`expand` refuses any
-integer range of more than ``MAX_SHARDS`` names before expanding (letter
-ranges hold 52 at most), then stops the expansion at ``MAX_SHARDS + 1``
-names, so a product of smaller ranges is refused too.
+``{0000000000..9999999999}`` would fill memory. :func:`expand` refuses, before
+expanding, any integer range of more than ``MAX_SHARDS`` names and integer
+ranges holding more than ``MAX_SHARDS`` names together (letter ranges hold
+52 at most), then stops the expansion at ``MAX_SHARDS + 1`` names, so a
+product of smaller ranges is refused too.
 """
 
 from __future__ import annotations
@@ -50,11 +51,17 @@ def expand(pattern: str) -> list[str]:
     """
     from braceexpand import braceexpand
 
+    sizes = []
     for first, last, step in _INT_RANGE.findall(pattern):
         # len(range(...)) by arithmetic: the bounds may pass sys.maxsize
-        n = abs(int(last) - int(first)) // (int(step or 1) or 1) + 1
-        if n > MAX_SHARDS:
-            raise _too_many(pattern, n)
+        sizes.append(abs(int(last) - int(first)) // (int(step or 1) or 1) + 1)
+        if sizes[-1] > MAX_SHARDS:
+            raise _too_many(pattern, sizes[-1])
+    if sum(sizes) > MAX_SHARDS:  # braceexpand would hold every range's names at once
+        raise DatasetError(
+            f"{pattern}: the brace pattern's ranges hold {sum(sizes):,} names together, "
+            f"more than the {MAX_SHARDS:,} shards allowed; check its ranges"
+        )
     try:
         names = list(itertools.islice(braceexpand(pattern), MAX_SHARDS + 1))
     except (ValueError, RecursionError) as exc:  # UnbalancedBracesError is a ValueError
