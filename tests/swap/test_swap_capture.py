@@ -53,3 +53,17 @@ def test_torch_capture_names_the_extra_when_missing():
                 pass
     else:
         pytest.skip("torch is installed")
+
+
+def test_a_recorded_dtype_keeps_the_tensors_width() -> None:
+    """bfloat16, bool, complex and the float8 types get a numpy name of their own width."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from pcr_explore.swap.capture._torch_ops import numpy_dtype
+
+    names = ["float32", "bfloat16", "bool", "int16", "complex64", "complex128", "float8_e4m3fn"]
+    for name in [n for n in names if hasattr(torch, n)]:
+        t = torch.zeros(3, dtype=getattr(torch, name))
+        assert np.dtype(numpy_dtype(t)).itemsize == t.element_size(), name
+    assert numpy_dtype(torch.zeros(1, dtype=torch.bfloat16)) == "float16"

@@ -88,17 +88,20 @@ def zero_count(torch: ModuleType, t: Any) -> int:
 def numpy_dtype(t: Any) -> str:
     """The numpy dtype name a trace records for *t*.
 
-    bfloat16, which numpy lacks, as float16 (the same width), bool as uint8,
-    and what numpy cannot hold as a number (complex, float8) as float32.
+    Always one of the same width, so that byte counts hold: bfloat16, which
+    numpy lacks, as float16, bool as uint8, and any other type numpy cannot
+    name (the float8 ones, say) as the unsigned integer of its width.
     """
     import numpy as np  # here: the command line's help imports this module, and no numpy
 
     name = str(t.dtype).removeprefix("torch.")
     name = {"bfloat16": "float16", "bool": "uint8"}.get(name, name)
     try:
-        return name if np.dtype(name).kind in "fiu" else "float32"
+        if np.dtype(name).kind in "fiuc":
+            return name
     except TypeError:
-        return "float32"
+        pass
+    return f"uint{8 * t.element_size()}"
 
 
 def host_copy(torch: ModuleType, t: Any) -> Any:
