@@ -637,17 +637,22 @@ def _wait_kernel_changed(page: Any, expression: str, before: str) -> str:
     return str(found.json_value())
 
 
+def _drawn(page: Any, o: Other) -> Any:
+    """Wait until the explorer *o* is in the page and has drawn, in view; its root."""
+    root = page.locator(f".pcr-explorer.{o.root}").first
+    root.wait_for(timeout=_budget.ms())
+    root.scroll_into_view_if_needed()
+    page.wait_for_function(OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms())
+    return root
+
+
 def _nb7_drawn(page: Any, cell: int, o: Other) -> Any:
     """Bring cell *cell* into the page and wait until its explorer *o* has drawn; its root."""
     # the notebook keeps only the cells near the view in the page
     page.evaluate(
         "i => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'start')", cell
     )
-    root = page.locator(f".pcr-explorer.{o.root}").first
-    root.wait_for(timeout=_budget.ms())
-    root.scroll_into_view_if_needed()
-    page.wait_for_function(OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms())
-    return root
+    return _drawn(page, o)
 
 
 def test_notebook7_every_other_explorer(
@@ -741,12 +746,7 @@ def test_marimo_every_other_explorer(
                 _marimo_open(page, server)
                 moved = {}
                 for i, o in enumerate(shown):
-                    root = page.locator(f".pcr-explorer.{o.root}").first
-                    root.wait_for(timeout=_budget.ms())
-                    root.scroll_into_view_if_needed()
-                    page.wait_for_function(
-                        OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms()
-                    )
+                    root = _drawn(page, o)
                     if i == 0:
                         s.shot(root, "_others")
                     check_axe(page, root, f"{s.name} {o.name}")
@@ -760,12 +760,7 @@ def test_marimo_every_other_explorer(
                 page.set_viewport_size(SIZES[0])
                 page.reload(wait_until="domcontentloaded", timeout=_budget.ms())
                 for i, o in enumerate(shown):
-                    root = page.locator(f".pcr-explorer.{o.root}").first
-                    root.wait_for(timeout=_budget.ms())
-                    root.scroll_into_view_if_needed()
-                    page.wait_for_function(
-                        OTHER_DRAWN, arg=root.element_handle(), timeout=_budget.ms()
-                    )
+                    root = _drawn(page, o)
                     if i == 0:
                         s.shot(root, "_others_reloaded")
                     slider = root.locator("input[type=range]").first
