@@ -21,6 +21,7 @@ from .._checks import check_scan
 from .._json import to_json
 from .._public import public
 from ..quality import QualityCurve
+from ..quality.metrics._names import metric_label
 from ..storage._atomic import atomic_write
 from ..storage._units import format_rate, parse_bytes
 from .decode import DecodeCost
@@ -253,7 +254,7 @@ class BudgetFindings:
 
 def quality_label(metric: str) -> str:
     """The metric as the budget's table and sentence name it (PSNR without its unit)."""
-    return {"mssim": "MS-SSIM", "ssim": "SSIM", "psnr": "PSNR"}.get(metric, metric)
+    return metric_label(metric).removesuffix(" (dB)")
 
 
 def _stat(row: BudgetLevel, statistic: str) -> float:
